@@ -1,0 +1,57 @@
+// Creating an organization: the realm row, its system groups and its first owner, in one
+// transaction.
+import { AuditLogEvent, Role, type ActionContext, type Realm, type User } from '@parley/db';
+import { JsonableError } from '@parley/errors';
+import { createSystemGroups } from './system-groups';
+import { checkCreateUser, doCreateUser, passwordHashFor } from './users';
+
+// Subdomains are DNS labels; "" is the root organization.
+const SUBDOMAIN = /^(?:[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?)?$/;
+
+export interface NewOrganization {
+  name: string;
+  subdomain: string;
+  ownerEmail: string;
+  ownerFullName: string;
+  ownerPassword: string | null;
+}
+
+export function checkOrganization(org: NewOrganization): NewOrganization {
+  const name = org.name.trim();
+  if (name === '' || name.length > 40 || name.includes('\0')) {
+    throw new JsonableError('Organization name must be 1 to 40 characters');
+  }
+  const subdomain = org.subdomain.trim().toLowerCase();
+  if (!SUBDOMAIN.test(subdomain)) {
+    throw new JsonableError(
+      'Subdomains can only have lowercase letters, numbers, and dashes, and must start and end with a letter or number',
+    );
+  }
+  return { ...org, name, subdomain };
+}
+
+export async function createOrganization(
+  ctx: ActionContext,
+  org: NewOrganization,
+  ownerPasswordHash: string | null,
+): Promise<{ realm: Realm; owner: User }> {
+  const { tx } = ctx;
+  if (await tx.realm.findUnique({ where: { stringId: org.subdomain } })) {
+    throw new JsonableError('Subdomain is already in use');
+  }
+  const realm = await tx.realm.create({ data: { name: org.name, stringId: org.subdomain } });
+  await createSystemGroups(tx, realm.id);
+  const ownerFields = await checkCreateUser(tx, realm, {
+    email: org.ownerEmail,
+    fullName: org.ownerFullName,
+    password: org.ownerPassword,
+    role: Role.OWNER,
+  });
+  const owner = await doCreateUser(ctx, realm, ownerFields, ownerPasswordHash);
+  await tx.auditLog.create({
+    data: { realmId: realm.id, actingUserId: owner.id, eventType: AuditLogEvent.REALM_CREATED },
+  });
+  return { realm, owner };
+}
+
+export { passwordHashFor };

@@ -1,0 +1,73 @@
+// Zulip's role-based system groups, created with every organization. Group-based permission
+// settings (later issues) point at these; each role group contains the next-higher role group
+// as a subgroup, so "moderators" includes administrators and owners.
+import { Role, type RoleValue, type Tx } from '@parley/db';
+
+export const SYSTEM_GROUPS = {
+  OWNERS: 'role:owners',
+  ADMINISTRATORS: 'role:administrators',
+  MODERATORS: 'role:moderators',
+  FULL_MEMBERS: 'role:fullmembers',
+  MEMBERS: 'role:members',
+  EVERYONE: 'role:everyone',
+  EVERYONE_ON_INTERNET: 'role:internet',
+  NOBODY: 'role:nobody',
+} as const;
+
+const DESCRIPTIONS: Record<string, string> = {
+  [SYSTEM_GROUPS.OWNERS]: 'Owners of this organization',
+  [SYSTEM_GROUPS.ADMINISTRATORS]: 'Administrators of this organization, including owners',
+  [SYSTEM_GROUPS.MODERATORS]: 'Moderators of this organization, including administrators',
+  [SYSTEM_GROUPS.FULL_MEMBERS]:
+    'Members of this organization, not including new accounts and guests',
+  [SYSTEM_GROUPS.MEMBERS]: 'Members of this organization, not including guests',
+  [SYSTEM_GROUPS.EVERYONE]: 'Everyone in this organization, including guests',
+  [SYSTEM_GROUPS.EVERYONE_ON_INTERNET]: 'Everyone on the internet',
+  [SYSTEM_GROUPS.NOBODY]: 'Nobody',
+};
+
+/** [supergroup, subgroup] edges. */
+const EDGES: [string, string][] = [
+  [SYSTEM_GROUPS.ADMINISTRATORS, SYSTEM_GROUPS.OWNERS],
+  [SYSTEM_GROUPS.MODERATORS, SYSTEM_GROUPS.ADMINISTRATORS],
+  [SYSTEM_GROUPS.FULL_MEMBERS, SYSTEM_GROUPS.MODERATORS],
+  [SYSTEM_GROUPS.MEMBERS, SYSTEM_GROUPS.FULL_MEMBERS],
+  [SYSTEM_GROUPS.EVERYONE, SYSTEM_GROUPS.MEMBERS],
+  [SYSTEM_GROUPS.EVERYONE_ON_INTERNET, SYSTEM_GROUPS.EVERYONE],
+];
+
+/** Groups a user of `role` is a direct member of. Members join "full members" at once: the
+ * organization's waiting period starts at 0 days. */
+export function systemGroupsForRole(role: RoleValue): string[] {
+  switch (role) {
+    case Role.OWNER:
+      return [SYSTEM_GROUPS.OWNERS];
+    case Role.ADMINISTRATOR:
+      return [SYSTEM_GROUPS.ADMINISTRATORS];
+    case Role.MODERATOR:
+      return [SYSTEM_GROUPS.MODERATORS];
+    case Role.MEMBER:
+      return [SYSTEM_GROUPS.MEMBERS, SYSTEM_GROUPS.FULL_MEMBERS];
+    case Role.GUEST:
+      return [SYSTEM_GROUPS.EVERYONE];
+  }
+}
+
+export async function createSystemGroups(tx: Tx, realmId: number): Promise<void> {
+  await tx.userGroup.createMany({
+    data: Object.values(SYSTEM_GROUPS).map((name) => ({
+      realmId,
+      name,
+      description: DESCRIPTIONS[name] ?? '',
+      isSystemGroup: true,
+    })),
+  });
+  const groups = await tx.userGroup.findMany({ where: { realmId, isSystemGroup: true } });
+  const idOf = new Map(groups.map((group) => [group.name, group.id]));
+  await tx.groupGroupMembership.createMany({
+    data: EDGES.map(([supergroup, subgroup]) => ({
+      supergroupId: idOf.get(supergroup)!,
+      subgroupId: idOf.get(subgroup)!,
+    })),
+  });
+}

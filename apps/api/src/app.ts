@@ -1,0 +1,44 @@
+// Builds the API tier's Express app without listening (tests and the all-in-one server import
+// it; main.ts listens).
+import express, { Router } from 'express';
+import { getConfig } from '@parley/config';
+import { pingDatabase } from '@parley/db';
+import { pingRedis } from '@parley/events';
+import { bodyParsers, errorHandler, healthRoutes, notFound, requestContext } from '@parley/http';
+import { resolveRealm } from './lib/realm';
+import { serverRoutes } from './routes/server';
+
+export interface ApiAppOptions {
+  /** Extra routers mounted under /api/v1 before the API's own (the all-in-one server mounts
+   * the events tier's routes here). */
+  mount?: Router[];
+  isDraining?: () => boolean;
+}
+
+/** The /api/v1 router: realm resolution, body parsing and every resource's routes. */
+export function apiRouter(): Router {
+  const config = getConfig();
+  const router = Router();
+  router.use(bodyParsers(config.MAX_REQUEST_BODY_MIB * 1024 * 1024));
+  router.use(resolveRealm);
+  router.use(serverRoutes);
+  return router;
+}
+
+export function createApp(options: ApiAppOptions = {}): express.Express {
+  const config = getConfig();
+  const app = express();
+  app.disable('x-powered-by');
+  // Django's QueryDict semantics: flat keys, no `a[b]` nesting.
+  app.set('query parser', 'simple');
+  app.set('trust proxy', config.TRUST_PROXY);
+  app.use(requestContext());
+  app.use(
+    healthRoutes({ postgres: pingDatabase, redis: pingRedis }, options.isDraining ?? (() => false)),
+  );
+  for (const router of options.mount ?? []) app.use('/api/v1', router);
+  app.use('/api/v1', apiRouter());
+  app.use(notFound);
+  app.use(errorHandler);
+  return app;
+}

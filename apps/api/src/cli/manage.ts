@@ -1,0 +1,283 @@
+// `pnpm manage <command>`: the operators' tool, like Zulip's manage.py. With --json each
+// command prints exactly one JSON object on stdout (a stable contract for scripts).
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { resetConfig } from '@parley/config';
+import {
+  disconnectPrisma,
+  getPrisma,
+  ROLE_NAMES,
+  runAction,
+  type Realm,
+  type RoleValue,
+} from '@parley/db';
+import { JsonableError } from '@parley/errors';
+import { repoRoot } from '@parley/devservices';
+import { checkOrganization, createOrganization } from '../actions/realms';
+import {
+  checkCreateUser,
+  checkRole,
+  doCreateUser,
+  doSetPassword,
+  passwordHashFor,
+} from '../actions/users';
+import { realmUrl } from '../lib/realm';
+
+type Options = Record<string, string | boolean | undefined>;
+
+interface Command {
+  summary: string;
+  options: Record<string, { type: 'string' | 'boolean'; required?: boolean; help: string }>;
+  run(options: Options): Promise<{ json: Record<string, unknown>; text: string }>;
+}
+
+const realmOption = {
+  type: 'string' as const,
+  help: 'subdomain of the organization ("" or omitted: the root organization)',
+};
+
+const commands: Record<string, Command> = {
+  'create-organization': {
+    summary: 'Create an organization and its first owner',
+    options: {
+      name: { type: 'string', required: true, help: 'organization name' },
+      subdomain: {
+        type: 'string',
+        help: 'subdomain; empty (the default) is the root organization',
+      },
+      'owner-email': { type: 'string', required: true, help: "owner's email address" },
+      'owner-name': { type: 'string', required: true, help: "owner's full name" },
+      'owner-password': { type: 'string', help: "owner's password (omit for API-key-only access)" },
+    },
+    async run(o) {
+      const org = checkOrganization({
+        name: str(o.name),
+        subdomain: str(o.subdomain ?? ''),
+        ownerEmail: str(o['owner-email']),
+        ownerFullName: str(o['owner-name']),
+        ownerPassword: o['owner-password'] === undefined ? null : str(o['owner-password']),
+      });
+      const hash = await passwordHashFor(org.ownerPassword);
+      const { realm, owner } = await runAction((ctx) => createOrganization(ctx, org, hash));
+      const url = realmUrl(realm);
+      return {
+        json: {
+          realm_id: realm.id,
+          name: realm.name,
+          subdomain: realm.stringId,
+          url,
+          user_id: owner.id,
+          email: owner.email,
+          full_name: owner.fullName,
+          api_key: owner.apiKey,
+        },
+        text: `Created organization "${realm.name}" at ${url}\nOwner: ${owner.email} (user ${owner.id})\nAPI key: ${owner.apiKey}`,
+      };
+    },
+  },
+  'create-user': {
+    summary: 'Create a user in an organization',
+    options: {
+      realm: realmOption,
+      email: { type: 'string', required: true, help: 'email address' },
+      name: { type: 'string', required: true, help: 'full name' },
+      password: { type: 'string', help: 'password (omit for API-key-only access)' },
+      role: {
+        type: 'string',
+        help: 'owner, admin, moderator, member (default) or guest, or 100-600',
+      },
+    },
+    async run(o) {
+      const realm = await findRealm(o.realm);
+      const role = parseRole(o.role === undefined ? 'member' : str(o.role));
+      const password = o.password === undefined ? null : str(o.password);
+      const hash = await passwordHashFor(password);
+      const user = await runAction(async (ctx) => {
+        const fields = await checkCreateUser(ctx.tx, realm, {
+          email: str(o.email),
+          fullName: str(o.name),
+          password,
+          role,
+        });
+        return doCreateUser(ctx, realm, fields, hash);
+      });
+      return {
+        json: {
+          realm_id: realm.id,
+          user_id: user.id,
+          email: user.email,
+          full_name: user.fullName,
+          role: user.role,
+          api_key: user.apiKey,
+        },
+        text: `Created ${user.email} (user ${user.id}, role ${user.role})\nAPI key: ${user.apiKey}`,
+      };
+    },
+  },
+  'set-password': {
+    summary: "Set a user's password",
+    options: {
+      realm: realmOption,
+      email: { type: 'string', required: true, help: 'email address' },
+      password: { type: 'string', required: true, help: 'new password' },
+    },
+    async run(o) {
+      const realm = await findRealm(o.realm);
+      const user = await findUser(realm, str(o.email));
+      const hash = (await passwordHashFor(str(o.password)))!;
+      await runAction((ctx) => doSetPassword(ctx, user, hash, null));
+      return {
+        json: { user_id: user.id, email: user.email },
+        text: `Password set for ${user.email}`,
+      };
+    },
+  },
+  'show-api-key': {
+    summary: "Print a user's API key",
+    options: {
+      realm: realmOption,
+      email: { type: 'string', required: true, help: 'email address' },
+    },
+    async run(o) {
+      const realm = await findRealm(o.realm);
+      const user = await findUser(realm, str(o.email));
+      return {
+        json: { user_id: user.id, email: user.email, api_key: user.apiKey },
+        text: user.apiKey,
+      };
+    },
+  },
+  'list-users': {
+    summary: 'List the users of an organization',
+    options: { realm: realmOption },
+    async run(o) {
+      const realm = await findRealm(o.realm);
+      const users = await getPrisma().user.findMany({
+        where: { realmId: realm.id },
+        orderBy: { id: 'asc' },
+      });
+      const rows = users.map((u) => ({
+        user_id: u.id,
+        email: u.deliveryEmail,
+        full_name: u.fullName,
+        role: u.role,
+        is_active: u.isActive,
+        is_bot: u.isBot,
+      }));
+      const text = rows
+        .map(
+          (r) =>
+            `${r.user_id}\t${r.email}\t${r.full_name}\trole ${r.role}${r.is_active ? '' : '\t(deactivated)'}${r.is_bot ? '\t(bot)' : ''}`,
+        )
+        .join('\n');
+      return { json: { realm_id: realm.id, users: rows }, text: text || '(no users)' };
+    },
+  },
+};
+
+function str(value: string | boolean | undefined): string {
+  return typeof value === 'string' ? value : '';
+}
+
+function parseRole(value: string): RoleValue {
+  const named = ROLE_NAMES[value.toLowerCase()];
+  if (named !== undefined) return named;
+  if (!/^\d+$/.test(value)) throw new JsonableError(`Invalid role '${value}'`);
+  return checkRole(Number(value));
+}
+
+async function findRealm(subdomain: string | boolean | undefined): Promise<Realm> {
+  const stringId = str(subdomain).trim().toLowerCase();
+  const realm = await getPrisma().realm.findUnique({ where: { stringId } });
+  if (!realm) throw new JsonableError(`No organization with subdomain '${stringId}'`);
+  return realm;
+}
+
+async function findUser(realm: Realm, email: string) {
+  const [user] = await getPrisma().user.findMany({
+    where: { realmId: realm.id, deliveryEmail: { equals: email.trim(), mode: 'insensitive' } },
+    take: 1,
+  });
+  if (!user) throw new JsonableError(`No user ${email} in this organization`);
+  return user;
+}
+
+function usage(): string {
+  const lines = ['Usage: pnpm manage <command> [options] [--json]', '', 'Commands:'];
+  for (const [name, command] of Object.entries(commands)) {
+    lines.push(`  ${name.padEnd(20)} ${command.summary}`);
+    for (const [option, spec] of Object.entries(command.options)) {
+      lines.push(`      --${option}${spec.required ? ' (required)' : ''}: ${spec.help}`);
+    }
+  }
+  return lines.join('\n');
+}
+
+/** With nothing configured, use the services the all-in-one server found (it writes them to
+ * .parley/runtime.env), then the local defaults. */
+function loadServiceEnv(): void {
+  const runtimeEnv = join(repoRoot(), '.parley', 'runtime.env');
+  if (!process.env.DATABASE_URL && existsSync(runtimeEnv)) process.loadEnvFile(runtimeEnv);
+  process.env.DATABASE_URL ||= 'postgresql://postgres@127.0.0.1:5432/parley';
+  process.env.REDIS_URL ||= 'redis://127.0.0.1:6379';
+  resetConfig();
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  const command = name ? commands[name] : undefined;
+  if (!command || name === undefined) {
+    process.stderr.write(
+      `${name && name !== 'help' && name !== '--help' ? `Unknown command '${name}'\n\n` : ''}${usage()}\n`,
+    );
+    return name === 'help' || name === '--help' ? 0 : 2;
+  }
+  let values: Options;
+  try {
+    values = parseArgs({
+      args: rest,
+      options: {
+        json: { type: 'boolean' },
+        ...Object.fromEntries(
+          Object.entries(command.options).map(([k, v]) => [k, { type: v.type }]),
+        ),
+      },
+      strict: true,
+      allowPositionals: false,
+    }).values;
+    const missing = Object.entries(command.options).filter(
+      ([k, v]) => v.required && values[k] === undefined,
+    );
+    if (missing.length > 0) throw new Error(`Missing ${missing.map(([k]) => `--${k}`).join(', ')}`);
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}\n\n${usage()}\n`);
+    return 2;
+  }
+  loadServiceEnv();
+  try {
+    const result = await command.run(values);
+    process.stdout.write(`${values.json ? JSON.stringify(result.json) : result.text}\n`);
+    return 0;
+  } catch (error) {
+    if (!(error instanceof JsonableError)) throw error;
+    if (values.json)
+      process.stdout.write(`${JSON.stringify({ result: 'error', msg: error.message })}\n`);
+    else process.stderr.write(`Error: ${error.message}\n`);
+    return 1;
+  } finally {
+    await disconnectPrisma();
+  }
+}
+
+if (require.main === module) {
+  main(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (error: unknown) => {
+      process.stderr.write(
+        `${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+      );
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,44 @@
+// Organizations are chosen by the Host header, as in Zulip: EXTERNAL_HOST serves the root
+// organization (subdomain ""), `sub.EXTERNAL_HOST` the organization `sub`.
+import type { RequestHandler } from 'express';
+import { getConfig } from '@parley/config';
+import { getPrisma, type Realm } from '@parley/db';
+import { InvalidSubdomainError } from '@parley/errors';
+
+declare module 'express-serve-static-core' {
+  interface Locals {
+    /** null only for the root domain when no root organization exists. */
+    realm: Realm | null;
+  }
+}
+
+/** The subdomain a Host header names; hosts outside EXTERNAL_HOST fall back to the root
+ * organization (Zulip's get_subdomain does the same). */
+export function subdomainFromHost(host: string, externalHost: string): string {
+  const external = externalHost.toLowerCase();
+  let name = host.toLowerCase();
+  // EXTERNAL_HOST without a port matches the host on any port (behind a proxy on :443).
+  if (!external.includes(':')) name = name.replace(/:\d+$/, '');
+  if (name === external) return '';
+  if (name.endsWith(`.${external}`)) return name.slice(0, -external.length - 1);
+  return '';
+}
+
+/** The host users of `realm` reach it at; also the domain of dummy emails. */
+export function realmHost(realm: Pick<Realm, 'stringId'>): string {
+  const external = getConfig().EXTERNAL_HOST;
+  return realm.stringId === '' ? external : `${realm.stringId}.${external}`;
+}
+
+export function realmUrl(realm: Pick<Realm, 'stringId'>): string {
+  return `${getConfig().EXTERNAL_URL_SCHEME}://${realmHost(realm)}`;
+}
+
+export const resolveRealm: RequestHandler = async (req, res, next) => {
+  const subdomain = subdomainFromHost(req.get('host') ?? '', getConfig().EXTERNAL_HOST);
+  const realm = await getPrisma().realm.findUnique({ where: { stringId: subdomain } });
+  if (!realm && subdomain !== '') throw new InvalidSubdomainError();
+  res.locals.realm = realm;
+  if (realm) res.locals.logContext.realm_id = realm.id;
+  next();
+};

@@ -1,0 +1,30 @@
+// The API tier as its own process (docker-compose runs several behind nginx).
+import { getConfig } from '@parley/config';
+import { disconnectPrisma } from '@parley/db';
+import { disconnectRedis } from '@parley/events';
+import { serve } from '@parley/http';
+import { createLogger, setLogger } from '@parley/logger';
+import { createApp } from './app';
+
+async function main(): Promise<void> {
+  const config = getConfig();
+  setLogger(createLogger({ level: config.LOG_LEVEL, format: config.LOG_FORMAT }));
+  let draining = false;
+  await serve(createApp({ isDraining: () => draining }), {
+    name: 'api',
+    port: config.PORT,
+    host: config.BIND_HOST,
+    onDrainStart: () => {
+      draining = true;
+    },
+    onClosed: async () => {
+      await Promise.all([disconnectPrisma(), disconnectRedis()]);
+    },
+  });
+}
+
+main().catch((error: unknown) => {
+  // Config errors list every problem; print them plainly and exit non-zero.
+  process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,53 @@
+// GET /server_settings: what a client asks before logging in (no authentication).
+import { createHash } from 'node:crypto';
+import { Router } from 'express';
+import { getConfig, ZULIP_FEATURE_LEVEL, ZULIP_MERGE_BASE, ZULIP_VERSION } from '@parley/config';
+import { defineRoute, endpoint } from '@parley/http';
+import { realmUrl } from '../lib/realm';
+import { renderPlainDescription } from '../presenters/realm';
+
+export const serverRoutes = Router();
+
+defineRoute(serverRoutes, '/server_settings', {
+  GET: endpoint({}, ({ req, res }) => {
+    const realm = res.locals.realm;
+    const passwordAuth = realm?.passwordAuthEnabled ?? true;
+    const settings: Record<string, unknown> = {
+      authentication_methods: {
+        password: passwordAuth,
+        dev: false,
+        email: passwordAuth,
+        ldap: false,
+        remoteuser: false,
+        github: false,
+        azuread: false,
+        gitlab: false,
+        apple: false,
+        google: false,
+        saml: false,
+        'openid connect': false,
+      },
+      external_authentication_methods: [],
+      zulip_feature_level: ZULIP_FEATURE_LEVEL,
+      zulip_version: ZULIP_VERSION,
+      zulip_merge_base: ZULIP_MERGE_BASE,
+      push_notifications_enabled: getConfig().PUSH_NOTIFICATIONS_ENABLED,
+      is_incompatible: (req.get('user-agent') ?? '').startsWith('ZulipInvalid'),
+      email_auth_enabled: passwordAuth,
+      require_email_format_usernames: true,
+    };
+    // Like Zulip, the realm_* keys appear only when the host names an organization.
+    if (realm) {
+      const url = realmUrl(realm);
+      Object.assign(settings, {
+        realm_uri: url,
+        realm_url: url,
+        realm_name: realm.name,
+        realm_icon: `https://secure.gravatar.com/avatar/${createHash('md5').update(url).digest('hex')}?d=identicon`,
+        realm_description: renderPlainDescription(realm.description),
+        realm_web_public_access_enabled: realm.webPublicAccessEnabled,
+      });
+    }
+    return settings;
+  }),
+});

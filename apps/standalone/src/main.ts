@@ -1,0 +1,127 @@
+// The quick start: one process that finds or starts PostgreSQL and Redis, applies migrations,
+// creates a demo organization on first run, and serves the whole API (the events tier's routes
+// mounted in the same app) on one URL.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { getConfig, resetConfig } from '@parley/config';
+import { disconnectPrisma, getPrisma, runAction } from '@parley/db';
+import { repoRoot, resolveServices, runMigrations } from '@parley/devservices';
+import { disconnectRedis } from '@parley/events';
+import { serve } from '@parley/http';
+import { createLogger, setLogger } from '@parley/logger';
+import { createApp } from '@parley/api';
+import { createOrganization } from '@parley/api/actions/realms';
+import { generatePassword } from '@parley/api/lib/credentials';
+import { passwordHashFor } from '@parley/api/actions/users';
+import { realmUrl } from '@parley/api/lib/realm';
+import { eventsRouter } from '@parley/events-app';
+
+const DEMO_OWNER = { email: 'desdemona@example.com', fullName: 'Desdemona' };
+
+async function main(): Promise<void> {
+  const stateDir = join(repoRoot(), '.parley');
+  const services = await resolveServices({
+    stateDir,
+    databaseName: 'parley',
+    log: (line) => console.log(line),
+  });
+  let stopped = false;
+  const stopServices = async () => {
+    if (stopped) return;
+    stopped = true;
+    await services.stop();
+  };
+  try {
+    process.env.DATABASE_URL = services.databaseUrl;
+    process.env.REDIS_URL = services.redisUrl;
+    resetConfig();
+    const config = getConfig();
+    setLogger(createLogger({ level: config.LOG_LEVEL, format: config.LOG_FORMAT }));
+    // `pnpm manage` reads this to reach the same database without any configuration.
+    mkdirSync(stateDir, { recursive: true });
+    writeFileSync(
+      join(stateDir, 'runtime.env'),
+      `DATABASE_URL=${services.databaseUrl}\nREDIS_URL=${services.redisUrl}\n`,
+    );
+
+    await runMigrations(services.databaseUrl);
+    const banner = await ensureDemoOrganization();
+
+    let draining = false;
+    await serve(createApp({ mount: [eventsRouter()], isDraining: () => draining }), {
+      name: 'parley',
+      port: config.PORT,
+      host: config.BIND_HOST,
+      onDrainStart: () => {
+        draining = true;
+      },
+      onClosed: async () => {
+        await Promise.all([disconnectPrisma(), disconnectRedis()]);
+        await stopServices();
+      },
+    });
+    const apiUrl = `http://localhost:${config.PORT}/api/v1`;
+    console.log(
+      [
+        '',
+        'Parley is running.',
+        ...services.describe.map((line) => `  using ${line}`),
+        `  API:           ${apiUrl}`,
+        `  try:           curl ${apiUrl}/server_settings`,
+        ...banner,
+        '',
+      ].join('\n'),
+    );
+  } catch (error) {
+    await stopServices().catch(() => undefined);
+    throw error;
+  }
+}
+
+/** Creates the demo root organization when the server has no organization at all; prints
+ * its owner's credentials (the password only on the run that created it). */
+async function ensureDemoOrganization(): Promise<string[]> {
+  const prisma = getPrisma();
+  if ((await prisma.realm.count()) === 0) {
+    const password = generatePassword();
+    const hash = await passwordHashFor(password);
+    const { realm, owner } = await runAction((ctx) =>
+      createOrganization(
+        ctx,
+        {
+          name: 'Parley Demo',
+          subdomain: '',
+          ownerEmail: DEMO_OWNER.email,
+          ownerFullName: DEMO_OWNER.fullName,
+          ownerPassword: password,
+        },
+        hash,
+      ),
+    );
+    return [
+      `  Created the demo organization "${realm.name}" at ${realmUrl(realm)}`,
+      `  owner email:   ${owner.email}`,
+      `  password:      ${password}  (shown once; reset with pnpm manage set-password)`,
+      `  API key:       ${owner.apiKey}`,
+    ];
+  }
+  const realm = await prisma.realm.findUnique({ where: { stringId: '' } });
+  const owner = realm
+    ? await prisma.user.findFirst({
+        where: { realmId: realm.id, role: 100, isActive: true },
+        orderBy: { id: 'asc' },
+      })
+    : null;
+  if (!realm || !owner)
+    return ['  Organizations exist; list users with: pnpm manage list-users --realm <subdomain>'];
+  return [
+    `  Organization:  "${realm.name}" at ${realmUrl(realm)}`,
+    `  owner email:   ${owner.email}`,
+    `  API key:       ${owner.apiKey}`,
+  ];
+}
+
+main().catch((error: unknown) => {
+  console.error(error instanceof Error ? error.message : String(error));
+  process.exit(1);
+});

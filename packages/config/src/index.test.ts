@@ -1,0 +1,55 @@
+import { ConfigError, parseConfig } from './index';
+
+const minimal = {
+  DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/parley',
+  REDIS_URL: 'redis://127.0.0.1:6379',
+};
+
+describe('parseConfig', () => {
+  it('fills in defaults around the two required URLs', () => {
+    const config = parseConfig(minimal);
+    expect(config).toMatchObject({
+      PORT: 9991,
+      EXTERNAL_HOST: 'localhost:9991',
+      EXTERNAL_URL_SCHEME: 'http',
+      EVENT_SHARDS: 16,
+      MAX_REQUEST_BODY_MIB: 25,
+      LOG_FORMAT: 'pretty',
+      TRUST_PROXY: false,
+    });
+  });
+
+  it('logs JSON in production unless told otherwise', () => {
+    expect(parseConfig({ ...minimal, NODE_ENV: 'production' }).LOG_FORMAT).toBe('json');
+    expect(
+      parseConfig({ ...minimal, NODE_ENV: 'production', LOG_FORMAT: 'pretty' }).LOG_FORMAT,
+    ).toBe('pretty');
+  });
+
+  it('coerces numbers and booleans from their text', () => {
+    const config = parseConfig({
+      ...minimal,
+      PORT: '8080',
+      TRUST_PROXY: 'true',
+      EVENT_SHARDS: '4',
+    });
+    expect([config.PORT, config.TRUST_PROXY, config.EVENT_SHARDS]).toEqual([8080, true, 4]);
+  });
+
+  it('treats empty variables as unset', () => {
+    expect(parseConfig({ ...minimal, PORT: '' }).PORT).toBe(9991);
+  });
+
+  it('lists every problem at once', () => {
+    let error: unknown;
+    try {
+      parseConfig({ PORT: 'eighty', EXTERNAL_HOST: 'not a host', REDIS_URL: 'http://x' });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const problems = (error as ConfigError).problems.map((line) => line.split(':')[0]);
+    expect(problems.sort()).toEqual(['DATABASE_URL', 'EXTERNAL_HOST', 'PORT', 'REDIS_URL']);
+    expect((error as ConfigError).message).toContain('Invalid configuration:\n  - ');
+  });
+});

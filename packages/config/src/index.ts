@@ -1,0 +1,88 @@
+// Parley's configuration: the environment (plus an optional .env file) parsed once with zod.
+// Every problem is reported at boot in one message, never one at a time.
+import { existsSync } from 'node:fs';
+import { z } from 'zod';
+
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+const port = z.coerce.number().int().min(1).max(65535);
+
+const schema = z.object({
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  /** Port of the API tier (and of the all-in-one server of the quick start). */
+  PORT: port.default(9991),
+  /** Port of a separately started events tier. */
+  EVENTS_PORT: port.default(9993),
+  BIND_HOST: z.string().min(1).default('0.0.0.0'),
+  /** Host (and port) clients use; `sub.EXTERNAL_HOST` serves the organization `sub`. */
+  EXTERNAL_HOST: z
+    .string()
+    .regex(/^[a-z0-9.-]+(:\d+)?$/i, 'must be a host name with an optional :port')
+    .default('localhost:9991'),
+  EXTERNAL_URL_SCHEME: z.enum(['http', 'https']).default('http'),
+  DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/ }),
+  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(500).default(10),
+  REDIS_URL: z.url({ protocol: /^rediss?$/ }),
+  LOG_LEVEL: z.enum(['error', 'warn', 'info', 'http', 'debug']).default('http'),
+  /** json in production, one readable line per entry otherwise. */
+  LOG_FORMAT: z.enum(['json', 'pretty']).optional(),
+  /** Number of notification-log shards (fixed per deployment: users map to user_id mod S). */
+  EVENT_SHARDS: z.coerce.number().int().min(1).max(1024).default(16),
+  /** Largest request body accepted (Zulip: DATA_UPLOAD_MAX_MEMORY_SIZE, 25 MiB). */
+  MAX_REQUEST_BODY_MIB: z.coerce.number().positive().max(1024).default(25),
+  MAX_FILE_UPLOAD_SIZE_MIB: z.coerce.number().int().positive().max(10240).default(25),
+  /** Trust X-Forwarded-* from the load balancer in front (nginx in infra/). */
+  TRUST_PROXY: bool.default(false),
+  PUSH_NOTIFICATIONS_ENABLED: bool.default(false),
+});
+
+export type Config = z.infer<typeof schema> & { LOG_FORMAT: 'json' | 'pretty' };
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Parses `env`; throws a ConfigError listing every problem. Pure: tests pass their own env. */
+export function parseConfig(env: Record<string, string | undefined>): Config {
+  // Empty variables (FOO= in a .env file) mean "unset", as most tools treat them.
+  const present = Object.fromEntries(
+    Object.entries(env).filter(([, v]) => v !== undefined && v !== ''),
+  );
+  const result = schema.safeParse(present);
+  if (!result.success) {
+    throw new ConfigError(
+      result.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`),
+    );
+  }
+  const config = result.data;
+  return {
+    ...config,
+    LOG_FORMAT: config.LOG_FORMAT ?? (config.NODE_ENV === 'production' ? 'json' : 'pretty'),
+  };
+}
+
+let cached: Config | undefined;
+
+/** The process's configuration, read once (a .env file in the working directory fills gaps). */
+export function getConfig(): Config {
+  if (!cached) {
+    if (existsSync('.env')) process.loadEnvFile('.env');
+    cached = parseConfig(process.env);
+  }
+  return cached;
+}
+
+/** For tests and the all-in-one starter, which set the environment before first use. */
+export function resetConfig(): void {
+  cached = undefined;
+}
+
+export const ZULIP_VERSION = '11.0-parley-0.1.0';
+export const ZULIP_MERGE_BASE = ZULIP_VERSION;
+/** The API feature level Parley advertises (the spec's newest). */
+export const ZULIP_FEATURE_LEVEL = 496;

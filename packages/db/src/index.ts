@@ -1,0 +1,20 @@
+export { createPrisma, disconnectPrisma, getPrisma, pingDatabase, type Db } from './client';
+export { runAction, type ActionContext, type RunActionOptions, type Tx } from './action';
+export {
+  bitmaskToFlags,
+  flagBit,
+  flagsToBitmask,
+  USER_MESSAGE_FLAGS,
+  type UserMessageFlag,
+} from './flags';
+export {
+  AuditLogEvent,
+  isRoleValue,
+  RecipientType,
+  Role,
+  ROLE_NAMES,
+  type RoleValue,
+} from './roles';
+export { isUniqueViolation } from './prisma-errors';
+export { Prisma } from '@prisma/client';
+export type { Realm, User, Stream, Message, UserGroup } from '@prisma/client';

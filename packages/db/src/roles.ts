@@ -1,0 +1,38 @@
+// Zulip's role values (UserProfile.ROLE_*), and the names the CLI accepts for them.
+export const Role = {
+  OWNER: 100,
+  ADMINISTRATOR: 200,
+  MODERATOR: 300,
+  MEMBER: 400,
+  GUEST: 600,
+} as const;
+
+export type RoleValue = (typeof Role)[keyof typeof Role];
+
+export const ROLE_NAMES: Record<string, RoleValue> = {
+  owner: Role.OWNER,
+  admin: Role.ADMINISTRATOR,
+  administrator: Role.ADMINISTRATOR,
+  moderator: Role.MODERATOR,
+  member: Role.MEMBER,
+  guest: Role.GUEST,
+};
+
+export function isRoleValue(value: number): value is RoleValue {
+  return Object.values(Role).includes(value as RoleValue);
+}
+
+/** Recipient.type values. */
+export const RecipientType = { PERSONAL: 1, STREAM: 2, DIRECT_MESSAGE_GROUP: 3 } as const;
+
+/** AuditLog.event_type values used so far (Zulip's AuditLogEventType numbers). */
+export const AuditLogEvent = {
+  USER_CREATED: 101,
+  USER_ACTIVATED: 102,
+  USER_DEACTIVATED: 103,
+  USER_REACTIVATED: 104,
+  USER_ROLE_CHANGED: 105,
+  USER_PASSWORD_CHANGED: 122,
+  USER_API_KEY_CHANGED: 127,
+  REALM_CREATED: 215,
+} as const;

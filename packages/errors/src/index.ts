@@ -1,0 +1,314 @@
+// Zulip's error model (zerver/lib/exceptions.py): one JsonableError base carrying the code,
+// the HTTP status, extra JSON fields and headers; one small subclass per Zulip code. The HTTP
+// layer serializes any of them as {result: 'error', msg, code, ...data}.
+
+export type ErrorCode =
+  | 'BAD_REQUEST'
+  | 'REQUEST_VARIABLE_MISSING'
+  | 'REQUEST_VARIABLE_INVALID'
+  | 'REQUEST_CONFUSING_VAR'
+  | 'INVALID_JSON'
+  | 'BAD_NARROW'
+  | 'BAD_EVENT_QUEUE_ID'
+  | 'STREAM_DOES_NOT_EXIST'
+  | 'UNAUTHORIZED_PRINCIPAL'
+  | 'CANNOT_DEACTIVATE_LAST_USER'
+  | 'INVITATION_FAILED'
+  | 'INVALID_API_KEY'
+  | 'UNAUTHORIZED'
+  | 'AUTHENTICATION_FAILED'
+  | 'USER_DEACTIVATED'
+  | 'REALM_DEACTIVATED'
+  | 'PASSWORD_AUTH_DISABLED'
+  | 'NONEXISTENT_SUBDOMAIN'
+  | 'RATE_LIMIT_HIT'
+  | 'REACTION_ALREADY_EXISTS'
+  | 'REACTION_DOES_NOT_EXIST'
+  | 'MOVE_MESSAGES_TIME_LIMIT_EXCEEDED'
+  | 'TOPIC_WILDCARD_MENTION_NOT_ALLOWED'
+  | 'STREAM_WILDCARD_MENTION_NOT_ALLOWED'
+  | 'SYSTEM_GROUP_REQUIRED'
+  | 'CANNOT_DEACTIVATE_GROUP_IN_USE'
+  | 'CANNOT_ADMINISTER_CHANNEL'
+  | 'INVALID_PUSH_DEVICE_TOKEN'
+  | 'SERVER_NOT_READY';
+
+export type ErrorData = Record<string, unknown>;
+
+export class JsonableError extends Error {
+  readonly code: ErrorCode = 'BAD_REQUEST';
+  readonly httpStatus: number = 400;
+  readonly data: ErrorData = {};
+  readonly headers: Record<string, string> = {};
+
+  constructor(msg: string) {
+    super(msg);
+    this.name = new.target.name;
+  }
+}
+
+/** Body of an error response, without the envelope's `result`. */
+export function errorBody(error: JsonableError): { msg: string; code: ErrorCode } & ErrorData {
+  // msg and code come last so no data field can replace them.
+  return { ...error.data, msg: error.message, code: error.code };
+}
+
+// ---- Request parsing ------------------------------------------------------------------------
+
+export class RequestVariableMissingError extends JsonableError {
+  override readonly code = 'REQUEST_VARIABLE_MISSING';
+  override readonly data: ErrorData;
+  constructor(varName: string) {
+    super(`Missing '${varName}' argument`);
+    this.data = { var_name: varName };
+  }
+}
+
+export class RequestVariableConversionError extends JsonableError {
+  override readonly code = 'REQUEST_VARIABLE_INVALID';
+  override readonly data: ErrorData;
+  constructor(varName: string, badValue: unknown) {
+    super(`Bad value for '${varName}': ${String(badValue)}`);
+    this.data = { var_name: varName, bad_value: badValue };
+  }
+}
+
+export class RequestConfusingParamsError extends JsonableError {
+  override readonly code = 'REQUEST_CONFUSING_VAR';
+  override readonly data: ErrorData;
+  constructor(varName1: string, varName2: string) {
+    super(`Can't decide between '${varName1}' and '${varName2}' arguments`);
+    this.data = { var_name1: varName1, var_name2: varName2 };
+  }
+}
+
+export class InvalidJSONError extends JsonableError {
+  override readonly code = 'INVALID_JSON';
+  constructor(msg = 'Malformed JSON') {
+    super(msg);
+  }
+}
+
+export class IncompatibleParametersError extends JsonableError {
+  override readonly data: ErrorData;
+  constructor(parameters: string[]) {
+    super(`Unsupported parameter combination: ${parameters.join(', ')}`);
+    this.data = { parameters: parameters.join(', ') };
+  }
+}
+
+/** Validation failures of typed parameters (Zulip's ApiParamValidationError): BAD_REQUEST. */
+export class ApiParamValidationError extends JsonableError {}
+
+// ---- Authentication and authorization -------------------------------------------------------
+
+export class UnauthorizedError extends JsonableError {
+  override readonly code = 'UNAUTHORIZED';
+  override readonly httpStatus = 401;
+  override readonly headers = { 'WWW-Authenticate': 'Basic realm="zulip"' };
+  constructor(msg = 'Not logged in: API authentication or user session required') {
+    super(msg);
+  }
+}
+
+export class InvalidAPIKeyError extends JsonableError {
+  override readonly code = 'INVALID_API_KEY';
+  override readonly httpStatus = 401;
+  constructor(msg = 'Invalid API key') {
+    super(msg);
+  }
+}
+
+export class AuthenticationFailedError extends JsonableError {
+  override readonly code = 'AUTHENTICATION_FAILED';
+  override readonly httpStatus = 401;
+  constructor(msg = 'Your username or password is incorrect') {
+    super(msg);
+  }
+}
+
+export class UserDeactivatedError extends JsonableError {
+  override readonly code = 'USER_DEACTIVATED';
+  override readonly httpStatus = 401;
+  constructor() {
+    super('Account is deactivated');
+  }
+}
+
+export class RealmDeactivatedError extends JsonableError {
+  override readonly code = 'REALM_DEACTIVATED';
+  override readonly httpStatus = 401;
+  constructor() {
+    super('This organization has been deactivated');
+  }
+}
+
+export class PasswordAuthDisabledError extends JsonableError {
+  override readonly code = 'PASSWORD_AUTH_DISABLED';
+  override readonly httpStatus = 401;
+  constructor() {
+    super('Password authentication is disabled in this organization');
+  }
+}
+
+export class InvalidSubdomainError extends JsonableError {
+  override readonly code = 'NONEXISTENT_SUBDOMAIN';
+  override readonly httpStatus = 404;
+  constructor() {
+    super('Invalid subdomain');
+  }
+}
+
+export class RateLimitedError extends JsonableError {
+  override readonly code = 'RATE_LIMIT_HIT';
+  override readonly httpStatus = 429;
+  override readonly data: ErrorData;
+  override readonly headers: Record<string, string>;
+  constructor(retryAfterSeconds: number) {
+    super('API usage exceeded rate limit');
+    this.data = { 'retry-after': retryAfterSeconds };
+    this.headers = { 'Retry-After': String(Math.ceil(retryAfterSeconds)) };
+  }
+}
+
+export class OrganizationMemberRequiredError extends JsonableError {
+  override readonly code = 'UNAUTHORIZED_PRINCIPAL';
+  constructor() {
+    super('Must be an organization member');
+  }
+}
+
+export class OrganizationAdministratorRequiredError extends JsonableError {
+  override readonly code = 'UNAUTHORIZED_PRINCIPAL';
+  constructor() {
+    super('Must be an organization administrator');
+  }
+}
+
+export class OrganizationOwnerRequiredError extends JsonableError {
+  override readonly code = 'UNAUTHORIZED_PRINCIPAL';
+  constructor() {
+    super('Must be an organization owner');
+  }
+}
+
+export class AccessDeniedError extends JsonableError {
+  override readonly httpStatus = 403;
+  constructor() {
+    super('Access denied');
+  }
+}
+
+/** Missing drafts, scheduled messages and saved snippets: BAD_REQUEST with HTTP 404. */
+export class ResourceNotFoundError extends JsonableError {
+  override readonly httpStatus = 404;
+}
+
+// ---- Domain errors --------------------------------------------------------------------------
+
+export class CannotDeactivateLastUserError extends JsonableError {
+  override readonly code = 'CANNOT_DEACTIVATE_LAST_USER';
+  override readonly data: ErrorData;
+  constructor(isLastOwner: boolean) {
+    const entity = isLastOwner ? 'organization owner' : 'user';
+    super(`Cannot deactivate the only ${entity}.`);
+    this.data = { is_last_owner: isLastOwner, entity };
+  }
+}
+
+export class StreamDoesNotExistError extends JsonableError {
+  override readonly code = 'STREAM_DOES_NOT_EXIST';
+  override readonly data: ErrorData;
+  constructor(stream: string) {
+    super(`Channel '${stream}' does not exist`);
+    this.data = { stream };
+  }
+}
+
+export class StreamWithIDDoesNotExistError extends JsonableError {
+  override readonly code = 'STREAM_DOES_NOT_EXIST';
+  override readonly data: ErrorData;
+  constructor(streamId: number) {
+    super(`Channel with ID '${streamId}' does not exist`);
+    this.data = { stream_id: streamId };
+  }
+}
+
+export class BadEventQueueIdError extends JsonableError {
+  override readonly code = 'BAD_EVENT_QUEUE_ID';
+  override readonly data: ErrorData;
+  constructor(queueId: string) {
+    super(`Bad event queue ID: ${queueId}`);
+    this.data = { queue_id: queueId };
+  }
+}
+
+export class BadNarrowError extends JsonableError {
+  override readonly code = 'BAD_NARROW';
+}
+
+export class ReactionExistsError extends JsonableError {
+  override readonly code = 'REACTION_ALREADY_EXISTS';
+  constructor() {
+    super('Reaction already exists.');
+  }
+}
+
+export class ReactionDoesNotExistError extends JsonableError {
+  override readonly code = 'REACTION_DOES_NOT_EXIST';
+  constructor() {
+    super("Reaction doesn't exist.");
+  }
+}
+
+export class InvitationError extends JsonableError {
+  override readonly code = 'INVITATION_FAILED';
+  override readonly data: ErrorData;
+  constructor(
+    msg: string,
+    fields: {
+      errors: [string, string, boolean][];
+      sentInvitations: boolean;
+      licenseLimitReached?: boolean;
+      dailyLimitReached?: boolean;
+    },
+  ) {
+    super(msg);
+    this.data = {
+      errors: fields.errors,
+      sent_invitations: fields.sentInvitations,
+      license_limit_reached: fields.licenseLimitReached ?? false,
+      daily_limit_reached: fields.dailyLimitReached ?? false,
+    };
+  }
+}
+
+// ---- Transport-level errors (no Zulip class of their own; Zulip's nginx/Django answer these) --
+
+export class PayloadTooLargeError extends JsonableError {
+  override readonly httpStatus = 413;
+  constructor(limitBytes?: number) {
+    super(
+      limitBytes ? `Request body too large (limit: ${limitBytes} bytes)` : 'Request body too large',
+    );
+  }
+}
+
+export class NotFoundError extends JsonableError {
+  override readonly httpStatus = 404;
+  constructor() {
+    super('Endpoint does not exist');
+  }
+}
+
+/** Zulip answers 405 with `allowed_methods`; Parley adds `code` as spec 7 requires. */
+export class MethodNotAllowedError extends JsonableError {
+  override readonly httpStatus = 405;
+  override readonly data: ErrorData;
+  override readonly headers: Record<string, string>;
+  constructor(allowedMethods: string[]) {
+    super('Method Not Allowed');
+    this.data = { allowed_methods: allowedMethods };
+    this.headers = { Allow: allowedMethods.join(', ') };
+  }
+}

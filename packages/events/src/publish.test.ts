@@ -1,0 +1,35 @@
+// publishNotification against the real Redis: one stream entry per shard, each carrying the
+// event and that shard's recipients.
+import { randomBytes } from 'node:crypto';
+import { getConfig } from '@parley/config';
+import { keys } from './keys';
+import { publishNotification } from './publish';
+import { getRedis } from './redis';
+
+describe('publishNotification', () => {
+  it('appends the event to the log of each recipient shard with that shard’s users', async () => {
+    const redis = getRedis();
+    // A shard count no deployment uses, so the two shard logs are this test's alone.
+    const shards = 100_000;
+    const [a, b] = [50_000, 50_001].map(
+      (k) => k + (Number.parseInt(randomBytes(2).toString('hex'), 16) % 20_000) * 2,
+    );
+    const event = { type: 'realm_user', op: 'update', person: { user_id: 1, full_name: 'X' } };
+    await publishNotification(redis, shards, { event, users: [a!, shards + a!, b!] });
+    const read = async (shard: number) =>
+      (await redis.xrange(keys.shardLog(shard), '-', '+')).map(
+        ([, fields]) => JSON.parse(fields[1]!) as unknown,
+      );
+    expect(await read(a!)).toEqual([{ event, users: [a, shards + a!] }]);
+    expect(await read(b!)).toEqual([{ event, users: [b] }]);
+    await redis.del(keys.shardLog(a!), keys.shardLog(b!));
+  });
+
+  it('publishes nothing for an empty recipient list', async () => {
+    const redis = getRedis();
+    const spy = jest.spyOn(redis, 'pipeline');
+    await publishNotification(redis, getConfig().EVENT_SHARDS, { event: { type: 'x' }, users: [] });
+    expect(spy).not.toHaveBeenCalled();
+    spy.mockRestore();
+  });
+});

@@ -1,0 +1,35 @@
+// `endpoint()` turns a parameter declaration and a handler into an Express handler: parse the
+// path and the parameters, run the handler, answer with the envelope. Authentication lives in
+// the apps, which wrap this with their own context (see apps/api/src/lib/endpoint.ts).
+import type { Request, RequestHandler, Response } from 'express';
+import { sendSuccess, type Json } from './envelope';
+import { parseParams, parsePathParams, type ParamShape, type ParamValues } from './params';
+
+export interface EndpointSpec<P extends ParamShape, Q extends ParamShape> {
+  path?: P;
+  params?: Q;
+}
+
+export interface EndpointInput<P extends ParamShape, Q extends ParamShape> {
+  req: Request;
+  res: Response;
+  path: ParamValues<P>;
+  params: ParamValues<Q>;
+}
+
+type NoParams = Record<never, never>;
+
+export function endpoint<P extends ParamShape = NoParams, Q extends ParamShape = NoParams>(
+  spec: EndpointSpec<P, Q>,
+  handler: (input: EndpointInput<P, Q>) => Promise<Json> | Json,
+): RequestHandler {
+  return async (req, res) => {
+    const path = parsePathParams(spec.path ?? ({} as P), req.params as Record<string, string>);
+    const { values, ignored } = parseParams(spec.params ?? ({} as Q), {
+      body: req.body as Record<string, unknown>,
+      query: req.query as Record<string, unknown>,
+    });
+    const data = await handler({ req, res, path, params: values });
+    sendSuccess(res, data, ignored);
+  };
+}

@@ -1,0 +1,27 @@
+import { Router } from 'express';
+
+/** `/health` answers while the process runs; `/ready` only while every dependency answers, so
+ * the load balancer stops sending traffic to a replica that lost Postgres or Redis. */
+export function healthRoutes(
+  checks: Record<string, () => Promise<boolean>>,
+  isDraining: () => boolean,
+): Router {
+  const router = Router();
+  router.get('/health', (_req, res) => {
+    res.json({ result: 'success', msg: '' });
+  });
+  router.get('/ready', async (_req, res) => {
+    const entries = await Promise.all(
+      Object.entries(checks).map(async ([name, check]) => [name, await check()] as const),
+    );
+    const status = Object.fromEntries(entries);
+    const ready = !isDraining() && entries.every(([, ok]) => ok);
+    res.status(ready ? 200 : 503).json({
+      result: ready ? 'success' : 'error',
+      msg: ready ? '' : isDraining() ? 'Shutting down' : 'Dependencies unavailable',
+      ...(ready ? {} : { code: 'SERVER_NOT_READY' }),
+      checks: status,
+    });
+  });
+  return router;
+}

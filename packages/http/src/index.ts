@@ -1,0 +1,16 @@
+export { sendError, sendSuccess, type Json } from './envelope';
+export { endpoint, type EndpointInput, type EndpointSpec } from './endpoint';
+export { bodyParsers, defineRoute, errorHandler, notFound, requestContext } from './middleware';
+export {
+  describeIssue,
+  p,
+  Param,
+  parseParams,
+  parsePathParams,
+  parseValue,
+  type ParamShape,
+  type ParamSources,
+  type ParamValues,
+} from './params';
+export { healthRoutes } from './health';
+export { serve, type ServeOptions } from './serve';

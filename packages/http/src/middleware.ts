@@ -1,0 +1,157 @@
+// Express plumbing shared by both tiers: request ids and the per-request log line, body
+// parsing for every method (urlencoded, multipart, JSON), and the handlers that turn any
+// failure — ours, the body parsers', multer's, or a bug — into a JSON envelope.
+import { randomUUID } from 'node:crypto';
+import express, { type ErrorRequestHandler, type RequestHandler, type Router } from 'express';
+import multer from 'multer';
+import {
+  ApiParamValidationError,
+  InvalidJSONError,
+  JsonableError,
+  MethodNotAllowedError,
+  NotFoundError,
+  PayloadTooLargeError,
+} from '@parley/errors';
+import { getLogger, type Logger } from '@parley/logger';
+import { sendError } from './envelope';
+
+declare module 'express-serve-static-core' {
+  interface Locals {
+    requestId: string;
+    log: Logger;
+    /** Filled in by authentication so the request log line can name them. */
+    logContext: Record<string, unknown>;
+  }
+}
+
+const REQUEST_ID = /^[\w.-]{1,64}$/;
+
+/** Gives each request an id (the load balancer's X-Request-Id when sane) and logs one line
+ * when it finishes. The path is logged without its query string: zulip-js puts message
+ * content there for PATCH requests. */
+export function requestContext(): RequestHandler {
+  return (req, res, next) => {
+    const incoming = req.get('x-request-id');
+    const requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    res.locals.requestId = requestId;
+    res.locals.logContext = {};
+    res.locals.log = getLogger().child({ request_id: requestId });
+    res.set('X-Request-Id', requestId);
+    const started = process.hrtime.bigint();
+    res.on('finish', () => {
+      const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
+      res.locals.log.http('request', {
+        method: req.method,
+        path: req.originalUrl.split('?')[0],
+        status: res.statusCode,
+        duration_ms: Math.round(durationMs * 10) / 10,
+        ...res.locals.logContext,
+      });
+    });
+    next();
+  };
+}
+
+/** Parses urlencoded, multipart and JSON bodies for every method (zulip-js posts multipart;
+ * PATCH and DELETE bodies count too, as in Zulip's process_as_post). */
+export function bodyParsers(limitBytes: number): RequestHandler[] {
+  const fields = multer({
+    limits: { fieldSize: limitBytes, fields: 1000, files: 0, parts: 1000 },
+  }).none();
+  return [
+    express.urlencoded({ extended: false, limit: limitBytes, parameterLimit: 1000 }),
+    express.json({ limit: limitBytes, strict: false }),
+    (req, res, next) => {
+      if (!req.is('multipart/form-data')) return next();
+      fields(req, res, (err?: unknown) => {
+        if (err === undefined || err instanceof multer.MulterError) return next(err);
+        // busboy's own failures (truncated body, missing boundary) are the client's.
+        next(new ApiParamValidationError('Malformed multipart body'));
+      });
+    },
+    (req, _res, next) => {
+      const body: unknown = req.body;
+      if (body === undefined || body === null || typeof body !== 'object' || Array.isArray(body)) {
+        // No body, or a JSON body that is not an object (`[1]`, `"x"`): no named parameters.
+        req.body = {};
+      } else if (req.is('application/json')) {
+        // A JSON object body is read like a form whose values are JSON text, so `"to": [1]`
+        // and `to=[1]` mean the same.
+        req.body = Object.fromEntries(
+          Object.entries(body).map(([key, value]) => [
+            key,
+            typeof value === 'string' ? value : JSON.stringify(value),
+          ]),
+        );
+      }
+      next();
+    },
+  ];
+}
+
+/** Declares a path's handlers by method; other methods get Zulip's 405. */
+export function defineRoute(
+  router: Router,
+  path: string,
+  handlers: Partial<Record<'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE', RequestHandler>>,
+): void {
+  const route = router.route(path);
+  const allowed = Object.keys(handlers);
+  for (const [method, handler] of Object.entries(handlers)) {
+    route[method.toLowerCase() as 'get'](handler);
+  }
+  route.all((_req, _res, next) => next(new MethodNotAllowedError(allowed)));
+}
+
+export const notFound: RequestHandler = (_req, _res, next) => next(new NotFoundError());
+
+interface HttpErrorLike {
+  status?: number;
+  statusCode?: number;
+  type?: string;
+  expose?: boolean;
+  code?: string;
+  message?: string;
+}
+
+/** Turns whatever was thrown into a Zulip error envelope; unexpected errors are logged with
+ * the request id and answered with a generic 500, never a stack trace. */
+export const errorHandler: ErrorRequestHandler = (err: unknown, _req, res, _next) => {
+  const error = toJsonableError(err);
+  if (error) {
+    sendError(res, error);
+    return;
+  }
+  (res.locals.log ?? getLogger()).error('unhandled error', { error: err });
+  if (res.headersSent) return;
+  res.status(500).json({ result: 'error', msg: 'Internal server error', code: 'BAD_REQUEST' });
+};
+
+function toJsonableError(err: unknown): JsonableError | undefined {
+  if (err instanceof JsonableError) return err;
+  if (err instanceof multer.MulterError) {
+    return err.code === 'LIMIT_FIELD_VALUE'
+      ? new PayloadTooLargeError()
+      : new ApiParamValidationError(`Malformed multipart body: ${err.message}`);
+  }
+  const httpError = err as HttpErrorLike | null;
+  const status = httpError?.status ?? httpError?.statusCode;
+  if (typeof status !== 'number' || status < 400 || status >= 500) return undefined;
+  switch (httpError?.type) {
+    case 'entity.too.large':
+      return new PayloadTooLargeError((err as { limit: number }).limit);
+    case 'entity.parse.failed':
+      return new InvalidJSONError();
+    case 'encoding.unsupported':
+    case 'charset.unsupported':
+    case 'request.size.invalid':
+    case 'request.aborted':
+      return new ApiParamValidationError('Malformed payload');
+  }
+  // Other client errors from Express or busboy (bad percent-encoding in a path, a truncated
+  // multipart body): answer with their status in our envelope.
+  const clientStatus = status;
+  return new (class extends JsonableError {
+    override readonly httpStatus: number = clientStatus;
+  })(httpError?.expose && httpError.message ? httpError.message : 'Malformed payload');
+}

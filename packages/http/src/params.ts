@@ -1,0 +1,235 @@
+// Typed request parameters, like Zulip's typed_endpoint: each endpoint declares its parameters
+// once; parsing merges the form body and the query string (body first), decodes JSON-typed
+// values, validates with zod, reports the first problem in Zulip's wording, and lists what the
+// endpoint does not declare so the response can carry `ignored_parameters_unsupported`.
+import { z } from 'zod';
+import {
+  ApiParamValidationError,
+  RequestConfusingParamsError,
+  RequestVariableMissingError,
+} from '@parley/errors';
+
+/** How the raw form value becomes the value zod validates. */
+type Decoding = 'text' | 'int' | 'bool' | 'json';
+
+export class Param<T> {
+  constructor(
+    readonly schema: z.ZodType<T>,
+    readonly decoding: Decoding,
+    readonly required = true,
+    readonly defaultValue: T | undefined = undefined,
+    readonly aliases: readonly string[] = [],
+  ) {}
+
+  optional(): Param<T | undefined> {
+    return new Param<T | undefined>(this.schema, this.decoding, false, undefined, this.aliases);
+  }
+
+  default(value: T): Param<T> {
+    return new Param<T>(this.schema, this.decoding, false, value, this.aliases);
+  }
+
+  /** Another name the client may use (e.g. `stream` for `channel`); both at once is an error. */
+  alias(...names: string[]): Param<T> {
+    return new Param<T>(this.schema, this.decoding, this.required, this.defaultValue, [
+      ...this.aliases,
+      ...names,
+    ]);
+  }
+}
+
+export type ParamShape = Record<string, Param<unknown>>;
+export type ParamValues<S extends ParamShape> = {
+  [K in keyof S]: S[K] extends Param<infer T> ? T : never;
+};
+
+// Zulip ids are int4 columns: bounding integers by default keeps out-of-range ids from ever
+// reaching the database as a 500.
+const INT32_MIN = -(2 ** 31);
+const INT32_MAX = 2 ** 31 - 1;
+
+interface StringOptions {
+  maxLength?: number;
+  /** Zulip's "cannot be blank" check (strings are allowed to be empty otherwise). */
+  nonEmpty?: boolean;
+}
+
+export const p = {
+  string({ maxLength, nonEmpty }: StringOptions = {}): Param<string> {
+    let schema = z.string();
+    if (nonEmpty) schema = schema.min(1);
+    if (maxLength !== undefined) schema = schema.max(maxLength);
+    return new Param(schema, 'text');
+  },
+  int({ min = INT32_MIN, max = INT32_MAX }: { min?: number; max?: number } = {}): Param<number> {
+    return new Param(z.number().int().min(min).max(max), 'int');
+  },
+  bool(): Param<boolean> {
+    return new Param(z.boolean(), 'bool');
+  },
+  enum<const V extends readonly [string, ...string[]]>(values: V): Param<V[number]> {
+    return new Param(z.enum(values) as unknown as z.ZodType<V[number]>, 'text');
+  },
+  /** A parameter sent as JSON text (lists, dicts, and Json[int]-style scalars). */
+  json<T>(schema: z.ZodType<T>): Param<T> {
+    return new Param(schema, 'json');
+  },
+};
+
+/** Where raw values come from: body first, then query string (Zulip's request.POST, GET). */
+export interface ParamSources {
+  body: Record<string, unknown>;
+  query: Record<string, unknown>;
+}
+
+export interface ParsedParams<S extends ParamShape> {
+  values: ParamValues<S>;
+  /** Sorted keys of body and query the declaration does not name. */
+  ignored: string[];
+}
+
+export function parseParams<S extends ParamShape>(
+  shape: S,
+  sources: ParamSources,
+): ParsedParams<S> {
+  const values: Record<string, unknown> = {};
+  const known = new Set<string>();
+  for (const [name, param] of Object.entries(shape)) {
+    known.add(name);
+    param.aliases.forEach((alias) => known.add(alias));
+    const found = [name, ...param.aliases]
+      .map((key) => ({ key, raw: lookup(sources, key) }))
+      .filter((candidate) => candidate.raw !== undefined);
+    if (found.length > 1) throw new RequestConfusingParamsError(found[0]!.key, found[1]!.key);
+    const hit = found[0];
+    if (hit === undefined) {
+      if (param.required) throw new RequestVariableMissingError(name);
+      values[name] = param.defaultValue;
+      continue;
+    }
+    values[name] = parseValue(param, hit.key, hit.raw!);
+  }
+  const ignored = [...new Set([...Object.keys(sources.body), ...Object.keys(sources.query)])]
+    .filter((key) => !known.has(key))
+    .sort();
+  return { values: values as ParamValues<S>, ignored };
+}
+
+/** Parses path parameters: always required, never "ignored". */
+export function parsePathParams<S extends ParamShape>(
+  shape: S,
+  params: Record<string, string>,
+): ParamValues<S> {
+  return parseParams(shape, { body: params, query: {} }).values;
+}
+
+function lookup(sources: ParamSources, key: string): string | undefined {
+  return firstString(sources.body[key]) ?? firstString(sources.query[key]);
+}
+
+/** Repeated keys keep the last value, as Django's QueryDict does. (bodyParsers turns the
+ * values of a JSON body into JSON text, so only strings and lists of strings arrive here.) */
+function firstString(value: unknown): string | undefined {
+  if (Array.isArray(value)) return firstString(value[value.length - 1]);
+  return typeof value === 'string' ? value : undefined;
+}
+
+export function parseValue<T>(param: Param<T>, name: string, raw: string): T {
+  const decoded = decode(param.decoding, name, raw);
+  if (containsNullByte(decoded)) {
+    throw new ApiParamValidationError(`Invalid ${name}: null bytes are not allowed`);
+  }
+  const result = param.schema.safeParse(decoded, { reportInput: true });
+  if (!result.success) {
+    throw new ApiParamValidationError(describeIssue(name, result.error.issues[0]!));
+  }
+  return result.data;
+}
+
+function decode(decoding: Decoding, name: string, raw: string): unknown {
+  switch (decoding) {
+    case 'text':
+      return raw;
+    case 'int': {
+      const text = raw.trim();
+      // Number('') is 0 and Number('1e3') is 1000: only plain decimal digits are integers.
+      if (!/^-?\d+$/.test(text)) throw new ApiParamValidationError(`${name} is not an integer`);
+      return Number(text);
+    }
+    case 'bool':
+      if (raw === 'true') return true;
+      if (raw === 'false') return false;
+      throw new ApiParamValidationError(`${name} is not a boolean`);
+    case 'json':
+      try {
+        return JSON.parse(raw) as unknown;
+      } catch {
+        throw new ApiParamValidationError(`${name} is not valid JSON`);
+      }
+  }
+}
+
+function containsNullByte(value: unknown): boolean {
+  if (typeof value === 'string') return value.includes('\0');
+  if (Array.isArray(value)) return value.some(containsNullByte);
+  if (value !== null && typeof value === 'object') {
+    return Object.entries(value).some(([k, v]) => k.includes('\0') || containsNullByte(v));
+  }
+  return false;
+}
+
+/** Zulip's ERROR_TEMPLATES (zerver/lib/typed_endpoint.py) for the first zod issue. */
+export function describeIssue(name: string, issue: z.core.$ZodIssue): string {
+  const varName =
+    name +
+    issue.path
+      .map((segment) => (typeof segment === 'number' ? `[${segment}]` : `['${String(segment)}']`))
+      .join('');
+  switch (issue.code) {
+    case 'invalid_type':
+      if (issue.input === undefined) return `${varName} field is missing`;
+      switch (issue.expected) {
+        case 'number':
+        case 'int':
+        case 'bigint':
+          return `${varName} is not an integer`;
+        case 'boolean':
+          return `${varName} is not a boolean`;
+        case 'array':
+        case 'tuple':
+        case 'set':
+          return `${varName} is not a list`;
+        case 'object':
+        case 'record':
+        case 'map':
+          return `${varName} is not a dict`;
+        case 'string':
+          return `${varName} is not a string`;
+        default:
+          return `Invalid ${varName}`;
+      }
+    case 'too_big':
+      if (issue.origin === 'string') {
+        return `${varName} is too long (limit: ${String(issue.maximum)} characters)`;
+      }
+      return issue.origin === 'array' ? `${varName} is too long` : `${varName} is too large`;
+    case 'too_small':
+      if (issue.origin === 'string') {
+        return Number(issue.minimum) <= 1
+          ? `${varName} cannot be blank`
+          : `${varName} is too short`;
+      }
+      return issue.origin === 'array' ? `${varName} is too short` : `${varName} is too small`;
+    case 'invalid_value':
+    case 'invalid_union':
+      return `Invalid ${varName}`;
+    case 'unrecognized_keys':
+      return `Argument "${issue.keys[0] ?? ''}" at ${varName} is unexpected`;
+    case 'invalid_format':
+      return `${varName} has invalid format`;
+    case 'custom':
+      return `Invalid ${varName}: ${issue.message}`;
+    default:
+      return `Invalid ${varName}`;
+  }
+}

@@ -1,0 +1,55 @@
+// Listening and draining, shared by both tiers: on SIGTERM/SIGINT stop accepting connections,
+// let in-flight requests finish (up to a deadline), then run the app's own clean-up.
+import type { Server } from 'node:http';
+import type { Express } from 'express';
+import { getLogger } from '@parley/logger';
+
+export interface ServeOptions {
+  port: number;
+  host: string;
+  name: string;
+  /** Called once shutdown starts: /ready turns 503 so the balancer stops routing here. */
+  onDrainStart?: () => void;
+  /** Releases what the app holds (database pool, Redis, leases) after the server closed. */
+  onClosed?: () => Promise<void>;
+  drainTimeoutMs?: number;
+}
+
+export async function serve(app: Express, options: ServeOptions): Promise<Server> {
+  const log = getLogger();
+  const server = await new Promise<Server>((resolve, reject) => {
+    const listening = app.listen(options.port, options.host, (error?: Error) =>
+      error ? reject(error) : resolve(listening),
+    );
+  });
+  // Long-polls park for up to a minute; keep idle connections shorter than nginx's.
+  server.keepAliveTimeout = 65_000;
+  log.info(`${options.name} listening`, { port: options.port, host: options.host });
+
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info(`${options.name} draining`, { signal });
+    options.onDrainStart?.();
+    const deadline = setTimeout(() => {
+      log.warn(`${options.name} drain deadline passed, closing remaining connections`);
+      server.closeAllConnections();
+    }, options.drainTimeoutMs ?? 10_000);
+    deadline.unref();
+    server.close(() => {
+      void (async () => {
+        try {
+          await options.onClosed?.();
+        } finally {
+          log.info(`${options.name} stopped`);
+          process.exit(0);
+        }
+      })();
+    });
+    server.closeIdleConnections();
+  };
+  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  process.once('SIGINT', () => shutdown('SIGINT'));
+  return server;
+}

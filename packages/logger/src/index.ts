@@ -1,0 +1,68 @@
+// winston, JSON in production and one readable line otherwise. Request handlers log through a
+// child logger carrying request_id (and user/realm ids once known). Callers never pass API
+// keys, passwords or message content; `redact` guards the usual field names anyway.
+import winston from 'winston';
+
+export type Logger = winston.Logger;
+
+const SECRET_KEYS = new Set([
+  'api_key',
+  'apiKey',
+  'password',
+  'passwordHash',
+  'authorization',
+  'token',
+  'content',
+  'secret',
+]);
+
+const redact = winston.format((info) => {
+  for (const key of Object.keys(info)) {
+    if (SECRET_KEYS.has(key)) info[key] = '[redacted]';
+  }
+  return info;
+});
+
+export interface LoggerOptions {
+  level: string;
+  format: 'json' | 'pretty';
+  /** Tests silence the console; errors still surface through assertions. */
+  silent?: boolean;
+}
+
+export function createLogger({ level, format, silent = false }: LoggerOptions): Logger {
+  const rendering =
+    format === 'json'
+      ? winston.format.json()
+      : winston.format.printf(({ level: lvl, message, timestamp, ...rest }) => {
+          const extra = Object.keys(rest).length ? ` ${JSON.stringify(rest)}` : '';
+          return `${String(timestamp)} ${lvl} ${String(message)}${extra}`;
+        });
+  return winston.createLogger({
+    level,
+    silent,
+    format: winston.format.combine(
+      redact(),
+      winston.format.errors({ stack: true }),
+      winston.format.timestamp(),
+      rendering,
+    ),
+    transports: [new winston.transports.Console()],
+  });
+}
+
+let root: Logger | undefined;
+
+/** The process-wide logger; configured by `setLogger` at boot, quiet defaults before that. */
+export function getLogger(): Logger {
+  root ??= createLogger({
+    level: process.env.LOG_LEVEL ?? 'info',
+    format: process.env.NODE_ENV === 'production' ? 'json' : 'pretty',
+    silent: process.env.NODE_ENV === 'test',
+  });
+  return root;
+}
+
+export function setLogger(logger: Logger): void {
+  root = logger;
+}

@@ -1,0 +1,7 @@
+// Every test file closes the connections it opened, so jest exits without waiting.
+import { disconnectPrisma } from '@parley/db';
+import { disconnectRedis } from '@parley/events';
+
+afterAll(async () => {
+  await Promise.all([disconnectPrisma(), disconnectRedis()]);
+});
