@@ -6,7 +6,11 @@ import { pingDatabase } from '@parley/db';
 import { pingRedis } from '@parley/events';
 import { bodyParsers, errorHandler, healthRoutes, notFound, requestContext } from '@parley/http';
 import { resolveRealm } from './lib/realm';
+import { authRoutes } from './routes/auth';
+import { botRoutes } from './routes/bots';
 import { serverRoutes } from './routes/server';
+import { settingsRoutes } from './routes/settings';
+import { userRoutes } from './routes/users';
 
 export interface ApiAppOptions {
   /** Extra routers mounted under /api/v1 before the API's own (the all-in-one server mounts
@@ -21,7 +25,7 @@ export function apiRouter(): Router {
   const router = Router();
   router.use(bodyParsers(config.MAX_REQUEST_BODY_MIB * 1024 * 1024));
   router.use(resolveRealm);
-  router.use(serverRoutes);
+  router.use(serverRoutes, authRoutes, userRoutes, botRoutes, settingsRoutes);
   return router;
 }
 

@@ -4,7 +4,8 @@ import { randomBytes } from 'node:crypto';
 import request from 'supertest';
 import type { Response } from 'supertest';
 import { getConfig } from '@parley/config';
-import { Role, runAction, type Realm, type RoleValue, type User } from '@parley/db';
+import { getPrisma, Role, runAction, type Realm, type RoleValue, type User } from '@parley/db';
+import { getRedis, keys } from '@parley/events';
 import { createApp } from '../src/app';
 import { createOrganization } from '../src/actions/realms';
 import { checkCreateUser, doCreateUser } from '../src/actions/users';
@@ -61,7 +62,90 @@ export async function createTestUser(
 export const api = {
   get: (host: string, url: string) => request(app).get(`/api/v1${url}`).set('Host', host),
   post: (host: string, url: string) => request(app).post(`/api/v1${url}`).set('Host', host),
+  patch: (host: string, url: string) => request(app).patch(`/api/v1${url}`).set('Host', host),
+  delete: (host: string, url: string) => request(app).delete(`/api/v1${url}`).set('Host', host),
 };
+
+/** Requests as `user` (HTTP Basic with the user's current API key) to the organization at
+ * `host`. Parameters go as a form body, or in the query string for GET. */
+export function as(user: Pick<User, 'deliveryEmail' | 'apiKey'>, host: string) {
+  const authed = (test: request.Test) => test.auth(user.deliveryEmail, user.apiKey);
+  return {
+    get: (url: string, query: Record<string, unknown> = {}) =>
+      authed(api.get(host, url)).query(stringify(query)),
+    post: (url: string, form: Record<string, unknown> = {}) =>
+      authed(api.post(host, url)).type('form').send(stringify(form)),
+    patch: (url: string, form: Record<string, unknown> = {}) =>
+      authed(api.patch(host, url)).type('form').send(stringify(form)),
+    delete: (url: string, form: Record<string, unknown> = {}) =>
+      authed(api.delete(host, url)).type('form').send(stringify(form)),
+  };
+}
+
+/** Form values as Zulip clients send them: strings as they are, everything else as JSON. */
+function stringify(values: Record<string, unknown>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(values).map(([key, value]) => [
+      key,
+      typeof value === 'string' ? value : JSON.stringify(value),
+    ]),
+  );
+}
+
+export interface Published {
+  event: Record<string, unknown> & { type: string };
+  users: number[];
+}
+
+/** Runs `fn` and returns the notifications it published for users of `realmId`, read back
+ * from the shard logs in Redis (what the events tier would consume). */
+export async function captureEvents(
+  realmId: number,
+  fn: () => Promise<unknown>,
+): Promise<Published[]> {
+  const redis = getRedis();
+  const shards = Array.from({ length: getConfig().EVENT_SHARDS }, (_, shard) => shard);
+  const starts = await Promise.all(
+    shards.map(
+      async (shard) =>
+        (await redis.xrevrange(keys.shardLog(shard), '+', '-', 'COUNT', 1))[0]?.[0] ?? '0-0',
+    ),
+  );
+  await fn();
+  const realmUsers = new Set(
+    (await getPrisma().user.findMany({ where: { realmId }, select: { id: true } })).map(
+      (user) => user.id,
+    ),
+  );
+  const published: { id: string; notification: Published }[] = [];
+  for (const shard of shards) {
+    for (const [id, fields] of await redis.xrange(
+      keys.shardLog(shard),
+      `(${starts[shard]!}`,
+      '+',
+    )) {
+      const notification = JSON.parse(fields[1]!) as Published;
+      if (notification.users.every((user) => realmUsers.has(user)))
+        published.push({ id, notification });
+    }
+  }
+  // One notification is split across shards: merge the parts back per event, in publish order.
+  const merged = new Map<string, Published>();
+  for (const { notification } of published.sort((a, b) => compareStreamIds(a.id, b.id))) {
+    const key = JSON.stringify(notification.event);
+    const existing = merged.get(key);
+    if (existing) existing.users.push(...notification.users);
+    else merged.set(key, { event: notification.event, users: [...notification.users] });
+  }
+  for (const entry of merged.values()) entry.users.sort((a, b) => a - b);
+  return [...merged.values()];
+}
+
+function compareStreamIds(a: string, b: string): number {
+  const [am, as_] = a.split('-').map(BigInt) as [bigint, bigint];
+  const [bm, bs] = b.split('-').map(BigInt) as [bigint, bigint];
+  return am === bm ? Number(as_ - bs) : am < bm ? -1 : 1;
+}
 
 export function expectSuccess(res: Response): Record<string, unknown> {
   if (res.status !== 200 || res.body.result !== 'success') {

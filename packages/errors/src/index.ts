@@ -312,3 +312,17 @@ export class MethodNotAllowedError extends JsonableError {
     this.headers = { Allow: allowedMethods.join(', ') };
   }
 }
+
+/** Spec 7: insufficient permission is BAD_REQUEST (HTTP 400). */
+export class InsufficientPermissionError extends JsonableError {
+  constructor() {
+    super('Insufficient permission');
+  }
+}
+
+/** Zulip's human_users_only decorator. */
+export class HumanUsersOnlyError extends JsonableError {
+  constructor() {
+    super('This endpoint does not accept bot requests.');
+  }
+}

@@ -9,3 +9,9 @@ export const keys = {
   /** The shard's notification log (a Redis Stream), appended after commit by the API tier. */
   shardLog: (shard: number) => `{ev:${shard}}:log`,
 };
+
+/** Rate-limit counters (not per shard: any replica of the API tier reads them). */
+export const rateLimitKeys = {
+  failedLogins: (realmId: number, username: string) =>
+    `ratelimit:authenticate_by_username:${realmId}:${username.toLowerCase()}`,
+};

@@ -1,4 +1,5 @@
-// Creating users and changing their credentials. check* validates, do* writes (house style).
+// Users: creation, profile and role changes, deactivation, credentials. check* validates,
+// do* writes and queues its events (published after commit).
 import {
   AuditLogEvent,
   isRoleValue,
@@ -10,8 +11,19 @@ import {
   type Tx,
   type User,
 } from '@parley/db';
-import { JsonableError } from '@parley/errors';
+import { InsufficientPermissionError, JsonableError } from '@parley/errors';
 import { generateApiKey, hashPassword } from '../lib/credentials';
+import { sendEventOnCommit } from '../lib/events';
+import { checkProfileValue, isRendered, renderProfileValue } from '../lib/profile-fields';
+import {
+  activeAdminIds,
+  canSeeDeliveryEmail,
+  dummyEmail,
+  isOwner,
+  usersWhoCanAccess,
+} from '../lib/users';
+import { presentUserWithVisibility } from '../presenters/users';
+import { presentBot } from '../presenters/bots';
 import { SYSTEM_GROUPS, systemGroupsForRole } from './system-groups';
 
 // Django's EmailValidator accepts more, but every address it accepts has this shape.
@@ -53,26 +65,103 @@ export function checkRole(role: number): RoleValue {
   return role;
 }
 
-/** Validates a new user against the organization; returns the normalized fields. */
-export async function checkCreateUser(tx: Tx, realm: Realm, user: NewUser): Promise<NewUser> {
-  const email = checkEmail(user.email);
+async function checkEmailAvailable(tx: Tx, realm: Realm, email: string): Promise<void> {
   const existing = await tx.$queryRaw<{ id: number }[]>`
     SELECT id FROM user_profile
     WHERE realm_id = ${realm.id} AND (lower(email) = lower(${email}) OR lower(delivery_email) = lower(${email}))
     LIMIT 1`;
   if (existing.length > 0) throw new JsonableError('Email is already in use.');
+}
+
+/** Validates a new user against the organization; returns the normalized fields. */
+export async function checkCreateUser(tx: Tx, realm: Realm, user: NewUser): Promise<NewUser> {
+  const email = checkEmail(user.email);
+  await checkEmailAvailable(tx, realm, email);
   return { ...user, email, fullName: checkFullName(user.fullName), role: checkRole(user.role) };
 }
 
-/** Writes a user that checkCreateUser accepted. `passwordHash` is computed outside the
- * transaction by the caller (scrypt is deliberately slow). */
+/** Hashes a password if one is given; kept out of transactions (scrypt is slow on purpose). */
+export async function passwordHashFor(password: string | null): Promise<string | null> {
+  if (password === null) return null;
+  if (password.length === 0) throw new JsonableError('Password cannot be empty');
+  return hashPassword(password);
+}
+
+// ---- Events ----------------------------------------------------------------------------------
+
+/** realm_user update with a person form every viewer sees alike. */
+async function sendPersonUpdate(
+  ctx: ActionContext,
+  target: User,
+  person: Record<string, unknown>,
+): Promise<void> {
+  const viewers = await usersWhoCanAccess(target.realmId, ctx.tx);
+  sendEventOnCommit(
+    ctx,
+    { type: 'realm_user', op: 'update', person: { user_id: target.id, ...person } },
+    viewers.map((v) => v.id),
+  );
+}
+
+/** realm_user events whose content depends on whether the viewer sees the real address:
+ * one notification per group of viewers. `build` returns null to send that group nothing. */
+async function sendByEmailVisibility(
+  ctx: ActionContext,
+  target: User,
+  build: (visible: boolean) => Record<string, unknown> | null,
+  viewers?: User[],
+): Promise<void> {
+  const audience = viewers ?? (await usersWhoCanAccess(target.realmId, ctx.tx));
+  for (const visible of [true, false]) {
+    const event = build(visible);
+    const ids = audience
+      .filter((viewer) => canSeeDeliveryEmail(viewer, target) === visible)
+      .map((v) => v.id);
+    if (event) sendEventOnCommit(ctx, event as { type: string }, ids);
+  }
+}
+
+function sendUserSettingsUpdate(
+  ctx: ActionContext,
+  user: User,
+  property: string,
+  value: unknown,
+  extra: Record<string, unknown> = {},
+): void {
+  sendEventOnCommit(ctx, { type: 'user_settings', op: 'update', property, value, ...extra }, [
+    user.id,
+  ]);
+}
+
+async function audit(
+  ctx: ActionContext,
+  user: User,
+  eventType: number,
+  actingUserId: number | null,
+  extraData: Record<string, unknown> = {},
+): Promise<void> {
+  await ctx.tx.auditLog.create({
+    data: {
+      realmId: user.realmId,
+      actingUserId,
+      modifiedUserId: user.id,
+      eventType,
+      extraData: extraData as object,
+    },
+  });
+}
+
+// ---- Creation -------------------------------------------------------------------------------
+
+/** Writes a user that checkCreateUser accepted, and announces it to everyone who can see it. */
 export async function doCreateUser(
-  { tx }: ActionContext,
+  ctx: ActionContext,
   realm: Realm,
   user: NewUser,
   passwordHash: string | null,
   actingUserId: number | null = null,
 ): Promise<User> {
+  const { tx } = ctx;
   const created = await tx.user.create({
     data: {
       realmId: realm.id,
@@ -87,23 +176,33 @@ export async function doCreateUser(
       passwordHash,
       timezone: user.timezone ?? '',
       isImportedStub: user.isImportedStub ?? false,
-      emailAddressVisibility: realm.defaultEmailAddressVisibility,
+      // Bots' addresses are public (they are how the bot is addressed).
+      emailAddressVisibility: user.isBot ? 1 : realm.defaultEmailAddressVisibility,
       defaultLanguage: realm.defaultLanguage,
     },
   });
   await tx.recipient.create({ data: { type: RecipientType.PERSONAL, typeId: created.id } });
   await addToSystemGroups(tx, realm.id, created.id, user.role);
-  await tx.auditLog.create({
-    data: {
-      realmId: realm.id,
-      actingUserId: actingUserId ?? created.id,
-      modifiedUserId: created.id,
-      eventType: AuditLogEvent.USER_CREATED,
-      extraData: { role: user.role },
-    },
+  await audit(ctx, created, AuditLogEvent.USER_CREATED, actingUserId ?? created.id, {
+    role: user.role,
   });
-  // The realm_user "add" event needs the per-viewer person form (email visibility); it is
-  // published by the users issue together with the user presenter.
+  await sendByEmailVisibility(ctx, created, (visible) => ({
+    type: 'realm_user',
+    op: 'add',
+    person: presentUserWithVisibility(created, visible, realm, {
+      clientGravatar: false,
+      profileData: new Map(),
+    }),
+  }));
+  if (created.isBot) {
+    const recipients = new Set(await activeAdminIds(realm.id, tx));
+    if (created.botOwnerId) recipients.add(created.botOwnerId);
+    sendEventOnCommit(
+      ctx,
+      { type: 'realm_bot', op: 'add', bot: presentBot(created, realm) },
+      recipients,
+    );
+  }
   return created;
 }
 
@@ -113,9 +212,8 @@ async function addToSystemGroups(
   userId: number,
   role: RoleValue,
 ): Promise<void> {
-  const names = systemGroupsForRole(role);
   const groups = await tx.userGroup.findMany({
-    where: { realmId, isSystemGroup: true, name: { in: names } },
+    where: { realmId, isSystemGroup: true, name: { in: systemGroupsForRole(role) } },
     select: { id: true },
   });
   await tx.userGroupMembership.createMany({
@@ -123,28 +221,483 @@ async function addToSystemGroups(
   });
 }
 
+// ---- Profile ----------------------------------------------------------------------------------
+
+export async function doChangeFullName(
+  ctx: ActionContext,
+  target: User,
+  fullName: string,
+  actingUserId: number,
+): Promise<void> {
+  if (fullName === target.fullName) return;
+  await ctx.tx.user.update({ where: { id: target.id }, data: { fullName } });
+  await audit(ctx, target, AuditLogEvent.USER_FULL_NAME_CHANGED, actingUserId, {
+    old_value: target.fullName,
+    new_value: fullName,
+  });
+  await sendPersonUpdate(ctx, target, { full_name: fullName });
+  if (target.isBot) await sendBotUpdate(ctx, target, { full_name: fullName });
+}
+
+/** Role changes with Zulip's owner rules (spec 3 and 4.1). */
+export async function checkChangeRole(
+  tx: Tx,
+  actor: User,
+  target: User,
+  role: RoleValue,
+): Promise<void> {
+  if (role === target.role) return;
+  if ((role === Role.OWNER || target.role === Role.OWNER) && !isOwner(actor))
+    throw new InsufficientPermissionError();
+  if (target.role === Role.GUEST && role <= Role.ADMINISTRATOR) {
+    // Spec 4.1: a guest is made a member before becoming an administrator or owner.
+    throw new JsonableError('Guests cannot be organization administrators');
+  }
+  if (target.role === Role.OWNER && (await isLastOwner(tx, target))) {
+    throw new JsonableError(
+      'The owner permission cannot be removed from the only organization owner.',
+    );
+  }
+}
+
+export async function doChangeRole(
+  ctx: ActionContext,
+  target: User,
+  role: RoleValue,
+  actingUserId: number,
+): Promise<void> {
+  if (role === target.role) return;
+  const { tx } = ctx;
+  await tx.user.update({ where: { id: target.id }, data: { role } });
+  const systemGroups = await tx.userGroup.findMany({
+    where: {
+      realmId: target.realmId,
+      isSystemGroup: true,
+      name: { in: Object.values(SYSTEM_GROUPS) },
+    },
+    select: { id: true },
+  });
+  await tx.userGroupMembership.deleteMany({
+    where: { userId: target.id, userGroupId: { in: systemGroups.map((g) => g.id) } },
+  });
+  await addToSystemGroups(tx, target.realmId, target.id, role);
+  await audit(ctx, target, AuditLogEvent.USER_ROLE_CHANGED, actingUserId, {
+    old_value: target.role,
+    new_value: role,
+  });
+  // Only the person's role changes for others; what the user may now see of others (email
+  // visibility is role-based) reaches their client with its next registration.
+  await sendPersonUpdate(ctx, target, { role });
+}
+
+async function isLastOwner(tx: Tx, user: User): Promise<boolean> {
+  const owners = await tx.user.count({
+    where: { realmId: user.realmId, role: Role.OWNER, isActive: true, isBot: false },
+  });
+  return user.role === Role.OWNER && owners <= 1;
+}
+
+export async function checkChangeEmail(
+  tx: Tx,
+  actor: User,
+  target: User,
+  newEmail: string,
+): Promise<string> {
+  if (!(isOwner(actor) && actor.canChangeUserEmails)) throw new InsufficientPermissionError();
+  const email = checkEmail(newEmail);
+  if (email.toLowerCase() !== target.deliveryEmail.toLowerCase()) {
+    const realm = await tx.realm.findUniqueOrThrow({ where: { id: target.realmId } });
+    await checkEmailAvailable(tx, realm, email);
+  }
+  return email;
+}
+
+export async function doChangeEmail(
+  ctx: ActionContext,
+  target: User,
+  email: string,
+  actingUserId: number,
+): Promise<void> {
+  if (email === target.deliveryEmail) return;
+  await ctx.tx.user.update({ where: { id: target.id }, data: { email, deliveryEmail: email } });
+  await audit(ctx, target, AuditLogEvent.USER_EMAIL_CHANGED, actingUserId, {
+    old_value: target.deliveryEmail,
+    new_value: email,
+  });
+  // Viewers who see the real address get both forms; the others keep seeing the dummy address.
+  await sendByEmailVisibility(ctx, target, (visible) =>
+    visible
+      ? { type: 'realm_user', op: 'update', person: { user_id: target.id, delivery_email: email } }
+      : null,
+  );
+  await sendByEmailVisibility(ctx, target, (visible) =>
+    visible
+      ? { type: 'realm_user', op: 'update', person: { user_id: target.id, new_email: email } }
+      : null,
+  );
+}
+
+export interface ProfileDataChange {
+  id: number;
+  value: unknown;
+}
+
+/** Validates every change first (nothing is written when one is invalid). */
+export async function checkProfileData(
+  tx: Tx,
+  target: User,
+  changes: ProfileDataChange[],
+  { adminOverride }: { adminOverride: boolean },
+): Promise<{ fieldId: number; fieldType: number; value: string | null }[]> {
+  if (target.isBot && changes.length > 0)
+    throw new JsonableError('Bots do not have custom profile fields');
+  const fields = await tx.customProfileField.findMany({
+    where: { realmId: target.realmId, id: { in: changes.map((change) => change.id) } },
+  });
+  const byId = new Map(fields.map((field) => [field.id, field]));
+  const checked = [];
+  for (const change of changes) {
+    const field = byId.get(change.id);
+    if (!field) throw new JsonableError(`Field id ${change.id} not found.`);
+    if (!field.editableByUser && !adminOverride)
+      throw new JsonableError(
+        'You are not allowed to change this field. Contact an administrator to update it.',
+      );
+    const empty =
+      change.value === null ||
+      change.value === '' ||
+      (Array.isArray(change.value) && change.value.length === 0);
+    if (empty && field.required) throw new JsonableError(`Field ${field.name} is required.`);
+    const value = empty ? null : await checkProfileValue(tx, target.realmId, field, change.value);
+    checked.push({ fieldId: field.id, fieldType: field.fieldType, value });
+  }
+  return checked;
+}
+
+export async function doUpdateProfileData(
+  ctx: ActionContext,
+  target: User,
+  changes: { fieldId: number; fieldType: number; value: string | null }[],
+): Promise<void> {
+  const { tx } = ctx;
+  for (const change of changes) {
+    if (change.value === null) {
+      await tx.customProfileFieldValue.deleteMany({
+        where: { userId: target.id, fieldId: change.fieldId },
+      });
+    } else {
+      const renderedValue = isRendered(change.fieldType) ? renderProfileValue(change.value) : null;
+      await tx.customProfileFieldValue.upsert({
+        where: { userId_fieldId: { userId: target.id, fieldId: change.fieldId } },
+        create: { userId: target.id, fieldId: change.fieldId, value: change.value, renderedValue },
+        update: { value: change.value, renderedValue },
+      });
+    }
+    const field: Record<string, unknown> = { id: change.fieldId, value: change.value };
+    if (change.value !== null && isRendered(change.fieldType))
+      field.rendered_value = renderProfileValue(change.value);
+    await sendPersonUpdate(ctx, target, { custom_profile_field: field });
+  }
+}
+
+// ---- Settings -------------------------------------------------------------------------------
+
+export async function doChangeTimezone(
+  ctx: ActionContext,
+  realm: Realm,
+  user: User,
+  timezone: string,
+): Promise<void> {
+  if (timezone === user.timezone) return;
+  await ctx.tx.user.update({ where: { id: user.id }, data: { timezone } });
+  sendUserSettingsUpdate(ctx, user, 'timezone', timezone);
+  // The deprecated `email` field of this form carries the API email each group sees.
+  await sendByEmailVisibility(ctx, user, (visible) => ({
+    type: 'realm_user',
+    op: 'update',
+    person: {
+      user_id: user.id,
+      email: visible ? user.deliveryEmail : dummyEmail(user, realm),
+      timezone,
+    },
+  }));
+}
+
+export async function doChangeEmailVisibility(
+  ctx: ActionContext,
+  user: User,
+  visibility: number,
+): Promise<void> {
+  if (visibility === user.emailAddressVisibility) return;
+  const viewers = await usersWhoCanAccess(user.realmId, ctx.tx);
+  const updated = { ...user, emailAddressVisibility: visibility };
+  await ctx.tx.user.update({
+    where: { id: user.id },
+    data: { emailAddressVisibility: visibility },
+  });
+  sendUserSettingsUpdate(ctx, user, 'email_address_visibility', visibility);
+  // Viewers who gained access learn the address, those who lost it get null (spec 6).
+  const changed = viewers.filter(
+    (viewer) => canSeeDeliveryEmail(viewer, user) !== canSeeDeliveryEmail(viewer, updated),
+  );
+  await sendByEmailVisibility(
+    ctx,
+    updated,
+    (visible) => ({
+      type: 'realm_user',
+      op: 'update',
+      person: { user_id: user.id, delivery_email: visible ? user.deliveryEmail : null },
+    }),
+    changed,
+  );
+}
+
+/** Settings stored as plain columns: column name by API property. */
+export const SIMPLE_SETTINGS = {
+  default_language: 'defaultLanguage',
+  enable_stream_desktop_notifications: 'enableStreamDesktopNotifications',
+  enable_stream_email_notifications: 'enableStreamEmailNotifications',
+  enable_stream_push_notifications: 'enableStreamPushNotifications',
+  enable_stream_audible_notifications: 'enableStreamAudibleNotifications',
+  wildcard_mentions_notify: 'wildcardMentionsNotify',
+  enable_desktop_notifications: 'enableDesktopNotifications',
+  enable_sounds: 'enableSounds',
+  enable_offline_email_notifications: 'enableOfflineEmailNotifications',
+  enable_offline_push_notifications: 'enableOfflinePushNotifications',
+  send_private_typing_notifications: 'sendPrivateTypingNotifications',
+  send_stream_typing_notifications: 'sendStreamTypingNotifications',
+  send_read_receipts: 'sendReadReceipts',
+  twenty_four_hour_time: 'twentyFourHourTime',
+} as const satisfies Record<string, keyof User>;
+
+export type SimpleSetting = keyof typeof SIMPLE_SETTINGS;
+
+export async function doChangeSetting(
+  ctx: ActionContext,
+  user: User,
+  property: SimpleSetting,
+  value: string | boolean,
+  extra: Record<string, unknown> = {},
+): Promise<void> {
+  const column = SIMPLE_SETTINGS[property];
+  if (user[column] === value) return;
+  await ctx.tx.user.update({ where: { id: user.id }, data: { [column]: value } });
+  sendUserSettingsUpdate(ctx, user, property, value, extra);
+}
+
 export async function doSetPassword(
-  { tx }: ActionContext,
+  ctx: ActionContext,
   user: User,
   passwordHash: string,
   actingUserId: number | null,
 ): Promise<void> {
-  await tx.user.update({ where: { id: user.id }, data: { passwordHash } });
-  await tx.auditLog.create({
-    data: {
-      realmId: user.realmId,
-      actingUserId,
-      modifiedUserId: user.id,
-      eventType: AuditLogEvent.USER_PASSWORD_CHANGED,
-    },
-  });
+  await ctx.tx.user.update({ where: { id: user.id }, data: { passwordHash } });
+  await audit(ctx, user, AuditLogEvent.USER_PASSWORD_CHANGED, actingUserId);
 }
 
-/** Hashes a password if one is given; kept out of transactions. */
-export async function passwordHashFor(password: string | null): Promise<string | null> {
-  if (password === null) return null;
-  if (password.length === 0) throw new JsonableError('Password cannot be empty');
-  return hashPassword(password);
+// ---- Activation -------------------------------------------------------------------------------
+
+export interface DeactivationActions {
+  delete_profile?: boolean;
+  delete_public_channel_messages?: boolean;
+  delete_private_channel_messages?: boolean;
+  delete_direct_messages?: boolean;
+}
+
+export async function checkDeactivateUser(tx: Tx, target: User): Promise<void> {
+  if (!target.isActive) throw new JsonableError('User is already deactivated');
+  if (await isLastOwner(tx, target))
+    throw new JsonableError('Cannot deactivate the only organization owner');
+}
+
+/** Deactivates the user's bots first, then the user; `actions` apply to each in that order. */
+export async function doDeactivateUser(
+  ctx: ActionContext,
+  target: User,
+  actingUserId: number,
+  actions: DeactivationActions = {},
+): Promise<void> {
+  const bots = await ctx.tx.user.findMany({ where: { botOwnerId: target.id, isActive: true } });
+  for (const bot of bots) await deactivateOne(ctx, bot, actingUserId, actions);
+  await deactivateOne(ctx, target, actingUserId, actions);
+}
+
+async function deactivateOne(
+  ctx: ActionContext,
+  target: User,
+  actingUserId: number,
+  actions: DeactivationActions,
+): Promise<void> {
+  const { tx } = ctx;
+  const deleted = actions.delete_profile === true;
+  await tx.user.update({
+    where: { id: target.id },
+    data: {
+      isActive: false,
+      ...(deleted
+        ? {
+            isDeleted: true,
+            fullName: `Deleted user ${target.id}`,
+            avatarSource: 'G',
+            avatarVersion: { increment: 1 },
+          }
+        : {}),
+    },
+  });
+  await tx.subscription.updateMany({ where: { userId: target.id }, data: { isUserActive: false } });
+  await audit(ctx, target, AuditLogEvent.USER_DEACTIVATED, actingUserId, { actions });
+  await deleteMessagesOf(ctx, target, actions);
+  const viewers = await usersWhoCanAccess(target.realmId, tx);
+  const viewerIds = viewers.map((viewer) => viewer.id);
+  if (deleted) {
+    sendEventOnCommit(
+      ctx,
+      {
+        type: 'realm_user',
+        op: 'update',
+        person: { user_id: target.id, full_name: `Deleted user ${target.id}` },
+      },
+      viewerIds,
+    );
+    sendEventOnCommit(
+      ctx,
+      { type: 'realm_user', op: 'update', person: { user_id: target.id, is_deleted: true } },
+      viewerIds,
+    );
+  }
+  sendEventOnCommit(
+    ctx,
+    { type: 'realm_user', op: 'update', person: { user_id: target.id, is_active: false } },
+    [...viewerIds, target.id],
+  );
+  if (target.isBot) await sendBotUpdate(ctx, target, { is_active: false });
+}
+
+/** The optional deletions of DELETE /users/{id} (spec 4.16). */
+async function deleteMessagesOf(
+  ctx: ActionContext,
+  target: User,
+  actions: DeactivationActions,
+): Promise<void> {
+  const { tx } = ctx;
+  const kinds: { wanted: boolean | undefined; where: object }[] = [
+    {
+      wanted: actions.delete_public_channel_messages,
+      where: {
+        isChannelMessage: true,
+        recipientId: { in: await channelRecipients(tx, target.realmId, false) },
+      },
+    },
+    {
+      wanted: actions.delete_private_channel_messages,
+      where: {
+        isChannelMessage: true,
+        recipientId: { in: await channelRecipients(tx, target.realmId, true) },
+      },
+    },
+    { wanted: actions.delete_direct_messages, where: { isChannelMessage: false } },
+  ];
+  for (const kind of kinds) {
+    if (!kind.wanted) continue;
+    const messages = await tx.message.findMany({
+      where: { senderId: target.id, ...kind.where },
+      select: {
+        id: true,
+        isChannelMessage: true,
+        recipientId: true,
+        subject: true,
+        userMessages: { select: { userId: true } },
+      },
+    });
+    if (messages.length === 0) continue;
+    await tx.message.deleteMany({ where: { id: { in: messages.map((m) => m.id) } } });
+    for (const message of messages) {
+      const event: Record<string, unknown> = {
+        type: 'delete_message',
+        message_ids: [message.id],
+        message_type: message.isChannelMessage ? 'stream' : 'private',
+      };
+      if (message.isChannelMessage) {
+        const stream = await tx.stream.findFirst({
+          where: { recipientId: message.recipientId },
+          select: { id: true },
+        });
+        Object.assign(event, { stream_id: stream?.id, topic: message.subject });
+      }
+      sendEventOnCommit(
+        ctx,
+        event as { type: string },
+        message.userMessages.map((um) => um.userId),
+      );
+    }
+  }
+}
+
+async function channelRecipients(tx: Tx, realmId: number, inviteOnly: boolean): Promise<number[]> {
+  const streams = await tx.stream.findMany({
+    where: { realmId, inviteOnly, recipientId: { not: null } },
+    select: { recipientId: true },
+  });
+  return streams.map((stream) => stream.recipientId!);
+}
+
+export async function doReactivateUser(
+  ctx: ActionContext,
+  target: User,
+  actingUserId: number,
+): Promise<void> {
+  if (target.isActive) throw new JsonableError('User is already active.');
+  await ctx.tx.user.update({ where: { id: target.id }, data: { isActive: true } });
+  await ctx.tx.subscription.updateMany({
+    where: { userId: target.id },
+    data: { isUserActive: true },
+  });
+  await audit(ctx, target, AuditLogEvent.USER_REACTIVATED, actingUserId);
+  await sendPersonUpdate(ctx, { ...target, isActive: true }, { is_active: true });
+  if (target.isBot) await sendBotUpdate(ctx, target, { is_active: true });
+}
+
+// ---- Credentials ------------------------------------------------------------------------------
+
+export async function doRegenerateApiKey(
+  ctx: ActionContext,
+  user: User,
+  actingUserId: number,
+): Promise<string> {
+  const apiKey = generateApiKey();
+  await ctx.tx.user.update({ where: { id: user.id }, data: { apiKey } });
+  await audit(ctx, user, AuditLogEvent.USER_API_KEY_CHANGED, actingUserId);
+  if (user.isBot) await sendBotUpdate(ctx, user, { api_key: apiKey });
+  return apiKey;
+}
+
+/** The first successful login of an imported stub account (spec 3). */
+export async function doCompleteFirstLogin(ctx: ActionContext, user: User): Promise<void> {
+  const now = new Date();
+  if (!user.isImportedStub) {
+    await ctx.tx.user.update({ where: { id: user.id }, data: { lastLogin: now } });
+    return;
+  }
+  await ctx.tx.user.update({
+    where: { id: user.id },
+    data: { isImportedStub: false, dateJoined: now, lastLogin: now },
+  });
+  await sendPersonUpdate(ctx, user, { is_imported_stub: false });
+}
+
+/** realm_bot update to the bot's owner and the administrators. */
+async function sendBotUpdate(
+  ctx: ActionContext,
+  bot: User,
+  fields: Record<string, unknown>,
+): Promise<void> {
+  const recipients = new Set(await activeAdminIds(bot.realmId, ctx.tx));
+  if (bot.botOwnerId) recipients.add(bot.botOwnerId);
+  sendEventOnCommit(
+    ctx,
+    { type: 'realm_bot', op: 'update', bot: { user_id: bot.id, ...fields } },
+    recipients,
+  );
 }
 
 export { Role, SYSTEM_GROUPS };

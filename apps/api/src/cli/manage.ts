@@ -148,6 +148,79 @@ const commands: Record<string, Command> = {
       };
     },
   },
+  'grant-permission': {
+    summary: 'Grant (or with --revoke, take back) a server-level special permission',
+    options: {
+      realm: realmOption,
+      email: { type: 'string', required: true, help: 'email address' },
+      permission: {
+        type: 'string',
+        required: true,
+        help: 'can_create_users or can_change_user_emails',
+      },
+      revoke: { type: 'boolean', help: 'take the permission back' },
+    },
+    async run(o) {
+      const realm = await findRealm(o.realm);
+      const user = await findUser(realm, str(o.email));
+      const column = SPECIAL_PERMISSIONS[str(o.permission)];
+      if (!column) throw new JsonableError(`Unknown permission '${str(o.permission)}'`);
+      const granted = o.revoke !== true;
+      await getPrisma().user.update({ where: { id: user.id }, data: { [column]: granted } });
+      return {
+        json: {
+          user_id: user.id,
+          email: user.deliveryEmail,
+          permission: str(o.permission),
+          granted,
+        },
+        text: `${granted ? 'Granted' : 'Revoked'} ${str(o.permission)} ${granted ? 'to' : 'from'} ${user.deliveryEmail}`,
+      };
+    },
+  },
+  'set-jwt-key': {
+    summary:
+      'Enable JWT login (POST /jwt/fetch_api_key) for an organization, or disable it with --disable',
+    options: {
+      realm: realmOption,
+      key: { type: 'string', help: 'the HMAC secret or PEM public key tokens are verified with' },
+      algorithms: {
+        type: 'string',
+        help: 'comma-separated, e.g. HS256 or RS256,ES256 (never none)',
+      },
+      disable: { type: 'boolean', help: 'turn JWT login off' },
+    },
+    async run(o) {
+      const realm = await findRealm(o.realm);
+      if (o.disable === true) {
+        await getPrisma().realm.update({
+          where: { id: realm.id },
+          data: { jwtKey: null, jwtAlgorithms: [] },
+        });
+        return { json: { realm_id: realm.id, enabled: false }, text: 'JWT login disabled' };
+      }
+      const key = str(o.key);
+      const algorithms = str(o.algorithms)
+        .split(',')
+        .map((a) => a.trim())
+        .filter(Boolean);
+      if (key === '') throw new JsonableError('--key is required');
+      if (algorithms.length === 0) throw new JsonableError('--algorithms is required');
+      const unknown = algorithms.find((alg) => !JWT_ALGORITHMS.includes(alg));
+      if (unknown)
+        throw new JsonableError(
+          `Unsupported algorithm '${unknown}' (allowed: ${JWT_ALGORITHMS.join(', ')})`,
+        );
+      await getPrisma().realm.update({
+        where: { id: realm.id },
+        data: { jwtKey: key, jwtAlgorithms: algorithms },
+      });
+      return {
+        json: { realm_id: realm.id, enabled: true, algorithms },
+        text: `JWT login enabled (${algorithms.join(', ')})`,
+      };
+    },
+  },
   'list-users': {
     summary: 'List the users of an organization',
     options: { realm: realmOption },
@@ -175,6 +248,27 @@ const commands: Record<string, Command> = {
     },
   },
 };
+
+const SPECIAL_PERMISSIONS: Record<string, 'canCreateUsers' | 'canChangeUserEmails'> = {
+  can_create_users: 'canCreateUsers',
+  can_change_user_emails: 'canChangeUserEmails',
+};
+
+// Signed algorithms only: `none` would accept unsigned tokens.
+const JWT_ALGORITHMS = [
+  'HS256',
+  'HS384',
+  'HS512',
+  'RS256',
+  'RS384',
+  'RS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'PS256',
+  'PS384',
+  'PS512',
+];
 
 function str(value: string | boolean | undefined): string {
   return typeof value === 'string' ? value : '';

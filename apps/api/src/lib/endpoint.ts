@@ -1,0 +1,55 @@
+// Endpoints of the API tier: `userEndpoint` authenticates (HTTP Basic), then parses and runs
+// the handler like the shared `endpoint`; `publicEndpoint` skips authentication.
+import type { RequestHandler } from 'express';
+import type { Realm, User } from '@parley/db';
+import { HumanUsersOnlyError, InvalidSubdomainError } from '@parley/errors';
+import {
+  endpoint,
+  type EndpointInput,
+  type EndpointSpec,
+  type Json,
+  type ParamShape,
+} from '@parley/http';
+import { authenticate } from '../auth/basic';
+
+type NoParams = Record<never, never>;
+
+export interface UserEndpointInput<
+  P extends ParamShape,
+  Q extends ParamShape,
+> extends EndpointInput<P, Q> {
+  user: User;
+  realm: Realm;
+}
+
+export interface UserEndpointOptions {
+  /** Zulip's human_users_only: bots are refused. */
+  humansOnly?: boolean;
+}
+
+export function userEndpoint<P extends ParamShape = NoParams, Q extends ParamShape = NoParams>(
+  spec: EndpointSpec<P, Q> & UserEndpointOptions,
+  handler: (input: UserEndpointInput<P, Q>) => Promise<Json> | Json,
+): RequestHandler {
+  const inner = endpoint(spec, async (input) => {
+    const realm = input.res.locals.realm!;
+    return handler({ ...input, user: input.res.locals.user, realm });
+  });
+  return async (req, res, next) => {
+    const user = await authenticate(req, res);
+    if (spec.humansOnly && user.isBot) throw new HumanUsersOnlyError();
+    await inner(req, res, next);
+  };
+}
+
+/** An unauthenticated endpoint that needs the organization of the Host header. */
+export function realmEndpoint<P extends ParamShape = NoParams, Q extends ParamShape = NoParams>(
+  spec: EndpointSpec<P, Q>,
+  handler: (input: EndpointInput<P, Q> & { realm: Realm }) => Promise<Json> | Json,
+): RequestHandler {
+  return endpoint(spec, (input) => {
+    const realm = input.res.locals.realm;
+    if (!realm) throw new InvalidSubdomainError();
+    return handler({ ...input, realm });
+  });
+}

@@ -1,0 +1,80 @@
+// User rows → the user object of spec 2.2, as one viewer may see it. The same function feeds
+// HTTP responses and event payloads.
+import { createHash } from 'node:crypto';
+import type { Realm, User } from '@parley/db';
+import { canSeeDeliveryEmail, dummyEmail } from '../lib/users';
+
+export interface ProfileValue {
+  value: string;
+  rendered_value?: string;
+}
+
+export interface PresentUserOptions {
+  /** Null avatar_url for external-provider avatars the viewer can compute (spec 4.5). */
+  clientGravatar: boolean;
+  /** Custom profile values by field id; absent: profile_data is omitted. */
+  profileData?: Map<number, Record<string, ProfileValue>>;
+}
+
+function gravatarUrl(hashSource: string, version: number): string {
+  const hash = createHash('md5').update(hashSource.toLowerCase()).digest('hex');
+  return `https://secure.gravatar.com/avatar/${hash}?d=identicon&version=${version}`;
+}
+
+/** The avatar URL `viewer` gets. Hidden addresses are never hashed into the URL (an md5 of an
+ * email is not a secret), the dummy address is. */
+export function avatarUrl(
+  target: User,
+  emailVisible: boolean,
+  realm: Pick<Realm, 'stringId'>,
+): string {
+  return gravatarUrl(
+    emailVisible ? target.deliveryEmail : dummyEmail(target, realm),
+    target.avatarVersion,
+  );
+}
+
+export function presentUser(
+  target: User,
+  viewer: Pick<User, 'id' | 'role'>,
+  realm: Pick<Realm, 'stringId'>,
+  options: PresentUserOptions,
+): Record<string, unknown> {
+  return presentUserWithVisibility(target, canSeeDeliveryEmail(viewer, target), realm, options);
+}
+
+/** The user object for viewers who can (or cannot) see the real address: events go to groups
+ * of viewers, not one viewer. */
+export function presentUserWithVisibility(
+  target: User,
+  visible: boolean,
+  realm: Pick<Realm, 'stringId'>,
+  options: PresentUserOptions,
+): Record<string, unknown> {
+  const user: Record<string, unknown> = {
+    user_id: target.id,
+    delivery_email: visible ? target.deliveryEmail : null,
+    email: visible ? target.deliveryEmail : dummyEmail(target, realm),
+    full_name: target.fullName,
+    date_joined: target.dateJoined.toISOString(),
+    is_active: target.isActive,
+    is_owner: target.role === 100,
+    is_admin: target.role <= 200,
+    is_guest: target.role === 600,
+    is_bot: target.isBot,
+    bot_type: target.botType,
+    role: target.role,
+    timezone: target.timezone,
+    avatar_url:
+      options.clientGravatar && visible && target.avatarSource === 'G'
+        ? null
+        : avatarUrl(target, visible, realm),
+    avatar_version: target.avatarVersion,
+    is_imported_stub: target.isImportedStub,
+  };
+  if (target.isBot) user.bot_owner_id = target.botOwnerId;
+  if (target.isDeleted) user.is_deleted = true;
+  if (!target.isBot && options.profileData)
+    user.profile_data = options.profileData.get(target.id) ?? {};
+  return user;
+}

@@ -1,0 +1,114 @@
+// Obtaining API keys: POST /fetch_api_key (password), POST /jwt/fetch_api_key (JSON Web
+// Token), POST /users/me/api_key/regenerate.
+import { Router } from 'express';
+import jwt from 'jsonwebtoken';
+import { getPrisma, runAction, type Realm, type User } from '@parley/db';
+import {
+  AuthenticationFailedError,
+  JsonableError,
+  PasswordAuthDisabledError,
+  RealmDeactivatedError,
+  UserDeactivatedError,
+} from '@parley/errors';
+import { defineRoute, p } from '@parley/http';
+import { checkEmail, doCompleteFirstLogin, doRegenerateApiKey } from '../actions/users';
+import { verifyPassword } from '../lib/credentials';
+import { realmEndpoint, userEndpoint } from '../lib/endpoint';
+import { checkLoginRateLimit, recordFailedLogin } from '../lib/rate-limit';
+import { presentUser } from '../presenters/users';
+
+export const authRoutes = Router();
+
+async function findLoginUser(realm: Realm, email: string): Promise<User | undefined> {
+  const [user] = await getPrisma().user.findMany({
+    where: {
+      realmId: realm.id,
+      isBot: false,
+      deliveryEmail: { equals: email, mode: 'insensitive' },
+    },
+    take: 1,
+  });
+  return user;
+}
+
+/** Zulip's checks after the credentials were proven: the account and organization must be
+ * active. Then the login counts (an imported stub account becomes a regular one). */
+async function completeLogin(realm: Realm, user: User): Promise<void> {
+  if (realm.deactivated) throw new RealmDeactivatedError();
+  if (!user.isActive) throw new UserDeactivatedError();
+  await runAction((ctx) => doCompleteFirstLogin(ctx, user));
+}
+
+defineRoute(authRoutes, '/fetch_api_key', {
+  POST: realmEndpoint(
+    { params: { username: p.string(), password: p.string() } },
+    async ({ realm, params }) => {
+      if (!realm.passwordAuthEnabled) throw new PasswordAuthDisabledError();
+      let email: string;
+      try {
+        email = checkEmail(params.username);
+      } catch {
+        throw new JsonableError('Enter a valid email address.');
+      }
+      await checkLoginRateLimit(realm.id, email);
+      const user = await findLoginUser(realm, email);
+      // Hash even when the user does not exist, so timing does not reveal which addresses do.
+      const valid = await verifyPassword(params.password, user?.passwordHash ?? DUMMY_HASH);
+      if (!user || !valid) {
+        await recordFailedLogin(realm.id, email);
+        throw new AuthenticationFailedError();
+      }
+      await completeLogin(realm, user);
+      return { api_key: user.apiKey, email: user.deliveryEmail, user_id: user.id };
+    },
+  ),
+});
+
+// scrypt of a random password: verifying against it costs what a real check costs.
+const DUMMY_HASH =
+  'scrypt$32768$8$1$nvGqjBJPBln5PKUCOTnTJA==$esEaPXdBCaClS4VVomwD2ZfsD2UeBLNEMl5eiJ2lDEM=';
+
+defineRoute(authRoutes, '/jwt/fetch_api_key', {
+  POST: realmEndpoint(
+    { params: { token: p.string().default(''), include_profile: p.bool().default(false) } },
+    async ({ realm, params }) => {
+      if (!realm.jwtKey || realm.jwtAlgorithms.length === 0) {
+        throw new JsonableError('JWT authentication is not enabled for this organization');
+      }
+      if (params.token === '') throw new JsonableError('No JSON web token passed in request');
+      let claims: unknown;
+      try {
+        claims = jwt.verify(params.token, realm.jwtKey, {
+          algorithms: realm.jwtAlgorithms.filter((alg) => alg !== 'none') as jwt.Algorithm[],
+        });
+      } catch {
+        throw new JsonableError('Bad JSON web token');
+      }
+      const email =
+        typeof claims === 'object' && claims !== null
+          ? (claims as { email?: unknown }).email
+          : undefined;
+      if (typeof email !== 'string' || email === '')
+        throw new JsonableError('No email specified in JSON web token claims');
+      const user = await findLoginUser(realm, email);
+      if (!user) throw new AuthenticationFailedError();
+      await completeLogin(realm, user);
+      const fresh = await getPrisma().user.findUniqueOrThrow({ where: { id: user.id } });
+      const result: Record<string, unknown> = {
+        api_key: fresh.apiKey,
+        email: fresh.deliveryEmail,
+        user_id: fresh.id,
+      };
+      if (params.include_profile)
+        result.user = presentUser(fresh, fresh, realm, { clientGravatar: false });
+      return result;
+    },
+  ),
+});
+
+defineRoute(authRoutes, '/users/me/api_key/regenerate', {
+  POST: userEndpoint({}, async ({ user }) => {
+    const apiKey = await runAction((ctx) => doRegenerateApiKey(ctx, user, user.id));
+    return { api_key: apiKey };
+  }),
+});

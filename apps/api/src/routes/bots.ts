@@ -1,0 +1,72 @@
+// Bots: POST /bots creates one owned by the caller; GET /bots lists the caller's bots (all of
+// the organization's for administrators, as in Zulip).
+import { Router } from 'express';
+import { getPrisma, Role, runAction } from '@parley/db';
+import { InsufficientPermissionError, JsonableError } from '@parley/errors';
+import { defineRoute, p } from '@parley/http';
+import { checkCreateUser, doCreateUser } from '../actions/users';
+import { userEndpoint } from '../lib/endpoint';
+import { realmHost } from '../lib/realm';
+import { isAdmin, isGuest } from '../lib/users';
+import { presentBot } from '../presenters/bots';
+
+export const botRoutes = Router();
+
+const BotType = { GENERIC: 1, INCOMING_WEBHOOK: 2, OUTGOING_WEBHOOK: 3, EMBEDDED: 4 } as const;
+
+defineRoute(botRoutes, '/bots', {
+  GET: userEndpoint({}, async ({ user, realm }) => {
+    const bots = await getPrisma().user.findMany({
+      where: { realmId: realm.id, isBot: true, ...(isAdmin(user) ? {} : { botOwnerId: user.id }) },
+      orderBy: { id: 'asc' },
+    });
+    return { bots: bots.map((bot) => presentBot(bot, realm)) };
+  }),
+  POST: userEndpoint(
+    {
+      humansOnly: true,
+      params: {
+        full_name: p.string({ maxLength: 100 }),
+        short_name: p.string({ maxLength: 60 }),
+        bot_type: p.int().default(BotType.GENERIC),
+      },
+    },
+    async ({ user, realm, params }) => {
+      if (isGuest(user)) throw new InsufficientPermissionError();
+      // Outgoing-webhook and embedded bots need a service configuration this server does not
+      // keep yet; refusing them is clearer than creating bots that never answer.
+      if (params.bot_type !== BotType.GENERIC && params.bot_type !== BotType.INCOMING_WEBHOOK) {
+        throw new JsonableError('Invalid bot_type');
+      }
+      const shortName = params.short_name.trim().toLowerCase().replace(/-bot$/, '');
+      if (!/^[a-z0-9_.-]+$/.test(shortName)) throw new JsonableError('Bad name or username');
+      const email = `${shortName}-bot@${realmHost(realm)}`;
+      const bot = await runAction(async (ctx) => {
+        const fields = await checkCreateUser(ctx.tx, realm, {
+          email,
+          fullName: params.full_name,
+          password: null,
+          role: Role.MEMBER,
+          isBot: true,
+          botType: params.bot_type,
+          botOwnerId: user.id,
+        }).catch((error: unknown) => {
+          if (error instanceof JsonableError && error.message === 'Email is already in use.') {
+            throw new JsonableError('Username already in use');
+          }
+          throw error;
+        });
+        return doCreateUser(ctx, realm, fields, null, user.id);
+      });
+      const presented = presentBot(bot, realm);
+      return {
+        user_id: bot.id,
+        api_key: bot.apiKey,
+        avatar_url: presented.avatar_url,
+        default_sending_stream: null,
+        default_events_register_stream: null,
+        default_all_public_streams: false,
+      };
+    },
+  ),
+});

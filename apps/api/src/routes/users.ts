@@ -1,0 +1,245 @@
+// Users: GET /users, /users/me, /users/{id|email}; POST /users; PATCH /users/{id|email};
+// DELETE /users/{id}, /users/me; POST /users/{id}/reactivate.
+import { Router } from 'express';
+import { z } from 'zod';
+import { getPrisma, Role, runAction, type Realm, type User } from '@parley/db';
+import { InsufficientPermissionError, JsonableError } from '@parley/errors';
+import { defineRoute, p } from '@parley/http';
+import {
+  checkChangeEmail,
+  checkChangeRole,
+  checkCreateUser,
+  checkDeactivateUser,
+  checkFullName,
+  checkProfileData,
+  checkRole,
+  doChangeEmail,
+  doChangeFullName,
+  doChangeRole,
+  doCreateUser,
+  doDeactivateUser,
+  doReactivateUser,
+  doUpdateProfileData,
+  passwordHashFor,
+} from '../actions/users';
+import { userEndpoint } from '../lib/endpoint';
+import { loadProfileData } from '../lib/profile-fields';
+import { accessUserByEmail, accessUserById, isAdmin, isOwner, requireAdmin } from '../lib/users';
+import { presentUser } from '../presenters/users';
+
+export const userRoutes = Router();
+
+const MAX_ID = 2 ** 31 - 1;
+const userIdList = z.array(z.number().int().min(1).max(MAX_ID));
+
+const profileDataParam = p.json(
+  z.array(
+    z.object({
+      id: z.number().int().min(1).max(MAX_ID),
+      value: z.union([z.string(), z.array(z.number().int()), z.null()]),
+    }),
+  ),
+);
+
+const deactivationActions = p.json(
+  z.strictObject({
+    delete_profile: z.boolean().optional(),
+    delete_public_channel_messages: z.boolean().optional(),
+    delete_private_channel_messages: z.boolean().optional(),
+    delete_direct_messages: z.boolean().optional(),
+  }),
+);
+
+/** The user named by a path segment: a numeric id or an email address (real or dummy). */
+function accessUserByPath(
+  actor: User,
+  realm: Realm,
+  key: string,
+  forAdmin: boolean,
+): Promise<User> {
+  if (/^\d+$/.test(key)) {
+    const id = Number(key);
+    if (id > MAX_ID) throw new JsonableError('No such user');
+    return accessUserById(actor, id, { forAdmin });
+  }
+  if (!key.includes('@')) throw new JsonableError('No such user');
+  return accessUserByEmail(actor, realm, key, { forAdmin });
+}
+
+async function presentOne(
+  viewer: User,
+  realm: Realm,
+  target: User,
+  clientGravatar: boolean,
+  withProfile: boolean,
+) {
+  const profileData = withProfile ? await loadProfileData(realm.id, [target.id]) : undefined;
+  return presentUser(target, viewer, realm, { clientGravatar, profileData });
+}
+
+defineRoute(userRoutes, '/users', {
+  GET: userEndpoint(
+    {
+      params: {
+        client_gravatar: p.bool().default(true),
+        include_custom_profile_fields: p.bool().default(false),
+        user_ids: p.json(userIdList).optional(),
+      },
+    },
+    async ({ user, realm, params }) => {
+      const users = await getPrisma().user.findMany({
+        where: { realmId: realm.id, ...(params.user_ids ? { id: { in: params.user_ids } } : {}) },
+        orderBy: { id: 'asc' },
+      });
+      if (params.user_ids) {
+        const found = new Set(users.map((u) => u.id));
+        const missing = params.user_ids.find((id) => !found.has(id));
+        if (missing !== undefined) throw new JsonableError(`Invalid user ID: ${missing}`);
+      }
+      const profileData = params.include_custom_profile_fields
+        ? await loadProfileData(realm.id, params.user_ids)
+        : undefined;
+      return {
+        members: users.map((target) =>
+          presentUser(target, user, realm, { clientGravatar: params.client_gravatar, profileData }),
+        ),
+      };
+    },
+  ),
+  POST: userEndpoint(
+    { params: { email: p.string(), password: p.string(), full_name: p.string() } },
+    async ({ user, realm, params }) => {
+      // Owners always; administrators only with the server-granted permission (pnpm manage
+      // grant-permission --permission can_create_users).
+      if (!(isOwner(user) || (isAdmin(user) && user.canCreateUsers)))
+        throw new InsufficientPermissionError();
+      const hash = await passwordHashFor(params.password);
+      const created = await runAction(async (ctx) => {
+        const fields = await checkCreateUser(ctx.tx, realm, {
+          email: params.email,
+          fullName: params.full_name,
+          password: params.password,
+          role: Role.MEMBER,
+        });
+        return doCreateUser(ctx, realm, fields, hash, user.id);
+      });
+      return { user_id: created.id };
+    },
+  ),
+});
+
+defineRoute(userRoutes, '/users/me', {
+  GET: userEndpoint({}, async ({ user, realm }) => {
+    const last = await getPrisma().userMessage.findFirst({
+      where: { userId: user.id },
+      orderBy: { messageId: 'desc' },
+      select: { messageId: true },
+    });
+    return {
+      ...(await presentOne(user, realm, user, false, true)),
+      max_message_id: last?.messageId ?? -1,
+    };
+  }),
+  DELETE: userEndpoint({ humansOnly: true }, async ({ user }) => {
+    await runAction(async (ctx) => {
+      await checkDeactivateUser(ctx.tx, user);
+      await doDeactivateUser(ctx, user, user.id);
+    });
+    return {};
+  }),
+});
+
+const targetPath = { user: p.string({ maxLength: 254 }) };
+
+defineRoute(userRoutes, '/users/:user', {
+  GET: userEndpoint(
+    {
+      path: targetPath,
+      params: {
+        client_gravatar: p.bool().default(true),
+        include_custom_profile_fields: p.bool().default(false),
+      },
+    },
+    async ({ user, realm, path, params }) => {
+      const target = await accessUserByPath(user, realm, path.user, false);
+      return {
+        user: await presentOne(
+          user,
+          realm,
+          target,
+          params.client_gravatar,
+          params.include_custom_profile_fields,
+        ),
+      };
+    },
+  ),
+  PATCH: userEndpoint(
+    {
+      path: targetPath,
+      params: {
+        full_name: p.string().optional(),
+        role: p.int().optional(),
+        profile_data: profileDataParam.optional(),
+        new_email: p.string({ maxLength: 254 }).optional(),
+      },
+    },
+    async ({ user, realm, path, params }) => {
+      const target = await accessUserByPath(user, realm, path.user, true);
+      // Bot owners may rename their bots; everything else is for administrators.
+      if (params.role !== undefined || params.profile_data !== undefined || !target.isBot)
+        requireAdmin(user);
+      const fullName = params.full_name === undefined ? undefined : checkFullName(params.full_name);
+      const role = params.role === undefined ? undefined : checkRole(params.role);
+      await runAction(async (ctx) => {
+        if (role !== undefined) await checkChangeRole(ctx.tx, user, target, role);
+        const newEmail =
+          params.new_email === undefined
+            ? undefined
+            : await checkChangeEmail(ctx.tx, user, target, params.new_email);
+        const profile = params.profile_data
+          ? await checkProfileData(ctx.tx, target, params.profile_data, { adminOverride: true })
+          : [];
+        if (fullName !== undefined) await doChangeFullName(ctx, target, fullName, user.id);
+        if (role !== undefined) await doChangeRole(ctx, target, role, user.id);
+        if (newEmail !== undefined) await doChangeEmail(ctx, target, newEmail, user.id);
+        if (profile.length > 0) await doUpdateProfileData(ctx, target, profile);
+      });
+      return {};
+    },
+  ),
+  DELETE: userEndpoint(
+    {
+      path: targetPath,
+      params: {
+        actions: deactivationActions.optional(),
+        deactivation_notification_comment: p.string({ maxLength: 2000 }).optional(),
+      },
+    },
+    async ({ user, realm, path, params }) => {
+      requireAdmin(user);
+      const target = await accessUserByPath(user, realm, path.user, true);
+      if (target.isBot) throw new JsonableError('No such user');
+      await runAction(async (ctx) => {
+        await checkDeactivateUser(ctx.tx, target);
+        await doDeactivateUser(ctx, target, user.id, params.actions ?? {});
+      });
+      return {};
+    },
+  ),
+});
+
+defineRoute(userRoutes, '/users/:user/reactivate', {
+  POST: userEndpoint({ path: targetPath }, async ({ user, realm, path }) => {
+    requireAdmin(user);
+    const target = await accessUserByPath(user, realm, path.user, true);
+    await runAction(async (ctx) => {
+      if (target.isBot && target.botOwnerId) {
+        const owner = await ctx.tx.user.findUnique({ where: { id: target.botOwnerId } });
+        if (owner && !owner.isActive)
+          throw new JsonableError('Cannot reactivate a bot whose owner is deactivated.');
+      }
+      await doReactivateUser(ctx, target, user.id);
+    });
+    return {};
+  }),
+});
