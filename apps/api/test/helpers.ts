@@ -169,3 +169,10 @@ export function expectError(res: Response, msg: string, status = 400, code = 'BA
   });
   expect(res.headers['content-type']).toMatch(/^application\/json/);
 }
+
+/** Compares published notifications ignoring their order: notifications to different users
+ * land on different shards, whose stream ids give no order between them. */
+export function expectPublished(published: Published[], expected: Published[]): void {
+  const canonical = (list: Published[]) => list.map((entry) => JSON.stringify(entry)).sort();
+  expect(canonical(published)).toEqual(canonical(expected));
+}

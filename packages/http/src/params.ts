@@ -220,8 +220,9 @@ export function describeIssue(name: string, issue: z.core.$ZodIssue): string {
           : `${varName} is too short`;
       }
       return issue.origin === 'array' ? `${varName} is too short` : `${varName} is too small`;
-    case 'invalid_value':
     case 'invalid_union':
+      return issue.input === undefined ? `${varName} field is missing` : `Invalid ${varName}`;
+    case 'invalid_value':
       return `Invalid ${varName}`;
     case 'unrecognized_keys':
       return `Argument "${issue.keys[0] ?? ''}" at ${varName} is unexpected`;

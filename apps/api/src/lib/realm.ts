@@ -30,6 +30,12 @@ export function realmHost(realm: Pick<Realm, 'stringId'>): string {
   return realm.stringId === '' ? external : `${realm.stringId}.${external}`;
 }
 
+/** The domain of addresses Parley makes up (dummy emails, bot emails): the realm host without
+ * its port, which an address cannot carry (and which HTTP Basic's `email:key` would split). */
+export function realmEmailDomain(realm: Pick<Realm, 'stringId'>): string {
+  return realmHost(realm).replace(/:\d+$/, '');
+}
+
 export function realmUrl(realm: Pick<Realm, 'stringId'>): string {
   return `${getConfig().EXTERNAL_URL_SCHEME}://${realmHost(realm)}`;
 }

@@ -1,7 +1,7 @@
 // Reading users and deciding who may see what (Zulip's access_user_* and email visibility).
 import { getPrisma, Role, type Realm, type Tx, type User } from '@parley/db';
 import { InsufficientPermissionError, JsonableError } from '@parley/errors';
-import { realmHost } from './realm';
+import { realmEmailDomain, realmHost } from './realm';
 
 /** email_address_visibility values (Zulip's EMAIL_ADDRESS_VISIBILITY_*). */
 export const EmailVisibility = {
@@ -39,7 +39,7 @@ export function canSeeDeliveryEmail(
 }
 
 export function dummyEmail(user: Pick<User, 'id'>, realm: Pick<Realm, 'stringId'>): string {
-  return `user${user.id}@${realmHost(realm)}`;
+  return `user${user.id}@${realmEmailDomain(realm)}`;
 }
 
 /** The API email `viewer` sees for `target`: the real one when visible, else the dummy. */
@@ -85,11 +85,9 @@ export async function accessUserByEmail(
 ): Promise<User> {
   const db = options.db ?? getPrisma();
   const dummy = /^user(\d{1,10})@(.+)$/i.exec(email);
-  if (
-    dummy &&
-    dummy[2]!.toLowerCase() === realmHost(realm).toLowerCase() &&
-    Number(dummy[1]) <= 2 ** 31 - 1
-  ) {
+  // The dummy domain is the realm host without its port; the host with it is accepted too.
+  const dummyDomains = [realmEmailDomain(realm), realmHost(realm)].map((d) => d.toLowerCase());
+  if (dummy && dummyDomains.includes(dummy[2]!.toLowerCase()) && Number(dummy[1]) <= 2 ** 31 - 1) {
     return accessUserById(actor, Number(dummy[1]), options);
   }
   const [target] = await db.user.findMany({

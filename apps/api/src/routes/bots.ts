@@ -6,7 +6,7 @@ import { InsufficientPermissionError, JsonableError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
 import { checkCreateUser, doCreateUser } from '../actions/users';
 import { userEndpoint } from '../lib/endpoint';
-import { realmHost } from '../lib/realm';
+import { realmEmailDomain } from '../lib/realm';
 import { isAdmin, isGuest } from '../lib/users';
 import { presentBot } from '../presenters/bots';
 
@@ -40,7 +40,7 @@ defineRoute(botRoutes, '/bots', {
       }
       const shortName = params.short_name.trim().toLowerCase().replace(/-bot$/, '');
       if (!/^[a-z0-9_.-]+$/.test(shortName)) throw new JsonableError('Bad name or username');
-      const email = `${shortName}-bot@${realmHost(realm)}`;
+      const email = `${shortName}-bot@${realmEmailDomain(realm)}`;
       const bot = await runAction(async (ctx) => {
         const fields = await checkCreateUser(ctx.tx, realm, {
           email,
