@@ -71,8 +71,9 @@ describe('zulip-js', () => {
   });
 
   it('gets a JSON error envelope, not a crash, for a wrong password', async () => {
+    // A fresh address each run: failed logins are rate limited per username for 30 minutes.
     const client = await zulipInit({
-      username: 'nobody@example.com',
+      username: `${uniqueSubdomain('nobody')}@example.com`,
       password: 'wrong',
       realm: realmUrl,
     });
