@@ -233,6 +233,89 @@ describe('pnpm manage', () => {
     expect(invalid.stderr).toContain("Invalid email 'not-an-email'");
   });
 
+  it('grant-permission grants and revokes the server-level special permissions', async () => {
+    const granted = json(
+      await manage(
+        'grant-permission',
+        '--realm',
+        subdomain,
+        '--email',
+        ownerEmail,
+        '--permission',
+        'can_create_users',
+        '--json',
+      ),
+    );
+    expect(granted).toEqual({
+      user_id: created.user_id,
+      email: ownerEmail,
+      permission: 'can_create_users',
+      granted: true,
+    });
+    const owner = () =>
+      getPrisma().user.findUniqueOrThrow({ where: { id: created.user_id as number } });
+    expect((await owner()).canCreateUsers).toBe(true);
+    await manage(
+      'grant-permission',
+      '--realm',
+      subdomain,
+      '--email',
+      ownerEmail,
+      '--permission',
+      'can_create_users',
+      '--revoke',
+    );
+    expect((await owner()).canCreateUsers).toBe(false);
+    const unknown = await manage(
+      'grant-permission',
+      '--realm',
+      subdomain,
+      '--email',
+      ownerEmail,
+      '--permission',
+      'root',
+      '--json',
+    );
+    expect(json(unknown)).toEqual({ result: 'error', msg: "Unknown permission 'root'" });
+  });
+
+  it('set-jwt-key stores the key and signed algorithms only, and can disable JWT login', async () => {
+    const realm = () =>
+      getPrisma().realm.findUniqueOrThrow({ where: { id: created.realm_id as number } });
+    const enabled = json(
+      await manage(
+        'set-jwt-key',
+        '--realm',
+        subdomain,
+        '--key',
+        'secret',
+        '--algorithms',
+        'HS256, HS512',
+        '--json',
+      ),
+    );
+    expect(enabled).toEqual({
+      realm_id: created.realm_id,
+      enabled: true,
+      algorithms: ['HS256', 'HS512'],
+    });
+    expect(await realm()).toMatchObject({ jwtKey: 'secret', jwtAlgorithms: ['HS256', 'HS512'] });
+    const none = await manage(
+      'set-jwt-key',
+      '--realm',
+      subdomain,
+      '--key',
+      'secret',
+      '--algorithms',
+      'none',
+      '--json',
+    );
+    expect(none.code).toBe(1);
+    expect((json(none).msg as string).startsWith("Unsupported algorithm 'none'")).toBe(true);
+    await manage('set-jwt-key', '--realm', subdomain, '--disable');
+    expect(await realm()).toMatchObject({ jwtKey: null, jwtAlgorithms: [] });
+  });
+
   it('explains usage for unknown commands, unknown options and missing options', async () => {
     const unknown = await manage('make-coffee');
     expect(unknown.code).toBe(2);
