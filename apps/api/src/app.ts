@@ -5,7 +5,7 @@ import { getConfig } from '@parley/config';
 import { pingDatabase } from '@parley/db';
 import { pingRedis } from '@parley/events';
 import { bodyParsers, errorHandler, healthRoutes, notFound, requestContext } from '@parley/http';
-import { resolveRealm } from './lib/realm';
+import { resolveRealm } from '@parley/auth';
 import { authRoutes } from './routes/auth';
 import { botRoutes } from './routes/bots';
 import { serverRoutes } from './routes/server';

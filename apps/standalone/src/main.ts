@@ -13,7 +13,7 @@ import { createApp } from '@parley/api';
 import { createOrganization } from '@parley/api/actions/realms';
 import { generatePassword } from '@parley/api/lib/credentials';
 import { passwordHashFor } from '@parley/api/actions/users';
-import { realmUrl } from '@parley/api/lib/realm';
+import { realmUrl } from '@parley/auth';
 import { eventsRouter } from '@parley/events-app';
 
 const DEMO_OWNER = { email: 'desdemona@example.com', fullName: 'Desdemona' };

@@ -22,7 +22,7 @@ import {
   doSetPassword,
   passwordHashFor,
 } from '../actions/users';
-import { realmUrl } from '../lib/realm';
+import { realmUrl } from '@parley/auth';
 
 type Options = Record<string, string | boolean | undefined>;
 

@@ -10,7 +10,7 @@ import {
   type Json,
   type ParamShape,
 } from '@parley/http';
-import { authenticate } from '../auth/basic';
+import { authenticate } from '@parley/auth';
 
 type NoParams = Record<never, never>;
 

@@ -1,7 +1,7 @@
 // Reading users and deciding who may see what (Zulip's access_user_* and email visibility).
 import { getPrisma, Role, type Realm, type Tx, type User } from '@parley/db';
 import { InsufficientPermissionError, JsonableError } from '@parley/errors';
-import { realmEmailDomain, realmHost } from './realm';
+import { realmEmailDomain, realmHost } from '@parley/auth';
 
 /** email_address_visibility values (Zulip's EMAIL_ADDRESS_VISIBILITY_*). */
 export const EmailVisibility = {

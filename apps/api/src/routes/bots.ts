@@ -6,7 +6,7 @@ import { InsufficientPermissionError, JsonableError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
 import { checkCreateUser, doCreateUser } from '../actions/users';
 import { userEndpoint } from '../lib/endpoint';
-import { realmEmailDomain } from '../lib/realm';
+import { realmEmailDomain } from '@parley/auth';
 import { isAdmin, isGuest } from '../lib/users';
 import { presentBot } from '../presenters/bots';
 

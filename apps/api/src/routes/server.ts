@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { Router } from 'express';
 import { getConfig, ZULIP_FEATURE_LEVEL, ZULIP_MERGE_BASE, ZULIP_VERSION } from '@parley/config';
 import { defineRoute, endpoint } from '@parley/http';
-import { realmUrl } from '../lib/realm';
+import { realmUrl } from '@parley/auth';
 import { renderPlainDescription } from '../presenters/realm';
 
 export const serverRoutes = Router();

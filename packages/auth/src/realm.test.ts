@@ -1,4 +1,4 @@
-import { subdomainFromHost } from '../src/lib/realm';
+import { subdomainFromHost } from './realm';
 
 describe('subdomainFromHost', () => {
   it.each([
