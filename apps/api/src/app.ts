@@ -8,6 +8,7 @@ import { bodyParsers, errorHandler, healthRoutes, notFound, requestContext } fro
 import { resolveRealm } from '@parley/auth';
 import { authRoutes } from './routes/auth';
 import { botRoutes } from './routes/bots';
+import { registerRoutes } from './routes/register';
 import { serverRoutes } from './routes/server';
 import { settingsRoutes } from './routes/settings';
 import { userRoutes } from './routes/users';
@@ -25,7 +26,7 @@ export function apiRouter(): Router {
   const router = Router();
   router.use(bodyParsers(config.MAX_REQUEST_BODY_MIB * 1024 * 1024));
   router.use(resolveRealm);
-  router.use(serverRoutes, authRoutes, userRoutes, botRoutes, settingsRoutes);
+  router.use(serverRoutes, authRoutes, userRoutes, botRoutes, settingsRoutes, registerRoutes);
   return router;
 }
 

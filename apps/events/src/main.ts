@@ -1,22 +1,30 @@
 // The events tier as its own process (docker-compose runs several behind nginx).
 import { getConfig } from '@parley/config';
+import { disconnectPrisma } from '@parley/db';
 import { disconnectRedis } from '@parley/events';
 import { serve } from '@parley/http';
 import { createLogger, setLogger } from '@parley/logger';
 import { createApp } from './app';
+import { startEventsService } from './service';
 
 async function main(): Promise<void> {
   const config = getConfig();
   setLogger(createLogger({ level: config.LOG_LEVEL, format: config.LOG_FORMAT }));
+  const service = await startEventsService();
   let draining = false;
-  await serve(createApp({ isDraining: () => draining }), {
+  await serve(createApp(service, { isDraining: () => draining }), {
     name: 'events',
     port: config.EVENTS_PORT,
     host: config.BIND_HOST,
     onDrainStart: () => {
       draining = true;
+      // Parked polls answer now (clients poll again, through another replica).
+      service.poller.drain();
     },
-    onClosed: disconnectRedis,
+    onClosed: async () => {
+      await service.stop();
+      await Promise.all([disconnectRedis(), disconnectPrisma()]);
+    },
   });
 }
 

@@ -14,7 +14,7 @@ import { createOrganization } from '@parley/api/actions/realms';
 import { generatePassword } from '@parley/api/lib/credentials';
 import { passwordHashFor } from '@parley/api/actions/users';
 import { realmUrl } from '@parley/auth';
-import { eventsRouter } from '@parley/events-app';
+import { eventsRouter, startEventsService } from '@parley/events-app';
 
 const DEMO_OWNER = { email: 'desdemona@example.com', fullName: 'Desdemona' };
 
@@ -47,15 +47,19 @@ async function main(): Promise<void> {
     await runMigrations(services.databaseUrl);
     const banner = await ensureDemoOrganization();
 
+    // The events tier in the same process: long-polls and the fan-out of every shard.
+    const events = await startEventsService();
     let draining = false;
-    await serve(createApp({ mount: [eventsRouter()], isDraining: () => draining }), {
+    await serve(createApp({ mount: [eventsRouter(events)], isDraining: () => draining }), {
       name: 'parley',
       port: config.PORT,
       host: config.BIND_HOST,
       onDrainStart: () => {
         draining = true;
+        events.poller.drain();
       },
       onClosed: async () => {
+        await events.stop();
         await Promise.all([disconnectPrisma(), disconnectRedis()]);
         await stopServices();
       },

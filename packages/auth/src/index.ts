@@ -2,3 +2,9 @@
 // Basic credentials.
 export { authenticate, validateApiKey } from './basic';
 export { realmEmailDomain, realmHost, realmUrl, resolveRealm, subdomainFromHost } from './realm';
+export {
+  realmEndpoint,
+  userEndpoint,
+  type UserEndpointInput,
+  type UserEndpointOptions,
+} from './endpoint';

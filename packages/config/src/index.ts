@@ -30,6 +30,16 @@ const schema = z.object({
   LOG_FORMAT: z.enum(['json', 'pretty']).optional(),
   /** Number of notification-log shards (fixed per deployment: users map to user_id mod S). */
   EVENT_SHARDS: z.coerce.number().int().min(1).max(1024).default(16),
+  /** Shard leases of the events tier: a dead replica's shards move after this long. */
+  EVENTS_LEASE_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
+  /** Parked long-polls get a heartbeat after this many seconds plus up to the jitter (Zulip:
+   * 45 + 0-10). */
+  EVENTS_HEARTBEAT_SECONDS: z.coerce.number().min(0.05).max(600).default(45),
+  EVENTS_HEARTBEAT_JITTER_SECONDS: z.coerce.number().min(0).max(600).default(10),
+  /** How often expired queues are removed (Zulip: every minute). */
+  EVENTS_GC_INTERVAL_MS: z.coerce.number().int().min(50).max(3_600_000).default(60_000),
+  /** Fanned-out notifications stay in the shard logs this long before trimming. */
+  EVENTS_LOG_RETAIN_MS: z.coerce.number().int().min(0).max(86_400_000).default(60_000),
   /** Largest request body accepted (Zulip: DATA_UPLOAD_MAX_MEMORY_SIZE, 25 MiB). */
   MAX_REQUEST_BODY_MIB: z.coerce.number().positive().max(1024).default(25),
   MAX_FILE_UPLOAD_SIZE_MIB: z.coerce.number().int().positive().max(10240).default(25),

@@ -1,4 +1,16 @@
-export { keys, rateLimitKeys, shardOf } from './keys';
+export { keys, rateLimitKeys, replicasKey, shardOf } from './keys';
 export { publishNotification } from './publish';
+export { makeQueueId, parseQueueId } from './queue-id';
+export { queueOptionsFromParams, queueParams, type QueueParamValues } from './queue-params';
+export {
+  DEFAULT_QUEUE_LIFESPAN_SECS,
+  MAX_QUEUE_LIFESPAN_SECS,
+  QueueStore,
+  type NarrowTerm,
+  type PruneResult,
+  type QueuedEvent,
+  type QueueMeta,
+  type QueueOptions,
+} from './queues';
 export { createRedis, disconnectRedis, getRedis, pingRedis } from './redis';
 export type { Notification, ZulipEvent } from './types';

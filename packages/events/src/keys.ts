@@ -1,14 +1,34 @@
-// Every Redis key name either tier uses. All keys of one shard share the hash tag {ev:K}, so a
-// shard's log, leases, checkpoint and queues live on one Redis Cluster slot.
+// Every Redis key name either tier uses. All keys of one shard share the hash tag {ev:K}: a
+// shard's log, lease, checkpoint, queues and wake-up channel live on one Redis Cluster slot,
+// so one Lua script can touch them atomically.
 
 export function shardOf(userId: number, shards: number): number {
   return userId % shards;
 }
 
+const tag = (shard: number) => `{ev:${shard}}`;
+
 export const keys = {
   /** The shard's notification log (a Redis Stream), appended after commit by the API tier. */
-  shardLog: (shard: number) => `{ev:${shard}}:log`,
+  shardLog: (shard: number) => `${tag(shard)}:log`,
+  /** Token of the events replica that owns the shard's fan-out (SET NX PX). */
+  lease: (shard: number) => `${tag(shard)}:lease`,
+  /** Id of the last log entry fanned out. */
+  checkpoint: (shard: number) => `${tag(shard)}:checkpoint`,
+  /** Sorted set of the shard's queue ids, scored by the time they expire (ms). */
+  queueExpiry: (shard: number) => `${tag(shard)}:queues`,
+  /** Pub/sub channel: new events, kicked and deleted queues of the shard. */
+  wake: (shard: number) => `${tag(shard)}:wake`,
+  /** Queue ids of one user (the user's shard). */
+  userQueues: (shard: number, userId: number) => `${tag(shard)}:user:${userId}:queues`,
+  /** Hash: owner, options, event-id counter, newest pruned id, poll generation. */
+  queueMeta: (shard: number, queueId: string) => `${tag(shard)}:q:${queueId}:meta`,
+  /** List of the queue's events as JSON, oldest first. */
+  queueEvents: (shard: number, queueId: string) => `${tag(shard)}:q:${queueId}:events`,
 };
+
+/** Live events replicas, scored by when their registration lapses (ms); used to share shards. */
+export const replicasKey = 'events:replicas';
 
 /** Rate-limit counters (not per shard: any replica of the API tier reads them). */
 export const rateLimitKeys = {

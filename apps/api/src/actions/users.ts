@@ -193,6 +193,8 @@ export async function doCreateUser(
       clientGravatar: false,
       profileData: new Map(),
     }),
+    // The events tier nulls avatar_url for client_gravatar queues, where clients compute it.
+    internal_data: { avatar_gravatar: visible && created.avatarSource === 'G' },
   }));
   if (created.isBot) {
     const recipients = new Set(await activeAdminIds(realm.id, tx));

@@ -13,7 +13,7 @@ import {
 import { defineRoute, p } from '@parley/http';
 import { checkEmail, doCompleteFirstLogin, doRegenerateApiKey } from '../actions/users';
 import { verifyPassword } from '../lib/credentials';
-import { realmEndpoint, userEndpoint } from '../lib/endpoint';
+import { realmEndpoint, userEndpoint } from '@parley/auth';
 import { checkLoginRateLimit, recordFailedLogin } from '../lib/rate-limit';
 import { presentUser } from '../presenters/users';
 

@@ -5,7 +5,7 @@ import { getPrisma, Role, runAction } from '@parley/db';
 import { InsufficientPermissionError, JsonableError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
 import { checkCreateUser, doCreateUser } from '../actions/users';
-import { userEndpoint } from '../lib/endpoint';
+import { userEndpoint } from '@parley/auth';
 import { realmEmailDomain } from '@parley/auth';
 import { isAdmin, isGuest } from '../lib/users';
 import { presentBot } from '../presenters/bots';

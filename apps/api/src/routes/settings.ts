@@ -16,7 +16,7 @@ import {
   type SimpleSetting,
 } from '../actions/users';
 import { verifyPassword } from '../lib/credentials';
-import { userEndpoint } from '../lib/endpoint';
+import { userEndpoint } from '@parley/auth';
 import { isValidTimezone, LANGUAGES } from '../lib/languages';
 
 export const settingsRoutes = Router();

@@ -22,7 +22,7 @@ import {
   doUpdateProfileData,
   passwordHashFor,
 } from '../actions/users';
-import { userEndpoint } from '../lib/endpoint';
+import { userEndpoint } from '@parley/auth';
 import { loadProfileData } from '../lib/profile-fields';
 import { accessUserByEmail, accessUserById, isAdmin, isOwner, requireAdmin } from '../lib/users';
 import { presentUser } from '../presenters/users';

@@ -1,5 +1,5 @@
-// Endpoints of the API tier: `userEndpoint` authenticates (HTTP Basic), then parses and runs
-// the handler like the shared `endpoint`; `publicEndpoint` skips authentication.
+// Endpoints of both tiers: `userEndpoint` authenticates (HTTP Basic), then parses and runs the
+// handler like the shared `endpoint`; `realmEndpoint` needs only the Host's organization.
 import type { RequestHandler } from 'express';
 import type { Realm, User } from '@parley/db';
 import { HumanUsersOnlyError, InvalidSubdomainError } from '@parley/errors';
@@ -10,7 +10,7 @@ import {
   type Json,
   type ParamShape,
 } from '@parley/http';
-import { authenticate } from '@parley/auth';
+import { authenticate } from './basic';
 
 type NoParams = Record<never, never>;
 

@@ -1,0 +1,260 @@
+// The state POST /register returns (Zulip's fetch_initial_state_data), one section per event
+// type the client fetches, and the folding of events that raced the registration
+// (apply_events), so the client's state and its queue agree.
+import { ZULIP_FEATURE_LEVEL, ZULIP_MERGE_BASE, ZULIP_VERSION, getConfig } from '@parley/config';
+import { getPrisma, type Realm, type User } from '@parley/db';
+import type { QueuedEvent } from '@parley/events';
+import { realmUrl } from '@parley/auth';
+import { presentBot } from '../presenters/bots';
+import { renderPlainDescription } from '../presenters/realm';
+import { presentUser } from '../presenters/users';
+import { loadProfileData } from './profile-fields';
+import { isAdmin, isGuest, isModerator } from './users';
+
+/** Event types whose state /register can return (later issues add theirs). */
+export const STATE_TYPES = [
+  'realm',
+  'realm_user',
+  'realm_bot',
+  'user_settings',
+  'custom_profile_fields',
+] as const;
+
+export const FIELD_TYPES = {
+  SHORT_TEXT: { id: 1, name: 'Text (short)' },
+  LONG_TEXT: { id: 2, name: 'Text (long)' },
+  SELECT: { id: 3, name: 'List of options' },
+  DATE: { id: 4, name: 'Date picker' },
+  URL: { id: 5, name: 'Link' },
+  USER: { id: 6, name: 'Person picker' },
+  EXTERNAL_ACCOUNT: { id: 7, name: 'External account' },
+  PRONOUNS: { id: 8, name: 'Pronouns' },
+};
+
+type State = Record<string, unknown>;
+
+export interface StateOptions {
+  clientGravatar: boolean;
+  userSettingsObject: boolean;
+}
+
+/** Values every registration returns, whatever it fetches. */
+export function baseState(): State {
+  return {
+    zulip_feature_level: ZULIP_FEATURE_LEVEL,
+    zulip_version: ZULIP_VERSION,
+    zulip_merge_base: ZULIP_MERGE_BASE,
+    max_message_length: 10000,
+    max_topic_length: 60,
+    max_stream_name_length: 60,
+    max_stream_description_length: 1024,
+    max_file_upload_size_mib: getConfig().MAX_FILE_UPLOAD_SIZE_MIB,
+    max_bulk_new_subscription_messages: 100,
+    realm_empty_topic_display_name: 'general chat',
+    event_queue_longpoll_timeout_seconds: 90,
+    server_typing_started_expiry_period_milliseconds: 45000,
+    server_typing_stopped_wait_period_milliseconds: 12000,
+    server_typing_started_wait_period_milliseconds: 30000,
+    server_presence_ping_interval_seconds: 60,
+    server_presence_offline_threshold_seconds: 200,
+  };
+}
+
+export function userSettings(user: User): Record<string, unknown> {
+  return {
+    full_name: user.fullName,
+    email_address_visibility: user.emailAddressVisibility,
+    timezone: user.timezone,
+    default_language: user.defaultLanguage,
+    enable_stream_desktop_notifications: user.enableStreamDesktopNotifications,
+    enable_stream_email_notifications: user.enableStreamEmailNotifications,
+    enable_stream_push_notifications: user.enableStreamPushNotifications,
+    enable_stream_audible_notifications: user.enableStreamAudibleNotifications,
+    wildcard_mentions_notify: user.wildcardMentionsNotify,
+    enable_desktop_notifications: user.enableDesktopNotifications,
+    enable_sounds: user.enableSounds,
+    enable_offline_email_notifications: user.enableOfflineEmailNotifications,
+    enable_offline_push_notifications: user.enableOfflinePushNotifications,
+    send_private_typing_notifications: user.sendPrivateTypingNotifications,
+    send_stream_typing_notifications: user.sendStreamTypingNotifications,
+    send_read_receipts: user.sendReadReceipts,
+    twenty_four_hour_time: user.twentyFourHourTime,
+  };
+}
+
+export async function fetchInitialState(
+  user: User,
+  realm: Realm,
+  types: Set<string>,
+  options: StateOptions,
+): Promise<State> {
+  const prisma = getPrisma();
+  const state: State = baseState();
+  if (types.has('realm')) {
+    Object.assign(state, {
+      realm_name: realm.name,
+      realm_description: renderPlainDescription(realm.description),
+      realm_url: realmUrl(realm),
+      realm_uri: realmUrl(realm),
+      realm_date_created: Math.floor(realm.dateCreated.getTime() / 1000),
+      realm_default_language: realm.defaultLanguage,
+      realm_invite_required: realm.inviteRequired,
+      realm_emails_restricted_to_domains: realm.emailsRestrictedToDomains,
+      realm_waiting_period_threshold: realm.waitingPeriodThreshold,
+      realm_allow_message_editing: realm.allowMessageEditing,
+      realm_message_content_edit_limit_seconds: realm.messageContentEditLimitSeconds,
+      realm_message_content_delete_limit_seconds: realm.messageContentDeleteLimitSeconds,
+      realm_message_retention_days: realm.messageRetentionDays,
+      realm_mandatory_topics: realm.mandatoryTopics,
+      realm_enable_spectator_access: realm.webPublicAccessEnabled,
+      realm_password_auth_enabled: realm.passwordAuthEnabled,
+      realm_push_notifications_enabled: getConfig().PUSH_NOTIFICATIONS_ENABLED,
+      realm_is_zephyr_mirror_realm: false,
+    });
+  }
+  if (types.has('realm_user')) {
+    const users = await prisma.user.findMany({
+      where: { realmId: realm.id },
+      orderBy: { id: 'asc' },
+    });
+    const profileData = await loadProfileData(realm.id, undefined);
+    const present = (target: User) =>
+      presentUser(target, user, realm, { clientGravatar: options.clientGravatar, profileData });
+    Object.assign(state, {
+      realm_users: users.filter((u) => u.isActive).map(present),
+      realm_non_active_users: users.filter((u) => !u.isActive).map(present),
+      cross_realm_bots: [],
+      user_id: user.id,
+      email: user.deliveryEmail,
+      delivery_email: user.deliveryEmail,
+      full_name: user.fullName,
+      is_owner: user.role === 100,
+      is_admin: isAdmin(user),
+      is_moderator: isModerator(user),
+      is_guest: isGuest(user),
+      avatar_source: user.avatarSource,
+      avatar_version: user.avatarVersion,
+      avatar_url: presentUser(user, user, realm, { clientGravatar: false }).avatar_url,
+    });
+  }
+  if (types.has('realm_bot')) {
+    const bots = await prisma.user.findMany({
+      where: { realmId: realm.id, isBot: true, ...(isAdmin(user) ? {} : { botOwnerId: user.id }) },
+      orderBy: { id: 'asc' },
+    });
+    state.realm_bots = bots.map((bot) => presentBot(bot, realm));
+  }
+  if (types.has('user_settings')) {
+    const settings = userSettings(user);
+    state.user_settings = settings;
+    // Clients without user_settings_object read the settings at the top level (legacy).
+    if (!options.userSettingsObject) Object.assign(state, settings);
+  }
+  if (types.has('custom_profile_fields')) {
+    const fields = await prisma.customProfileField.findMany({
+      where: { realmId: realm.id },
+      orderBy: [{ order: 'asc' }, { id: 'asc' }],
+    });
+    state.custom_profile_fields = fields.map((field) => ({
+      id: field.id,
+      name: field.name,
+      type: field.fieldType,
+      hint: field.hint,
+      field_data: field.fieldData,
+      order: field.order,
+      required: field.required,
+      editable_by_user: field.editableByUser,
+      ...(field.displayInProfileSummary ? { display_in_profile_summary: true } : {}),
+      ...(field.useForUserMatching ? { use_for_user_matching: true } : {}),
+    }));
+    state.custom_profile_field_types = FIELD_TYPES;
+  }
+  return state;
+}
+
+type Person = Record<string, unknown> & { user_id: number };
+
+/** Applies one queued event to the state (Zulip's apply_event) for the sections present. */
+export function applyEvent(
+  state: State,
+  event: QueuedEvent,
+  user: User,
+  options: StateOptions,
+): void {
+  switch (event.type) {
+    case 'realm_user':
+      return applyRealmUser(state, event, user);
+    case 'realm_bot': {
+      const bots = state.realm_bots as Person[] | undefined;
+      const bot = event.bot as Person;
+      if (!bots) return;
+      const index = bots.findIndex((b) => b.user_id === bot.user_id);
+      if (event.op === 'add' && index === -1) bots.push(bot);
+      else if (event.op === 'update' && index !== -1) Object.assign(bots[index]!, bot);
+      else if (event.op === 'remove' && index !== -1) bots.splice(index, 1);
+      return;
+    }
+    case 'user_settings': {
+      const settings = state.user_settings as Record<string, unknown> | undefined;
+      if (!settings || event.op !== 'update') return;
+      settings[event.property as string] = event.value;
+      if (!options.userSettingsObject) state[event.property as string] = event.value;
+      return;
+    }
+    case 'custom_profile_fields':
+      if (state.custom_profile_fields) state.custom_profile_fields = event.fields;
+      return;
+    default:
+      return;
+  }
+}
+
+function applyRealmUser(state: State, event: QueuedEvent, user: User): void {
+  const active = state.realm_users as Person[] | undefined;
+  const inactive = state.realm_non_active_users as Person[] | undefined;
+  if (!active || !inactive) return;
+  const person = event.person as Person;
+  const find = () => {
+    for (const list of [active, inactive]) {
+      const index = list.findIndex((p) => p.user_id === person.user_id);
+      if (index !== -1) return { list, index };
+    }
+    return null;
+  };
+  if (event.op === 'add') {
+    if (!find()) active.push(person);
+    return;
+  }
+  if (event.op === 'remove') {
+    const found = find();
+    found?.list.splice(found.index, 1);
+    return;
+  }
+  const found = find();
+  if (!found) return;
+  const target = found.list[found.index]!;
+  const { custom_profile_field: field, new_email: newEmail, ...fields } = person;
+  Object.assign(target, fields);
+  if (newEmail !== undefined) target.email = newEmail;
+  if (field) {
+    const { id, ...value } = field as { id: number; value: unknown };
+    const profile = (target.profile_data ?? {}) as Record<string, unknown>;
+    if (value.value === null) delete profile[String(id)];
+    else profile[String(id)] = value;
+    target.profile_data = profile;
+  }
+  if ('role' in fields) {
+    const role = fields.role as number;
+    Object.assign(target, {
+      is_owner: role === 100,
+      is_admin: role <= 200,
+      is_guest: role === 600,
+    });
+  }
+  if ('is_active' in fields) {
+    found.list.splice(found.index, 1);
+    (fields.is_active ? active : inactive).push(target);
+  }
+  if (person.user_id === user.id && typeof fields.full_name === 'string' && 'full_name' in state)
+    state.full_name = fields.full_name;
+}

@@ -1,0 +1,51 @@
+// POST /register: create the queue first, then read the state, then fold in the events that
+// arrived meanwhile (as Zulip does), so no change falls between the state and the queue.
+import { Router } from 'express';
+import { z } from 'zod';
+import { userEndpoint } from '@parley/auth';
+import { getConfig } from '@parley/config';
+import {
+  getRedis,
+  parseQueueId,
+  QueueStore,
+  queueOptionsFromParams,
+  queueParams,
+} from '@parley/events';
+import { defineRoute, p } from '@parley/http';
+import { applyEvent, fetchInitialState, STATE_TYPES } from '../lib/initial-state';
+
+export const registerRoutes = Router();
+
+defineRoute(registerRoutes, '/register', {
+  POST: userEndpoint(
+    {
+      params: {
+        ...queueParams,
+        fetch_event_types: p.json(z.array(z.string())).optional(),
+        include_subscribers: p.json(z.union([z.boolean(), z.literal('partial')])).default(false),
+        presence_history_limit_days: p.int({ min: 0 }).optional(),
+      },
+    },
+    async ({ user, realm, params }) => {
+      const options = queueOptionsFromParams(params);
+      const store = new QueueStore(getRedis(), getConfig().EVENT_SHARDS);
+      const queueId = await store.create(user.id, realm.id, options);
+      const fetchTypes = params.fetch_event_types ?? params.event_types ?? [...STATE_TYPES];
+      const stateOptions = {
+        clientGravatar: options.client_gravatar,
+        userSettingsObject: options.client_capabilities.user_settings_object === true,
+      };
+      const state = await fetchInitialState(user, realm, new Set(fetchTypes), stateOptions);
+      const raced = await store.events({
+        shard: parseQueueId(queueId, getConfig().EVENT_SHARDS)!.shard,
+        queueId,
+      });
+      let lastEventId = -1;
+      for (const event of raced) {
+        applyEvent(state, event, user, stateOptions);
+        lastEventId = event.id;
+      }
+      return { ...state, queue_id: queueId, last_event_id: lastEventId };
+    },
+  ),
+});

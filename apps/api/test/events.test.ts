@@ -1,0 +1,519 @@
+// Both tiers together, as the all-in-one server composes them: POST /register on the API tier,
+// GET/DELETE /events on the events tier, the fan-out in between.
+import request from 'supertest';
+import { getConfig } from '@parley/config';
+import { Role, runAction, type User } from '@parley/db';
+import { getRedis, publishNotification, QueueStore } from '@parley/events';
+import { eventsRouter, startEventsService, type EventsService } from '@parley/events-app';
+import { doChangeFullName } from '../src/actions/users';
+import { createApp } from '../src/app';
+import {
+  createTestRealm,
+  createTestUser,
+  expectError,
+  expectSuccess,
+  type TestRealm,
+} from './helpers';
+
+let service: EventsService;
+let app: ReturnType<typeof createApp>;
+
+beforeAll(async () => {
+  service = await startEventsService({
+    heartbeatSeconds: 1,
+    heartbeatJitterSeconds: 0,
+    leaseMs: 1000,
+    gcIntervalMs: 200,
+  });
+  app = createApp({ mount: [eventsRouter(service)] });
+});
+
+afterAll(async () => {
+  await service.stop();
+});
+
+type Event = { id: number; type: string } & Record<string, unknown>;
+
+function client(user: Pick<User, 'deliveryEmail' | 'apiKey'>, host: string) {
+  const auth = <T extends request.Test>(test: T) =>
+    test.set('Host', host).auth(user.deliveryEmail, user.apiKey);
+  const form = (values: Record<string, unknown>) =>
+    Object.fromEntries(
+      Object.entries(values).map(([k, v]) => [k, typeof v === 'string' ? v : JSON.stringify(v)]),
+    );
+  return {
+    register: (params: Record<string, unknown> = {}) =>
+      auth(request(app).post('/api/v1/register')).type('form').send(form(params)),
+    events: (params: Record<string, unknown>) =>
+      auth(request(app).get('/api/v1/events')).query(form(params)),
+    deleteQueue: (queueId: string) =>
+      auth(request(app).delete('/api/v1/events')).query({ queue_id: queueId }),
+    patch: (url: string, params: Record<string, unknown>) =>
+      auth(request(app).patch(`/api/v1${url}`))
+        .type('form')
+        .send(form(params)),
+  };
+}
+
+/** Polls like a client (acknowledging what it saw) until `done` holds for the events seen. */
+async function pollUntil(
+  c: ReturnType<typeof client>,
+  queueId: string,
+  done: (events: Event[]) => boolean,
+  lastEventId = -1,
+): Promise<{ events: Event[]; lastEventId: number }> {
+  const seen: Event[] = [];
+  const deadline = Date.now() + 15_000;
+  while (!done(seen)) {
+    if (Date.now() > deadline) throw new Error(`gave up waiting; saw ${JSON.stringify(seen)}`);
+    const body = expectSuccess(await c.events({ queue_id: queueId, last_event_id: lastEventId }));
+    for (const event of body.events as Event[]) {
+      seen.push(event);
+      lastEventId = event.id;
+    }
+  }
+  return { events: seen, lastEventId };
+}
+
+const notHeartbeat = (events: Event[]) => events.filter((e) => e.type !== 'heartbeat');
+
+describe('POST /register', () => {
+  it('returns the queue, the server limits and the state of each fetched type', async () => {
+    const org = await createTestRealm();
+    const body = expectSuccess(await client(org.owner, org.host).register());
+    expect(body).toMatchObject({
+      last_event_id: -1,
+      zulip_feature_level: 496,
+      max_message_length: 10000,
+      max_topic_length: 60,
+      max_file_upload_size_mib: 25,
+      realm_empty_topic_display_name: 'general chat',
+      event_queue_longpoll_timeout_seconds: 90,
+      realm_name: 'Test organization',
+      user_id: org.owner.id,
+      is_owner: true,
+      realm_non_active_users: [],
+    });
+    expect(body.queue_id).toMatch(/^\d+:[0-9a-f-]{36}$/);
+    expect((body.realm_users as { user_id: number }[]).map((u) => u.user_id)).toEqual([
+      org.owner.id,
+    ]);
+    expect(body.user_settings).toMatchObject({ full_name: 'Olivia Owner', default_language: 'en' });
+    expect(body.custom_profile_field_types).toMatchObject({ SHORT_TEXT: { id: 1 } });
+  });
+
+  it('returns only the sections of fetch_event_types, falling back to event_types', async () => {
+    const org = await createTestRealm();
+    const c = client(org.owner, org.host);
+    const onlySettings = expectSuccess(await c.register({ event_types: ['user_settings'] }));
+    expect(onlySettings).toHaveProperty('user_settings');
+    expect(onlySettings).not.toHaveProperty('realm_users');
+    const fetched = expectSuccess(
+      await c.register({ event_types: ['user_settings'], fetch_event_types: ['realm_user'] }),
+    );
+    expect(fetched).toHaveProperty('realm_users');
+    expect(fetched).not.toHaveProperty('user_settings');
+  });
+
+  it('puts settings at the top level only for clients without user_settings_object', async () => {
+    const org = await createTestRealm();
+    const c = client(org.owner, org.host);
+    expect(
+      expectSuccess(await c.register({ fetch_event_types: ['user_settings'] })),
+    ).toHaveProperty('enable_sounds', true);
+    const modern = expectSuccess(
+      await c.register({
+        fetch_event_types: ['user_settings'],
+        client_capabilities: { user_settings_object: true },
+      }),
+    );
+    expect(modern).not.toHaveProperty('enable_sounds');
+  });
+
+  it('rejects bad registration parameters', async () => {
+    const org = await createTestRealm();
+    const c = client(org.owner, org.host);
+    expectError(await c.register({ event_types: 'message' }), 'event_types is not valid JSON');
+    expectError(await c.register({ narrow: [['channel']] }), 'Invalid narrow[0]');
+    expectError(await c.register({ apply_markdown: 'yes' }), 'apply_markdown is not valid JSON');
+  });
+
+  it('folds in events that raced the registration and returns the last one folded', async () => {
+    const org = await createTestRealm();
+    const target = await createTestUser(org.realm);
+    const create = QueueStore.prototype.create;
+    // Between the queue's creation and the state read, someone renames a user and the
+    // fan-out delivers the event to the new queue.
+    const spy = jest.spyOn(QueueStore.prototype, 'create').mockImplementation(async function (
+      this: QueueStore,
+      ...args
+    ) {
+      const queueId = await create.apply(this, args);
+      await runAction((ctx) => doChangeFullName(ctx, target, 'Raced Name', org.owner.id));
+      const store = new QueueStore(getRedis(), getConfig().EVENT_SHARDS);
+      const meta = (await store.meta(queueId))!;
+      const deadline = Date.now() + 10_000;
+      while ((await store.events(meta)).length === 0 && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 20));
+      return queueId;
+    });
+    let body: Record<string, unknown>;
+    try {
+      body = expectSuccess(
+        await client(org.owner, org.host).register({ event_types: ['realm_user'] }),
+      );
+    } finally {
+      spy.mockRestore();
+    }
+    // Everything queued before the state was read is folded in: the rename, and any earlier
+    // notification the fan-out had not reached when the queue was created.
+    const queued = await new QueueStore(getRedis(), getConfig().EVENT_SHARDS).events(
+      (await new QueueStore(getRedis(), getConfig().EVENT_SHARDS).meta(body.queue_id as string))!,
+    );
+    expect(queued.length).toBeGreaterThan(0);
+    expect(body.last_event_id).toBe(queued[queued.length - 1]!.id);
+    expect(
+      queued.some(
+        (e) =>
+          e.type === 'realm_user' &&
+          (e.person as { full_name?: string }).full_name === 'Raced Name',
+      ),
+    ).toBe(true);
+    const person = (body.realm_users as { user_id: number; full_name: string }[]).find(
+      (u) => u.user_id === target.id,
+    );
+    expect(person!.full_name).toBe('Raced Name');
+    // The folded event is not delivered again.
+    const next = expectSuccess(
+      await client(org.owner, org.host).events({
+        queue_id: body.queue_id,
+        last_event_id: body.last_event_id,
+        dont_block: true,
+      }),
+    );
+    expect(next.events).toEqual([]);
+  });
+});
+
+describe('GET /events', () => {
+  let org: TestRealm;
+  beforeAll(async () => {
+    org = await createTestRealm();
+  });
+
+  it('delivers a change to a parked long-poll', async () => {
+    const member = await createTestUser(org.realm);
+    const c = client(member, org.host);
+    const queueId = expectSuccess(await c.register({ event_types: ['realm_user'] }))
+      .queue_id as string;
+    const parked = c.events({ queue_id: queueId, last_event_id: -1 });
+    const poll = new Promise<request.Response>((resolve, reject) => parked.then(resolve, reject));
+    await new Promise((r) => setTimeout(r, 100));
+    expectSuccess(
+      await client(org.owner, org.host).patch(`/users/${member.id}`, { full_name: 'Woken Up' }),
+    );
+    const body = expectSuccess(await poll);
+    expect(body.queue_id).toBe(queueId);
+    const events = notHeartbeat(body.events as Event[]);
+    expect(events).toEqual([
+      {
+        id: 0,
+        type: 'realm_user',
+        op: 'update',
+        person: { user_id: member.id, full_name: 'Woken Up' },
+      },
+    ]);
+  });
+
+  it('answers at once with dont_block, and with an empty list when nothing happened', async () => {
+    const c = client(org.owner, org.host);
+    const queueId = expectSuccess(await c.register()).queue_id;
+    const body = expectSuccess(
+      await c.events({ queue_id: queueId, last_event_id: -1, dont_block: true }),
+    );
+    expect(body).toMatchObject({ events: [], queue_id: queueId });
+  });
+
+  it('sends a heartbeat, with its own id, when nothing happens', async () => {
+    const c = client(org.owner, org.host);
+    const queueId = expectSuccess(await c.register()).queue_id as string;
+    const body = expectSuccess(await c.events({ queue_id: queueId, last_event_id: -1 }));
+    expect(body.events).toEqual([{ id: 0, type: 'heartbeat' }]);
+    const acknowledged = expectSuccess(
+      await c.events({ queue_id: queueId, last_event_id: 0, dont_block: true }),
+    );
+    expect(acknowledged.events).toEqual([]);
+  });
+
+  it('keeps unacknowledged events, drops acknowledged ones, and refuses ids it never had', async () => {
+    const member = await createTestUser(org.realm);
+    const c = client(member, org.host);
+    const queueId = expectSuccess(await c.register({ event_types: ['user_settings'] }))
+      .queue_id as string;
+    for (const value of [true, false, true])
+      expectSuccess(await c.patch('/settings', { enable_sounds: !value }));
+    const { events } = await pollUntil(c, queueId, (seen) => notHeartbeat(seen).length >= 3);
+    const ids = notHeartbeat(events).map((e) => e.id);
+    expect(ids).toEqual([...ids].sort((a, b) => a - b));
+    // Not acknowledged yet: asking again from -1 returns them again.
+    const again = expectSuccess(
+      await c.events({ queue_id: queueId, last_event_id: -1, dont_block: true }),
+    );
+    expect((again.events as Event[]).map((e) => e.id)).toEqual(events.map((e) => e.id));
+    // Acknowledge the first; the rest remain.
+    const rest = expectSuccess(
+      await c.events({ queue_id: queueId, last_event_id: events[0]!.id, dont_block: true }),
+    );
+    expect((rest.events as Event[]).map((e) => e.id)).toEqual(events.slice(1).map((e) => e.id));
+    expectError(
+      await c.events({ queue_id: queueId, last_event_id: -1, dont_block: true }),
+      `An event newer than -1 has already been pruned!`,
+    );
+    expectError(
+      await c.events({ queue_id: queueId, last_event_id: 999, dont_block: true }),
+      'Event 999 was not in this queue',
+    );
+  });
+
+  it('answers unknown, malformed and other users’ queues with BAD_EVENT_QUEUE_ID', async () => {
+    const member = await createTestUser(org.realm);
+    const ownersQueue = expectSuccess(await client(org.owner, org.host).register())
+      .queue_id as string;
+    for (const queueId of [
+      'nonsense',
+      '3:00000000-0000-0000-0000-000000000000',
+      '99999:00000000-0000-0000-0000-000000000000',
+      ownersQueue,
+    ]) {
+      const res = await client(member, org.host).events({
+        queue_id: queueId,
+        last_event_id: -1,
+        dont_block: true,
+      });
+      expectError(res, `Bad event queue ID: ${queueId}`, 400, 'BAD_EVENT_QUEUE_ID');
+      expect(res.body.queue_id).toBe(queueId);
+    }
+  });
+
+  it('requires queue_id unless registering with dont_block, and last_event_id with a queue', async () => {
+    const c = client(org.owner, org.host);
+    expectError(await c.events({}), "Missing 'queue_id' argument");
+    const registered = expectSuccess(
+      await c.events({ dont_block: true, event_types: ['user_settings'] }),
+    );
+    expect(registered.events).toEqual([]);
+    expect(registered.queue_id).toMatch(/^\d+:/);
+    expectError(
+      await c.events({ queue_id: registered.queue_id }),
+      "Missing 'last_event_id' argument",
+    );
+    expectError(
+      await c.events({ queue_id: registered.queue_id, last_event_id: 'x' }),
+      'last_event_id is not an integer',
+    );
+  });
+
+  it('lets a newer poll finish the older one', async () => {
+    const c = client(org.owner, org.host);
+    const queueId = expectSuccess(await c.register()).queue_id as string;
+    const started = Date.now();
+    const first = c.events({ queue_id: queueId, last_event_id: -1 }).then((res) => res);
+    await new Promise((r) => setTimeout(r, 150));
+    const second = c.events({ queue_id: queueId, last_event_id: -1 }).then((res) => res);
+    const firstBody = expectSuccess(await first);
+    expect(firstBody.events).toEqual([]);
+    expect(Date.now() - started).toBeLessThan(900); // finished by the newer poll, not its heartbeat
+    expect(expectSuccess(await second).events).toEqual([{ id: 0, type: 'heartbeat' }]);
+  });
+
+  it('expires queues that nobody polls for their lifespan', async () => {
+    const c = client(org.owner, org.host);
+    const queueId = expectSuccess(await c.register({ queue_lifespan_secs: 1 })).queue_id as string;
+    const store = new QueueStore(getRedis(), getConfig().EVENT_SHARDS);
+    const deadline = Date.now() + 10_000;
+    while ((await store.meta(queueId)) && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 100));
+    expectError(
+      await c.events({ queue_id: queueId, last_event_id: -1, dont_block: true }),
+      `Bad event queue ID: ${queueId}`,
+      400,
+      'BAD_EVENT_QUEUE_ID',
+    );
+  });
+});
+
+describe('DELETE /events', () => {
+  it('deletes the caller’s queue, and only theirs', async () => {
+    const org = await createTestRealm();
+    const member = await createTestUser(org.realm, Role.MEMBER);
+    const c = client(org.owner, org.host);
+    const queueId = expectSuccess(await c.register()).queue_id as string;
+    expectError(
+      await client(member, org.host).deleteQueue(queueId),
+      `Bad event queue ID: ${queueId}`,
+      400,
+      'BAD_EVENT_QUEUE_ID',
+    );
+    expectSuccess(await c.deleteQueue(queueId));
+    expectError(
+      await c.events({ queue_id: queueId, last_event_id: -1, dont_block: true }),
+      `Bad event queue ID: ${queueId}`,
+      400,
+      'BAD_EVENT_QUEUE_ID',
+    );
+    expectError(
+      await c.deleteQueue(queueId),
+      `Bad event queue ID: ${queueId}`,
+      400,
+      'BAD_EVENT_QUEUE_ID',
+    );
+  });
+
+  it('finishes a parked poll on the deleted queue', async () => {
+    const org = await createTestRealm();
+    const c = client(org.owner, org.host);
+    const queueId = expectSuccess(await c.register()).queue_id as string;
+    const parked = c.events({ queue_id: queueId, last_event_id: -1 }).then((res) => res);
+    await new Promise((r) => setTimeout(r, 100));
+    expectSuccess(await c.deleteQueue(queueId));
+    expect(expectSuccess(await parked).events).toEqual([]);
+  });
+});
+
+describe('filters', () => {
+  it('delivers only the registered event_types', async () => {
+    const org = await createTestRealm();
+    const member = await createTestUser(org.realm);
+    const c = client(member, org.host);
+    const settingsOnly = expectSuccess(await c.register({ event_types: ['user_settings'] }))
+      .queue_id as string;
+    const everything = expectSuccess(await c.register()).queue_id as string;
+    expectSuccess(await c.patch('/settings', { full_name: 'Filtered', enable_sounds: false }));
+    const all = await pollUntil(c, everything, (seen) => notHeartbeat(seen).length >= 2);
+    expect(
+      notHeartbeat(all.events)
+        .map((e) => e.type)
+        .sort(),
+    ).toEqual(['realm_user', 'user_settings']);
+    const filtered = await pollUntil(c, settingsOnly, (seen) => notHeartbeat(seen).length >= 1);
+    expect(notHeartbeat(filtered.events)).toEqual([
+      expect.objectContaining({ type: 'user_settings', property: 'enable_sounds', value: false }),
+    ]);
+    const rest = expectSuccess(
+      await c.events({
+        queue_id: settingsOnly,
+        last_event_id: filtered.lastEventId,
+        dont_block: true,
+      }),
+    );
+    expect(notHeartbeat(rest.events as Event[])).toEqual([]);
+  });
+
+  it('delivers message events only to queues whose narrow matches', async () => {
+    const org = await createTestRealm();
+    const member = await createTestUser(org.realm);
+    const c = client(member, org.host);
+    const general = expectSuccess(
+      await c.register({ event_types: ['message'], narrow: [['channel', 'general']] }),
+    ).queue_id as string;
+    const dms = expectSuccess(
+      await c.register({ event_types: ['message'], narrow: [['is', 'dm']] }),
+    ).queue_id as string;
+    const message = (id: number, channel: string | null) => ({
+      type: 'message',
+      message: channel
+        ? {
+            id,
+            type: 'stream',
+            stream_id: 1,
+            display_recipient: channel,
+            subject: 't',
+            sender_id: org.owner.id,
+            sender_email: org.owner.deliveryEmail,
+          }
+        : {
+            id,
+            type: 'private',
+            display_recipient: [],
+            sender_id: org.owner.id,
+            sender_email: org.owner.deliveryEmail,
+          },
+      flags: [],
+    });
+    // Message notifications come with the messages issue; published here as the API will.
+    for (const [id, channel] of [
+      [1, 'General'],
+      [2, 'random'],
+      [3, null],
+    ] as const) {
+      await publishNotification(getRedis(), getConfig().EVENT_SHARDS, {
+        event: message(id, channel),
+        users: [member.id],
+      });
+    }
+    const inGeneral = await pollUntil(c, general, (seen) => notHeartbeat(seen).length >= 1);
+    const inDms = await pollUntil(c, dms, (seen) => notHeartbeat(seen).length >= 1);
+    await new Promise((r) => setTimeout(r, 300));
+    const moreGeneral = expectSuccess(
+      await c.events({ queue_id: general, last_event_id: inGeneral.lastEventId, dont_block: true }),
+    );
+    const moreDms = expectSuccess(
+      await c.events({ queue_id: dms, last_event_id: inDms.lastEventId, dont_block: true }),
+    );
+    const ids = (events: Event[]) =>
+      notHeartbeat(events).map((e) => (e.message as { id: number }).id);
+    expect([...ids(inGeneral.events), ...ids(moreGeneral.events as Event[])]).toEqual([1]);
+    expect([...ids(inDms.events), ...ids(moreDms.events as Event[])]).toEqual([3]);
+  });
+
+  it('nulls avatar_url in realm_user add events for client_gravatar queues', async () => {
+    const org = await createTestRealm();
+    const c = client(org.owner, org.host);
+    const gravatar = expectSuccess(
+      await c.register({ event_types: ['realm_user'], client_gravatar: true }),
+    ).queue_id as string;
+    const plain = expectSuccess(
+      await c.register({ event_types: ['realm_user'], client_gravatar: false }),
+    ).queue_id as string;
+    const added = await createTestUser(org.realm);
+    const person = async (queueId: string) =>
+      notHeartbeat(
+        (await pollUntil(c, queueId, (seen) => notHeartbeat(seen).length >= 1)).events,
+      )[0]!.person as Record<string, unknown>;
+    expect(await person(gravatar)).toMatchObject({ user_id: added.id, avatar_url: null });
+    expect((await person(plain)).avatar_url).toEqual(expect.stringContaining('gravatar.com'));
+    expect(await person(plain)).not.toHaveProperty('internal_data');
+  });
+});
+
+describe('every event published so far reaches the right queues', () => {
+  it('delivers realm_user to everyone, user_settings only to the user, realm_bot to owner and admins', async () => {
+    const org = await createTestRealm();
+    const member = await createTestUser(org.realm);
+    const other = await createTestUser(org.realm);
+    const queues = new Map<number, string>();
+    for (const user of [org.owner, member, other]) {
+      queues.set(
+        user.id,
+        expectSuccess(await client(user, org.host).register()).queue_id as string,
+      );
+    }
+    expectSuccess(
+      await client(member, org.host).patch('/settings', { twenty_four_hour_time: true }),
+    );
+    expectSuccess(
+      await client(member, org.host).patch('/settings', { full_name: 'Everyone Sees' }),
+    );
+    const seen = new Map<number, Event[]>();
+    for (const user of [org.owner, member, other]) {
+      const { events } = await pollUntil(client(user, org.host), queues.get(user.id)!, (got) =>
+        got.some((e) => e.type === 'realm_user'),
+      );
+      seen.set(user.id, notHeartbeat(events));
+    }
+    const types = (id: number) => seen.get(id)!.map((e) => e.type);
+    expect(types(member.id)).toEqual(['user_settings', 'realm_user']);
+    expect(types(org.owner.id)).toEqual(['realm_user']);
+    expect(types(other.id)).toEqual(['realm_user']);
+  });
+});

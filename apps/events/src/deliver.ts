@@ -1,0 +1,47 @@
+// Per-queue filtering and formatting (Zulip's ClientDescriptor.accepts_event and the per-client
+// message formatting): decides whether a queue receives an event, and in which form.
+// Notifications carry everything needed; `internal_data` is for this step only and never
+// reaches a client.
+import type { QueueOptions, ZulipEvent } from '@parley/events';
+import { matchesNarrow, type NarrowableMessage } from './narrow';
+
+interface InternalData {
+  /** The person's avatar is the external provider's and the audience may compute it. */
+  avatar_gravatar?: boolean;
+  /** Markdown source of a message, for queues that asked for raw content. */
+  raw_content?: string;
+}
+
+/** The event as this queue should receive it, or null if the queue does not take it. */
+export function eventForQueue(event: ZulipEvent, options: QueueOptions): ZulipEvent | null {
+  if (options.event_types !== null && !options.event_types.includes(event.type)) return null;
+  const { internal_data: internal = {}, ...visible } = event as ZulipEvent & {
+    internal_data?: InternalData;
+  };
+
+  if (visible.type === 'message') {
+    const message = visible.message as NarrowableMessage & Record<string, unknown>;
+    const flags = Array.isArray(visible.flags) ? (visible.flags as string[]) : [];
+    if (!matchesNarrow(options.narrow, message, flags)) return null;
+    if (!options.apply_markdown && internal.raw_content !== undefined) {
+      return {
+        ...visible,
+        message: { ...message, content: internal.raw_content, content_type: 'text/x-markdown' },
+      };
+    }
+    return visible;
+  }
+
+  if (
+    visible.type === 'realm_user' &&
+    visible.op === 'add' &&
+    options.client_gravatar &&
+    internal.avatar_gravatar
+  ) {
+    return {
+      ...visible,
+      person: { ...(visible.person as Record<string, unknown>), avatar_url: null },
+    };
+  }
+  return visible;
+}

@@ -1,0 +1,289 @@
+// Fan-out: events replicas compete for shard leases; the holder of a shard reads its
+// notification log in order from the checkpoint, decides per queue what to deliver, and in one
+// Lua script — fenced by the lease token — appends the events with each queue's next id and
+// advances the checkpoint. A replica that dies loses its leases when they lapse; another one
+// resumes from the checkpoint, so nothing is lost or delivered twice.
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import {
+  keys,
+  QueueStore,
+  replicasKey,
+  type Notification,
+  type QueueOptions,
+} from '@parley/events';
+import type { Logger } from '@parley/logger';
+import { eventForQueue } from './deliver';
+
+const ACQUIRE = `return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])`;
+const RENEW = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0`;
+const RELEASE = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`;
+
+// KEYS: lease, checkpoint, then (meta, events) per target queue.
+// ARGV: token, log entry id, wake channel, then one event JSON per queue, then the queue ids.
+const APPEND = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
+local n = (#KEYS - 2) / 2
+for i = 1, n do
+  local meta = KEYS[1 + 2 * i]
+  if redis.call('EXISTS', meta) == 1 then
+    local id = redis.call('HINCRBY', meta, 'next_id', 1) - 1
+    redis.call('RPUSH', KEYS[2 + 2 * i], '{"id":' .. id .. ',' .. string.sub(ARGV[3 + i], 2))
+    redis.call('PUBLISH', ARGV[3], 'w:' .. ARGV[3 + n + i])
+  end
+end
+redis.call('SET', KEYS[2], ARGV[2])
+return n`;
+
+export interface FanoutOptions {
+  /** Command connection (shared). */
+  redis: Redis;
+  /** Makes a dedicated connection for a shard's blocking reads. */
+  connect: () => Redis;
+  shards: number;
+  leaseMs: number;
+  /** How long fanned-out log entries are kept before trimming (debugging, replay). */
+  retainMs: number;
+  gcIntervalMs: number;
+  log: Logger;
+  /** Called with the ids of queues the garbage collector removed. */
+  onExpired?: (shard: number, queueIds: string[]) => void;
+}
+
+export class Fanout {
+  readonly replicaId = randomUUID();
+  private readonly store: QueueStore;
+  private readonly held = new Map<number, ShardWorker>();
+  private timer: NodeJS.Timeout | undefined;
+  private lastGc = 0;
+  private stopped = false;
+
+  constructor(private readonly options: FanoutOptions) {
+    this.store = new QueueStore(options.redis, options.shards);
+  }
+
+  start(): void {
+    void this.tick();
+    this.timer = setInterval(
+      () => void this.tick(),
+      Math.max(50, Math.floor(this.options.leaseMs / 3)),
+    );
+  }
+
+  /** Shards this replica currently holds (tests and /ready use it). */
+  heldShards(): number[] {
+    return [...this.held.keys()].sort((a, b) => a - b);
+  }
+
+  /** Stops reading and releases every lease so another replica takes over at once. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    const workers = [...this.held.values()];
+    this.held.clear();
+    await Promise.all(workers.map((worker) => worker.stop()));
+    await Promise.all(
+      workers.map((worker) =>
+        this.options.redis.eval(RELEASE, 1, keys.lease(worker.shard), worker.token).catch(() => 0),
+      ),
+    );
+    await this.options.redis.zrem(replicasKey, this.replicaId).catch(() => 0);
+  }
+
+  private async tick(): Promise<void> {
+    if (this.stopped) return;
+    const { redis, shards, leaseMs } = this.options;
+    try {
+      const now = Date.now();
+      // Share the shards evenly among live replicas: take free ones up to a fair share, hand
+      // back the surplus when more replicas appear.
+      await redis.zadd(replicasKey, now + leaseMs, this.replicaId);
+      await redis.zremrangebyscore(replicasKey, '-inf', now);
+      const replicas = Math.max(1, await redis.zcard(replicasKey));
+      const fairShare = Math.ceil(shards / replicas);
+
+      for (const worker of [...this.held.values()]) {
+        const renewed = (await redis.eval(
+          RENEW,
+          1,
+          keys.lease(worker.shard),
+          worker.token,
+          leaseMs,
+        )) as number;
+        if (renewed !== 1 || worker.failed) await this.drop(worker, false);
+      }
+      while (this.held.size > fairShare) {
+        const surplus = [...this.held.values()].pop()!;
+        await this.drop(surplus, true);
+      }
+      for (let shard = 0; shard < shards && this.held.size < fairShare; shard++) {
+        if (this.held.has(shard) || this.stopped) continue;
+        const token = `${this.replicaId}:${randomUUID()}`;
+        const acquired = await redis.eval(ACQUIRE, 1, keys.lease(shard), token, leaseMs);
+        if (acquired !== 'OK') continue;
+        const worker = new ShardWorker(shard, token, this.options);
+        this.held.set(shard, worker);
+        this.options.log.info('shard acquired', { shard, replica: this.replicaId });
+        worker.start();
+      }
+      if (now - this.lastGc >= this.options.gcIntervalMs) {
+        this.lastGc = now;
+        for (const shard of this.held.keys()) {
+          const expired = await this.store.expire(shard, now);
+          if (expired.length > 0) {
+            await Promise.all(
+              expired.map((queueId) => redis.publish(keys.wake(shard), `d:${queueId}`)),
+            );
+            this.options.onExpired?.(shard, expired);
+          }
+        }
+      }
+    } catch (error) {
+      this.options.log.warn('fan-out tick failed', { error });
+    }
+  }
+
+  private async drop(worker: ShardWorker, release: boolean): Promise<void> {
+    this.held.delete(worker.shard);
+    await worker.stop();
+    if (release)
+      await this.options.redis
+        .eval(RELEASE, 1, keys.lease(worker.shard), worker.token)
+        .catch(() => 0);
+    this.options.log.info('shard released', { shard: worker.shard, replica: this.replicaId });
+  }
+}
+
+/** Reads one shard's log and fans it out while the lease holds. */
+class ShardWorker {
+  failed = false;
+  private running = false;
+  private done: Promise<void> = Promise.resolve();
+  private readonly connection: Redis;
+  private readonly optionsCache = new Map<string, QueueOptions | null>();
+
+  constructor(
+    readonly shard: number,
+    readonly token: string,
+    private readonly options: FanoutOptions,
+  ) {
+    this.connection = options.connect();
+  }
+
+  start(): void {
+    this.running = true;
+    this.done = this.run().catch((error: unknown) => {
+      this.failed = true;
+      this.options.log.error('shard worker failed', { shard: this.shard, error });
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    // Interrupts a blocking XREAD at once.
+    this.connection.disconnect();
+    await this.done;
+  }
+
+  private async run(): Promise<void> {
+    const { redis } = this.options;
+    let last = (await redis.get(keys.checkpoint(this.shard))) ?? '0-0';
+    let lastTrim = 0;
+    while (this.running) {
+      let batch: [string, [string, string[]][]][] | null;
+      try {
+        batch = (await this.connection.xread(
+          'COUNT',
+          200,
+          'BLOCK',
+          1000,
+          'STREAMS',
+          keys.shardLog(this.shard),
+          last,
+        )) as typeof batch;
+      } catch (error) {
+        if (!this.running) return;
+        throw error;
+      }
+      for (const [, entries] of batch ?? []) {
+        for (const [id, fields] of entries) {
+          if (!this.running) return;
+          if (!(await this.deliver(id, fields))) {
+            // Fenced: another replica holds the lease now. Stop without touching anything.
+            this.failed = true;
+            this.running = false;
+            return;
+          }
+          last = id;
+        }
+      }
+      const now = Date.now();
+      if (now - lastTrim > 1000 && last !== '0-0') {
+        lastTrim = now;
+        const retained = `${Math.max(0, now - this.options.retainMs)}-0`;
+        await redis.xtrim(
+          keys.shardLog(this.shard),
+          'MINID',
+          compareIds(retained, last) < 0 ? retained : last,
+        );
+      }
+    }
+  }
+
+  /** Fans out one log entry; false when the lease was lost. */
+  private async deliver(entryId: string, fields: string[]): Promise<boolean> {
+    const { redis } = this.options;
+    const notification = JSON.parse(fields[1] ?? '{}') as Notification;
+    const users = notification.users ?? [];
+    const queueLists = users.length
+      ? await redis
+          .pipeline(users.map((userId) => ['smembers', keys.userQueues(this.shard, userId)]))
+          .exec()
+      : [];
+    const queueIds = (queueLists ?? []).flatMap(([, ids]) => (ids as string[] | null) ?? []);
+    const targets: { queueId: string; json: string }[] = [];
+    for (const queueId of queueIds) {
+      const queueOptions = await this.queueOptions(queueId);
+      if (!queueOptions) continue;
+      const event = eventForQueue(notification.event, queueOptions);
+      if (event) targets.push({ queueId, json: JSON.stringify(event) });
+    }
+    const result = await redis.eval(
+      APPEND,
+      2 + targets.length * 2,
+      keys.lease(this.shard),
+      keys.checkpoint(this.shard),
+      ...targets.flatMap((t) => [
+        keys.queueMeta(this.shard, t.queueId),
+        keys.queueEvents(this.shard, t.queueId),
+      ]),
+      this.token,
+      entryId,
+      keys.wake(this.shard),
+      ...targets.map((t) => t.json),
+      ...targets.map((t) => t.queueId),
+    );
+    return result !== -1;
+  }
+
+  /** A queue's options never change after registration, so they are read once. */
+  private async queueOptions(queueId: string): Promise<QueueOptions | null> {
+    if (this.optionsCache.has(queueId)) return this.optionsCache.get(queueId)!;
+    const raw = await this.options.redis.hget(keys.queueMeta(this.shard, queueId), 'options');
+    const parsed = raw ? (JSON.parse(raw) as QueueOptions) : null;
+    if (this.optionsCache.size > 50_000) this.optionsCache.clear();
+    if (parsed) this.optionsCache.set(queueId, parsed);
+    return parsed;
+  }
+}
+
+function compareIds(a: string, b: string): number {
+  const [am = 0n, as_ = 0n] = a.split('-').map(BigInt);
+  const [bm = 0n, bs = 0n] = b.split('-').map(BigInt);
+  if (am !== bm) return am < bm ? -1 : 1;
+  return as_ === bs ? 0 : as_ < bs ? -1 : 1;
+}

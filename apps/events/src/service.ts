@@ -1,0 +1,66 @@
+// The events tier's moving parts in one place: the queue store, the parked long-polls and (on
+// replicas that run it) the fan-out. Both the events app and the all-in-one server start it.
+import { getConfig } from '@parley/config';
+import { createRedis, getRedis, QueueStore } from '@parley/events';
+import { getLogger } from '@parley/logger';
+import { Fanout } from './fanout';
+import { Poller } from './poller';
+
+export interface EventsService {
+  store: QueueStore;
+  poller: Poller;
+  fanout: Fanout | null;
+  /** Answers parked polls, releases shard leases, closes connections. */
+  stop(): Promise<void>;
+}
+
+export interface EventsServiceOptions {
+  fanout?: boolean;
+  heartbeatSeconds?: number;
+  heartbeatJitterSeconds?: number;
+  leaseMs?: number;
+  gcIntervalMs?: number;
+}
+
+export async function startEventsService(
+  options: EventsServiceOptions = {},
+): Promise<EventsService> {
+  const config = getConfig();
+  const log = getLogger();
+  const redis = getRedis();
+  const store = new QueueStore(redis, config.EVENT_SHARDS);
+  const subscriber = createRedis(config.REDIS_URL, { maxRetriesPerRequest: null });
+  const poller = new Poller({
+    store,
+    subscriber,
+    shards: config.EVENT_SHARDS,
+    heartbeatSeconds: options.heartbeatSeconds ?? config.EVENTS_HEARTBEAT_SECONDS,
+    heartbeatJitterSeconds:
+      options.heartbeatJitterSeconds ?? config.EVENTS_HEARTBEAT_JITTER_SECONDS,
+    log,
+  });
+  await poller.start();
+  const fanout =
+    options.fanout === false
+      ? null
+      : new Fanout({
+          redis,
+          connect: () => createRedis(config.REDIS_URL, { maxRetriesPerRequest: null }),
+          shards: config.EVENT_SHARDS,
+          leaseMs: options.leaseMs ?? config.EVENTS_LEASE_MS,
+          retainMs: config.EVENTS_LOG_RETAIN_MS,
+          gcIntervalMs: options.gcIntervalMs ?? config.EVENTS_GC_INTERVAL_MS,
+          log,
+        });
+  fanout?.start();
+  return {
+    store,
+    poller,
+    fanout,
+    stop: async () => {
+      poller.drain();
+      await fanout?.stop();
+      subscriber.disconnect();
+    },
+  };
+}

@@ -1,0 +1,61 @@
+// The registration parameters of a queue (POST /register, and GET /events without queue_id),
+// declared once for both tiers.
+import { z } from 'zod';
+import { JsonableError } from '@parley/errors';
+import { p, type ParamValues } from '@parley/http';
+import {
+  DEFAULT_QUEUE_LIFESPAN_SECS,
+  MAX_QUEUE_LIFESPAN_SECS,
+  type NarrowTerm,
+  type QueueOptions,
+} from './queues';
+
+const narrowTerm = z.union([
+  z.tuple([
+    z.string(),
+    z.union([z.string(), z.number().int(), z.array(z.union([z.string(), z.number().int()]))]),
+  ]),
+  z.object({
+    operator: z.string(),
+    operand: z.union([
+      z.string(),
+      z.number().int(),
+      z.array(z.union([z.string(), z.number().int()])),
+    ]),
+    negated: z.boolean().optional(),
+  }),
+]);
+
+export const queueParams = {
+  event_types: p.json(z.array(z.string())).optional(),
+  narrow: p.json(z.array(narrowTerm)).default([]),
+  all_public_streams: p.json(z.boolean()).default(false),
+  apply_markdown: p.json(z.boolean()).default(false),
+  client_gravatar: p.json(z.boolean()).default(true),
+  slim_presence: p.json(z.boolean()).default(false),
+  client_capabilities: p.json(z.record(z.string(), z.boolean())).default({}),
+  lifespan_secs: p.int({ min: 0 }).optional().alias('queue_lifespan_secs'),
+};
+
+export type QueueParamValues = ParamValues<typeof queueParams>;
+
+export function queueOptionsFromParams(params: QueueParamValues): QueueOptions {
+  const narrow: NarrowTerm[] = params.narrow.map((term) =>
+    Array.isArray(term) ? { operator: term[0], operand: term[1] } : term,
+  );
+  for (const term of narrow) {
+    if (term.operator === '') throw new JsonableError('Invalid narrow operator: empty operator');
+  }
+  const requested = params.lifespan_secs ?? DEFAULT_QUEUE_LIFESPAN_SECS;
+  return {
+    event_types: params.event_types ?? null,
+    narrow,
+    all_public_streams: params.all_public_streams,
+    apply_markdown: params.apply_markdown,
+    client_gravatar: params.client_gravatar,
+    slim_presence: params.slim_presence,
+    client_capabilities: params.client_capabilities,
+    // Zulip: min(lifespan_secs or 600, 7 days); 0 means the default.
+    lifespan_secs: Math.min(requested || DEFAULT_QUEUE_LIFESPAN_SECS, MAX_QUEUE_LIFESPAN_SECS),
+  };
+}
