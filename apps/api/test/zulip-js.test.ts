@@ -1,17 +1,30 @@
 // The official client against a listening Parley: password login, own profile, user list.
+import { spawn, type ChildProcess } from 'node:child_process';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import zulipInit from 'zulip-js';
 import { getPrisma, Role, runAction } from '@parley/db';
 import { createOrganization } from '../src/actions/realms';
 import { doSetPassword } from '../src/actions/users';
 import { hashPassword } from '../src/lib/credentials';
-import { app, createTestUser, uniqueSubdomain } from './helpers';
+import { eventsRouter, startEventsService, type EventsService } from '@parley/events-app';
+import { createApp } from '../src/app';
+import { createTestUser, uniqueSubdomain } from './helpers';
+
+let events: EventsService;
+const children: ChildProcess[] = [];
 
 let server: Server;
 let realmUrl: string;
 
 beforeAll(async () => {
+  events = await startEventsService({
+    heartbeatSeconds: 2,
+    heartbeatJitterSeconds: 0,
+    leaseMs: 1000,
+  });
+  const app = createApp({ mount: [eventsRouter(events)] });
   server = await new Promise<Server>((resolve) => {
     const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
   });
@@ -35,6 +48,9 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  for (const child of children) child.kill('SIGKILL');
+  await events.stop();
+  server.closeAllConnections();
   await new Promise((resolve) => server.close(resolve));
 });
 
@@ -86,4 +102,62 @@ describe('zulip-js', () => {
       msg: 'Your username or password is incorrect',
     });
   });
+
+  it('receives events through callOnEachEvent', async () => {
+    const realm = await getPrisma().realm.findUniqueOrThrow({ where: { stringId: '' } });
+    const user = await createTestUser(realm, Role.MEMBER, {
+      email: `${uniqueSubdomain('cb')}@example.com`,
+    });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', join(__dirname, 'fixtures', 'zulip-js-events.ts')],
+      {
+        cwd: join(__dirname, '..', '..', '..'),
+        env: {
+          ...process.env,
+          ZULIP_USERNAME: user.deliveryEmail,
+          ZULIP_API_KEY: user.apiKey,
+          ZULIP_REALM: realmUrl,
+          ZULIP_EVENT_TYPES: JSON.stringify(['user_settings']),
+        },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
+    children.push(child);
+    const lines: Record<string, unknown>[] = [];
+    let buffer = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      buffer += chunk.toString();
+      const parts = buffer.split('\n');
+      buffer = parts.pop()!;
+      for (const part of parts)
+        if (part.trim()) lines.push(JSON.parse(part) as Record<string, unknown>);
+    });
+    const waitFor = async (check: () => boolean, what: string) => {
+      const deadline = Date.now() + 20_000;
+      while (!check()) {
+        if (Date.now() > deadline)
+          throw new Error(`timed out waiting for ${what}; saw ${JSON.stringify(lines)}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+    // The first heartbeat shows the client registered its queue and is polling.
+    await waitFor(() => lines.some((e) => e.type === 'heartbeat'), 'the first heartbeat');
+    const client = await zulipInit({
+      username: user.deliveryEmail,
+      apiKey: user.apiKey,
+      realm: realmUrl,
+    });
+    const changed = await client.callEndpoint('/settings', 'PATCH', { enable_sounds: false });
+    expect(changed.result).toBe('success');
+    await waitFor(() => lines.some((e) => e.type === 'user_settings'), 'the user_settings event');
+    expect(lines.find((e) => e.type === 'user_settings')).toMatchObject({
+      type: 'user_settings',
+      op: 'update',
+      property: 'enable_sounds',
+      value: false,
+    });
+    const ids = lines.map((e) => e.id as number);
+    expect(ids).toEqual([...ids].sort((a, b) => a - b));
+  }, 40_000);
 });

@@ -1,0 +1,83 @@
+import type { QueueOptions } from '@parley/events';
+import { eventForQueue } from './deliver';
+
+const options = (overrides: Partial<QueueOptions> = {}): QueueOptions => ({
+  event_types: null,
+  narrow: [],
+  all_public_streams: false,
+  apply_markdown: true,
+  client_gravatar: false,
+  slim_presence: false,
+  client_capabilities: {},
+  lifespan_secs: 600,
+  ...overrides,
+});
+
+describe('eventForQueue', () => {
+  it('filters by event_types', () => {
+    const event = { type: 'user_settings', op: 'update', property: 'x', value: true };
+    expect(eventForQueue(event, options({ event_types: ['realm_user'] }))).toBeNull();
+    expect(eventForQueue(event, options({ event_types: ['user_settings'] }))).toEqual(event);
+    expect(eventForQueue(event, options())).toEqual(event);
+  });
+
+  it('never passes internal_data on', () => {
+    const event = {
+      type: 'realm_user',
+      op: 'add',
+      person: { user_id: 1, avatar_url: 'https://x' },
+      internal_data: { avatar_gravatar: false },
+    };
+    expect(eventForQueue(event, options())).toEqual({
+      type: 'realm_user',
+      op: 'add',
+      person: { user_id: 1, avatar_url: 'https://x' },
+    });
+  });
+
+  it('nulls a computable avatar for client_gravatar queues only', () => {
+    const event = {
+      type: 'realm_user',
+      op: 'add',
+      person: { user_id: 1, avatar_url: 'https://x' },
+      internal_data: { avatar_gravatar: true },
+    };
+    expect(eventForQueue(event, options({ client_gravatar: true }))!.person).toEqual({
+      user_id: 1,
+      avatar_url: null,
+    });
+    expect(eventForQueue(event, options({ client_gravatar: false }))!.person).toEqual({
+      user_id: 1,
+      avatar_url: 'https://x',
+    });
+  });
+
+  it('gives raw Markdown to queues without apply_markdown', () => {
+    const event = {
+      type: 'message',
+      message: {
+        id: 1,
+        type: 'private',
+        display_recipient: [],
+        sender_id: 2,
+        sender_email: 'a@b.c',
+        content: '<p><strong>hi</strong></p>',
+        content_type: 'text/html',
+      },
+      flags: [],
+      internal_data: { raw_content: '**hi**' },
+    };
+    expect(
+      eventForQueue(event, options({ apply_markdown: false }))!.message as {
+        content: string;
+        content_type: string;
+      },
+    ).toMatchObject({
+      content: '**hi**',
+      content_type: 'text/x-markdown',
+    });
+    expect((eventForQueue(event, options())!.message as { content: string }).content).toBe(
+      '<p><strong>hi</strong></p>',
+    );
+  });
+});

@@ -1,0 +1,225 @@
+// Two events processes share the shards; one is killed with SIGKILL in the middle of a stream
+// of notifications. The other takes its shards over within the lease time, and every queue
+// receives every notification exactly once, in order.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { get as httpGet } from 'node:http';
+import { join } from 'node:path';
+import { getConfig } from '@parley/config';
+import { getPrisma, Role, runAction, type User } from '@parley/db';
+import {
+  createRedis,
+  keys,
+  publishNotification,
+  QueueStore,
+  type QueueOptions,
+} from '@parley/events';
+import type { Redis } from 'ioredis';
+
+const root = join(__dirname, '..', '..', '..');
+const SHARDS = 16;
+const LEASE_MS = 1000;
+const TOTAL = 200;
+
+const options: QueueOptions = {
+  event_types: null,
+  narrow: [],
+  all_public_streams: false,
+  apply_markdown: true,
+  client_gravatar: true,
+  slim_presence: false,
+  client_capabilities: {},
+  lifespan_secs: 600,
+};
+
+let redis: Redis;
+let redisUrl: string;
+const children: ChildProcess[] = [];
+
+function startReplica(port: number): ChildProcess {
+  // node itself (not the tsx wrapper, which runs the script in a child of its own), so that
+  // SIGKILL really kills the replica.
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', join(root, 'apps', 'events', 'src', 'main.ts')],
+    {
+      cwd: root,
+      env: {
+        ...process.env,
+        NODE_ENV: 'production',
+        LOG_LEVEL: 'warn',
+        REDIS_URL: redisUrl,
+        EVENTS_PORT: String(port),
+        BIND_HOST: '127.0.0.1',
+        EVENT_SHARDS: String(SHARDS),
+        EVENTS_LEASE_MS: String(LEASE_MS),
+        EVENTS_HEARTBEAT_SECONDS: '2',
+        EVENTS_HEARTBEAT_JITTER_SECONDS: '0',
+      },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  );
+  children.push(child);
+  return child;
+}
+
+async function waitFor(
+  check: () => Promise<boolean>,
+  timeoutMs: number,
+  what: string,
+): Promise<number> {
+  const started = Date.now();
+  while (!(await check().catch(() => false))) {
+    if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  return Date.now() - started;
+}
+
+/** GET with a Host header of our choosing (fetch does not let a caller set Host). */
+function getJson(url: string, headers: Record<string, string>): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const req = httpGet(url, { headers }, (res) => {
+      let data = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (data += chunk));
+      res.on('end', () => {
+        try {
+          resolve(JSON.parse(data));
+        } catch (error) {
+          reject(error instanceof Error ? error : new Error(String(error)));
+        }
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+  });
+}
+
+async function leaseHolders(): Promise<(string | null)[]> {
+  const tokens = await redis.mget(Array.from({ length: SHARDS }, (_, shard) => keys.lease(shard)));
+  return tokens.map((token) => token?.split(':')[0] ?? null);
+}
+
+beforeAll(async () => {
+  // A Redis database of this test's own: the two replicas must be the only ones holding shards.
+  const url = new URL(getConfig().REDIS_URL);
+  url.pathname = '/13';
+  redisUrl = url.toString();
+  redis = createRedis(redisUrl);
+  await redis.flushdb();
+});
+
+afterAll(async () => {
+  for (const child of children) child.kill('SIGKILL');
+  await redis.flushdb();
+  redis.disconnect();
+});
+
+describe('events replicas sharing shards', () => {
+  it('hand a killed replica’s shards to the survivor without losing or repeating an event', async () => {
+    // Users on every shard, each with a queue.
+    const subdomain = `fo${randomBytes(5).toString('hex')}`;
+    const realm = await getPrisma().realm.create({
+      data: { name: 'Failover', stringId: subdomain },
+    });
+    const users: User[] = [];
+    while (new Set(users.map((u) => u.id % SHARDS)).size < SHARDS && users.length < 64) {
+      users.push(
+        await runAction(({ tx }) =>
+          tx.user.create({
+            data: {
+              realmId: realm.id,
+              email: `u${users.length}@${subdomain}.test`,
+              deliveryEmail: `u${users.length}@${subdomain}.test`,
+              fullName: 'Failover User',
+              role: Role.MEMBER,
+              apiKey: randomBytes(16).toString('hex'),
+            },
+          }),
+        ),
+      );
+    }
+    const store = new QueueStore(redis, SHARDS);
+    const queues = new Map<number, string>();
+    for (const user of users) queues.set(user.id, await store.create(user.id, realm.id, options));
+
+    const portA = 20000 + Math.floor(Math.random() * 20000);
+    const portB = portA + 1;
+    const replicaA = startReplica(portA);
+    startReplica(portB);
+    const ready = (port: number) => async () => (await fetch(`http://127.0.0.1:${port}/ready`)).ok;
+    await waitFor(ready(portA), 30_000, 'replica A');
+    await waitFor(ready(portB), 30_000, 'replica B');
+    await waitFor(
+      async () => {
+        const holders = await leaseHolders();
+        return holders.every(Boolean) && new Set(holders).size === 2;
+      },
+      10_000,
+      'both replicas to hold shards',
+    );
+
+    // Clients long-poll through either replica until replica A dies, then through B.
+    const received = new Map<number, { id: number; seq: number }[]>();
+    let aliveA = true;
+    const pollers = users.map(async (user, index) => {
+      const queueId = queues.get(user.id)!;
+      const seen: { id: number; seq: number }[] = [];
+      received.set(user.id, seen);
+      let last = -1;
+      const deadline = Date.now() + 60_000;
+      while (seen.length < TOTAL && Date.now() < deadline) {
+        const port = aliveA && index % 2 === 0 ? portA : portB;
+        const url = `http://127.0.0.1:${port}/api/v1/events?queue_id=${encodeURIComponent(queueId)}&last_event_id=${last}`;
+        const body = (await getJson(url, {
+          Host: `${subdomain}.${getConfig().EXTERNAL_HOST}`,
+          Authorization: `Basic ${Buffer.from(`${user.deliveryEmail}:${user.apiKey}`).toString('base64')}`,
+        }).catch(() => null)) as {
+          result: string;
+          msg: string;
+          events: { id: number; type: string; seq?: number }[];
+        } | null;
+        if (!body) continue; // the replica died under this poll: poll again
+        expect([body.result, body.msg]).toEqual(['success', '']);
+        for (const event of body.events) {
+          last = event.id;
+          if (event.type === 'sequence') seen.push({ id: event.id, seq: event.seq! });
+        }
+      }
+    });
+
+    const publish = async (from: number, to: number) => {
+      for (let seq = from; seq < to; seq++) {
+        await publishNotification(redis, SHARDS, {
+          event: { type: 'sequence', seq },
+          users: users.map((u) => u.id),
+        });
+      }
+    };
+    await publish(0, TOTAL / 2);
+    replicaA.kill('SIGKILL');
+    aliveA = false;
+    const killedAt = Date.now();
+    await publish(TOTAL / 2, TOTAL);
+    await waitFor(
+      async () => {
+        const holders = await leaseHolders();
+        return holders.every(Boolean) && new Set(holders).size === 1;
+      },
+      10_000,
+      'the survivor to hold every shard',
+    );
+    // The lease lapses LEASE_MS after the last renewal; the survivor checks every LEASE_MS/3.
+    expect(Date.now() - killedAt).toBeLessThan(2 * LEASE_MS + 1000);
+
+    await Promise.all(pollers);
+    for (const user of users) {
+      const seen = received.get(user.id)!;
+      expect(seen.map((e) => e.seq)).toEqual(Array.from({ length: TOTAL }, (_, i) => i));
+      const ids = seen.map((e) => e.id);
+      expect(new Set(ids).size).toBe(ids.length);
+      expect(ids).toEqual([...ids].sort((a, b) => a - b));
+    }
+  }, 120_000);
+});
