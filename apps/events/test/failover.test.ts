@@ -110,8 +110,23 @@ beforeAll(async () => {
   await redis.flushdb();
 });
 
+// Each test starts its own replicas; none may outlive it.
+afterEach(async () => {
+  const running = children
+    .splice(0)
+    .filter((child) => child.exitCode === null && child.signalCode === null);
+  await Promise.all(
+    running.map(
+      (child) =>
+        new Promise((resolve) => {
+          child.once('exit', resolve);
+          child.kill('SIGKILL');
+        }),
+    ),
+  );
+});
+
 afterAll(async () => {
-  for (const child of children) child.kill('SIGKILL');
   await redis.flushdb();
   redis.disconnect();
 });
@@ -222,4 +237,62 @@ describe('events replicas sharing shards', () => {
       expect(ids).toEqual([...ids].sort((a, b) => a - b));
     }
   }, 120_000);
+
+  it('on SIGTERM answers parked polls, hands its shards over at once and exits cleanly', async () => {
+    await redis.flushdb();
+    const subdomain = `gs${randomBytes(5).toString('hex')}`;
+    const realm = await getPrisma().realm.create({
+      data: { name: 'Graceful', stringId: subdomain },
+    });
+    const user = await getPrisma().user.create({
+      data: {
+        realmId: realm.id,
+        email: `u@${subdomain}.test`,
+        deliveryEmail: `u@${subdomain}.test`,
+        fullName: 'Graceful User',
+        role: Role.MEMBER,
+        apiKey: randomBytes(16).toString('hex'),
+      },
+    });
+    const queueId = await new QueueStore(redis, SHARDS).create(user.id, realm.id, options);
+    const portA = 20000 + Math.floor(Math.random() * 20000);
+    const portB = portA + 1;
+    const replicaA = startReplica(portA);
+    startReplica(portB);
+    const ready = (port: number) => async () => (await fetch(`http://127.0.0.1:${port}/ready`)).ok;
+    await waitFor(ready(portA), 30_000, 'replica A');
+    await waitFor(ready(portB), 30_000, 'replica B');
+    await waitFor(
+      async () => new Set(await leaseHolders()).size === 2,
+      10_000,
+      'both replicas to hold shards',
+    );
+
+    const parked = getJson(
+      `http://127.0.0.1:${portA}/api/v1/events?queue_id=${encodeURIComponent(queueId)}&last_event_id=-1`,
+      {
+        Host: `${subdomain}.${getConfig().EXTERNAL_HOST}`,
+        Authorization: `Basic ${Buffer.from(`${user.deliveryEmail}:${user.apiKey}`).toString('base64')}`,
+      },
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    const exited = new Promise<number | null>((resolve) =>
+      replicaA.once('exit', (code) => resolve(code)),
+    );
+    const stoppedAt = Date.now();
+    replicaA.kill('SIGTERM');
+    // The parked poll is answered (empty) rather than cut off, well before its heartbeat.
+    expect(await parked).toMatchObject({ result: 'success', events: [], queue_id: queueId });
+    expect(await exited).toBe(0);
+    // Released, not left to lapse: the survivor takes every shard sooner than the lease time.
+    await waitFor(
+      async () => {
+        const holders = await leaseHolders();
+        return holders.every(Boolean) && new Set(holders).size === 1;
+      },
+      10_000,
+      'the survivor to hold every shard',
+    );
+    expect(Date.now() - stoppedAt).toBeLessThan(LEASE_MS + 500);
+  }, 60_000);
 });

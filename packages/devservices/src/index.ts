@@ -258,3 +258,13 @@ function stopChild(child: ChildProcess): Promise<void> {
 }
 
 export { repoRoot, runMigrations } from './migrations';
+export {
+  findNginx,
+  NGINX_HELP,
+  nginxConfig,
+  startStack,
+  waitForReady,
+  type Replica,
+  type Stack,
+  type StackOptions,
+} from './stack';

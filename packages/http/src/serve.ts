@@ -37,7 +37,12 @@ export async function serve(app: Express, options: ServeOptions): Promise<Server
       server.closeAllConnections();
     }, options.drainTimeoutMs ?? 10_000);
     deadline.unref();
+    // Keep-alive connections that go idle after their last response (answered long-polls,
+    // load-balancer connections) would hold close() open until the client drops them.
+    const sweeper = setInterval(() => server.closeIdleConnections(), 50);
+    sweeper.unref();
     server.close(() => {
+      clearInterval(sweeper);
       void (async () => {
         try {
           await options.onClosed?.();

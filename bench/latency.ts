@@ -1,0 +1,190 @@
+// Commit → event latency: how long after a change is sent does a parked long-poll return its
+// event? Measured directly against the replicas and through nginx. Not a test: run with
+// `pnpm bench` (needs PostgreSQL, Redis and nginx, found or started as for the tests).
+import { randomBytes } from 'node:crypto';
+import { Agent, request } from 'node:http';
+import { loadavg, cpus } from 'node:os';
+import { join } from 'node:path';
+import { resetConfig } from '@parley/config';
+import { disconnectPrisma, runAction, type User } from '@parley/db';
+import { repoRoot, resolveServices, runMigrations, startStack } from '@parley/devservices';
+import { createRedis } from '@parley/events';
+import { createOrganization } from '../apps/api/src/actions/realms';
+import { checkCreateUser, doCreateUser } from '../apps/api/src/actions/users';
+
+const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 300);
+const agent = new Agent({ keepAlive: true });
+
+function call(
+  base: string,
+  host: string,
+  user: User,
+  method: string,
+  path: string,
+  form?: Record<string, string>,
+) {
+  const body = form ? new URLSearchParams(form).toString() : undefined;
+  return new Promise<Record<string, unknown>>((resolve, reject) => {
+    const req = request(
+      new URL(path, base),
+      {
+        method,
+        agent,
+        headers: {
+          Host: host,
+          Authorization: `Basic ${Buffer.from(`${user.deliveryEmail}:${user.apiKey}`).toString('base64')}`,
+          ...(body
+            ? {
+                'Content-Type': 'application/x-www-form-urlencoded',
+                'Content-Length': Buffer.byteLength(body),
+              }
+            : {}),
+        },
+      },
+      (res) => {
+        let data = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (data += chunk));
+        res.on('end', () => resolve(JSON.parse(data) as Record<string, unknown>));
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+async function measure(
+  label: string,
+  apiBase: string,
+  eventsBase: string,
+  host: string,
+  owner: User,
+  watcher: User,
+) {
+  const registered = await call(apiBase, host, watcher, 'POST', '/api/v1/register', {
+    event_types: '["realm_user"]',
+  });
+  const queueId = registered.queue_id as string;
+  let last = registered.last_event_id as number;
+  const latencies: number[] = [];
+  for (let i = 0; i < SAMPLES; i++) {
+    const poll = call(
+      eventsBase,
+      host,
+      watcher,
+      'GET',
+      `/api/v1/events?queue_id=${encodeURIComponent(queueId)}&last_event_id=${last}`,
+    );
+    // Let the poll park before the change is made.
+    await new Promise((r) => setTimeout(r, 5));
+    const sent = process.hrtime.bigint();
+    const change = call(apiBase, host, owner, 'PATCH', `/api/v1/users/${watcher.id}`, {
+      full_name: `Bench ${label} ${i}`,
+    });
+    const answer = await poll;
+    const received = process.hrtime.bigint();
+    await change;
+    const events = answer.events as { id: number; type: string }[];
+    if (events.length === 0 || events.some((e) => e.type === 'heartbeat')) continue;
+    last = events[events.length - 1]!.id;
+    latencies.push(Number(received - sent) / 1e6);
+  }
+  latencies.sort((a, b) => a - b);
+  return {
+    label,
+    samples: latencies.length,
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+  };
+}
+
+async function main(): Promise<void> {
+  const services = await resolveServices({
+    stateDir: join(repoRoot(), '.parley', 'bench'),
+    databaseName: 'parley_bench',
+  });
+  const redisUrl = new URL(services.redisUrl);
+  redisUrl.pathname = '/11';
+  process.env.DATABASE_URL = services.databaseUrl;
+  process.env.REDIS_URL = redisUrl.toString();
+  process.env.LOG_LEVEL = 'warn';
+  resetConfig();
+  await runMigrations(services.databaseUrl);
+  const redis = createRedis(redisUrl.toString());
+  await redis.flushdb();
+  redis.disconnect();
+
+  const subdomain = `bench${randomBytes(4).toString('hex')}`;
+  const { realm, owner } = await runAction((ctx) =>
+    createOrganization(
+      ctx,
+      {
+        name: 'Bench',
+        subdomain,
+        ownerEmail: `owner@${subdomain}.test`,
+        ownerFullName: 'Owner',
+        ownerPassword: null,
+      },
+      null,
+    ),
+  );
+  const watcher = await runAction(async (ctx) =>
+    doCreateUser(
+      ctx,
+      realm,
+      await checkCreateUser(ctx.tx, realm, {
+        email: `w@${subdomain}.test`,
+        fullName: 'Watcher',
+        password: null,
+        role: 400,
+      }),
+      null,
+    ),
+  );
+  const stack = await startStack({
+    databaseUrl: services.databaseUrl,
+    redisUrl: redisUrl.toString(),
+    apiReplicas: 1,
+    eventsReplicas: 1,
+    basePort: 41000 + Math.floor(Math.random() * 1000),
+  });
+  const host = `${subdomain}.localhost:9991`;
+  try {
+    // Give the events replica time to take every shard.
+    await new Promise((r) => setTimeout(r, 1500));
+    const direct = await measure(
+      'direct',
+      `http://127.0.0.1:${stack.api[0]!.port}`,
+      `http://127.0.0.1:${stack.events[0]!.port}`,
+      host,
+      owner,
+      watcher,
+    );
+    const proxied = await measure('nginx', stack.url, stack.url, host, owner, watcher);
+    const load = loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ');
+    console.log(
+      `commit → event latency in a parked long-poll (${SAMPLES} changes each; ${cpus().length} cores, load ${load})`,
+    );
+    for (const row of [direct, proxied]) {
+      console.log(
+        `  ${row.label.padEnd(7)} p50 ${row.p50.toFixed(2)} ms   p99 ${row.p99.toFixed(2)} ms   (${row.samples} samples)`,
+      );
+    }
+  } finally {
+    await stack.stop();
+    agent.destroy();
+    await disconnectPrisma();
+    await services.stop();
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});

@@ -1,0 +1,206 @@
+// A whole load-balanced Parley on loopback ports, for the topology test and the benchmarks:
+// API and events replicas as separate processes, nginx in front with infra/nginx.conf (its
+// upstreams, port and paths rewritten for an unprivileged run in a temporary directory).
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { repoRoot } from './migrations';
+
+export interface StackOptions {
+  databaseUrl: string;
+  redisUrl: string;
+  apiReplicas: number;
+  eventsReplicas: number;
+  basePort: number;
+  /** Extra environment for every replica (lease and heartbeat settings for tests). */
+  env?: Record<string, string>;
+}
+
+export interface Replica {
+  name: string;
+  port: number;
+  process: ChildProcess;
+}
+
+export interface Stack {
+  /** nginx, in front of everything. */
+  url: string;
+  api: Replica[];
+  events: Replica[];
+  /** Starts a replica again on its port (after a kill or a graceful stop). */
+  restart(replica: Replica): Promise<void>;
+  /** SIGTERM, then waits for the process to exit. */
+  stopGracefully(replica: Replica): Promise<number | null>;
+  stop(): Promise<void>;
+}
+
+export const NGINX_HELP =
+  'nginx is needed for this (Debian/Ubuntu: apt-get install nginx; macOS: brew install nginx)';
+
+export function findNginx(): string | undefined {
+  for (const candidate of [
+    '/usr/sbin/nginx',
+    '/usr/local/sbin/nginx',
+    '/usr/local/bin/nginx',
+    '/opt/homebrew/bin/nginx',
+  ]) {
+    if (existsSync(candidate)) return candidate;
+  }
+  const found = spawnSync('sh', ['-c', 'command -v nginx'], { encoding: 'utf8' });
+  return found.status === 0 ? found.stdout.trim() : undefined;
+}
+
+/** infra/nginx.conf with loopback upstreams, our port, and every path in `dir`. */
+export function nginxConfig(
+  dir: string,
+  port: number,
+  apiPorts: number[],
+  eventsPorts: number[],
+): string {
+  const source = readFileSync(join(repoRoot(), 'infra', 'nginx.conf'), 'utf8');
+  const upstream = (ports: number[]) =>
+    ports.map((p) => `    server 127.0.0.1:${p} max_fails=1 fail_timeout=2s;`).join('\n');
+  const config = source
+    .replace(
+      /upstream api \{[^}]*?keepalive/s,
+      `upstream api {\n${upstream(apiPorts)}\n    keepalive`,
+    )
+    .replace(
+      /upstream events \{[^}]*?keepalive/s,
+      `upstream events {\n${upstream(eventsPorts)}\n    keepalive`,
+    )
+    .replace(/listen 80;/, `listen 127.0.0.1:${port};`)
+    .replace(/access_log [^;]+;/, 'access_log off;')
+    .replace(/worker_processes auto;/, 'worker_processes 2;');
+  if (config === source || !config.includes(`127.0.0.1:${port}`))
+    throw new Error('infra/nginx.conf changed shape');
+  const temp = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']
+    .map((name) => `  ${name}_temp_path ${join(dir, name)};`)
+    .join('\n');
+  return `pid ${join(dir, 'nginx.pid')};\nerror_log ${join(dir, 'error.log')} warn;\n${config.replace(
+    /http \{/,
+    `http {\n${temp}`,
+  )}`;
+}
+
+function startReplica(kind: 'api' | 'events', port: number, options: StackOptions): ChildProcess {
+  const main = join(repoRoot(), 'apps', kind, 'src', 'main.ts');
+  // node itself with tsx's loader: SIGTERM/SIGKILL reach the server, not a wrapper.
+  return spawn(process.execPath, ['--import', 'tsx', main], {
+    cwd: repoRoot(),
+    env: {
+      ...process.env,
+      NODE_ENV: 'production',
+      LOG_LEVEL: 'warn',
+      DATABASE_URL: options.databaseUrl,
+      REDIS_URL: options.redisUrl,
+      BIND_HOST: '127.0.0.1',
+      TRUST_PROXY: 'true',
+      [kind === 'api' ? 'PORT' : 'EVENTS_PORT']: String(port),
+      ...options.env,
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+}
+
+export function waitForReady(port: number, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  return new Promise((resolve, reject) => {
+    const attempt = () => {
+      const req = request({ host: '127.0.0.1', port, path: '/ready' }, (res) => {
+        res.resume();
+        if (res.statusCode === 200) return resolve();
+        retry();
+      });
+      req.on('error', retry);
+      req.end();
+    };
+    const retry = () => {
+      if (Date.now() > deadline)
+        return reject(new Error(`port ${port} not ready after ${timeoutMs} ms`));
+      setTimeout(attempt, 100);
+    };
+    attempt();
+  });
+}
+
+function exited(child: ChildProcess): Promise<number | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
+  return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+}
+
+export async function startStack(options: StackOptions): Promise<Stack> {
+  const nginx = findNginx();
+  if (!nginx) throw new Error(NGINX_HELP);
+  const dir = mkdtempSync(join(tmpdir(), 'parley-nginx-'));
+  for (const name of ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'])
+    mkdirSync(join(dir, name));
+  // nginx's workers drop to an unprivileged user when started as root.
+  for (const name of ['', 'client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'])
+    chmodSync(join(dir, name), 0o777);
+
+  let port = options.basePort;
+  const nginxPort = port++;
+  const api = Array.from({ length: options.apiReplicas }, (_, i) => ({
+    name: `api${i + 1}`,
+    port: port++,
+  }));
+  const events = Array.from({ length: options.eventsReplicas }, (_, i) => ({
+    name: `events${i + 1}`,
+    port: port++,
+  }));
+  const replicas: Replica[] = [
+    ...api.map((r) => ({ ...r, process: startReplica('api', r.port, options) })),
+    ...events.map((r) => ({ ...r, process: startReplica('events', r.port, options) })),
+  ];
+  const kindOf = (replica: Replica) => (replica.name.startsWith('api') ? 'api' : 'events');
+  await Promise.all(replicas.map((r) => waitForReady(r.port)));
+
+  writeFileSync(
+    join(dir, 'nginx.conf'),
+    nginxConfig(
+      dir,
+      nginxPort,
+      api.map((r) => r.port),
+      events.map((r) => r.port),
+    ),
+  );
+  const args = ['-p', dir, '-e', join(dir, 'error.log'), '-c', join(dir, 'nginx.conf')];
+  const check = spawnSync(nginx, [...args, '-t'], { encoding: 'utf8' });
+  if (check.status !== 0) throw new Error(`nginx rejected the configuration:\n${check.stderr}`);
+  const proxy = spawn(nginx, [...args, '-g', 'daemon off;'], { stdio: 'inherit' });
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  if (proxy.exitCode !== null)
+    throw new Error(`nginx exited with ${proxy.exitCode}; see ${join(dir, 'error.log')}`);
+
+  return {
+    url: `http://127.0.0.1:${nginxPort}`,
+    api: replicas.filter((r) => kindOf(r) === 'api'),
+    events: replicas.filter((r) => kindOf(r) === 'events'),
+    async restart(replica) {
+      replica.process = startReplica(kindOf(replica), replica.port, options);
+      await waitForReady(replica.port);
+    },
+    async stopGracefully(replica) {
+      const done = exited(replica.process);
+      replica.process.kill('SIGTERM');
+      return done;
+    },
+    async stop() {
+      proxy.kill('SIGQUIT');
+      for (const replica of replicas) replica.process.kill('SIGKILL');
+      await Promise.all([exited(proxy), ...replicas.map((r) => exited(r.process))]);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
