@@ -2,12 +2,18 @@
 // event? Measured directly against the replicas and through nginx. Not a test: run with
 // `pnpm bench` (needs PostgreSQL, Redis and nginx, found or started as for the tests).
 import { randomBytes } from 'node:crypto';
-import { Agent, request } from 'node:http';
+import { Agent } from 'node:http';
 import { loadavg, cpus } from 'node:os';
 import { join } from 'node:path';
 import { resetConfig } from '@parley/config';
 import { disconnectPrisma, runAction, type User } from '@parley/db';
-import { repoRoot, resolveServices, runMigrations, startStack } from '@parley/devservices';
+import {
+  repoRoot,
+  requestJson,
+  resolveServices,
+  runMigrations,
+  startStack,
+} from '@parley/devservices';
 import { createRedis } from '@parley/events';
 import { createOrganization } from '../apps/api/src/actions/realms';
 import { checkCreateUser, doCreateUser } from '../apps/api/src/actions/users';
@@ -15,7 +21,7 @@ import { checkCreateUser, doCreateUser } from '../apps/api/src/actions/users';
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 300);
 const agent = new Agent({ keepAlive: true });
 
-function call(
+async function call(
   base: string,
   host: string,
   user: User,
@@ -23,34 +29,10 @@ function call(
   path: string,
   form?: Record<string, string>,
 ) {
-  const body = form ? new URLSearchParams(form).toString() : undefined;
-  return new Promise<Record<string, unknown>>((resolve, reject) => {
-    const req = request(
-      new URL(path, base),
-      {
-        method,
-        agent,
-        headers: {
-          Host: host,
-          Authorization: `Basic ${Buffer.from(`${user.deliveryEmail}:${user.apiKey}`).toString('base64')}`,
-          ...(body
-            ? {
-                'Content-Type': 'application/x-www-form-urlencoded',
-                'Content-Length': Buffer.byteLength(body),
-              }
-            : {}),
-        },
-      },
-      (res) => {
-        let data = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => (data += chunk));
-        res.on('end', () => resolve(JSON.parse(data) as Record<string, unknown>));
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
+  const answer = await requestJson(base, { host, user, method, path, form, agent });
+  if (!answer.body)
+    throw new Error(`${method} ${path}: not JSON (${answer.status}): ${answer.raw.slice(0, 200)}`);
+  return answer.body;
 }
 
 function percentile(sorted: number[], p: number): number {

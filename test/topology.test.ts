@@ -3,10 +3,10 @@
 // replica is killed (SIGKILL) and one API replica restarted (SIGTERM) mid-run. Every client
 // must receive every change exactly once, in order, and every answer must be JSON.
 import { randomBytes } from 'node:crypto';
-import { Agent, request } from 'node:http';
+import { Agent } from 'node:http';
 import { getConfig } from '@parley/config';
 import { runAction, type User } from '@parley/db';
-import { findNginx, NGINX_HELP, startStack, type Stack } from '@parley/devservices';
+import { findNginx, NGINX_HELP, requestJson, startStack, type Stack } from '@parley/devservices';
 import { createRedis } from '@parley/events';
 import { createOrganization } from '../apps/api/src/actions/realms';
 import { checkCreateUser, doCreateUser } from '../apps/api/src/actions/users';
@@ -23,7 +23,7 @@ interface Answer {
 const nonJson: string[] = [];
 
 /** One HTTP request through nginx; records any answer that is not JSON. */
-function call(
+async function call(
   stack: Stack,
   host: string,
   user: User,
@@ -31,47 +31,10 @@ function call(
   path: string,
   form?: Record<string, string>,
 ): Promise<Answer> {
-  const url = new URL(path, stack.url);
-  const body = form ? new URLSearchParams(form).toString() : undefined;
-  return new Promise((resolve, reject) => {
-    const req = request(
-      url,
-      {
-        method,
-        agent,
-        headers: {
-          Host: host,
-          Authorization: `Basic ${Buffer.from(`${user.deliveryEmail}:${user.apiKey}`).toString('base64')}`,
-          ...(body
-            ? {
-                'Content-Type': 'application/x-www-form-urlencoded',
-                'Content-Length': Buffer.byteLength(body),
-              }
-            : {}),
-        },
-      },
-      (res) => {
-        let data = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => (data += chunk));
-        res.on('end', () => {
-          try {
-            if (!String(res.headers['content-type']).startsWith('application/json'))
-              throw new Error('content type');
-            resolve({
-              status: res.statusCode ?? 0,
-              body: JSON.parse(data) as Record<string, unknown>,
-            });
-          } catch {
-            nonJson.push(`${method} ${path} → ${res.statusCode}: ${data.slice(0, 200)}`);
-            resolve({ status: res.statusCode ?? 0, body: {} });
-          }
-        });
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
+  const answer = await requestJson(stack.url, { host, user, method, path, form, agent });
+  if (!answer.body)
+    nonJson.push(`${method} ${path} → ${answer.status}: ${answer.raw.slice(0, 200)}`);
+  return { status: answer.status, body: answer.body ?? {} };
 }
 
 let stack: Stack | undefined;

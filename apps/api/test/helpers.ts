@@ -176,3 +176,24 @@ export function expectPublished(published: Published[], expected: Published[]): 
   const canonical = (list: Published[]) => list.map((entry) => JSON.stringify(entry)).sort();
   expect(canonical(published)).toEqual(canonical(expected));
 }
+
+/** The root organization (subdomain ""), created if no test has yet; several test files may
+ * race to create it, and whichever loses simply uses the winner's. */
+export async function ensureRootRealm(): Promise<Realm> {
+  const existing = await getPrisma().realm.findUnique({ where: { stringId: '' } });
+  if (existing) return existing;
+  await runAction((ctx) =>
+    createOrganization(
+      ctx,
+      {
+        name: 'Root Org',
+        subdomain: '',
+        ownerEmail: 'root-owner@example.com',
+        ownerFullName: 'Root Owner',
+        ownerPassword: null,
+      },
+      null,
+    ),
+  ).catch(() => undefined);
+  return getPrisma().realm.findUniqueOrThrow({ where: { stringId: '' } });
+}

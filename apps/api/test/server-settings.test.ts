@@ -1,7 +1,6 @@
 import { ZULIP_FEATURE_LEVEL } from '@parley/config';
-import { getPrisma, runAction } from '@parley/db';
-import { createOrganization } from '../src/actions/realms';
-import { api, createTestRealm, expectError, expectSuccess } from './helpers';
+import { getPrisma } from '@parley/db';
+import { api, createTestRealm, ensureRootRealm, expectError, expectSuccess } from './helpers';
 
 describe('GET /server_settings', () => {
   it('describes the server and the organization of the Host header without authentication', async () => {
@@ -92,24 +91,7 @@ describe('organizations chosen by the Host header', () => {
   });
 
   it('serves the root organization on EXTERNAL_HOST and on hosts outside it', async () => {
-    const root = await getPrisma().realm.findUnique({ where: { stringId: '' } });
-    if (!root) {
-      // Another test file may create it at the same moment; either way one exists afterwards.
-      await runAction((ctx) =>
-        createOrganization(
-          ctx,
-          {
-            name: 'Root Org',
-            subdomain: '',
-            ownerEmail: 'root-owner@example.com',
-            ownerFullName: 'Root Owner',
-            ownerPassword: null,
-          },
-          null,
-        ),
-      ).catch(() => undefined);
-    }
-    const name = (await getPrisma().realm.findUniqueOrThrow({ where: { stringId: '' } })).name;
+    const { name } = await ensureRootRealm();
     for (const host of ['localhost:9991', '127.0.0.1:4000', 'chat.other-domain.test']) {
       const body = expectSuccess(await api.get(host, '/server_settings'));
       expect(body.realm_name).toBe(name);

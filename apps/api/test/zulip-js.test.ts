@@ -5,12 +5,11 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import zulipInit from 'zulip-js';
 import { getPrisma, Role, runAction } from '@parley/db';
-import { createOrganization } from '../src/actions/realms';
 import { doSetPassword } from '../src/actions/users';
 import { hashPassword } from '../src/lib/credentials';
 import { eventsRouter, startEventsService, type EventsService } from '@parley/events-app';
 import { createApp } from '../src/app';
-import { createTestUser, uniqueSubdomain } from './helpers';
+import { createTestUser, ensureRootRealm, uniqueSubdomain } from './helpers';
 
 let events: EventsService;
 const children: ChildProcess[] = [];
@@ -30,21 +29,7 @@ beforeAll(async () => {
   });
   // 127.0.0.1:<port> is not under EXTERNAL_HOST, so it reaches the root organization.
   realmUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  if (!(await getPrisma().realm.findUnique({ where: { stringId: '' } }))) {
-    await runAction((ctx) =>
-      createOrganization(
-        ctx,
-        {
-          name: 'Root Org',
-          subdomain: '',
-          ownerEmail: 'root-owner@example.com',
-          ownerFullName: 'Root Owner',
-          ownerPassword: null,
-        },
-        null,
-      ),
-    ).catch(() => undefined); // another test file created it first
-  }
+  await ensureRootRealm();
 });
 
 afterAll(async () => {

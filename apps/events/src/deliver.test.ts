@@ -1,15 +1,8 @@
-import type { QueueOptions } from '@parley/events';
+import { defaultQueueOptions, type QueueOptions } from '@parley/events';
 import { eventForQueue } from './deliver';
 
 const options = (overrides: Partial<QueueOptions> = {}): QueueOptions => ({
-  event_types: null,
-  narrow: [],
-  all_public_streams: false,
-  apply_markdown: true,
-  client_gravatar: false,
-  slim_presence: false,
-  client_capabilities: {},
-  lifespan_secs: 600,
+  ...defaultQueueOptions(),
   ...overrides,
 });
 
@@ -76,8 +69,9 @@ describe('eventForQueue', () => {
       content: '**hi**',
       content_type: 'text/x-markdown',
     });
-    expect((eventForQueue(event, options())!.message as { content: string }).content).toBe(
-      '<p><strong>hi</strong></p>',
-    );
+    expect(
+      (eventForQueue(event, options({ apply_markdown: true }))!.message as { content: string })
+        .content,
+    ).toBe('<p><strong>hi</strong></p>');
   });
 });

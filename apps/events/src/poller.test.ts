@@ -2,7 +2,12 @@
 // for the queue store (the Redis behaviour itself is covered by the integration tests).
 import { EventEmitter } from 'node:events';
 import type { Redis } from 'ioredis';
-import type { QueuedEvent, QueueMeta, QueueStore } from '@parley/events';
+import {
+  defaultQueueOptions,
+  type QueuedEvent,
+  type QueueMeta,
+  type QueueStore,
+} from '@parley/events';
 import { createLogger } from '@parley/logger';
 import { Poller } from './poller';
 
@@ -11,16 +16,7 @@ const meta: QueueMeta = {
   shard: 3,
   userId: 3,
   realmId: 1,
-  options: {
-    event_types: null,
-    narrow: [],
-    all_public_streams: false,
-    apply_markdown: true,
-    client_gravatar: true,
-    slim_presence: false,
-    client_capabilities: {},
-    lifespan_secs: 600,
-  },
+  options: defaultQueueOptions(),
 };
 
 async function setup(random = () => 0.5) {

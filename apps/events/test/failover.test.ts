@@ -3,16 +3,16 @@
 // receives every notification exactly once, in order.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { get as httpGet } from 'node:http';
 import { join } from 'node:path';
 import { getConfig } from '@parley/config';
 import { getPrisma, Role, runAction, type User } from '@parley/db';
+import { requestJson } from '@parley/devservices';
 import {
   createRedis,
+  defaultQueueOptions,
   keys,
   publishNotification,
   QueueStore,
-  type QueueOptions,
 } from '@parley/events';
 import type { Redis } from 'ioredis';
 
@@ -21,16 +21,7 @@ const SHARDS = 16;
 const LEASE_MS = 1000;
 const TOTAL = 200;
 
-const options: QueueOptions = {
-  event_types: null,
-  narrow: [],
-  all_public_streams: false,
-  apply_markdown: true,
-  client_gravatar: true,
-  slim_presence: false,
-  client_capabilities: {},
-  lifespan_secs: 600,
-};
+const options = defaultQueueOptions();
 
 let redis: Redis;
 let redisUrl: string;
@@ -76,24 +67,19 @@ async function waitFor(
   return Date.now() - started;
 }
 
-/** GET with a Host header of our choosing (fetch does not let a caller set Host). */
-function getJson(url: string, headers: Record<string, string>): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    const req = httpGet(url, { headers }, (res) => {
-      let data = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (data += chunk));
-      res.on('end', () => {
-        try {
-          resolve(JSON.parse(data));
-        } catch (error) {
-          reject(error instanceof Error ? error : new Error(String(error)));
-        }
-      });
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-  });
+/** A long-poll of `user`'s queue on one replica; null if the replica went away under it. */
+async function poll(port: number, subdomain: string, user: User, queueId: string, last: number) {
+  const answer = await requestJson(`http://127.0.0.1:${port}`, {
+    host: `${subdomain}.${getConfig().EXTERNAL_HOST}`,
+    user,
+    method: 'GET',
+    path: `/api/v1/events?queue_id=${encodeURIComponent(queueId)}&last_event_id=${last}`,
+  }).catch(() => null);
+  return answer?.body as {
+    result: string;
+    msg: string;
+    events: { id: number; type: string; seq?: number }[];
+  } | null;
 }
 
 async function leaseHolders(): Promise<(string | null)[]> {
@@ -186,15 +172,7 @@ describe('events replicas sharing shards', () => {
       const deadline = Date.now() + 60_000;
       while (seen.length < TOTAL && Date.now() < deadline) {
         const port = aliveA && index % 2 === 0 ? portA : portB;
-        const url = `http://127.0.0.1:${port}/api/v1/events?queue_id=${encodeURIComponent(queueId)}&last_event_id=${last}`;
-        const body = (await getJson(url, {
-          Host: `${subdomain}.${getConfig().EXTERNAL_HOST}`,
-          Authorization: `Basic ${Buffer.from(`${user.deliveryEmail}:${user.apiKey}`).toString('base64')}`,
-        }).catch(() => null)) as {
-          result: string;
-          msg: string;
-          events: { id: number; type: string; seq?: number }[];
-        } | null;
+        const body = await poll(port, subdomain, user, queueId, last);
         if (!body) continue; // the replica died under this poll: poll again
         expect([body.result, body.msg]).toEqual(['success', '']);
         for (const event of body.events) {
@@ -268,13 +246,7 @@ describe('events replicas sharing shards', () => {
       'both replicas to hold shards',
     );
 
-    const parked = getJson(
-      `http://127.0.0.1:${portA}/api/v1/events?queue_id=${encodeURIComponent(queueId)}&last_event_id=-1`,
-      {
-        Host: `${subdomain}.${getConfig().EXTERNAL_HOST}`,
-        Authorization: `Basic ${Buffer.from(`${user.deliveryEmail}:${user.apiKey}`).toString('base64')}`,
-      },
-    );
+    const parked = poll(portA, subdomain, user, queueId, -1);
     await new Promise((r) => setTimeout(r, 300));
     const exited = new Promise<number | null>((resolve) =>
       replicaA.once('exit', (code) => resolve(code)),

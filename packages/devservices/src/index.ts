@@ -268,3 +268,4 @@ export {
   type Stack,
   type StackOptions,
 } from './stack';
+export { requestJson, type Credentials, type JsonAnswer } from './http-client';

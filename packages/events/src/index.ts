@@ -4,6 +4,7 @@ export { makeQueueId, parseQueueId } from './queue-id';
 export { queueOptionsFromParams, queueParams, type QueueParamValues } from './queue-params';
 export {
   DEFAULT_QUEUE_LIFESPAN_SECS,
+  defaultQueueOptions,
   MAX_QUEUE_LIFESPAN_SECS,
   QueueStore,
   type NarrowTerm,

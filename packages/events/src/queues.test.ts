@@ -2,19 +2,10 @@
 // heartbeats as queued events, deletion and expiry.
 import { getConfig } from '@parley/config';
 import { keys } from './keys';
-import { QueueStore, type QueueOptions } from './queues';
+import { defaultQueueOptions, QueueStore } from './queues';
 import { getRedis } from './redis';
 
-const options: QueueOptions = {
-  event_types: null,
-  narrow: [],
-  all_public_streams: false,
-  apply_markdown: true,
-  client_gravatar: true,
-  slim_presence: false,
-  client_capabilities: {},
-  lifespan_secs: 600,
-};
+const options = defaultQueueOptions();
 
 let nextUser = 900_000_000 + Math.floor(Math.random() * 1_000_000);
 

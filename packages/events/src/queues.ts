@@ -42,6 +42,20 @@ export interface QueuedEvent {
 export const DEFAULT_QUEUE_LIFESPAN_SECS = 600;
 export const MAX_QUEUE_LIFESPAN_SECS = 7 * 24 * 60 * 60;
 
+/** The options of a queue registered without parameters (POST /register's defaults). */
+export function defaultQueueOptions(): QueueOptions {
+  return {
+    event_types: null,
+    narrow: [],
+    all_public_streams: false,
+    apply_markdown: false,
+    client_gravatar: true,
+    slim_presence: false,
+    client_capabilities: {},
+    lifespan_secs: DEFAULT_QUEUE_LIFESPAN_SECS,
+  };
+}
+
 const APPEND_HEARTBEAT = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 local id = redis.call('HINCRBY', KEYS[1], 'next_id', 1) - 1

@@ -1,0 +1,67 @@
+// A tiny HTTP client for the topology test and the benchmarks: any Host header (fetch refuses
+// to set one), Basic credentials, form bodies, and the raw answer kept when it is not JSON.
+import { request, type Agent } from 'node:http';
+
+export interface Credentials {
+  deliveryEmail: string;
+  apiKey: string;
+}
+
+export interface JsonAnswer {
+  status: number;
+  /** null when the answer was not JSON (the caller decides whether that is a failure). */
+  body: Record<string, unknown> | null;
+  raw: string;
+}
+
+export function requestJson(
+  base: string,
+  options: {
+    host: string;
+    user: Credentials;
+    method: string;
+    path: string;
+    form?: Record<string, string>;
+    agent?: Agent;
+  },
+): Promise<JsonAnswer> {
+  const body = options.form ? new URLSearchParams(options.form).toString() : undefined;
+  const { deliveryEmail, apiKey } = options.user;
+  return new Promise((resolve, reject) => {
+    const req = request(
+      new URL(options.path, base),
+      {
+        method: options.method,
+        agent: options.agent,
+        headers: {
+          Host: options.host,
+          Authorization: `Basic ${Buffer.from(`${deliveryEmail}:${apiKey}`).toString('base64')}`,
+          ...(body
+            ? {
+                'Content-Type': 'application/x-www-form-urlencoded',
+                'Content-Length': Buffer.byteLength(body),
+              }
+            : {}),
+        },
+      },
+      (res) => {
+        let raw = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (raw += chunk));
+        res.on('end', () => {
+          let parsed: Record<string, unknown> | null = null;
+          if (String(res.headers['content-type']).startsWith('application/json')) {
+            try {
+              parsed = JSON.parse(raw) as Record<string, unknown>;
+            } catch {
+              parsed = null;
+            }
+          }
+          resolve({ status: res.statusCode ?? 0, body: parsed, raw });
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
