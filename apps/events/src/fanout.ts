@@ -61,6 +61,7 @@ export class Fanout {
   private timer: NodeJS.Timeout | undefined;
   private lastGc = 0;
   private stopped = false;
+  private ticking = false;
 
   constructor(private readonly options: FanoutOptions) {
     this.store = new QueueStore(options.redis, options.shards);
@@ -94,8 +95,19 @@ export class Fanout {
     await this.options.redis.zrem(replicasKey, this.replicaId).catch(() => 0);
   }
 
+  /** One tick at a time: a slow Redis must not stack ticks that renew, drop and acquire the
+   * same shards concurrently. */
   private async tick(): Promise<void> {
-    if (this.stopped) return;
+    if (this.stopped || this.ticking) return;
+    this.ticking = true;
+    try {
+      await this.balance();
+    } finally {
+      this.ticking = false;
+    }
+  }
+
+  private async balance(): Promise<void> {
     const { redis, shards, leaseMs } = this.options;
     try {
       const now = Date.now();
