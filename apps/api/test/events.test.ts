@@ -130,6 +130,20 @@ describe('POST /register', () => {
     expect(modern).not.toHaveProperty('enable_sounds');
   });
 
+  it('lets members but not guests register for all public channels', async () => {
+    const org = await createTestRealm();
+    const guest = await createTestUser(org.realm, Role.GUEST);
+    expectError(
+      await client(guest, org.host).register({ all_public_streams: true }),
+      'User not authorized for this query',
+    );
+    expectError(
+      await client(guest, org.host).events({ dont_block: true, all_public_streams: true }),
+      'User not authorized for this query',
+    );
+    expectSuccess(await client(org.owner, org.host).register({ all_public_streams: true }));
+  });
+
   it('rejects bad registration parameters', async () => {
     const org = await createTestRealm();
     const c = client(org.owner, org.host);

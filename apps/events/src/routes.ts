@@ -2,6 +2,7 @@
 import { Router } from 'express';
 import { resolveRealm, userEndpoint } from '@parley/auth';
 import { getConfig } from '@parley/config';
+import { Role } from '@parley/db';
 import { BadEventQueueIdError, JsonableError } from '@parley/errors';
 import { queueOptionsFromParams, queueParams, type QueueMeta } from '@parley/events';
 import { bodyParsers, defineRoute, p } from '@parley/http';
@@ -34,7 +35,11 @@ export function eventsRouter(service: EventsService): Router {
         if (params.queue_id === undefined) {
           // Zulip: without a queue, a non-blocking call registers one with these parameters.
           if (!params.dont_block) throw new JsonableError("Missing 'queue_id' argument");
-          const queueId = await store.create(user.id, realm.id, queueOptionsFromParams(params));
+          const queueId = await store.create(
+            user.id,
+            realm.id,
+            queueOptionsFromParams(params, { isGuest: user.role === Role.GUEST }),
+          );
           return { events: [], queue_id: queueId };
         }
         const meta = await ownQueue(params.queue_id, user.id);

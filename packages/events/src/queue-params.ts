@@ -39,7 +39,14 @@ export const queueParams = {
 
 export type QueueParamValues = ParamValues<typeof queueParams>;
 
-export function queueOptionsFromParams(params: QueueParamValues): QueueOptions {
+/** Validated queue options; `user` decides whether all_public_streams is allowed (guests
+ * cannot see every public channel, Zulip: "User not authorized for this query"). */
+export function queueOptionsFromParams(
+  params: QueueParamValues,
+  user: { isGuest: boolean },
+): QueueOptions {
+  if (params.all_public_streams && user.isGuest)
+    throw new JsonableError('User not authorized for this query');
   const narrow: NarrowTerm[] = params.narrow.map((term) =>
     Array.isArray(term) ? { operator: term[0], operand: term[1] } : term,
   );

@@ -12,7 +12,9 @@ export function healthRoutes(
   });
   router.get('/ready', async (_req, res) => {
     const entries = await Promise.all(
-      Object.entries(checks).map(async ([name, check]) => [name, await check()] as const),
+      Object.entries(checks).map(
+        async ([name, check]) => [name, await withinDeadline(check)] as const,
+      ),
     );
     const status = Object.fromEntries(entries);
     const ready = !isDraining() && entries.every(([, ok]) => ok);
@@ -24,4 +26,18 @@ export function healthRoutes(
     });
   });
   return router;
+}
+
+/** A dependency that does not answer within a second counts as down: a load balancer's check
+ * must not hang on a client library's reconnection attempts. */
+async function withinDeadline(check: () => Promise<boolean>, ms = 1000): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([check().catch(() => false), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
