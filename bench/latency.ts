@@ -15,7 +15,7 @@ import {
   startStack,
 } from '@parley/devservices';
 import { createRedis } from '@parley/events';
-import { createOrganization } from '../apps/api/src/actions/realms';
+import { doCreateOrganization } from '../apps/api/src/actions/realms';
 import { checkCreateUser, doCreateUser } from '../apps/api/src/actions/users';
 
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 300);
@@ -102,7 +102,7 @@ async function main(): Promise<void> {
 
   const subdomain = `bench${randomBytes(4).toString('hex')}`;
   const { realm, owner } = await runAction((ctx) =>
-    createOrganization(
+    doCreateOrganization(
       ctx,
       {
         name: 'Bench',

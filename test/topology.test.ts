@@ -8,7 +8,7 @@ import { getConfig } from '@parley/config';
 import { runAction, type User } from '@parley/db';
 import { findNginx, NGINX_HELP, requestJson, startStack, type Stack } from '@parley/devservices';
 import { createRedis } from '@parley/events';
-import { createOrganization } from '../apps/api/src/actions/realms';
+import { doCreateOrganization } from '../apps/api/src/actions/realms';
 import { checkCreateUser, doCreateUser } from '../apps/api/src/actions/users';
 
 const CLIENTS = 20;
@@ -57,7 +57,7 @@ describe('load-balanced topology', () => {
     const subdomain = `topo${randomBytes(4).toString('hex')}`;
     const host = `${subdomain}.${getConfig().EXTERNAL_HOST}`;
     const { realm, owner } = await runAction((ctx) =>
-      createOrganization(
+      doCreateOrganization(
         ctx,
         {
           name: 'Topology',

@@ -7,7 +7,7 @@ import { getConfig } from '@parley/config';
 import { getPrisma, Role, runAction, type Realm, type RoleValue, type User } from '@parley/db';
 import { getRedis, keys } from '@parley/events';
 import { createApp } from '../src/app';
-import { createOrganization } from '../src/actions/realms';
+import { doCreateOrganization } from '../src/actions/realms';
 import { checkCreateUser, doCreateUser } from '../src/actions/users';
 
 export const app = createApp();
@@ -27,7 +27,7 @@ export interface TestRealm {
 export async function createTestRealm(name = 'Test organization'): Promise<TestRealm> {
   const subdomain = uniqueSubdomain();
   const { realm, owner } = await runAction((ctx) =>
-    createOrganization(
+    doCreateOrganization(
       ctx,
       {
         name,
@@ -183,7 +183,7 @@ export async function ensureRootRealm(): Promise<Realm> {
   const existing = await getPrisma().realm.findUnique({ where: { stringId: '' } });
   if (existing) return existing;
   await runAction((ctx) =>
-    createOrganization(
+    doCreateOrganization(
       ctx,
       {
         name: 'Root Org',

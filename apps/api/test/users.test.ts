@@ -290,6 +290,21 @@ describe('POST /users', () => {
     );
   });
 
+  it('creates one user when two requests race for the same address', async () => {
+    const email = `race${Date.now()}@example.com`;
+    const answers = await Promise.all(
+      [1, 2, 3].map(() =>
+        as(org.owner, org.host).post('/users', { email, password: 'pw', full_name: 'Racer' }),
+      ),
+    );
+    expect(answers.map((res) => res.status).sort()).toEqual([200, 400, 400]);
+    for (const res of answers.filter((r) => r.status === 400))
+      expectError(res, 'Email is already in use.');
+    expect(
+      await prisma().user.count({ where: { realmId: org.realm.id, deliveryEmail: email } }),
+    ).toBe(1);
+  });
+
   it('refuses duplicates, bad addresses and bad names', async () => {
     expectError(
       await as(org.owner, org.host).post('/users', {

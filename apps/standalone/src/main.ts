@@ -10,7 +10,7 @@ import { disconnectRedis } from '@parley/events';
 import { serve } from '@parley/http';
 import { createLogger, setLogger } from '@parley/logger';
 import { createApp } from '@parley/api';
-import { createOrganization } from '@parley/api/actions/realms';
+import { doCreateOrganization } from '@parley/api/actions/realms';
 import { generatePassword } from '@parley/api/lib/credentials';
 import { passwordHashFor } from '@parley/api/actions/users';
 import { realmUrl } from '@parley/auth';
@@ -90,7 +90,7 @@ async function ensureDemoOrganization(): Promise<string[]> {
     const password = generatePassword();
     const hash = await passwordHashFor(password);
     const { realm, owner } = await runAction((ctx) =>
-      createOrganization(
+      doCreateOrganization(
         ctx,
         {
           name: 'Parley Demo',

@@ -1,9 +1,16 @@
 // Creating an organization: the realm row, its system groups and its first owner, in one
 // transaction.
-import { AuditLogEvent, Role, type ActionContext, type Realm, type User } from '@parley/db';
+import {
+  AuditLogEvent,
+  isUniqueViolation,
+  Role,
+  type ActionContext,
+  type Realm,
+  type User,
+} from '@parley/db';
 import { JsonableError } from '@parley/errors';
 import { createSystemGroups } from './system-groups';
-import { checkCreateUser, doCreateUser, passwordHashFor } from './users';
+import { checkCreateUser, doCreateUser } from './users';
 
 // Subdomains are DNS labels; "" is the root organization.
 const SUBDOMAIN = /^(?:[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?)?$/;
@@ -30,7 +37,7 @@ export function checkOrganization(org: NewOrganization): NewOrganization {
   return { ...org, name, subdomain };
 }
 
-export async function createOrganization(
+export async function doCreateOrganization(
   ctx: ActionContext,
   org: NewOrganization,
   ownerPasswordHash: string | null,
@@ -39,7 +46,12 @@ export async function createOrganization(
   if (await tx.realm.findUnique({ where: { stringId: org.subdomain } })) {
     throw new JsonableError('Subdomain is already in use');
   }
-  const realm = await tx.realm.create({ data: { name: org.name, stringId: org.subdomain } });
+  // The check above can race another creation; the unique index decides.
+  const realm = await tx.realm
+    .create({ data: { name: org.name, stringId: org.subdomain } })
+    .catch((error: unknown) => {
+      throw isUniqueViolation(error) ? new JsonableError('Subdomain is already in use') : error;
+    });
   await createSystemGroups(tx, realm.id);
   const ownerFields = await checkCreateUser(tx, realm, {
     email: org.ownerEmail,
@@ -53,5 +65,3 @@ export async function createOrganization(
   });
   return { realm, owner };
 }
-
-export { passwordHashFor };

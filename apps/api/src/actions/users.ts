@@ -2,6 +2,7 @@
 // do* writes and queues its events (published after commit).
 import {
   AuditLogEvent,
+  isUniqueViolation,
   isRoleValue,
   RecipientType,
   Role,
@@ -162,25 +163,30 @@ export async function doCreateUser(
   actingUserId: number | null = null,
 ): Promise<User> {
   const { tx } = ctx;
-  const created = await tx.user.create({
-    data: {
-      realmId: realm.id,
-      email: user.email,
-      deliveryEmail: user.email,
-      fullName: user.fullName,
-      role: user.role,
-      isBot: user.isBot ?? false,
-      botType: user.botType ?? null,
-      botOwnerId: user.botOwnerId ?? null,
-      apiKey: generateApiKey(),
-      passwordHash,
-      timezone: user.timezone ?? '',
-      isImportedStub: user.isImportedStub ?? false,
-      // Bots' addresses are public (they are how the bot is addressed).
-      emailAddressVisibility: user.isBot ? 1 : realm.defaultEmailAddressVisibility,
-      defaultLanguage: realm.defaultLanguage,
-    },
-  });
+  // checkCreateUser's lookup can race a concurrent creation; the unique indexes decide.
+  const created = await tx.user
+    .create({
+      data: {
+        realmId: realm.id,
+        email: user.email,
+        deliveryEmail: user.email,
+        fullName: user.fullName,
+        role: user.role,
+        isBot: user.isBot ?? false,
+        botType: user.botType ?? null,
+        botOwnerId: user.botOwnerId ?? null,
+        apiKey: generateApiKey(),
+        passwordHash,
+        timezone: user.timezone ?? '',
+        isImportedStub: user.isImportedStub ?? false,
+        // Bots' addresses are public (they are how the bot is addressed).
+        emailAddressVisibility: user.isBot ? 1 : realm.defaultEmailAddressVisibility,
+        defaultLanguage: realm.defaultLanguage,
+      },
+    })
+    .catch((error: unknown) => {
+      throw isUniqueViolation(error) ? new JsonableError('Email is already in use.') : error;
+    });
   await tx.recipient.create({ data: { type: RecipientType.PERSONAL, typeId: created.id } });
   await addToSystemGroups(tx, realm.id, created.id, user.role);
   await audit(ctx, created, AuditLogEvent.USER_CREATED, actingUserId ?? created.id, {
@@ -321,7 +327,11 @@ export async function doChangeEmail(
   actingUserId: number,
 ): Promise<void> {
   if (email === target.deliveryEmail) return;
-  await ctx.tx.user.update({ where: { id: target.id }, data: { email, deliveryEmail: email } });
+  await ctx.tx.user
+    .update({ where: { id: target.id }, data: { email, deliveryEmail: email } })
+    .catch((error: unknown) => {
+      throw isUniqueViolation(error) ? new JsonableError('Email is already in use.') : error;
+    });
   await audit(ctx, target, AuditLogEvent.USER_EMAIL_CHANGED, actingUserId, {
     old_value: target.deliveryEmail,
     new_value: email,
@@ -701,5 +711,3 @@ async function sendBotUpdate(
     recipients,
   );
 }
-
-export { Role, SYSTEM_GROUPS };

@@ -14,7 +14,7 @@ import {
 } from '@parley/db';
 import { JsonableError } from '@parley/errors';
 import { repoRoot } from '@parley/devservices';
-import { checkOrganization, createOrganization } from '../actions/realms';
+import { checkOrganization, doCreateOrganization } from '../actions/realms';
 import {
   checkCreateUser,
   checkRole,
@@ -59,7 +59,7 @@ const commands: Record<string, Command> = {
         ownerPassword: o['owner-password'] === undefined ? null : str(o['owner-password']),
       });
       const hash = await passwordHashFor(org.ownerPassword);
-      const { realm, owner } = await runAction((ctx) => createOrganization(ctx, org, hash));
+      const { realm, owner } = await runAction((ctx) => doCreateOrganization(ctx, org, hash));
       const url = realmUrl(realm);
       return {
         json: {
