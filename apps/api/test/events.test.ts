@@ -327,6 +327,27 @@ describe('GET /events', () => {
     );
   });
 
+  it('forgets a poll whose client went away, and keeps its events for the next poll', async () => {
+    const member = await createTestUser(org.realm);
+    const c = client(member, org.host);
+    const queueId = expectSuccess(await c.register({ event_types: ['user_settings'] }))
+      .queue_id as string;
+    const abandoned = c.events({ queue_id: queueId, last_event_id: -1 });
+    abandoned.then(
+      () => undefined,
+      () => undefined,
+    );
+    await new Promise((r) => setTimeout(r, 100));
+    abandoned.abort();
+    await new Promise((r) => setTimeout(r, 100));
+    expect(service.poller.parked()).toBe(0);
+    expectSuccess(await c.patch('/settings', { enable_sounds: false }));
+    const { events } = await pollUntil(c, queueId, (seen) => notHeartbeat(seen).length >= 1);
+    expect(notHeartbeat(events)).toEqual([
+      expect.objectContaining({ type: 'user_settings', property: 'enable_sounds' }),
+    ]);
+  });
+
   it('lets a newer poll finish the older one', async () => {
     const c = client(org.owner, org.host);
     const queueId = expectSuccess(await c.register()).queue_id as string;

@@ -31,7 +31,7 @@ export function eventsRouter(service: EventsService): Router {
           ...queueParams,
         },
       },
-      async ({ user, realm, params, req }) => {
+      async ({ user, realm, params, res }) => {
         if (params.queue_id === undefined) {
           // Zulip: without a queue, a non-blocking call registers one with these parameters.
           if (!params.dont_block) throw new JsonableError("Missing 'queue_id' argument");
@@ -61,7 +61,7 @@ export function eventsRouter(service: EventsService): Router {
         if (events.length > 0 || params.dont_block) return { events, queue_id: meta.queueId };
         // Parked: keep the queue alive past the longest wait, then refresh it on the way out.
         await store.touch(meta, Date.now() + lifespanMs + poller.heartbeatDelayMs() + 60_000);
-        const woken = await poller.wait(meta, generation, (onClose) => req.on('close', onClose));
+        const woken = await poller.wait(meta, generation, (onClose) => res.on('close', onClose));
         await store.touch(meta, Date.now() + lifespanMs);
         return { events: woken ?? [], queue_id: meta.queueId };
       },
