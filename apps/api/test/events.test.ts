@@ -1,5 +1,6 @@
 // Both tiers together, as the all-in-one server composes them: POST /register on the API tier,
 // GET/DELETE /events on the events tier, the fan-out in between.
+import { get as httpGet } from 'node:http';
 import request from 'supertest';
 import { getConfig } from '@parley/config';
 import { Role, runAction, type User } from '@parley/db';
@@ -332,14 +333,25 @@ describe('GET /events', () => {
     const c = client(member, org.host);
     const queueId = expectSuccess(await c.register({ event_types: ['user_settings'] }))
       .queue_id as string;
-    const abandoned = c.events({ queue_id: queueId, last_event_id: -1 });
-    abandoned.then(
-      () => undefined,
-      () => undefined,
-    );
-    await new Promise((r) => setTimeout(r, 100));
-    abandoned.abort();
-    await new Promise((r) => setTimeout(r, 100));
+    // A raw request on a listening server: the client really goes away (supertest's abort
+    // would leave its ephemeral server open).
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    const { port } = server.address() as import('node:net').AddressInfo;
+    const abandoned = httpGet({
+      host: '127.0.0.1',
+      port,
+      path: `/api/v1/events?queue_id=${encodeURIComponent(queueId)}&last_event_id=-1`,
+      headers: { Host: org.host },
+      auth: `${member.deliveryEmail}:${member.apiKey}`,
+    });
+    abandoned.on('error', () => undefined);
+    await new Promise((r) => setTimeout(r, 150));
+    expect(service.poller.parked()).toBe(1);
+    abandoned.destroy();
+    await new Promise((r) => setTimeout(r, 150));
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
     expect(service.poller.parked()).toBe(0);
     expectSuccess(await c.patch('/settings', { enable_sounds: false }));
     const { events } = await pollUntil(c, queueId, (seen) => notHeartbeat(seen).length >= 1);
