@@ -22,6 +22,7 @@ import {
   dummyEmail,
   isOwner,
   usersWhoCanAccess,
+  type Viewer,
 } from '../lib/users';
 import { presentUserWithVisibility } from '../presenters/users';
 import { presentBot } from '../presenters/bots';
@@ -110,7 +111,7 @@ async function sendByEmailVisibility(
   ctx: ActionContext,
   target: User,
   build: (visible: boolean) => Record<string, unknown> | null,
-  viewers?: User[],
+  viewers?: Viewer[],
 ): Promise<void> {
   const audience = viewers ?? (await usersWhoCanAccess(target.realmId, ctx.tx));
   for (const visible of [true, false]) {

@@ -101,8 +101,11 @@ export async function accessUserByEmail(
 
 /** Users who may see `target` at all: every active user of the organization (the realm
  * setting can_access_all_users_group is "everyone" until a later issue adds it). */
-export async function usersWhoCanAccess(realmId: number, db: Tx = getPrisma()): Promise<User[]> {
-  return db.user.findMany({ where: { realmId, isActive: true } });
+export type Viewer = Pick<User, 'id' | 'role'>;
+
+/** Only what audience decisions need: id and role (email visibility is role-based). */
+export async function usersWhoCanAccess(realmId: number, db: Tx = getPrisma()): Promise<Viewer[]> {
+  return db.user.findMany({ where: { realmId, isActive: true }, select: { id: true, role: true } });
 }
 
 export async function activeAdminIds(realmId: number, db: Tx = getPrisma()): Promise<number[]> {
