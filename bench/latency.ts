@@ -132,7 +132,6 @@ async function main(): Promise<void> {
     redisUrl: redisUrl.toString(),
     apiReplicas: 1,
     eventsReplicas: 1,
-    basePort: 41000 + Math.floor(Math.random() * 1000),
   });
   const host = `${subdomain}.localhost:9991`;
   try {

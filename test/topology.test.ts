@@ -93,7 +93,6 @@ describe('load-balanced topology', () => {
       redisUrl: redisUrl.toString(),
       apiReplicas: 2,
       eventsReplicas: 2,
-      basePort: 30000 + Math.floor(Math.random() * 10000),
       env: {
         EVENTS_LEASE_MS: '1500',
         EVENTS_HEARTBEAT_SECONDS: '5',

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { getConfig } from '@parley/config';
 import { getPrisma, Role, runAction, type User } from '@parley/db';
-import { requestJson } from '@parley/devservices';
+import { freePort, requestJson } from '@parley/devservices';
 import {
   createRedis,
   defaultQueueOptions,
@@ -60,7 +60,7 @@ async function waitFor(
   what: string,
 ): Promise<number> {
   const started = Date.now();
-  while (!(await check().catch(() => false))) {
+  while (!(await check())) {
     if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 25));
   }
@@ -85,6 +85,31 @@ async function poll(port: number, subdomain: string, user: User, queueId: string
 async function leaseHolders(): Promise<(string | null)[]> {
   const tokens = await redis.mget(Array.from({ length: SHARDS }, (_, shard) => keys.lease(shard)));
   return tokens.map((token) => token?.split(':')[0] ?? null);
+}
+
+/** Two replicas on neighbouring ports, both ready and both holding shards. */
+async function startTwoReplicas() {
+  const portA = await freePort();
+  const portB = await freePort();
+  const replicaA = startReplica(portA);
+  const replicaB = startReplica(portB);
+  // A replica that died at start says so at once instead of timing out.
+  const ready = (port: number, child: ChildProcess) => async () => {
+    if (child.exitCode !== null)
+      throw new Error(`replica on port ${port} exited with ${child.exitCode}`);
+    return (await fetch(`http://127.0.0.1:${port}/ready`).catch(() => null))?.ok === true;
+  };
+  await waitFor(ready(portA, replicaA), 60_000, 'replica A');
+  await waitFor(ready(portB, replicaB), 60_000, 'replica B');
+  await waitFor(
+    async () => {
+      const holders = await leaseHolders();
+      return holders.every(Boolean) && new Set(holders).size === 2;
+    },
+    10_000,
+    'both replicas to hold shards',
+  );
+  return { portA, portB, replicaA };
 }
 
 beforeAll(async () => {
@@ -145,21 +170,7 @@ describe('events replicas sharing shards', () => {
     const queues = new Map<number, string>();
     for (const user of users) queues.set(user.id, await store.create(user.id, realm.id, options));
 
-    const portA = 20000 + Math.floor(Math.random() * 20000);
-    const portB = portA + 1;
-    const replicaA = startReplica(portA);
-    startReplica(portB);
-    const ready = (port: number) => async () => (await fetch(`http://127.0.0.1:${port}/ready`)).ok;
-    await waitFor(ready(portA), 30_000, 'replica A');
-    await waitFor(ready(portB), 30_000, 'replica B');
-    await waitFor(
-      async () => {
-        const holders = await leaseHolders();
-        return holders.every(Boolean) && new Set(holders).size === 2;
-      },
-      10_000,
-      'both replicas to hold shards',
-    );
+    const { portA, portB, replicaA } = await startTwoReplicas();
 
     // Clients long-poll through either replica until replica A dies, then through B.
     const received = new Map<number, { id: number; seq: number }[]>();
@@ -233,18 +244,7 @@ describe('events replicas sharing shards', () => {
       },
     });
     const queueId = await new QueueStore(redis, SHARDS).create(user.id, realm.id, options);
-    const portA = 20000 + Math.floor(Math.random() * 20000);
-    const portB = portA + 1;
-    const replicaA = startReplica(portA);
-    startReplica(portB);
-    const ready = (port: number) => async () => (await fetch(`http://127.0.0.1:${port}/ready`)).ok;
-    await waitFor(ready(portA), 30_000, 'replica A');
-    await waitFor(ready(portB), 30_000, 'replica B');
-    await waitFor(
-      async () => new Set(await leaseHolders()).size === 2,
-      10_000,
-      'both replicas to hold shards',
-    );
+    const { portA, replicaA } = await startTwoReplicas();
 
     const parked = poll(portA, subdomain, user, queueId, -1);
     await new Promise((r) => setTimeout(r, 300));

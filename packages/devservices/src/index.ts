@@ -260,6 +260,7 @@ function stopChild(child: ChildProcess): Promise<void> {
 export { repoRoot, runMigrations } from './migrations';
 export {
   findNginx,
+  freePort,
   NGINX_HELP,
   nginxConfig,
   startStack,

@@ -11,7 +11,8 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
-import { request } from 'node:http';
+import { createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { repoRoot } from './migrations';
@@ -21,7 +22,6 @@ export interface StackOptions {
   redisUrl: string;
   apiReplicas: number;
   eventsReplicas: number;
-  basePort: number;
   /** Extra environment for every replica (lease and heartbeat settings for tests). */
   env?: Record<string, string>;
 }
@@ -149,16 +149,14 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   for (const name of ['', 'client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'])
     chmodSync(join(dir, name), 0o777);
 
-  let port = options.basePort;
-  const nginxPort = port++;
-  const api = Array.from({ length: options.apiReplicas }, (_, i) => ({
-    name: `api${i + 1}`,
-    port: port++,
-  }));
-  const events = Array.from({ length: options.eventsReplicas }, (_, i) => ({
-    name: `events${i + 1}`,
-    port: port++,
-  }));
+  // Ports the OS hands out: fixed or random ranges collide with whatever else runs.
+  const nginxPort = await freePort();
+  const api: { name: string; port: number }[] = [];
+  for (let i = 0; i < options.apiReplicas; i++)
+    api.push({ name: `api${i + 1}`, port: await freePort() });
+  const events: { name: string; port: number }[] = [];
+  for (let i = 0; i < options.eventsReplicas; i++)
+    events.push({ name: `events${i + 1}`, port: await freePort() });
   const replicas: Replica[] = [
     ...api.map((r) => ({ ...r, process: startReplica('api', r.port, options) })),
     ...events.map((r) => ({ ...r, process: startReplica('events', r.port, options) })),
@@ -203,4 +201,16 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** A loopback port nothing listens on right now (the OS picks it). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
 }
