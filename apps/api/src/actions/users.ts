@@ -96,8 +96,9 @@ async function sendPersonUpdate(
   ctx: ActionContext,
   target: User,
   person: Record<string, unknown>,
+  audience?: Viewer[],
 ): Promise<void> {
-  const viewers = await usersWhoCanAccess(target.realmId, ctx.tx);
+  const viewers = audience ?? (await usersWhoCanAccess(target.realmId, ctx.tx));
   sendEventOnCommit(
     ctx,
     { type: 'realm_user', op: 'update', person: { user_id: target.id, ...person } },
@@ -393,13 +394,18 @@ export async function doUpdateProfileData(
   changes: { fieldId: number; fieldType: number; value: string | null }[],
 ): Promise<void> {
   const { tx } = ctx;
+  // One audience for every field's event: the same users see the same person.
+  const viewers = await usersWhoCanAccess(target.realmId, tx);
   for (const change of changes) {
+    const renderedValue =
+      change.value !== null && isRendered(change.fieldType)
+        ? renderProfileValue(change.value)
+        : null;
     if (change.value === null) {
       await tx.customProfileFieldValue.deleteMany({
         where: { userId: target.id, fieldId: change.fieldId },
       });
     } else {
-      const renderedValue = isRendered(change.fieldType) ? renderProfileValue(change.value) : null;
       await tx.customProfileFieldValue.upsert({
         where: { userId_fieldId: { userId: target.id, fieldId: change.fieldId } },
         create: { userId: target.id, fieldId: change.fieldId, value: change.value, renderedValue },
@@ -407,9 +413,8 @@ export async function doUpdateProfileData(
       });
     }
     const field: Record<string, unknown> = { id: change.fieldId, value: change.value };
-    if (change.value !== null && isRendered(change.fieldType))
-      field.rendered_value = renderProfileValue(change.value);
-    await sendPersonUpdate(ctx, target, { custom_profile_field: field });
+    if (renderedValue !== null) field.rendered_value = renderedValue;
+    await sendPersonUpdate(ctx, target, { custom_profile_field: field }, viewers);
   }
 }
 
