@@ -11,6 +11,8 @@ import { botRoutes } from './routes/bots';
 import { registerRoutes } from './routes/register';
 import { serverRoutes } from './routes/server';
 import { settingsRoutes } from './routes/settings';
+import { streamRoutes } from './routes/streams';
+import { subscriptionRoutes } from './routes/subscriptions';
 import { userRoutes } from './routes/users';
 
 export interface ApiAppOptions {
@@ -26,7 +28,16 @@ export function apiRouter(): Router {
   const router = Router();
   router.use(bodyParsers(config.MAX_REQUEST_BODY_MIB * 1024 * 1024));
   router.use(resolveRealm);
-  router.use(serverRoutes, authRoutes, userRoutes, botRoutes, settingsRoutes, registerRoutes);
+  router.use(
+    serverRoutes,
+    authRoutes,
+    userRoutes,
+    botRoutes,
+    settingsRoutes,
+    registerRoutes,
+    subscriptionRoutes,
+    streamRoutes,
+  );
   return router;
 }
 

@@ -82,8 +82,10 @@ describe('POST /register', () => {
   it('returns the queue, the server limits and the state of each fetched type', async () => {
     const org = await createTestRealm();
     const body = expectSuccess(await client(org.owner, org.host).register());
+    // The owner's own creation may reach the new queue if the fan-out had not handled it yet;
+    // it is then folded into the state, so last_event_id is -1 or that event's id.
+    expect([-1, 0]).toContain(body.last_event_id);
     expect(body).toMatchObject({
-      last_event_id: -1,
       zulip_feature_level: 496,
       max_message_length: 10000,
       max_topic_length: 60,

@@ -28,6 +28,29 @@ describe('eventForQueue', () => {
     });
   });
 
+  it('sends each form of an archival to the queues of the matching capability', () => {
+    const update = {
+      type: 'stream',
+      op: 'update',
+      stream_id: 3,
+      property: 'is_archived',
+      value: true,
+      internal_data: { archived_channels: true },
+    };
+    const del = {
+      type: 'stream',
+      op: 'delete',
+      stream_ids: [3],
+      internal_data: { archived_channels: false },
+    };
+    const capable = options({ client_capabilities: { archived_channels: true } });
+    const legacy = options({ client_capabilities: {} });
+    expect(eventForQueue(update, capable)).toMatchObject({ property: 'is_archived' });
+    expect(eventForQueue(update, legacy)).toBeNull();
+    expect(eventForQueue(del, capable)).toBeNull();
+    expect(eventForQueue(del, legacy)).toEqual({ type: 'stream', op: 'delete', stream_ids: [3] });
+  });
+
   it('nulls a computable avatar for client_gravatar queues only', () => {
     const event = {
       type: 'realm_user',

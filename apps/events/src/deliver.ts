@@ -10,6 +10,9 @@ interface InternalData {
   avatar_gravatar?: boolean;
   /** Markdown source of a message, for queues that asked for raw content. */
   raw_content?: string;
+  /** Only for queues whose archived_channels capability is this: archiving is an is_archived
+   * update for capable clients and a delete (unarchiving: a create) for the others. */
+  archived_channels?: boolean;
 }
 
 /** The event as this queue should receive it, or null if the queue does not take it. */
@@ -18,6 +21,12 @@ export function eventForQueue(event: ZulipEvent, options: QueueOptions): ZulipEv
   const { internal_data: internal = {}, ...visible } = event as ZulipEvent & {
     internal_data?: InternalData;
   };
+
+  if (
+    internal.archived_channels !== undefined &&
+    (options.client_capabilities.archived_channels === true) !== internal.archived_channels
+  )
+    return null;
 
   if (visible.type === 'message') {
     const message = visible.message as NarrowableMessage & Record<string, unknown>;

@@ -17,4 +17,4 @@ export {
 } from './roles';
 export { isUniqueViolation } from './prisma-errors';
 export { Prisma } from '@prisma/client';
-export type { Realm, User, Stream, Message, UserGroup } from '@prisma/client';
+export type { Realm, User, Stream, Subscription, Message, UserGroup } from '@prisma/client';

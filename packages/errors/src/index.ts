@@ -30,6 +30,7 @@ export type ErrorCode =
   | 'SYSTEM_GROUP_REQUIRED'
   | 'CANNOT_DEACTIVATE_GROUP_IN_USE'
   | 'CANNOT_ADMINISTER_CHANNEL'
+  | 'CHANNEL_ALREADY_EXISTS'
   | 'INVALID_PUSH_DEVICE_TOKEN'
   | 'SERVER_NOT_READY';
 
@@ -231,6 +232,23 @@ export class StreamWithIDDoesNotExistError extends JsonableError {
   constructor(streamId: number) {
     super(`Channel with ID '${streamId}' does not exist`);
     this.data = { stream_id: streamId };
+  }
+}
+
+/** A channel the user can read but not administer (rename, archive, settings). */
+export class CannotAdministerChannelError extends JsonableError {
+  override readonly code = 'CANNOT_ADMINISTER_CHANNEL';
+  constructor() {
+    super('You do not have permission to administer this channel.');
+  }
+}
+
+/** Creating or renaming to a name another channel has, archived ones included: HTTP 409. */
+export class ChannelExistsError extends JsonableError {
+  override readonly code = 'CHANNEL_ALREADY_EXISTS';
+  override readonly httpStatus = 409;
+  constructor(name: string) {
+    super(`Channel '${name}' already exists`);
   }
 }
 

@@ -10,7 +10,7 @@ import {
 } from '@parley/errors';
 
 /** How the raw form value becomes the value zod validates. */
-type Decoding = 'text' | 'int' | 'bool' | 'json';
+type Decoding = 'text' | 'int' | 'bool' | 'json' | 'jsonOrText';
 
 export class Param<T> {
   constructor(
@@ -73,6 +73,11 @@ export const p = {
   /** A parameter sent as JSON text (lists, dicts, and Json[int]-style scalars). */
   json<T>(schema: z.ZodType<T>): Param<T> {
     return new Param(schema, 'json');
+  },
+  /** A JSON parameter whose values include strings (`"partial"`, `"unlimited"`): clients often
+   * send those unquoted, so text that is not JSON is taken as the string itself. */
+  jsonOrText<T>(schema: z.ZodType<T>): Param<T> {
+    return new Param(schema, 'jsonOrText');
   },
 };
 
@@ -165,6 +170,12 @@ function decode(decoding: Decoding, name: string, raw: string): unknown {
         return JSON.parse(raw) as unknown;
       } catch {
         throw new ApiParamValidationError(`${name} is not valid JSON`);
+      }
+    case 'jsonOrText':
+      try {
+        return JSON.parse(raw) as unknown;
+      } catch {
+        return raw;
       }
   }
 }

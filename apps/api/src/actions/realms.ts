@@ -9,7 +9,7 @@ import {
   type User,
 } from '@parley/db';
 import { JsonableError } from '@parley/errors';
-import { createSystemGroups } from './system-groups';
+import { createSystemGroups, SYSTEM_GROUPS } from './system-groups';
 import { checkCreateUser, doCreateUser } from './users';
 
 // Subdomains are DNS labels; "" is the root organization.
@@ -52,16 +52,25 @@ export async function doCreateOrganization(
     .catch((error: unknown) => {
       throw isUniqueViolation(error) ? new JsonableError('Subdomain is already in use') : error;
     });
-  await createSystemGroups(tx, realm.id);
-  const ownerFields = await checkCreateUser(tx, realm, {
+  const groups = await createSystemGroups(tx, realm.id);
+  const withSettings = await tx.realm.update({
+    where: { id: realm.id },
+    data: {
+      canCreatePublicChannelGroupId: groups.get(SYSTEM_GROUPS.MEMBERS)!,
+      canCreatePrivateChannelGroupId: groups.get(SYSTEM_GROUPS.MEMBERS)!,
+      canCreateWebPublicChannelGroupId: groups.get(SYSTEM_GROUPS.OWNERS)!,
+      canAddSubscribersGroupId: groups.get(SYSTEM_GROUPS.MEMBERS)!,
+    },
+  });
+  const ownerFields = await checkCreateUser(tx, withSettings, {
     email: org.ownerEmail,
     fullName: org.ownerFullName,
     password: org.ownerPassword,
     role: Role.OWNER,
   });
-  const owner = await doCreateUser(ctx, realm, ownerFields, ownerPasswordHash);
+  const owner = await doCreateUser(ctx, withSettings, ownerFields, ownerPasswordHash);
   await tx.auditLog.create({
     data: { realmId: realm.id, actingUserId: owner.id, eventType: AuditLogEvent.REALM_CREATED },
   });
-  return { realm, owner };
+  return { realm: withSettings, owner };
 }

@@ -53,7 +53,8 @@ export function systemGroupsForRole(role: RoleValue): string[] {
   }
 }
 
-export async function createSystemGroups(tx: Tx, realmId: number): Promise<void> {
+/** Creates the groups and their edges; returns their ids by name. */
+export async function createSystemGroups(tx: Tx, realmId: number): Promise<Map<string, number>> {
   await tx.userGroup.createMany({
     data: Object.values(SYSTEM_GROUPS).map((name) => ({
       realmId,
@@ -70,4 +71,5 @@ export async function createSystemGroups(tx: Tx, realmId: number): Promise<void>
       subgroupId: idOf.get(subgroup)!,
     })),
   });
+  return idOf as Map<string, number>;
 }

@@ -26,6 +26,7 @@ import {
 } from '../lib/users';
 import { presentUserWithVisibility } from '../presenters/users';
 import { presentBot } from '../presenters/bots';
+import { doAddSubscriptions, sendSubscriberActivityEvents } from './subscriptions';
 import { SYSTEM_GROUPS, systemGroupsForRole } from './system-groups';
 
 // Django's EmailValidator accepts more, but every address it accepts has this shape.
@@ -191,6 +192,7 @@ export async function doCreateUser(
     });
   await tx.recipient.create({ data: { type: RecipientType.PERSONAL, typeId: created.id } });
   await addToSystemGroups(tx, realm.id, created.id, user.role);
+  await subscribeToDefaultStreams(ctx, realm, created, actingUserId);
   await audit(ctx, created, AuditLogEvent.USER_CREATED, actingUserId ?? created.id, {
     role: user.role,
   });
@@ -214,6 +216,28 @@ export async function doCreateUser(
     );
   }
   return created;
+}
+
+/** New users join the organization's default channels; the events they would get are moot
+ * (they have no queue yet), but existing subscribers learn of them. */
+async function subscribeToDefaultStreams(
+  ctx: ActionContext,
+  realm: Realm,
+  user: User,
+  actingUserId: number | null,
+): Promise<void> {
+  const defaults = await ctx.tx.defaultStream.findMany({
+    where: { realmId: realm.id, stream: { deactivated: false } },
+    select: { stream: true },
+  });
+  if (defaults.length === 0) return;
+  await doAddSubscriptions(
+    ctx,
+    realm,
+    defaults.map(({ stream }) => ({ user, stream })),
+    actingUserId,
+    { notifySubscribers: false },
+  );
 }
 
 async function addToSystemGroups(
@@ -563,6 +587,7 @@ async function deactivateOne(
     },
   });
   await tx.subscription.updateMany({ where: { userId: target.id }, data: { isUserActive: false } });
+  await sendSubscriberActivityEvents(ctx, target, 'peer_remove');
   await audit(ctx, target, AuditLogEvent.USER_DEACTIVATED, actingUserId, { actions });
   await deleteMessagesOf(ctx, target, actions);
   const viewers = await usersWhoCanAccess(target.realmId, tx);
@@ -670,6 +695,7 @@ export async function doReactivateUser(
     where: { userId: target.id },
     data: { isUserActive: true },
   });
+  await sendSubscriberActivityEvents(ctx, target, 'peer_add');
   await audit(ctx, target, AuditLogEvent.USER_REACTIVATED, actingUserId);
   await sendPersonUpdate(ctx, { ...target, isActive: true }, { is_active: true });
   if (target.isBot) await sendBotUpdate(ctx, target, { is_active: true });

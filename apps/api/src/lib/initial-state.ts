@@ -8,6 +8,7 @@ import { realmUrl } from '@parley/auth';
 import { presentBot } from '../presenters/bots';
 import { renderPlainDescription } from '../presenters/realm';
 import { presentUser } from '../presenters/users';
+import { applyChannelEvent, fetchChannelState, type ChannelStateOptions } from './channel-state';
 import { loadProfileData } from './profile-fields';
 import { isAdmin, isGuest, isModerator } from './users';
 
@@ -18,6 +19,9 @@ export const STATE_TYPES = [
   'realm_bot',
   'user_settings',
   'custom_profile_fields',
+  'subscription',
+  'stream',
+  'default_streams',
 ] as const;
 
 export const FIELD_TYPES = {
@@ -33,7 +37,7 @@ export const FIELD_TYPES = {
 
 type State = Record<string, unknown>;
 
-export interface StateOptions {
+export interface StateOptions extends ChannelStateOptions {
   clientGravatar: boolean;
   userSettingsObject: boolean;
 }
@@ -110,6 +114,10 @@ export async function fetchInitialState(
       realm_password_auth_enabled: realm.passwordAuthEnabled,
       realm_push_notifications_enabled: getConfig().PUSH_NOTIFICATIONS_ENABLED,
       realm_is_zephyr_mirror_realm: false,
+      realm_can_create_public_channel_group: realm.canCreatePublicChannelGroupId,
+      realm_can_create_private_channel_group: realm.canCreatePrivateChannelGroupId,
+      realm_can_create_web_public_channel_group: realm.canCreateWebPublicChannelGroupId,
+      realm_can_add_subscribers_group: realm.canAddSubscribersGroupId,
     });
   }
   if (types.has('realm_user')) {
@@ -169,6 +177,7 @@ export async function fetchInitialState(
     }));
     state.custom_profile_field_types = FIELD_TYPES;
   }
+  Object.assign(state, await fetchChannelState(user, realm, types, options));
   return state;
 }
 
@@ -204,6 +213,10 @@ export function applyEvent(
     case 'custom_profile_fields':
       if (state.custom_profile_fields) state.custom_profile_fields = event.fields;
       return;
+    case 'subscription':
+    case 'stream':
+    case 'default_streams':
+      return applyChannelEvent(state, event, options);
     default:
       return;
   }

@@ -13,6 +13,7 @@ import {
   queueParams,
 } from '@parley/events';
 import { defineRoute, p } from '@parley/http';
+import { includeSubscribersParam } from '../lib/channel-params';
 import { applyEvent, fetchInitialState, STATE_TYPES } from '../lib/initial-state';
 
 export const registerRoutes = Router();
@@ -23,7 +24,7 @@ defineRoute(registerRoutes, '/register', {
       params: {
         ...queueParams,
         fetch_event_types: p.json(z.array(z.string())).optional(),
-        include_subscribers: p.json(z.union([z.boolean(), z.literal('partial')])).default(false),
+        include_subscribers: includeSubscribersParam,
         presence_history_limit_days: p.int({ min: 0 }).optional(),
       },
     },
@@ -35,6 +36,9 @@ defineRoute(registerRoutes, '/register', {
       const stateOptions = {
         clientGravatar: options.client_gravatar,
         userSettingsObject: options.client_capabilities.user_settings_object === true,
+        includeSubscribers: params.include_subscribers !== false,
+        archivedChannels: options.client_capabilities.archived_channels === true,
+        peers: new Map<number, Set<number>>(),
       };
       const state = await fetchInitialState(user, realm, new Set(fetchTypes), stateOptions);
       const raced = await store.events({

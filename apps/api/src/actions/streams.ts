@@ -1,0 +1,712 @@
+// Channels: creating, changing settings, default channels, archiving and unarchiving (Zulip's
+// zerver/actions/streams.py and create_stream_if_needed). Each do* writes in the caller's
+// transaction and queues its events for after the commit.
+import {
+  AuditLogEvent,
+  isUniqueViolation,
+  RecipientType,
+  type ActionContext,
+  type Realm,
+  type Stream,
+  type Tx,
+} from '@parley/db';
+import {
+  ChannelExistsError,
+  InsufficientPermissionError,
+  JsonableError,
+  OrganizationOwnerRequiredError,
+} from '@parley/errors';
+import { sendEventOnCommit } from '../lib/events';
+import { checkGroupSetting, systemGroupIds, type GroupSettingValue } from '../lib/groups';
+import {
+  loadStreamDetails,
+  metadataAudience,
+  subscriberIdsByStream,
+  type Permissions,
+} from '../lib/streams';
+import { isAdmin, isOwner } from '../lib/users';
+import { renderPlainDescription } from '../presenters/realm';
+import {
+  presentStream,
+  STREAM_GROUP_SETTINGS,
+  streamPostPolicy,
+  type StreamGroupSetting,
+} from '../presenters/streams';
+import { SYSTEM_GROUPS } from './system-groups';
+
+export const MAX_NAME_LENGTH = 60;
+export const MAX_DESCRIPTION_LENGTH = 1024;
+export const TOPICS_POLICIES = [
+  'inherit',
+  'allow_empty_topic',
+  'disable_empty_topic',
+  'empty_topic_only',
+] as const;
+export type TopicsPolicy = (typeof TOPICS_POLICIES)[number];
+
+/** Defaults of new channels' group settings (Zulip's stream_permission_group_settings);
+ * can_administer_channel_group defaults to the channel's creator. */
+const GROUP_DEFAULTS: Record<
+  Exclude<StreamGroupSetting, 'can_administer_channel_group'>,
+  string
+> = {
+  can_add_subscribers_group: SYSTEM_GROUPS.NOBODY,
+  can_remove_subscribers_group: SYSTEM_GROUPS.ADMINISTRATORS,
+  can_delete_any_message_group: SYSTEM_GROUPS.NOBODY,
+  can_delete_own_message_group: SYSTEM_GROUPS.NOBODY,
+  can_move_messages_out_of_channel_group: SYSTEM_GROUPS.NOBODY,
+  can_move_messages_within_channel_group: SYSTEM_GROUPS.NOBODY,
+  can_send_message_group: SYSTEM_GROUPS.EVERYONE,
+  can_subscribe_group: SYSTEM_GROUPS.NOBODY,
+  can_resolve_topics_group: SYSTEM_GROUPS.NOBODY,
+};
+
+/** Settings guests may never be given through "everyone" (Zulip's allow_everyone_group). */
+const NO_EVERYONE: StreamGroupSetting[] = [
+  'can_add_subscribers_group',
+  'can_administer_channel_group',
+  'can_subscribe_group',
+];
+
+/** Zulip's check_stream_name: stripped, 1–60 characters, no control characters, surrogates
+ * or Unicode noncharacters. */
+export function checkStreamName(raw: string): string {
+  const name = raw.trim();
+  if (name === '') throw new JsonableError("Channel name can't be empty.");
+  const chars = [...name];
+  if (chars.length > MAX_NAME_LENGTH)
+    throw new JsonableError(`Channel name too long (limit: ${MAX_NAME_LENGTH} characters).`);
+  const bad = chars.findIndex(isForbiddenCharacter);
+  if (bad !== -1)
+    throw new JsonableError(`Invalid character in channel name, at position ${bad + 1}.`);
+  return name;
+}
+
+function isForbiddenCharacter(char: string): boolean {
+  if (/[\p{Cc}\p{Cs}]/u.test(char)) return true;
+  const code = char.codePointAt(0)!;
+  return (code >= 0xfdd0 && code <= 0xfdef) || (code & 0xfffe) === 0xfffe;
+}
+
+/** Descriptions are one line: Zulip turns newlines into spaces. */
+export function checkDescription(raw: string): string {
+  return raw.replace(/\r?\n|\r/g, ' ');
+}
+
+export interface ChannelSettings {
+  inviteOnly: boolean;
+  isWebPublic: boolean;
+  /** null: private channels protect history, public ones share it. */
+  historyPublicToSubscribers: boolean | null;
+  /** undefined: the organization's setting (stored as null); -1 keeps forever. */
+  messageRetentionDays: number | undefined;
+  topicsPolicy: TopicsPolicy;
+  isDefaultStream: boolean;
+  groups: Partial<Record<StreamGroupSetting, GroupSettingValue>>;
+}
+
+/** Zulip's check_channel_creation_permissions plus the privacy combination rules. */
+export async function checkChannelCreation(
+  tx: Tx,
+  perms: Permissions,
+  realm: Realm,
+  settings: ChannelSettings,
+): Promise<void> {
+  const inGroup = (id: number | null) => id !== null && perms.groups.has(id);
+  if (settings.isWebPublic) {
+    if (!realm.webPublicAccessEnabled)
+      throw new JsonableError('Web-public channels are not enabled.');
+    if (settings.inviteOnly || settings.historyPublicToSubscribers === false)
+      throw new JsonableError('Invalid parameters');
+    if (!inGroup(realm.canCreateWebPublicChannelGroupId)) throw new InsufficientPermissionError();
+  } else if (settings.inviteOnly) {
+    if (!inGroup(realm.canCreatePrivateChannelGroupId)) throw new InsufficientPermissionError();
+  } else {
+    if (settings.historyPublicToSubscribers === false)
+      throw new JsonableError('Invalid parameters');
+    if (!inGroup(realm.canCreatePublicChannelGroupId)) throw new InsufficientPermissionError();
+  }
+  if (settings.isDefaultStream) {
+    if (!isAdmin(perms.user)) throw new InsufficientPermissionError();
+    if (settings.inviteOnly) throw new JsonableError('A default channel cannot be private.');
+  }
+  if (settings.messageRetentionDays !== undefined && !isOwner(perms.user))
+    throw new OrganizationOwnerRequiredError();
+  await checkPolicyPermissions(tx, perms, settings.topicsPolicy, settings.groups);
+}
+
+/** Realm-level gates on some channel settings. Parley does not store Zulip's
+ * can_set_topics_policy_group / can_set_delete_message_policy_group yet; their defaults
+ * (members, moderators) apply. */
+async function checkPolicyPermissions(
+  tx: Tx,
+  perms: Permissions,
+  topicsPolicy: TopicsPolicy | undefined,
+  groups: Partial<Record<StreamGroupSetting, GroupSettingValue>>,
+): Promise<void> {
+  const system = await systemGroupIds(perms.user.realmId, tx);
+  const inSystemGroup = (name: string) => perms.groups.has(system.get(name)!);
+  if (
+    topicsPolicy !== undefined &&
+    topicsPolicy !== 'inherit' &&
+    !inSystemGroup(SYSTEM_GROUPS.MEMBERS)
+  )
+    throw new InsufficientPermissionError();
+  for (const setting of ['can_delete_any_message_group', 'can_delete_own_message_group'] as const) {
+    const value = groups[setting];
+    if (
+      value !== undefined &&
+      value !== system.get(SYSTEM_GROUPS.NOBODY) &&
+      !inSystemGroup(SYSTEM_GROUPS.MODERATORS)
+    )
+      throw new InsufficientPermissionError();
+  }
+}
+
+/** The group id to store for each setting: the requested value, validated, or the default. */
+async function resolveGroupSettings(
+  tx: Tx,
+  realmId: number,
+  creatorId: number,
+  requested: Partial<Record<StreamGroupSetting, GroupSettingValue>>,
+): Promise<Record<(typeof STREAM_GROUP_SETTINGS)[StreamGroupSetting], number>> {
+  const system = await systemGroupIds(realmId, tx);
+  const columns: Partial<Record<(typeof STREAM_GROUP_SETTINGS)[StreamGroupSetting], number>> = {};
+  // One at a time: the queries share the transaction's connection.
+  for (const setting of Object.keys(STREAM_GROUP_SETTINGS) as StreamGroupSetting[]) {
+    const value: GroupSettingValue =
+      requested[setting] ??
+      (setting === 'can_administer_channel_group'
+        ? { direct_members: [creatorId], direct_subgroups: [] }
+        : system.get(GROUP_DEFAULTS[setting])!);
+    columns[STREAM_GROUP_SETTINGS[setting]] = await checkStreamGroupSetting(
+      tx,
+      realmId,
+      setting,
+      value,
+    );
+  }
+  return columns as Record<(typeof STREAM_GROUP_SETTINGS)[StreamGroupSetting], number>;
+}
+
+export function checkStreamGroupSetting(
+  tx: Tx,
+  realmId: number,
+  setting: StreamGroupSetting,
+  value: GroupSettingValue,
+): Promise<number> {
+  return checkGroupSetting(tx, realmId, setting, value, {
+    forbidden: [
+      SYSTEM_GROUPS.EVERYONE_ON_INTERNET,
+      ...(NO_EVERYONE.includes(setting) ? [SYSTEM_GROUPS.EVERYONE] : []),
+    ],
+  });
+}
+
+export interface NewChannel {
+  name: string;
+  description: string;
+}
+
+/** Creates channels the caller may create (checkChannelCreation first), each with its
+ * recipient row, and announces them to everyone who can see them. */
+export async function doCreateStreams(
+  ctx: ActionContext,
+  realm: Realm,
+  creatorId: number,
+  channels: NewChannel[],
+  settings: ChannelSettings,
+): Promise<Stream[]> {
+  const { tx } = ctx;
+  const created: Stream[] = [];
+  for (const channel of channels) {
+    const groups = await resolveGroupSettings(tx, realm.id, creatorId, settings.groups);
+    const stream = await tx.stream
+      .create({
+        data: {
+          realmId: realm.id,
+          name: channel.name,
+          description: channel.description,
+          renderedDescription: renderPlainDescription(channel.description),
+          creatorId,
+          inviteOnly: settings.inviteOnly,
+          isWebPublic: settings.isWebPublic,
+          historyPublicToSubscribers: settings.historyPublicToSubscribers ?? !settings.inviteOnly,
+          messageRetentionDays: settings.messageRetentionDays ?? null,
+          topicsPolicy: settings.topicsPolicy,
+          ...groups,
+        },
+      })
+      .catch((error: unknown) => {
+        // A concurrent creation of the same name won the unique index.
+        throw isUniqueViolation(error) ? new ChannelExistsError(channel.name) : error;
+      });
+    const recipient = await tx.recipient.create({
+      data: { type: RecipientType.STREAM, typeId: stream.id },
+    });
+    const withRecipient = await tx.stream.update({
+      where: { id: stream.id },
+      data: { recipientId: recipient.id },
+    });
+    if (settings.isDefaultStream)
+      await tx.defaultStream.create({ data: { realmId: realm.id, streamId: stream.id } });
+    await auditStream(ctx, withRecipient, AuditLogEvent.CHANNEL_CREATED, creatorId);
+    created.push(withRecipient);
+  }
+  const details = await loadStreamDetails(realm.id, created, tx);
+  for (const stream of created) {
+    sendEventOnCommit(
+      ctx,
+      { type: 'stream', op: 'create', streams: [presentStream(stream, details.context(stream))] },
+      await metadataAudience(stream, [], tx),
+    );
+  }
+  if (settings.isDefaultStream) await sendDefaultStreams(ctx, realm.id);
+  return created;
+}
+
+async function auditStream(
+  ctx: ActionContext,
+  stream: Stream,
+  eventType: number,
+  actingUserId: number | null,
+  extraData: Record<string, unknown> = {},
+): Promise<void> {
+  await ctx.tx.auditLog.create({
+    data: {
+      realmId: stream.realmId,
+      actingUserId,
+      modifiedStreamId: stream.id,
+      eventType,
+      extraData: extraData as object,
+    },
+  });
+}
+
+// ---- Channel settings (PATCH /streams/{id}) -----------------------------------------------------
+
+/** Writes `data` to the channel and tells its audience: one `stream` update event per
+ * property. When the change alters who can see the channel, those who lose sight of it get a
+ * delete and those who gain it a create instead. */
+async function updateStream(
+  ctx: ActionContext,
+  stream: Stream,
+  data: Partial<Stream>,
+  events: { property: string; value: unknown; extra?: Record<string, unknown> }[],
+): Promise<Stream> {
+  const { tx } = ctx;
+  const subscribers = (await subscriberIdsByStream([stream], tx)).get(stream.id) ?? [];
+  const before = new Set(await metadataAudience(stream, subscribers, tx));
+  const updated = await tx.stream.update({ where: { id: stream.id }, data });
+  const after = new Set(await metadataAudience(updated, subscribers, tx));
+  const lost = [...before].filter((id) => !after.has(id));
+  const gained = [...after].filter((id) => !before.has(id));
+  const kept = [...after].filter((id) => before.has(id));
+  for (const { property, value, extra } of events) {
+    sendEventOnCommit(
+      ctx,
+      {
+        type: 'stream',
+        op: 'update',
+        stream_id: stream.id,
+        name: stream.name,
+        property,
+        value,
+        ...extra,
+      },
+      kept,
+    );
+  }
+  if (lost.length > 0)
+    sendEventOnCommit(
+      ctx,
+      {
+        type: 'stream',
+        op: 'delete',
+        streams: [{ stream_id: stream.id }],
+        stream_ids: [stream.id],
+      },
+      lost,
+    );
+  if (gained.length > 0) {
+    const details = await loadStreamDetails(stream.realmId, [updated], tx);
+    sendEventOnCommit(
+      ctx,
+      { type: 'stream', op: 'create', streams: [presentStream(updated, details.context(updated))] },
+      gained,
+    );
+    // Newcomers also learn the subscribers, as Zulip does after granting metadata access.
+    if (subscribers.length > 0)
+      sendEventOnCommit(
+        ctx,
+        { type: 'subscription', op: 'peer_add', stream_ids: [stream.id], user_ids: subscribers },
+        gained,
+      );
+  }
+  return updated;
+}
+
+export async function checkRenameStream(tx: Tx, stream: Stream, rawName: string): Promise<string> {
+  const name = rawName.trim();
+  if (name === stream.name) throw new JsonableError('Channel already has that name.');
+  const checked = checkStreamName(name);
+  if (checked.toLowerCase() !== stream.name.toLowerCase()) {
+    const taken = await tx.stream.findFirst({
+      where: { realmId: stream.realmId, name: { equals: checked, mode: 'insensitive' } },
+      select: { id: true },
+    });
+    if (taken) throw new ChannelExistsError(checked);
+  }
+  return checked;
+}
+
+export async function doRenameStream(
+  ctx: ActionContext,
+  stream: Stream,
+  name: string,
+  actingUserId: number,
+): Promise<Stream> {
+  await auditStream(ctx, stream, AuditLogEvent.CHANNEL_NAME_CHANGED, actingUserId, {
+    old_value: stream.name,
+    new_value: name,
+  });
+  const updated = await updateStream(ctx, stream, { name }, [
+    { property: 'name', value: name },
+  ]).catch((error: unknown) => {
+    throw isUniqueViolation(error) ? new ChannelExistsError(name) : error;
+  });
+  return updated;
+}
+
+export async function doChangeStreamDescription(
+  ctx: ActionContext,
+  stream: Stream,
+  description: string,
+  actingUserId: number,
+): Promise<Stream> {
+  const rendered = renderPlainDescription(description);
+  await auditStream(ctx, stream, AuditLogEvent.CHANNEL_PROPERTY_CHANGED, actingUserId, {
+    property: 'description',
+    old_value: stream.description,
+    new_value: description,
+  });
+  return updateStream(ctx, stream, { description, renderedDescription: rendered }, [
+    { property: 'description', value: description, extra: { rendered_description: rendered } },
+  ]);
+}
+
+export interface Privacy {
+  inviteOnly: boolean;
+  historyPublicToSubscribers: boolean;
+  isWebPublic: boolean;
+}
+
+/** Zulip's privacy rules for PATCH: the requested parts over the current ones; history is
+ * shared when going public, protected by default when going private. */
+export async function checkChangePrivacy(
+  tx: Tx,
+  perms: Permissions,
+  realm: Realm,
+  stream: Stream,
+  requested: { isPrivate?: boolean; isWebPublic?: boolean; historyPublicToSubscribers?: boolean },
+  isDefault: boolean,
+): Promise<Privacy> {
+  const inviteOnly = requested.isPrivate ?? stream.inviteOnly;
+  const isWebPublic = requested.isWebPublic ?? (requested.isPrivate ? false : stream.isWebPublic);
+  const historyPublicToSubscribers =
+    requested.historyPublicToSubscribers ??
+    (requested.isPrivate !== undefined ? !requested.isPrivate : stream.historyPublicToSubscribers);
+  if ((isWebPublic && inviteOnly) || (!inviteOnly && !historyPublicToSubscribers))
+    throw new JsonableError('Invalid parameters');
+  if (inviteOnly && isDefault) throw new JsonableError('A default channel cannot be private.');
+  const inGroup = (id: number | null) => id !== null && perms.groups.has(id);
+  if (isWebPublic && !stream.isWebPublic) {
+    if (!realm.webPublicAccessEnabled)
+      throw new JsonableError('Web-public channels are not enabled.');
+    if (!inGroup(realm.canCreateWebPublicChannelGroupId)) throw new InsufficientPermissionError();
+  }
+  if (inviteOnly !== stream.inviteOnly) {
+    const gate = inviteOnly
+      ? realm.canCreatePrivateChannelGroupId
+      : realm.canCreatePublicChannelGroupId;
+    if (!inGroup(gate)) throw new InsufficientPermissionError();
+  }
+  return { inviteOnly, historyPublicToSubscribers, isWebPublic };
+}
+
+export async function doChangeStreamPrivacy(
+  ctx: ActionContext,
+  stream: Stream,
+  privacy: Privacy,
+  actingUserId: number,
+): Promise<Stream> {
+  if (
+    privacy.inviteOnly === stream.inviteOnly &&
+    privacy.isWebPublic === stream.isWebPublic &&
+    privacy.historyPublicToSubscribers === stream.historyPublicToSubscribers
+  )
+    return stream;
+  await auditStream(ctx, stream, AuditLogEvent.CHANNEL_PROPERTY_CHANGED, actingUserId, {
+    property: 'invite_only',
+    old_value: {
+      invite_only: stream.inviteOnly,
+      is_web_public: stream.isWebPublic,
+      history_public_to_subscribers: stream.historyPublicToSubscribers,
+    },
+    new_value: {
+      invite_only: privacy.inviteOnly,
+      is_web_public: privacy.isWebPublic,
+      history_public_to_subscribers: privacy.historyPublicToSubscribers,
+    },
+  });
+  return updateStream(ctx, stream, privacy, [
+    {
+      property: 'invite_only',
+      value: privacy.inviteOnly,
+      extra: {
+        history_public_to_subscribers: privacy.historyPublicToSubscribers,
+        is_web_public: privacy.isWebPublic,
+      },
+    },
+  ]);
+}
+
+export async function doChangeStreamMessageRetention(
+  ctx: ActionContext,
+  stream: Stream,
+  days: number | null,
+  actingUserId: number,
+): Promise<Stream> {
+  if (days === stream.messageRetentionDays) return stream;
+  await auditStream(
+    ctx,
+    stream,
+    AuditLogEvent.CHANNEL_MESSAGE_RETENTION_DAYS_CHANGED,
+    actingUserId,
+    {
+      old_value: stream.messageRetentionDays,
+      new_value: days,
+    },
+  );
+  return updateStream(ctx, stream, { messageRetentionDays: days }, [
+    { property: 'message_retention_days', value: days },
+  ]);
+}
+
+export async function checkTopicsPolicy(
+  tx: Tx,
+  perms: Permissions,
+  policy: TopicsPolicy,
+): Promise<void> {
+  await checkPolicyPermissions(tx, perms, policy, {});
+}
+
+export async function doChangeStreamTopicsPolicy(
+  ctx: ActionContext,
+  stream: Stream,
+  policy: TopicsPolicy,
+  actingUserId: number,
+): Promise<Stream> {
+  if (policy === stream.topicsPolicy) return stream;
+  if (policy === 'empty_topic_only') {
+    const named = await ctx.tx.message.findFirst({
+      where: { recipientId: stream.recipientId!, NOT: { subject: '' } },
+      select: { id: true },
+    });
+    if (named)
+      throw new JsonableError(
+        'To enable this configuration, all messages in this channel must be in the general chat topic. Consider renaming or deleting other topics.',
+      );
+  }
+  await auditStream(ctx, stream, AuditLogEvent.CHANNEL_PROPERTY_CHANGED, actingUserId, {
+    property: 'topics_policy',
+    old_value: stream.topicsPolicy,
+    new_value: policy,
+  });
+  return updateStream(ctx, stream, { topicsPolicy: policy }, [
+    { property: 'topics_policy', value: policy },
+  ]);
+}
+
+/** Validates a `{new, old}` group-setting change; returns null when nothing would change. */
+export async function checkChangeStreamGroupSetting(
+  tx: Tx,
+  perms: Permissions,
+  stream: Stream,
+  setting: StreamGroupSetting,
+  change: { new: GroupSettingValue; old?: GroupSettingValue },
+): Promise<number | null> {
+  const column = STREAM_GROUP_SETTINGS[setting];
+  const details = await loadStreamDetails(stream.realmId, [stream], tx);
+  const current = details.context(stream).groups.get(stream[column]) ?? stream[column];
+  if (change.old !== undefined && !sameGroupSetting(change.old, current))
+    throw new JsonableError("'old' value does not match the expected value.");
+  if (sameGroupSetting(change.new, current)) return null;
+  await checkPolicyPermissions(tx, perms, undefined, { [setting]: change.new });
+  return checkStreamGroupSetting(tx, stream.realmId, setting, change.new);
+}
+
+function sameGroupSetting(a: GroupSettingValue, b: GroupSettingValue): boolean {
+  if (typeof a === 'number' || typeof b === 'number') return a === b;
+  const sorted = (ids: number[]) => [...new Set(ids)].sort((x, y) => x - y).join(',');
+  return (
+    sorted(a.direct_members) === sorted(b.direct_members) &&
+    sorted(a.direct_subgroups) === sorted(b.direct_subgroups)
+  );
+}
+
+export async function doChangeStreamGroupSetting(
+  ctx: ActionContext,
+  stream: Stream,
+  setting: StreamGroupSetting,
+  groupId: number,
+  actingUserId: number,
+): Promise<Stream> {
+  const { tx } = ctx;
+  const column = STREAM_GROUP_SETTINGS[setting];
+  const system = await systemGroupIds(stream.realmId, tx);
+  const oldPolicy = streamPostPolicy(stream, system);
+  const values = await loadStreamDetails(stream.realmId, [{ ...stream, [column]: groupId }], tx);
+  const value = values.context(stream).groups.get(groupId) ?? groupId;
+  await auditStream(ctx, stream, AuditLogEvent.CHANNEL_GROUP_BASED_SETTING_CHANGED, actingUserId, {
+    property: setting,
+    old_value: stream[column],
+    new_value: groupId,
+  });
+  const events: { property: string; value: unknown }[] = [{ property: setting, value }];
+  const newPolicy = streamPostPolicy({ ...stream, [column]: groupId }, system);
+  if (setting === 'can_send_message_group' && newPolicy !== oldPolicy) {
+    events.push({ property: 'stream_post_policy', value: newPolicy });
+    events.push({ property: 'is_announcement_only', value: newPolicy === 2 });
+  }
+  return updateStream(ctx, stream, { [column]: groupId }, events);
+}
+
+// ---- Default channels -------------------------------------------------------------------------
+
+export async function doSetDefaultStream(
+  ctx: ActionContext,
+  stream: Stream,
+  isDefault: boolean,
+): Promise<void> {
+  const { tx } = ctx;
+  const key = { realmId_streamId: { realmId: stream.realmId, streamId: stream.id } };
+  const existing = await tx.defaultStream.findUnique({ where: key });
+  if (isDefault === (existing !== null)) return;
+  if (isDefault) {
+    if (stream.inviteOnly) throw new JsonableError('A default channel cannot be private.');
+    await tx.defaultStream.create({ data: { realmId: stream.realmId, streamId: stream.id } });
+  } else {
+    await tx.defaultStream.delete({ where: key });
+  }
+  await sendDefaultStreams(ctx, stream.realmId);
+}
+
+export async function defaultStreamIds(realmId: number, tx: Tx): Promise<number[]> {
+  const rows = await tx.defaultStream.findMany({
+    where: { realmId },
+    select: { streamId: true },
+    orderBy: { streamId: 'asc' },
+  });
+  return rows.map((row) => row.streamId);
+}
+
+/** default_streams (ids since feature level 330) to every active member; guests do not see
+ * default channels. */
+async function sendDefaultStreams(ctx: ActionContext, realmId: number): Promise<void> {
+  const members = await ctx.tx.user.findMany({
+    where: { realmId, isActive: true, role: { not: 600 } },
+    select: { id: true },
+  });
+  sendEventOnCommit(
+    ctx,
+    { type: 'default_streams', default_streams: await defaultStreamIds(realmId, ctx.tx) },
+    members.map((member) => member.id),
+  );
+}
+
+// ---- Archiving ---------------------------------------------------------------------------------
+
+/** Zulip's do_deactivate_stream: the channel keeps its name and subscriptions. Clients with
+ * the archived_channels capability get an is_archived update; the others a delete. */
+export async function doArchiveStream(
+  ctx: ActionContext,
+  stream: Stream,
+  actingUserId: number,
+): Promise<void> {
+  const { tx } = ctx;
+  if (stream.deactivated) throw new JsonableError('Channel is already deactivated');
+  const subscribers = (await subscriberIdsByStream([stream], tx)).get(stream.id) ?? [];
+  const audience = await metadataAudience(stream, subscribers, tx);
+  await tx.stream.update({ where: { id: stream.id }, data: { deactivated: true } });
+  const wasDefault = await tx.defaultStream.deleteMany({
+    where: { realmId: stream.realmId, streamId: stream.id },
+  });
+  await auditStream(ctx, stream, AuditLogEvent.CHANNEL_DEACTIVATED, actingUserId);
+  sendArchivalEvents(ctx, stream, true, audience);
+  if (wasDefault.count > 0) await sendDefaultStreams(ctx, stream.realmId);
+}
+
+/** PATCH is_archived=false (feature level 388). */
+export async function doUnarchiveStream(
+  ctx: ActionContext,
+  stream: Stream,
+  actingUserId: number,
+): Promise<Stream> {
+  const { tx } = ctx;
+  if (!stream.deactivated) throw new JsonableError('Channel is not currently deactivated');
+  const subscribers = (await subscriberIdsByStream([stream], tx)).get(stream.id) ?? [];
+  if (stream.inviteOnly && subscribers.length === 0)
+    throw new JsonableError('Channel is private and have no subscribers');
+  const updated = await tx.stream.update({
+    where: { id: stream.id },
+    data: { deactivated: false },
+  });
+  await auditStream(ctx, stream, AuditLogEvent.CHANNEL_REACTIVATED, actingUserId);
+  sendArchivalEvents(ctx, updated, false, await metadataAudience(updated, subscribers, tx));
+  const details = await loadStreamDetails(stream.realmId, [updated], tx);
+  sendEventOnCommit(
+    ctx,
+    {
+      type: 'stream',
+      op: 'create',
+      streams: [presentStream(updated, details.context(updated))],
+      internal_data: { archived_channels: false },
+    },
+    await metadataAudience(updated, subscribers, tx),
+  );
+  return updated;
+}
+
+function sendArchivalEvents(
+  ctx: ActionContext,
+  stream: Stream,
+  archived: boolean,
+  audience: number[],
+): void {
+  sendEventOnCommit(
+    ctx,
+    {
+      type: 'stream',
+      op: 'update',
+      stream_id: stream.id,
+      name: stream.name,
+      property: 'is_archived',
+      value: archived,
+      internal_data: { archived_channels: true },
+    },
+    audience,
+  );
+  if (archived)
+    sendEventOnCommit(
+      ctx,
+      {
+        type: 'stream',
+        op: 'delete',
+        streams: [{ stream_id: stream.id }],
+        stream_ids: [stream.id],
+        internal_data: { archived_channels: false },
+      },
+      audience,
+    );
+}

@@ -1,0 +1,150 @@
+// Group-valued permission settings (Zulip's "group settings"): a setting names either a
+// system group by id or an anonymous group given as its direct members and subgroups. Group
+// membership is transitive through subgroups ("moderators" contains "administrators").
+import { getPrisma, type Tx } from '@parley/db';
+import { JsonableError } from '@parley/errors';
+import { SYSTEM_GROUPS } from '../actions/system-groups';
+
+export interface AnonymousGroup {
+  direct_members: number[];
+  direct_subgroups: number[];
+}
+
+/** How settings travel in the API: a named group's id, or an anonymous group's contents. */
+export type GroupSettingValue = number | AnonymousGroup;
+
+/** Ids of every group `userId` belongs to, directly or through subgroups. One query answers
+ * every permission check of a request. */
+export async function groupIdsOfUser(userId: number, db: Tx = getPrisma()): Promise<Set<number>> {
+  const rows = await db.$queryRaw<{ id: number }[]>`
+    WITH RECURSIVE g(id) AS (
+      SELECT user_group_id FROM user_group_membership WHERE user_profile_id = ${userId}
+      UNION
+      SELECT ggm.supergroup_id FROM group_group_membership ggm JOIN g ON ggm.subgroup_id = g.id
+    )
+    SELECT id FROM g`;
+  return new Set(rows.map((row) => row.id));
+}
+
+/** Active users in any of `groupIds`, directly or through subgroups. */
+export async function activeMemberIds(groupIds: number[], db: Tx = getPrisma()): Promise<number[]> {
+  if (groupIds.length === 0) return [];
+  const rows = await db.$queryRaw<{ id: number }[]>`
+    WITH RECURSIVE g(id) AS (
+      SELECT unnest(${groupIds}::int[])
+      UNION
+      SELECT ggm.subgroup_id FROM group_group_membership ggm JOIN g ON ggm.supergroup_id = g.id
+    )
+    SELECT DISTINCT u.id FROM user_group_membership m
+      JOIN g ON m.user_group_id = g.id
+      JOIN user_profile u ON u.id = m.user_profile_id
+    WHERE u.is_active`;
+  return rows.map((row) => row.id);
+}
+
+/** The organization's system groups by name (role:members …). */
+export async function systemGroupIds(
+  realmId: number,
+  db: Tx = getPrisma(),
+): Promise<Map<string, number>> {
+  const groups = await db.userGroup.findMany({
+    where: { realmId, isSystemGroup: true },
+    select: { id: true, name: true },
+  });
+  return new Map(groups.map((group) => [group.name!, group.id]));
+}
+
+/** API form of the settings held in `groupIds`: named groups by id, anonymous ones expanded. */
+export async function presentGroupSettings(
+  groupIds: Iterable<number>,
+  db: Tx = getPrisma(),
+): Promise<Map<number, GroupSettingValue>> {
+  const ids = [...new Set(groupIds)];
+  const groups = await db.userGroup.findMany({
+    where: { id: { in: ids } },
+    select: {
+      id: true,
+      name: true,
+      members: { select: { userId: true } },
+      subgroups: { select: { subgroupId: true } },
+    },
+  });
+  return new Map(
+    groups.map((group) => [
+      group.id,
+      group.name !== null
+        ? group.id
+        : {
+            direct_members: group.members.map((m) => m.userId).sort((a, b) => a - b),
+            direct_subgroups: group.subgroups.map((s) => s.subgroupId).sort((a, b) => a - b),
+          },
+    ]),
+  );
+}
+
+export interface GroupSettingRules {
+  /** System groups the setting may not name (Zulip refuses e.g. "everyone on the internet"). */
+  forbidden?: string[];
+}
+
+/** Validates a requested setting and returns the group id to store: a named group of this
+ * organization, or a new anonymous group row for `{direct_members, direct_subgroups}`. An
+ * anonymous group with no subgroups and one named subgroup is stored as that group. */
+export async function checkGroupSetting(
+  tx: Tx,
+  realmId: number,
+  setting: string,
+  value: GroupSettingValue,
+  rules: GroupSettingRules = {},
+): Promise<number> {
+  const forbidden = new Set(rules.forbidden ?? [SYSTEM_GROUPS.EVERYONE_ON_INTERNET]);
+  const assertAllowed = async (ids: number[]) => {
+    if (ids.length === 0) return;
+    const groups = await tx.userGroup.findMany({
+      where: { id: { in: ids }, realmId, deactivated: false, name: { not: null } },
+      select: { id: true, name: true },
+    });
+    for (const id of ids) {
+      const group = groups.find((g) => g.id === id);
+      if (!group) throw new JsonableError(`Invalid user group ID: ${id}`);
+      if (forbidden.has(group.name!))
+        throw new JsonableError(`'${setting}' setting cannot be set to '${group.name}' group.`);
+    }
+  };
+  if (typeof value === 'number') {
+    await assertAllowed([value]);
+    return value;
+  }
+  const members = [...new Set(value.direct_members)];
+  const subgroups = [...new Set(value.direct_subgroups)];
+  await assertAllowed(subgroups);
+  if (members.length > 0) {
+    const found = await tx.user.count({ where: { id: { in: members }, realmId } });
+    if (found !== members.length) {
+      const known = new Set(
+        (
+          await tx.user.findMany({ where: { id: { in: members }, realmId }, select: { id: true } })
+        ).map((u) => u.id),
+      );
+      throw new JsonableError(`Invalid user ID: ${members.find((id) => !known.has(id))}`);
+    }
+  }
+  if (members.length === 0 && subgroups.length === 1) return subgroups[0]!;
+  if (members.length === 0 && subgroups.length === 0) {
+    const nobody = await tx.userGroup.findFirst({
+      where: { realmId, name: SYSTEM_GROUPS.NOBODY },
+      select: { id: true },
+    });
+    return nobody!.id;
+  }
+  const group = await tx.userGroup.create({ data: { realmId, isSystemGroup: false } });
+  if (members.length > 0)
+    await tx.userGroupMembership.createMany({
+      data: members.map((userId) => ({ userGroupId: group.id, userId })),
+    });
+  if (subgroups.length > 0)
+    await tx.groupGroupMembership.createMany({
+      data: subgroups.map((subgroupId) => ({ supergroupId: group.id, subgroupId })),
+    });
+  return group.id;
+}

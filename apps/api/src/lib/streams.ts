@@ -1,0 +1,231 @@
+// Reading channels and deciding who may see or change what (Zulip's zerver/lib/streams.py):
+// content access, metadata access, channel administration, and the audiences of channel and
+// subscription events.
+import { getPrisma, Role, type Stream, type Subscription, type Tx, type User } from '@parley/db';
+import { JsonableError } from '@parley/errors';
+import { STREAM_GROUP_SETTINGS, type StreamContext } from '../presenters/streams';
+import { activeMemberIds, groupIdsOfUser, presentGroupSettings, systemGroupIds } from './groups';
+import { isAdmin, isGuest } from './users';
+
+export type Actor = Pick<User, 'id' | 'role' | 'realmId'>;
+
+/** What permission checks about one user need, loaded once per request. */
+export interface Permissions {
+  user: Actor;
+  /** Every group the user belongs to, through subgroups. */
+  groups: Set<number>;
+}
+
+export async function loadPermissions(user: Actor, db: Tx = getPrisma()): Promise<Permissions> {
+  return { user, groups: await groupIdsOfUser(user.id, db) };
+}
+
+/** Zulip's user_has_content_access: may read the channel's messages and subscribe themself.
+ * Organization administrators get no implicit content access to private channels. */
+export function hasContentAccess(perms: Permissions, stream: Stream, subscribed: boolean): boolean {
+  if (stream.isWebPublic || subscribed) return true;
+  if (isGuest(perms.user)) return false;
+  if (!stream.inviteOnly) return true;
+  return (
+    perms.groups.has(stream.canSubscribeGroupId) ||
+    perms.groups.has(stream.canAddSubscribersGroupId)
+  );
+}
+
+/** Zulip's can_administer_channel: organization administrators always count; guests never. */
+export function canAdministerChannel(perms: Permissions, stream: Stream): boolean {
+  if (isGuest(perms.user)) return false;
+  return isAdmin(perms.user) || perms.groups.has(stream.canAdministerChannelGroupId);
+}
+
+/** Zulip's user_has_metadata_access: may see that the channel exists, its settings and its
+ * subscribers. */
+export function hasMetadataAccess(
+  perms: Permissions,
+  stream: Stream,
+  subscribed: boolean,
+): boolean {
+  return hasContentAccess(perms, stream, subscribed) || canAdministerChannel(perms, stream);
+}
+
+/** May subscribe other users to a channel they can read: organization administrators, the
+ * organization's can_add_subscribers_group, and the channel's administrators and
+ * can_add_subscribers_group. */
+export function canAddSubscribers(
+  perms: Permissions,
+  stream: Stream,
+  realmGroupId: number | null,
+): boolean {
+  if (isGuest(perms.user)) return false;
+  return (
+    isAdmin(perms.user) ||
+    (realmGroupId !== null && perms.groups.has(realmGroupId)) ||
+    perms.groups.has(stream.canAdministerChannelGroupId) ||
+    perms.groups.has(stream.canAddSubscribersGroupId)
+  );
+}
+
+/** May unsubscribe other users (Zulip's bulk_can_remove_subscribers_from_streams). */
+export function canRemoveSubscribers(
+  perms: Permissions,
+  stream: Stream,
+  subscribed: boolean,
+): boolean {
+  if (isAdmin(perms.user)) return true;
+  if (isGuest(perms.user)) return false;
+  if (perms.groups.has(stream.canAdministerChannelGroupId)) return true;
+  return (
+    hasMetadataAccess(perms, stream, subscribed) &&
+    perms.groups.has(stream.canRemoveSubscribersGroupId)
+  );
+}
+
+export async function subscriptionOf(
+  userId: number,
+  stream: Stream,
+  db: Tx = getPrisma(),
+): Promise<Subscription | null> {
+  if (stream.recipientId === null) return null;
+  return db.subscription.findFirst({
+    where: { userId, recipientId: stream.recipientId, active: true },
+  });
+}
+
+export interface AccessedStream {
+  stream: Stream;
+  subscription: Subscription | null;
+}
+
+/** Zulip's access_stream_by_id. "Invalid channel ID" both for a missing channel and for one
+ * the user may not see, so ids of private channels are not revealed. */
+export async function accessStreamById(
+  perms: Permissions,
+  streamId: number,
+  {
+    requireContentAccess = true,
+    allowArchived = true,
+    db = getPrisma(),
+  }: { requireContentAccess?: boolean; allowArchived?: boolean; db?: Tx } = {},
+): Promise<AccessedStream> {
+  const stream = await db.stream.findFirst({
+    where: { id: streamId, realmId: perms.user.realmId },
+  });
+  if (!stream || (!allowArchived && stream.deactivated))
+    throw new JsonableError('Invalid channel ID');
+  const subscription = await subscriptionOf(perms.user.id, stream, db);
+  const allowed = requireContentAccess
+    ? hasContentAccess(perms, stream, subscription !== null)
+    : hasMetadataAccess(perms, stream, subscription !== null);
+  if (!allowed) throw new JsonableError('Invalid channel ID');
+  return { stream, subscription };
+}
+
+/** Active channels by name, case-insensitively, in the order of `names`. */
+export async function streamsByName(
+  realmId: number,
+  names: string[],
+  db: Tx = getPrisma(),
+): Promise<Map<string, Stream>> {
+  if (names.length === 0) return new Map();
+  const rows = await db.stream.findMany({
+    where: {
+      realmId,
+      OR: names.map((name) => ({ name: { equals: name, mode: 'insensitive' as const } })),
+    },
+  });
+  const byLower = new Map(rows.map((row) => [row.name.toLowerCase(), row]));
+  const result = new Map<string, Stream>();
+  for (const name of names) {
+    const row = byLower.get(name.toLowerCase());
+    if (row) result.set(name, row);
+  }
+  return result;
+}
+
+/** Active subscribers (active users) of each channel. */
+export async function subscriberIdsByStream(
+  streams: Pick<Stream, 'id' | 'recipientId'>[],
+  db: Tx = getPrisma(),
+): Promise<Map<number, number[]>> {
+  const byRecipient = new Map(streams.map((s) => [s.recipientId, s.id]));
+  const result = new Map<number, number[]>(streams.map((s) => [s.id, []]));
+  const recipientIds = streams.flatMap((s) => (s.recipientId === null ? [] : [s.recipientId]));
+  if (recipientIds.length === 0) return result;
+  const subs = await db.subscription.findMany({
+    where: { recipientId: { in: recipientIds }, active: true, isUserActive: true },
+    select: { userId: true, recipientId: true },
+    orderBy: { userId: 'asc' },
+  });
+  for (const sub of subs) result.get(byRecipient.get(sub.recipientId)!)!.push(sub.userId);
+  return result;
+}
+
+/** Users who can see that the channel exists (Zulip's can_access_stream_metadata_user_ids):
+ * its subscribers, plus everyone for web-public channels, everyone but guests for public
+ * ones, and for private ones the organization's administrators and the (non-guest) members of
+ * the channel's administer and subscribe groups. */
+export async function metadataAudience(
+  stream: Stream,
+  subscriberIds: number[],
+  db: Tx = getPrisma(),
+): Promise<number[]> {
+  const ids = new Set(subscriberIds);
+  if (stream.isWebPublic || !stream.inviteOnly) {
+    const users = await db.user.findMany({
+      where: {
+        realmId: stream.realmId,
+        isActive: true,
+        ...(stream.isWebPublic ? {} : { role: { not: Role.GUEST } }),
+      },
+      select: { id: true },
+    });
+    users.forEach((user) => ids.add(user.id));
+  } else {
+    const admins = await db.user.findMany({
+      where: { realmId: stream.realmId, isActive: true, role: { lte: Role.ADMINISTRATOR } },
+      select: { id: true },
+    });
+    admins.forEach((user) => ids.add(user.id));
+    const groupIds = [
+      stream.canAdministerChannelGroupId,
+      stream.canSubscribeGroupId,
+      stream.canAddSubscribersGroupId,
+    ];
+    const members = await db.user.findMany({
+      where: { id: { in: await activeMemberIds(groupIds, db) }, role: { not: Role.GUEST } },
+      select: { id: true },
+    });
+    members.forEach((user) => ids.add(user.id));
+  }
+  return [...ids];
+}
+
+export interface StreamDetails {
+  /** Active subscribers per channel id, ascending. */
+  subscribers: Map<number, number[]>;
+  context(stream: Stream): StreamContext;
+}
+
+/** Everything presenting `streams` needs, loaded in three queries: the groups their settings
+ * name, their subscribers (for subscriber_count and include_subscribers), and the system
+ * groups (for the legacy stream_post_policy). */
+export async function loadStreamDetails(
+  realmId: number,
+  streams: Stream[],
+  db: Tx = getPrisma(),
+): Promise<StreamDetails> {
+  const groupIds = streams.flatMap((stream) =>
+    Object.values(STREAM_GROUP_SETTINGS).map((column) => stream[column]),
+  );
+  const groups = await presentGroupSettings(groupIds, db);
+  const subscribers = await subscriberIdsByStream(streams, db);
+  const systemGroups = await systemGroupIds(realmId, db);
+  return {
+    subscribers,
+    context: (stream) => ({
+      groups,
+      systemGroups,
+      subscriberCount: subscribers.get(stream.id)?.length ?? 0,
+    }),
+  };
+}

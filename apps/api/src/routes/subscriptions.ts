@@ -1,0 +1,349 @@
+// Subscriptions: GET/POST/DELETE /users/me/subscriptions, POST
+// /users/me/subscriptions/properties, PATCH /users/me/subscriptions/{stream_id} (spec 4.12),
+// GET /users/{user_id}/subscriptions/{stream_id}.
+import { Router } from 'express';
+import { z } from 'zod';
+import { userEndpoint } from '@parley/auth';
+import { getPrisma, runAction, type Realm, type Stream, type Tx, type User } from '@parley/db';
+import { InsufficientPermissionError, JsonableError, NotFoundError } from '@parley/errors';
+import { defineRoute, p } from '@parley/http';
+import {
+  checkChannelCreation,
+  checkDescription,
+  checkStreamName,
+  doCreateStreams,
+  MAX_DESCRIPTION_LENGTH,
+  TOPICS_POLICIES,
+  type ChannelSettings,
+} from '../actions/streams';
+import {
+  checkSubscriptionProperty,
+  doAddSubscriptions,
+  doChangeSubscriptionProperty,
+  doRemoveSubscriptions,
+  type SubscriptionPair,
+} from '../actions/subscriptions';
+import {
+  groupSettingParams,
+  groupSettingValue,
+  id,
+  includeSubscribersParam,
+  parseRetention,
+  pickGroupSettings,
+  principalsParam,
+  retentionParam,
+} from '../lib/channel-params';
+import {
+  accessStreamById,
+  canAddSubscribers,
+  canRemoveSubscribers,
+  hasContentAccess,
+  loadPermissions,
+  loadStreamDetails,
+  streamsByName,
+  subscriptionOf,
+} from '../lib/streams';
+import { accessUserByEmail, isGuest } from '../lib/users';
+import { presentSubscription } from '../presenters/streams';
+
+export const subscriptionRoutes = Router();
+
+defineRoute(subscriptionRoutes, '/users/me/subscriptions', {
+  GET: userEndpoint(
+    { params: { include_subscribers: includeSubscribersParam } },
+    async ({ user, realm, params }) => ({
+      subscriptions: await subscriptionsOf(user, realm, params.include_subscribers !== false),
+    }),
+  ),
+  POST: userEndpoint(
+    {
+      params: {
+        subscriptions: p.json(
+          z.array(
+            z.strictObject({
+              name: z.string(),
+              description: z.string().max(MAX_DESCRIPTION_LENGTH).optional(),
+              color: z.string().optional(),
+            }),
+          ),
+        ),
+        principals: principalsParam,
+        authorization_errors_fatal: p.bool().default(true),
+        invite_only: p.bool().default(false),
+        is_web_public: p.bool().default(false),
+        is_default_stream: p.bool().default(false),
+        history_public_to_subscribers: p.bool().optional(),
+        message_retention_days: retentionParam,
+        topics_policy: p.jsonOrText(z.enum(TOPICS_POLICIES)).default('inherit'),
+        ...groupSettingParams(groupSettingValue),
+      },
+    },
+    async ({ user, realm, params }) => {
+      if (isGuest(user)) throw new JsonableError('Not allowed for guest users');
+      const settings: ChannelSettings = {
+        inviteOnly: params.invite_only,
+        isWebPublic: params.is_web_public,
+        historyPublicToSubscribers: params.history_public_to_subscribers ?? null,
+        // "realm_default" (null) is the default: only other values need an owner.
+        messageRetentionDays: parseRetention(params.message_retention_days) ?? undefined,
+        topicsPolicy: params.topics_policy,
+        isDefaultStream: params.is_default_stream,
+        groups: pickGroupSettings(params),
+      };
+      const requested = new Map<string, { name: string; description: string }>();
+      for (const item of params.subscriptions) {
+        const name = checkStreamName(item.name);
+        if (!requested.has(name.toLowerCase()))
+          requested.set(name.toLowerCase(), {
+            name,
+            description: checkDescription(item.description ?? ''),
+          });
+      }
+      return runAction(async (ctx) => {
+        const { tx } = ctx;
+        const perms = await loadPermissions(user, tx);
+        const targets = params.principals
+          ? await resolvePrincipals(tx, user, realm, params.principals)
+          : [user];
+        const existing = await streamsByName(
+          realm.id,
+          [...requested.values()].map((r) => r.name),
+          tx,
+        );
+        const missing = [...requested.values()].filter((r) => !existing.has(r.name));
+        let created: Stream[] = [];
+        if (missing.length > 0) {
+          await checkChannelCreation(tx, perms, realm, settings);
+          created = await doCreateStreams(ctx, realm, user.id, missing, settings);
+        }
+        const authorized: Stream[] = [];
+        const unauthorized: Stream[] = [];
+        for (const stream of existing.values()) {
+          const subscribed = (await subscriptionOf(user.id, stream, tx)) !== null;
+          (hasContentAccess(perms, stream, subscribed) ? authorized : unauthorized).push(stream);
+        }
+        if (unauthorized.length > 0 && params.authorization_errors_fatal)
+          throw new JsonableError(`Unable to access channel (${unauthorized[0]!.name}).`);
+        // Whoever creates a channel chooses its first subscribers; existing channels need the
+        // permission to add others.
+        if (targets.some((target) => target.id !== user.id)) {
+          for (const stream of authorized) {
+            if (!canAddSubscribers(perms, stream, realm.canAddSubscribersGroupId))
+              throw new InsufficientPermissionError();
+          }
+        }
+        const streams = [...created, ...authorized];
+        const result = await doAddSubscriptions(
+          ctx,
+          realm,
+          targets.flatMap((target) => streams.map((stream) => ({ user: target, stream }))),
+          user.id,
+        );
+        return {
+          subscribed: namesByUser(result.subscribed),
+          already_subscribed: namesByUser(result.alreadySubscribed),
+          ...(params.authorization_errors_fatal
+            ? {}
+            : { unauthorized: unauthorized.map((stream) => stream.name) }),
+        };
+      });
+    },
+  ),
+  DELETE: userEndpoint(
+    {
+      params: {
+        subscriptions: p.json(z.array(z.string())),
+        principals: principalsParam,
+      },
+    },
+    async ({ user, realm, params }) =>
+      runAction(async (ctx) => {
+        const { tx } = ctx;
+        const perms = await loadPermissions(user, tx);
+        const targets = params.principals
+          ? await resolvePrincipals(tx, user, realm, params.principals)
+          : [user];
+        const names = [...new Set(params.subscriptions.map((name) => name.trim()))];
+        const found = await streamsByName(realm.id, names, tx);
+        // A user's own bots count as the user (Zulip's user_directly_controls_user).
+        const othersTargeted = targets.some(
+          (target) => target.id !== user.id && !(target.isBot && target.botOwnerId === user.id),
+        );
+        if (othersTargeted) {
+          for (const stream of found.values()) {
+            const subscribed = (await subscriptionOf(user.id, stream, tx)) !== null;
+            if (!canRemoveSubscribers(perms, stream, subscribed))
+              throw new InsufficientPermissionError();
+          }
+        }
+        const unknown = names.filter((name) => !found.has(name));
+        if (unknown.length > 0)
+          throw new JsonableError(`Channel(s) (${unknown.join(', ')}) do not exist`);
+        const result = await doRemoveSubscriptions(
+          ctx,
+          realm,
+          targets.flatMap((target) =>
+            [...found.values()].map((stream) => ({ user: target, stream })),
+          ),
+          user.id,
+        );
+        return {
+          removed: result.removed.map((pair) => pair.stream.name),
+          not_removed: result.notRemoved.map((pair) => pair.stream.name),
+        };
+      }),
+  ),
+});
+
+const propertyChange = z.strictObject({
+  stream_id: id,
+  property: z.string(),
+  value: z.union([z.boolean(), z.string()]),
+});
+
+// Declared before /users/:user_id/subscriptions/:stream_id, whose pattern it also matches.
+defineRoute(subscriptionRoutes, '/users/me/subscriptions/properties', {
+  POST: userEndpoint(
+    { params: { subscription_data: p.json(z.array(propertyChange)) } },
+    async ({ user, params }) => {
+      // Zulip applies each change in its own transaction: a failing item keeps earlier ones.
+      for (const [index, change] of params.subscription_data.entries()) {
+        const checked = checkSubscriptionProperty(
+          change.property,
+          change.value,
+          `subscription_data[${index}]`,
+        );
+        await runAction(async (ctx) => {
+          const { stream, subscription } = await accessOwnSubscription(
+            ctx.tx,
+            user,
+            change.stream_id,
+          );
+          await doChangeSubscriptionProperty(
+            ctx,
+            user,
+            stream,
+            subscription,
+            checked.property,
+            checked.value,
+          );
+        });
+      }
+      return {};
+    },
+  ),
+});
+
+const subscriptionPath = { user_id: p.string(), stream_id: p.int({ min: 1 }) };
+
+defineRoute(subscriptionRoutes, '/users/:user_id/subscriptions/:stream_id', {
+  GET: userEndpoint({ path: subscriptionPath }, async ({ user, realm, path }) => {
+    const target = await userByPathSegment(user, realm, path.user_id);
+    const perms = await loadPermissions(user);
+    const { stream } = await accessStreamById(perms, path.stream_id, {
+      requireContentAccess: false,
+    });
+    return { is_subscribed: (await subscriptionOf(target.id, stream)) !== null };
+  }),
+  // Only the caller's own settings change: PATCH /users/me/subscriptions/{stream_id} (4.12).
+  PATCH: userEndpoint(
+    { path: subscriptionPath, params: { property: p.string(), value: p.string() } },
+    async ({ user, path, params }) => {
+      if (path.user_id !== 'me') throw new NotFoundError();
+      // `value` is a JSON boolean for every property but color, which is a raw string.
+      const value =
+        params.value === 'true' ? true : params.value === 'false' ? false : params.value;
+      const checked = checkSubscriptionProperty(params.property, value, 'value');
+      await runAction(async (ctx) => {
+        const { stream, subscription } = await accessOwnSubscription(ctx.tx, user, path.stream_id);
+        await doChangeSubscriptionProperty(
+          ctx,
+          user,
+          stream,
+          subscription,
+          checked.property,
+          checked.value,
+        );
+      });
+      return {};
+    },
+  ),
+});
+
+// ---- Helpers ---------------------------------------------------------------------------------
+
+/** The caller's active subscriptions to unarchived channels, sorted by name. */
+export async function subscriptionsOf(
+  user: User,
+  realm: Realm,
+  withSubscribers: boolean,
+  { includeArchived = false, db = getPrisma() as Tx } = {},
+): Promise<Record<string, unknown>[]> {
+  const rows = await db.subscription.findMany({
+    where: { userId: user.id, active: true, recipient: { type: 2 } },
+  });
+  const streams = await db.stream.findMany({
+    where: {
+      recipientId: { in: rows.map((row) => row.recipientId) },
+      ...(includeArchived ? {} : { deactivated: false }),
+    },
+    orderBy: { name: 'asc' },
+  });
+  const details = await loadStreamDetails(realm.id, streams, db);
+  return streams.map((stream) =>
+    presentSubscription(
+      stream,
+      rows.find((row) => row.recipientId === stream.recipientId)!,
+      details.context(stream),
+      withSubscribers ? { subscribers: details.subscribers.get(stream.id) ?? [] } : null,
+    ),
+  );
+}
+
+async function accessOwnSubscription(tx: Tx, user: User, streamId: number) {
+  const perms = await loadPermissions(user, tx);
+  const { stream, subscription } = await accessStreamById(perms, streamId, {
+    requireContentAccess: false,
+    db: tx,
+  });
+  if (!subscription) throw new JsonableError(`Not subscribed to channel ID ${streamId}`);
+  return { stream, subscription };
+}
+
+/** Zulip's bulk_principals_to_user_profiles: all ids or all emails; unknown users (and users
+ * whose address the caller may not see) are "No such user", deactivated ones refused. */
+async function resolvePrincipals(
+  tx: Tx,
+  actor: User,
+  realm: Realm,
+  principals: number[] | string[],
+): Promise<User[]> {
+  const users: User[] = [];
+  for (const principal of principals) {
+    const target =
+      typeof principal === 'number'
+        ? await tx.user.findFirst({ where: { id: principal, realmId: realm.id } })
+        : await accessUserByEmail(actor, realm, principal, { db: tx }).catch(() => null);
+    if (!target) throw new JsonableError('No such user');
+    if (!target.isActive) throw new JsonableError('User is deactivated');
+    if (!users.some((u) => u.id === target.id)) users.push(target);
+  }
+  return users;
+}
+
+async function userByPathSegment(actor: User, realm: Realm, segment: string): Promise<User> {
+  if (segment === 'me') return actor;
+  if (!/^\d{1,10}$/.test(segment) || Number(segment) > 2 ** 31 - 1)
+    throw new JsonableError('No such user');
+  const target = await getPrisma().user.findFirst({
+    where: { id: Number(segment), realmId: realm.id },
+  });
+  if (!target) throw new JsonableError('No such user');
+  return target;
+}
+
+function namesByUser(pairs: SubscriptionPair[]): Record<string, string[]> {
+  const result: Record<string, string[]> = {};
+  for (const pair of pairs) (result[String(pair.user.id)] ??= []).push(pair.stream.name);
+  return result;
+}
