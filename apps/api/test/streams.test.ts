@@ -547,3 +547,147 @@ describe('GET /users/me/{stream_id}/topics', () => {
     ).toBe(RecipientType.STREAM);
   });
 });
+
+describe('channel visibility and role changes', () => {
+  it('shows private channels to a new administrator and hides public ones from a new guest', async () => {
+    const org = await createOrg();
+    const promoted = await captureEvents(org.realm.id, async () => {
+      expectSuccess(await as(org.owner, org.host).patch(`/users/${org.other.id}`, { role: 200 }));
+    });
+    const toOther = promoted.filter(
+      (p) => p.users.includes(org.other.id) && p.event.type !== 'realm_user',
+    );
+    expect(toOther.map((p) => p.event.op)).toEqual(['create', 'peer_add']);
+    expect(toOther[0]!.event.streams).toEqual([
+      expect.objectContaining({ stream_id: org.secret.id }),
+    ]);
+    expect(toOther[1]!.event).toMatchObject({
+      stream_ids: [org.secret.id],
+      user_ids: [org.member.id],
+    });
+
+    const demoted = await captureEvents(org.realm.id, async () => {
+      expectSuccess(
+        await as(org.owner, org.host).patch(`/users/${org.moderator.id}`, { role: 600 }),
+      );
+    });
+    // The web-public channel stays in sight; the public one goes.
+    expect(demoted.find((p) => p.event.type === 'stream')).toEqual({
+      event: {
+        type: 'stream',
+        op: 'delete',
+        streams: [{ stream_id: org.general.id }],
+        stream_ids: [org.general.id],
+      },
+      users: [org.moderator.id],
+    });
+  });
+});
+
+describe('bad input to the channel endpoints', () => {
+  let org: Org;
+  beforeAll(async () => {
+    org = await createOrg();
+  });
+
+  it('answers every mistyped GET /streams flag with a 400', async () => {
+    for (const flag of [
+      'include_public',
+      'include_web_public',
+      'include_subscribed',
+      'exclude_archived',
+      'include_all_active',
+      'include_all',
+      'include_default',
+      'include_owner_subscribed',
+      'include_can_access_content',
+    ]) {
+      expectError(
+        await as(org.member, org.host).get('/streams', { [flag]: 'x' }),
+        `${flag} is not a boolean`,
+      );
+    }
+  });
+
+  it('answers every mistyped PATCH /streams/{id} parameter with a 400 and changes nothing', async () => {
+    const cases: [Record<string, unknown>, string][] = [
+      [{ is_private: 'x' }, 'is_private is not a boolean'],
+      [{ is_web_public: 'x' }, 'is_web_public is not a boolean'],
+      [{ history_public_to_subscribers: 'x' }, 'history_public_to_subscribers is not a boolean'],
+      [{ is_default_stream: 'x' }, 'is_default_stream is not a boolean'],
+      [{ is_archived: 'x' }, 'is_archived is not a boolean'],
+      [{ message_retention_days: -5 }, "Bad value for 'message_retention_days': -5"],
+      [{ message_retention_days: 'forever' }, "Bad value for 'message_retention_days': forever"],
+      [{ new_name: 'a\u0000' }, 'Invalid new_name: null bytes are not allowed'],
+      [{ new_name: 'n'.repeat(61) }, 'Channel name too long (limit: 60 characters).'],
+      [
+        { can_remove_subscribers_group: { old: 1 } },
+        "can_remove_subscribers_group['new'] field is missing",
+      ],
+      [
+        { can_remove_subscribers_group: { new: 'x' } },
+        "Invalid can_remove_subscribers_group['new']",
+      ],
+      [{ can_administer_channel_group: { new: 99999999 } }, 'Invalid user group ID: 99999999'],
+    ];
+    const before = await prisma().stream.findUniqueOrThrow({ where: { id: org.general.id } });
+    for (const [form, msg] of cases) {
+      const res = await as(org.owner, org.host).patch(`/streams/${org.general.id}`, form);
+      expect([res.status, res.body.msg]).toEqual([400, msg]);
+    }
+    expect(await prisma().stream.findUniqueOrThrow({ where: { id: org.general.id } })).toEqual(
+      before,
+    );
+    expectError(
+      await as(org.owner, org.host).patch('/streams/99999999', { description: 'x' }),
+      'Invalid channel ID',
+    );
+    expectError(await as(org.owner, org.host).delete('/streams/99999999'), 'Invalid channel ID');
+    expectError(
+      await as(org.other, org.host).delete(`/streams/${org.secret.id}`),
+      'Invalid channel ID',
+    );
+    expectError(
+      await as(org.guest, org.host).delete(`/streams/${org.web.id}`),
+      'You do not have permission to administer this channel.',
+      400,
+      'CANNOT_ADMINISTER_CHANNEL',
+    );
+  });
+
+  it('answers bad topic-history requests with a 400', async () => {
+    expectError(
+      await as(org.member, org.host).get(`/users/me/${org.general.id}/topics`, {
+        allow_empty_topic_name: 'x',
+      }),
+      'allow_empty_topic_name is not a boolean',
+    );
+    expectError(
+      await as(org.other, org.host).get(`/users/me/${org.secret.id}/topics`),
+      'Invalid channel ID',
+    );
+    expectError(
+      await as(org.guest, org.host).get(`/users/me/${org.secret.id}/topics`),
+      'Invalid channel ID',
+    );
+    expectSuccess(await as(org.guest, org.host).get(`/users/me/${org.web.id}/topics`));
+    expectError(
+      await as(org.member, org.host).get('/users/me/abc/topics'),
+      'stream_id is not an integer',
+    );
+  });
+
+  it('lists parameters it does not act on as ignored', async () => {
+    const body = expectSuccess(
+      await as(org.member, org.host).post('/users/me/subscriptions', {
+        subscriptions: [{ name: 'ignored' }],
+        announce: true,
+        send_new_subscription_messages: false,
+      }),
+    );
+    expect(body.ignored_parameters_unsupported).toEqual([
+      'announce',
+      'send_new_subscription_messages',
+    ]);
+  });
+});

@@ -71,6 +71,52 @@ describe('zulip-js', () => {
     expect(typeof me.avatar_url).toBe('string');
   });
 
+  it('subscribes, lists and finds channels, reads topics, unsubscribes and archives', async () => {
+    const realm = await getPrisma().realm.findUniqueOrThrow({ where: { stringId: '' } });
+    const user = await createTestUser(realm, Role.MEMBER, {
+      email: `${uniqueSubdomain('ch')}@example.com`,
+    });
+    const client = await zulipInit({
+      username: user.deliveryEmail,
+      apiKey: user.apiKey,
+      realm: realmUrl,
+    });
+    const name = uniqueSubdomain('js-channel');
+    const added = await client.users.me.subscriptions.add({
+      subscriptions: JSON.stringify([{ name, description: 'from zulip-js' }]),
+    });
+    expect(added).toMatchObject({ result: 'success', subscribed: { [String(user.id)]: [name] } });
+
+    const { stream_id: streamId } = await client.streams.getStreamId(name);
+    expect(typeof streamId).toBe('number');
+    const subs = await client.streams.subscriptions.retrieve({ include_subscribers: true });
+    expect(subs.subscriptions).toEqual([
+      expect.objectContaining({ stream_id: streamId, name, subscribers: [user.id] }),
+    ]);
+    const listed = await client.streams.retrieve({ include_public: false });
+    expect(listed.streams.map((s: { name: string }) => s.name)).toEqual([name]);
+    expect(await client.streams.topics.retrieve({ stream_id: streamId })).toMatchObject({
+      result: 'success',
+      topics: [],
+    });
+
+    // zulip-js sends DELETE parameters in the query string.
+    const removed = await client.users.me.subscriptions.remove({
+      subscriptions: JSON.stringify([name]),
+    });
+    expect(removed).toMatchObject({ result: 'success', removed: [name], not_removed: [] });
+    const archived = await client.streams.deleteById({ stream_id: streamId });
+    expect(archived).toMatchObject({
+      result: 'success',
+      ignored_parameters_unsupported: ['stream_id'],
+    });
+    expect(await client.streams.getStreamId(name)).toMatchObject({
+      result: 'error',
+      code: 'BAD_REQUEST',
+      msg: `Invalid channel name '${name}'`,
+    });
+  });
+
   it('gets a JSON error envelope, not a crash, for a wrong password', async () => {
     // A fresh address each run: failed logins are rate limited per username for 30 minutes.
     const client = await zulipInit({

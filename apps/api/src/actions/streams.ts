@@ -595,7 +595,10 @@ export async function doSetDefaultStream(
   if (isDefault === (existing !== null)) return;
   if (isDefault) {
     if (stream.inviteOnly) throw new JsonableError('A default channel cannot be private.');
-    await tx.defaultStream.create({ data: { realmId: stream.realmId, streamId: stream.id } });
+    await tx.defaultStream.createMany({
+      data: [{ realmId: stream.realmId, streamId: stream.id }],
+      skipDuplicates: true,
+    });
   } else {
     await tx.defaultStream.delete({ where: key });
   }

@@ -16,6 +16,7 @@ import {
   loadPermissions,
   loadStreamDetails,
   metadataAudience,
+  type Permissions,
 } from '../lib/streams';
 import { isGuest } from '../lib/users';
 import { presentStream, presentSubscription } from '../presenters/streams';
@@ -114,6 +115,8 @@ export async function doAddSubscriptions(
         recipientId: pair.stream.recipientId!,
         color,
       })),
+      // A concurrent request subscribing the same user wins the unique index; both succeed.
+      skipDuplicates: true,
     });
   await tx.auditLog.createMany({
     data: result.subscribed.map((pair) => ({
@@ -447,4 +450,62 @@ function groupBy<T, K>(items: T[], key: (item: T) => K): Map<K, T[]> {
     else groups.set(k, [item]);
   }
   return groups;
+}
+
+/** After a role change (Zulip's send_stream_events_for_role_update): channels that come into
+ * the user's sight (an administrator sees every private channel; a guest stops seeing public
+ * ones) arrive as stream create plus their subscribers, those that leave it as delete. */
+export async function sendChannelVisibilityChanges(
+  ctx: ActionContext,
+  before: Permissions,
+  after: Permissions,
+): Promise<void> {
+  const { tx } = ctx;
+  const user = after.user;
+  const streams = await tx.stream.findMany({
+    where: { realmId: user.realmId, deactivated: false },
+  });
+  const subscribed = new Set(
+    (
+      await tx.subscription.findMany({
+        where: { userId: user.id, active: true },
+        select: { recipientId: true },
+      })
+    ).map((row) => row.recipientId),
+  );
+  const sees = (perms: Permissions, stream: Stream) =>
+    hasMetadataAccess(perms, stream, subscribed.has(stream.recipientId!));
+  const gained = streams.filter((s) => !sees(before, s) && sees(after, s));
+  const lost = streams.filter((s) => sees(before, s) && !sees(after, s));
+  if (lost.length > 0)
+    sendEventOnCommit(
+      ctx,
+      {
+        type: 'stream',
+        op: 'delete',
+        streams: lost.map((stream) => ({ stream_id: stream.id })),
+        stream_ids: lost.map((stream) => stream.id),
+      },
+      [user.id],
+    );
+  if (gained.length === 0) return;
+  const details = await loadStreamDetails(user.realmId, gained, tx);
+  sendEventOnCommit(
+    ctx,
+    {
+      type: 'stream',
+      op: 'create',
+      streams: gained.map((stream) => presentStream(stream, details.context(stream))),
+    },
+    [user.id],
+  );
+  for (const stream of gained) {
+    const subscribers = details.subscribers.get(stream.id) ?? [];
+    if (subscribers.length > 0)
+      sendEventOnCommit(
+        ctx,
+        { type: 'subscription', op: 'peer_add', stream_ids: [stream.id], user_ids: subscribers },
+        [user.id],
+      );
+  }
 }

@@ -24,9 +24,14 @@ import {
   usersWhoCanAccess,
   type Viewer,
 } from '../lib/users';
+import { loadPermissions } from '../lib/streams';
 import { presentUserWithVisibility } from '../presenters/users';
 import { presentBot } from '../presenters/bots';
-import { doAddSubscriptions, sendSubscriberActivityEvents } from './subscriptions';
+import {
+  doAddSubscriptions,
+  sendChannelVisibilityChanges,
+  sendSubscriberActivityEvents,
+} from './subscriptions';
 import { SYSTEM_GROUPS, systemGroupsForRole } from './system-groups';
 
 // Django's EmailValidator accepts more, but every address it accepts has this shape.
@@ -302,6 +307,7 @@ export async function doChangeRole(
 ): Promise<void> {
   if (role === target.role) return;
   const { tx } = ctx;
+  const permsBefore = await loadPermissions(target, tx);
   await tx.user.update({ where: { id: target.id }, data: { role } });
   const systemGroups = await tx.userGroup.findMany({
     where: {
@@ -315,6 +321,11 @@ export async function doChangeRole(
     where: { userId: target.id, userGroupId: { in: systemGroups.map((g) => g.id) } },
   });
   await addToSystemGroups(tx, target.realmId, target.id, role);
+  await sendChannelVisibilityChanges(
+    ctx,
+    permsBefore,
+    await loadPermissions({ ...target, role }, tx),
+  );
   await audit(ctx, target, AuditLogEvent.USER_ROLE_CHANGED, actingUserId, {
     old_value: target.role,
     new_value: role,
