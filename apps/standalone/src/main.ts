@@ -11,6 +11,8 @@ import { serve } from '@parley/http';
 import { createLogger, setLogger } from '@parley/logger';
 import { createApp } from '@parley/api';
 import { doCreateOrganization } from '@parley/api/actions/realms';
+import { doCreateStreams } from '@parley/api/actions/streams';
+import { doAddSubscriptions } from '@parley/api/actions/subscriptions';
 import { generatePassword } from '@parley/api/lib/credentials';
 import { passwordHashFor } from '@parley/api/actions/users';
 import { realmUrl } from '@parley/auth';
@@ -89,8 +91,8 @@ async function ensureDemoOrganization(): Promise<string[]> {
   if ((await prisma.realm.count()) === 0) {
     const password = generatePassword();
     const hash = await passwordHashFor(password);
-    const { realm, owner } = await runAction((ctx) =>
-      doCreateOrganization(
+    const { realm, owner } = await runAction(async (ctx) => {
+      const created = await doCreateOrganization(
         ctx,
         {
           name: 'Parley Demo',
@@ -100,8 +102,31 @@ async function ensureDemoOrganization(): Promise<string[]> {
           ownerPassword: password,
         },
         hash,
-      ),
-    );
+      );
+      // A first channel, default for everyone who joins, as new Zulip organizations have.
+      const [general] = await doCreateStreams(
+        ctx,
+        created.realm,
+        created.owner.id,
+        [{ name: 'general', description: 'Everyone is added to this channel by default.' }],
+        {
+          inviteOnly: false,
+          isWebPublic: false,
+          historyPublicToSubscribers: true,
+          messageRetentionDays: undefined,
+          topicsPolicy: 'inherit',
+          isDefaultStream: true,
+          groups: {},
+        },
+      );
+      await doAddSubscriptions(
+        ctx,
+        created.realm,
+        [{ user: created.owner, stream: general! }],
+        created.owner.id,
+      );
+      return created;
+    });
     return [
       `  Created the demo organization "${realm.name}" at ${realmUrl(realm)}`,
       `  owner email:   ${owner.email}`,
