@@ -29,6 +29,7 @@ import { renderPlainDescription } from '../presenters/realm';
 import {
   presentStream,
   STREAM_GROUP_SETTINGS,
+  streamDeleteEvent,
   streamPostPolicy,
   type StreamGroupSetting,
 } from '../presenters/streams';
@@ -285,7 +286,7 @@ async function auditStream(
 
 // ---- Channel settings (PATCH /streams/{id}) -----------------------------------------------------
 
-/** Writes `data` to the channel and tells its audience: one `stream` update event per
+/** Writes and audits `data`, and tells the channel's audience: one `stream` update event per
  * property. When the change alters who can see the channel, those who lose sight of it get a
  * delete and those who gain it a create instead. */
 async function updateStream(
@@ -293,8 +294,10 @@ async function updateStream(
   stream: Stream,
   data: Partial<Stream>,
   events: { property: string; value: unknown; extra?: Record<string, unknown> }[],
+  audit: { eventType: number; actingUserId: number; extra: Record<string, unknown> },
 ): Promise<Stream> {
   const { tx } = ctx;
+  await auditStream(ctx, stream, audit.eventType, audit.actingUserId, audit.extra);
   const subscribers = (await subscriberIdsByStream([stream], tx)).get(stream.id) ?? [];
   const before = new Set(await metadataAudience(stream, subscribers, tx));
   const updated = await tx.stream.update({ where: { id: stream.id }, data });
@@ -317,17 +320,7 @@ async function updateStream(
       kept,
     );
   }
-  if (lost.length > 0)
-    sendEventOnCommit(
-      ctx,
-      {
-        type: 'stream',
-        op: 'delete',
-        streams: [{ stream_id: stream.id }],
-        stream_ids: [stream.id],
-      },
-      lost,
-    );
+  if (lost.length > 0) sendEventOnCommit(ctx, streamDeleteEvent([stream.id]), lost);
   if (gained.length > 0) {
     const details = await loadStreamDetails(stream.realmId, [updated], tx);
     sendEventOnCommit(
@@ -366,13 +359,11 @@ export async function doRenameStream(
   name: string,
   actingUserId: number,
 ): Promise<Stream> {
-  await auditStream(ctx, stream, AuditLogEvent.CHANNEL_NAME_CHANGED, actingUserId, {
-    old_value: stream.name,
-    new_value: name,
-  });
-  const updated = await updateStream(ctx, stream, { name }, [
-    { property: 'name', value: name },
-  ]).catch((error: unknown) => {
+  const updated = await updateStream(ctx, stream, { name }, [{ property: 'name', value: name }], {
+    eventType: AuditLogEvent.CHANNEL_NAME_CHANGED,
+    actingUserId,
+    extra: { old_value: stream.name, new_value: name },
+  }).catch((error: unknown) => {
     throw isUniqueViolation(error) ? new ChannelExistsError(name) : error;
   });
   return updated;
@@ -385,14 +376,17 @@ export async function doChangeStreamDescription(
   actingUserId: number,
 ): Promise<Stream> {
   const rendered = renderPlainDescription(description);
-  await auditStream(ctx, stream, AuditLogEvent.CHANNEL_PROPERTY_CHANGED, actingUserId, {
-    property: 'description',
-    old_value: stream.description,
-    new_value: description,
-  });
-  return updateStream(ctx, stream, { description, renderedDescription: rendered }, [
-    { property: 'description', value: description, extra: { rendered_description: rendered } },
-  ]);
+  return updateStream(
+    ctx,
+    stream,
+    { description, renderedDescription: rendered },
+    [{ property: 'description', value: description, extra: { rendered_description: rendered } }],
+    {
+      eventType: AuditLogEvent.CHANNEL_PROPERTY_CHANGED,
+      actingUserId,
+      extra: { property: 'description', old_value: stream.description, new_value: description },
+    },
+  );
 }
 
 export interface Privacy {
@@ -446,29 +440,29 @@ export async function doChangeStreamPrivacy(
     privacy.historyPublicToSubscribers === stream.historyPublicToSubscribers
   )
     return stream;
-  await auditStream(ctx, stream, AuditLogEvent.CHANNEL_PROPERTY_CHANGED, actingUserId, {
-    property: 'invite_only',
-    old_value: {
-      invite_only: stream.inviteOnly,
-      is_web_public: stream.isWebPublic,
-      history_public_to_subscribers: stream.historyPublicToSubscribers,
-    },
-    new_value: {
-      invite_only: privacy.inviteOnly,
-      is_web_public: privacy.isWebPublic,
-      history_public_to_subscribers: privacy.historyPublicToSubscribers,
-    },
-  });
-  return updateStream(ctx, stream, privacy, [
+  const extra = {
+    history_public_to_subscribers: privacy.historyPublicToSubscribers,
+    is_web_public: privacy.isWebPublic,
+  };
+  return updateStream(
+    ctx,
+    stream,
+    privacy,
+    [{ property: 'invite_only', value: privacy.inviteOnly, extra }],
     {
-      property: 'invite_only',
-      value: privacy.inviteOnly,
+      eventType: AuditLogEvent.CHANNEL_PROPERTY_CHANGED,
+      actingUserId,
       extra: {
-        history_public_to_subscribers: privacy.historyPublicToSubscribers,
-        is_web_public: privacy.isWebPublic,
+        property: 'invite_only',
+        old_value: {
+          invite_only: stream.inviteOnly,
+          is_web_public: stream.isWebPublic,
+          history_public_to_subscribers: stream.historyPublicToSubscribers,
+        },
+        new_value: { invite_only: privacy.inviteOnly, ...extra },
       },
     },
-  ]);
+  );
 }
 
 export async function doChangeStreamMessageRetention(
@@ -478,19 +472,17 @@ export async function doChangeStreamMessageRetention(
   actingUserId: number,
 ): Promise<Stream> {
   if (days === stream.messageRetentionDays) return stream;
-  await auditStream(
+  return updateStream(
     ctx,
     stream,
-    AuditLogEvent.CHANNEL_MESSAGE_RETENTION_DAYS_CHANGED,
-    actingUserId,
+    { messageRetentionDays: days },
+    [{ property: 'message_retention_days', value: days }],
     {
-      old_value: stream.messageRetentionDays,
-      new_value: days,
+      eventType: AuditLogEvent.CHANNEL_MESSAGE_RETENTION_DAYS_CHANGED,
+      actingUserId,
+      extra: { old_value: stream.messageRetentionDays, new_value: days },
     },
   );
-  return updateStream(ctx, stream, { messageRetentionDays: days }, [
-    { property: 'message_retention_days', value: days },
-  ]);
 }
 
 export async function checkTopicsPolicy(
@@ -518,14 +510,17 @@ export async function doChangeStreamTopicsPolicy(
         'To enable this configuration, all messages in this channel must be in the general chat topic. Consider renaming or deleting other topics.',
       );
   }
-  await auditStream(ctx, stream, AuditLogEvent.CHANNEL_PROPERTY_CHANGED, actingUserId, {
-    property: 'topics_policy',
-    old_value: stream.topicsPolicy,
-    new_value: policy,
-  });
-  return updateStream(ctx, stream, { topicsPolicy: policy }, [
-    { property: 'topics_policy', value: policy },
-  ]);
+  return updateStream(
+    ctx,
+    stream,
+    { topicsPolicy: policy },
+    [{ property: 'topics_policy', value: policy }],
+    {
+      eventType: AuditLogEvent.CHANNEL_PROPERTY_CHANGED,
+      actingUserId,
+      extra: { property: 'topics_policy', old_value: stream.topicsPolicy, new_value: policy },
+    },
+  );
 }
 
 /** Validates a `{new, old}` group-setting change; returns null when nothing would change. */
@@ -568,18 +563,17 @@ export async function doChangeStreamGroupSetting(
   const oldPolicy = streamPostPolicy(stream, system);
   const values = await loadStreamDetails(stream.realmId, [{ ...stream, [column]: groupId }], tx);
   const value = values.context(stream).groups.get(groupId) ?? groupId;
-  await auditStream(ctx, stream, AuditLogEvent.CHANNEL_GROUP_BASED_SETTING_CHANGED, actingUserId, {
-    property: setting,
-    old_value: stream[column],
-    new_value: groupId,
-  });
   const events: { property: string; value: unknown }[] = [{ property: setting, value }];
   const newPolicy = streamPostPolicy({ ...stream, [column]: groupId }, system);
   if (setting === 'can_send_message_group' && newPolicy !== oldPolicy) {
     events.push({ property: 'stream_post_policy', value: newPolicy });
     events.push({ property: 'is_announcement_only', value: newPolicy === 2 });
   }
-  return updateStream(ctx, stream, { [column]: groupId }, events);
+  return updateStream(ctx, stream, { [column]: groupId }, events, {
+    eventType: AuditLogEvent.CHANNEL_GROUP_BASED_SETTING_CHANGED,
+    actingUserId,
+    extra: { property: setting, old_value: stream[column], new_value: groupId },
+  });
 }
 
 // ---- Default channels -------------------------------------------------------------------------
@@ -703,13 +697,7 @@ function sendArchivalEvents(
   if (archived)
     sendEventOnCommit(
       ctx,
-      {
-        type: 'stream',
-        op: 'delete',
-        streams: [{ stream_id: stream.id }],
-        stream_ids: [stream.id],
-        internal_data: { archived_channels: false },
-      },
+      { ...streamDeleteEvent([stream.id]), internal_data: { archived_channels: false } },
       audience,
     );
 }

@@ -19,7 +19,7 @@ import {
   type Permissions,
 } from '../lib/streams';
 import { isGuest } from '../lib/users';
-import { presentStream, presentSubscription } from '../presenters/streams';
+import { presentStream, presentSubscription, streamDeleteEvent } from '../presenters/streams';
 
 /** Zulip's STREAM_ASSIGNMENT_COLORS: new subscriptions take the first colour the user does not
  * use yet. */
@@ -173,10 +173,7 @@ async function sendAddEvents(
 
   if (notifySubscribers) {
     for (const pair of added) {
-      // Only private channels, and public ones for guests, can have been invisible.
-      if (!pair.stream.inviteOnly && !(isGuest(pair.user) && !pair.stream.isWebPublic)) continue;
-      const perms = await loadPermissions(pair.user, tx);
-      if (hasMetadataAccess(perms, pair.stream, false)) continue;
+      if (await seesWithoutSubscription(ctx, pair)) continue;
       sendEventOnCommit(
         ctx,
         {
@@ -301,19 +298,8 @@ export async function doRemoveSubscriptions(
   }
   // Leaving a private channel can take away even the knowledge that it exists.
   for (const pair of result.removed) {
-    if (!pair.stream.inviteOnly && !(isGuest(pair.user) && !pair.stream.isWebPublic)) continue;
-    const perms = await loadPermissions(pair.user, tx);
-    if (hasMetadataAccess(perms, pair.stream, false)) continue;
-    sendEventOnCommit(
-      ctx,
-      {
-        type: 'stream',
-        op: 'delete',
-        streams: [{ stream_id: pair.stream.id }],
-        stream_ids: [pair.stream.id],
-      },
-      [pair.user.id],
-    );
+    if (await seesWithoutSubscription(ctx, pair)) continue;
+    sendEventOnCommit(ctx, streamDeleteEvent([pair.stream.id]), [pair.user.id]);
   }
   const details = await loadStreamDetails(realm.id, uniqueStreams(result.removed), tx);
   await sendPeerEvents(ctx, 'peer_remove', result.removed, details.subscribers);
@@ -437,6 +423,16 @@ export async function doChangeSubscriptionProperty(
 
 // ---- Helpers ---------------------------------------------------------------------------------
 
+/** Whether the user sees the channel even when not subscribed: always for public channels
+ * (web-public ones for guests); for private ones by role or group. */
+async function seesWithoutSubscription(
+  ctx: ActionContext,
+  { user, stream }: SubscriptionPair,
+): Promise<boolean> {
+  if (!stream.inviteOnly && !(isGuest(user) && !stream.isWebPublic)) return true;
+  return hasMetadataAccess(await loadPermissions(user, ctx.tx), stream, false);
+}
+
 function uniqueStreams(pairs: SubscriptionPair[]): Stream[] {
   return [...new Map(pairs.map((pair) => [pair.stream.id, pair.stream])).values()];
 }
@@ -478,16 +474,7 @@ export async function sendChannelVisibilityChanges(
   const gained = streams.filter((s) => !sees(before, s) && sees(after, s));
   const lost = streams.filter((s) => sees(before, s) && !sees(after, s));
   if (lost.length > 0)
-    sendEventOnCommit(
-      ctx,
-      {
-        type: 'stream',
-        op: 'delete',
-        streams: lost.map((stream) => ({ stream_id: stream.id })),
-        stream_ids: lost.map((stream) => stream.id),
-      },
-      [user.id],
-    );
+    sendEventOnCommit(ctx, streamDeleteEvent(lost.map((stream) => stream.id)), [user.id]);
   if (gained.length === 0) return;
   const details = await loadStreamDetails(user.realmId, gained, tx);
   sendEventOnCommit(

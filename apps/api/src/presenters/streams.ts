@@ -113,3 +113,18 @@ export function presentStreamWithSubscribers(
 ): Record<string, unknown> {
   return { ...presentStream(stream, context), ...(subscribers ?? {}) };
 }
+
+/** The `stream` delete event; its `streams` holds only ids since feature level 343. */
+export function streamDeleteEvent(streamIds: number[]): {
+  type: 'stream';
+  op: 'delete';
+  streams: { stream_id: number }[];
+  stream_ids: number[];
+} {
+  return {
+    type: 'stream',
+    op: 'delete',
+    streams: streamIds.map((id) => ({ stream_id: id })),
+    stream_ids: streamIds,
+  };
+}

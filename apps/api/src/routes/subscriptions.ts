@@ -213,21 +213,7 @@ defineRoute(subscriptionRoutes, '/users/me/subscriptions/properties', {
           change.value,
           `subscription_data[${index}]`,
         );
-        await runAction(async (ctx) => {
-          const { stream, subscription } = await accessOwnSubscription(
-            ctx.tx,
-            user,
-            change.stream_id,
-          );
-          await doChangeSubscriptionProperty(
-            ctx,
-            user,
-            stream,
-            subscription,
-            checked.property,
-            checked.value,
-          );
-        });
+        await changeOwnSubscription(user, change.stream_id, checked);
       }
       return {};
     },
@@ -254,17 +240,7 @@ defineRoute(subscriptionRoutes, '/users/:user_id/subscriptions/:stream_id', {
       const value =
         params.value === 'true' ? true : params.value === 'false' ? false : params.value;
       const checked = checkSubscriptionProperty(params.property, value, 'value');
-      await runAction(async (ctx) => {
-        const { stream, subscription } = await accessOwnSubscription(ctx.tx, user, path.stream_id);
-        await doChangeSubscriptionProperty(
-          ctx,
-          user,
-          stream,
-          subscription,
-          checked.property,
-          checked.value,
-        );
-      });
+      await changeOwnSubscription(user, path.stream_id, checked);
       return {};
     },
   ),
@@ -300,14 +276,28 @@ export async function subscriptionsOf(
   );
 }
 
-async function accessOwnSubscription(tx: Tx, user: User, streamId: number) {
-  const perms = await loadPermissions(user, tx);
-  const { stream, subscription } = await accessStreamById(perms, streamId, {
-    requireContentAccess: false,
-    db: tx,
+/** One change to the caller's own subscription, in its own transaction. */
+async function changeOwnSubscription(
+  user: User,
+  streamId: number,
+  change: ReturnType<typeof checkSubscriptionProperty>,
+): Promise<void> {
+  await runAction(async (ctx) => {
+    const perms = await loadPermissions(user, ctx.tx);
+    const { stream, subscription } = await accessStreamById(perms, streamId, {
+      requireContentAccess: false,
+      db: ctx.tx,
+    });
+    if (!subscription) throw new JsonableError(`Not subscribed to channel ID ${streamId}`);
+    await doChangeSubscriptionProperty(
+      ctx,
+      user,
+      stream,
+      subscription,
+      change.property,
+      change.value,
+    );
   });
-  if (!subscription) throw new JsonableError(`Not subscribed to channel ID ${streamId}`);
-  return { stream, subscription };
 }
 
 /** Zulip's bulk_principals_to_user_profiles: all ids or all emails; unknown users (and users
