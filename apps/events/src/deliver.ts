@@ -13,10 +13,21 @@ interface InternalData {
   /** Only for queues whose archived_channels capability is this: archiving is an is_archived
    * update for capable clients and a delete (unarchiving: a create) for the others. */
   archived_channels?: boolean;
+  /** Local echo: the sending queue's message event gets local_message_id. */
+  sender_queue_id?: string;
+  local_id?: string;
 }
 
+/** Zulip's realm_empty_topic_display_name, for clients without the empty_topic_name
+ * capability. */
+const EMPTY_TOPIC_DISPLAY_NAME = 'general chat';
+
 /** The event as this queue should receive it, or null if the queue does not take it. */
-export function eventForQueue(event: ZulipEvent, options: QueueOptions): ZulipEvent | null {
+export function eventForQueue(
+  event: ZulipEvent,
+  options: QueueOptions,
+  queueId?: string,
+): ZulipEvent | null {
   if (options.event_types !== null && !options.event_types.includes(event.type)) return null;
   const { internal_data: internal = {}, ...visible } = event as ZulipEvent & {
     internal_data?: InternalData;
@@ -32,13 +43,22 @@ export function eventForQueue(event: ZulipEvent, options: QueueOptions): ZulipEv
     const message = visible.message as NarrowableMessage & Record<string, unknown>;
     const flags = Array.isArray(visible.flags) ? (visible.flags as string[]) : [];
     if (!matchesNarrow(options.narrow, message, flags)) return null;
+    const formatted: Record<string, unknown> = { ...message };
     if (!options.apply_markdown && internal.raw_content !== undefined) {
-      return {
-        ...visible,
-        message: { ...message, content: internal.raw_content, content_type: 'text/x-markdown' },
-      };
+      formatted.content = internal.raw_content;
+      formatted.content_type = 'text/x-markdown';
     }
-    return visible;
+    if (options.client_gravatar && internal.avatar_gravatar) formatted.avatar_url = null;
+    if (
+      formatted.type === 'stream' &&
+      formatted.subject === '' &&
+      options.client_capabilities.empty_topic_name !== true
+    )
+      formatted.subject = EMPTY_TOPIC_DISPLAY_NAME;
+    const result: ZulipEvent = { ...visible, message: formatted };
+    if (queueId !== undefined && internal.sender_queue_id === queueId)
+      result.local_message_id = internal.local_id;
+    return result;
   }
 
   if (

@@ -261,7 +261,7 @@ class ShardWorker {
     for (const queueId of queueIds) {
       const queueOptions = await this.queueOptions(queueId);
       if (!queueOptions) continue;
-      const event = eventForQueue(notification.event, queueOptions);
+      const event = eventForQueue(notification.event, queueOptions, queueId);
       if (event) targets.push({ queueId, json: JSON.stringify(event) });
     }
     const result = await redis.eval(

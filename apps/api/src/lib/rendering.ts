@@ -1,0 +1,66 @@
+// Rendering message content for an organization: loads the users and groups the content may
+// mention (Zulip's MentionData), then renders with packages/markdown.
+import { getPrisma, type Tx } from '@parley/db';
+import {
+  mentionCandidates,
+  renderMarkdown,
+  type MentionData,
+  type Rendered,
+} from '@parley/markdown';
+
+export async function renderContent(
+  realmId: number,
+  content: string,
+  db: Tx = getPrisma(),
+): Promise<Rendered> {
+  return renderMarkdown(content, await loadMentionData(realmId, content, db));
+}
+
+export async function loadMentionData(
+  realmId: number,
+  content: string,
+  db: Tx = getPrisma(),
+): Promise<MentionData> {
+  const wanted = mentionCandidates(content);
+  const data: MentionData = {
+    usersByName: new Map(),
+    usersById: new Map(),
+    groupsByName: new Map(),
+  };
+  if (wanted.names.size > 0 || wanted.ids.size > 0) {
+    const users = await db.user.findMany({
+      where: {
+        realmId,
+        isActive: true,
+        OR: [
+          ...[...wanted.names].map((name) => ({
+            fullName: { equals: name, mode: 'insensitive' as const },
+          })),
+          ...(wanted.ids.size > 0 ? [{ id: { in: [...wanted.ids] } }] : []),
+        ],
+      },
+      select: { id: true, fullName: true },
+    });
+    for (const user of users) {
+      data.usersById.set(user.id, user);
+      const key = user.fullName.toLowerCase();
+      data.usersByName.set(key, [...(data.usersByName.get(key) ?? []), user]);
+    }
+  }
+  if (wanted.groupNames.size > 0) {
+    const groups = await db.userGroup.findMany({
+      where: {
+        realmId,
+        deactivated: false,
+        isSystemGroup: false,
+        OR: [...wanted.groupNames].map((name) => ({
+          name: { equals: name, mode: 'insensitive' as const },
+        })),
+      },
+      select: { id: true, name: true },
+    });
+    for (const group of groups)
+      data.groupsByName.set(group.name!.toLowerCase(), { id: group.id, name: group.name! });
+  }
+  return data;
+}

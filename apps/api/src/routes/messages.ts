@@ -1,0 +1,96 @@
+// Messages: POST /messages, GET /messages, GET/PATCH/DELETE /messages/{id},
+// GET /messages/{id}/history, POST /messages/render.
+import { Router } from 'express';
+import { userEndpoint } from '@parley/auth';
+import { runAction } from '@parley/db';
+import { JsonableError } from '@parley/errors';
+import { defineRoute, p } from '@parley/http';
+import {
+  checkChannelAddressee,
+  checkContent,
+  checkDirectAddressee,
+  checkTopic,
+  checkTopicPolicy,
+  doSendMessage,
+} from '../actions/messages';
+import { clientName, sentByHuman } from '../lib/clients';
+import { accessMessage, presentMessages } from '../lib/messages';
+import { renderContent } from '../lib/rendering';
+
+export const messageRoutes = Router();
+
+const messagePath = { message_id: p.int({ min: 0 }) };
+
+defineRoute(messageRoutes, '/messages', {
+  POST: userEndpoint(
+    {
+      params: {
+        type: p.enum(['stream', 'channel', 'private', 'direct']),
+        to: p.string().optional(),
+        content: p.string(),
+        topic: p.string().alias('subject').optional(),
+        queue_id: p.string({ maxLength: 100 }).optional(),
+        local_id: p.string({ maxLength: 100 }).optional(),
+        read_by_sender: p.bool().optional(),
+      },
+    },
+    async ({ req, user, realm, params }) => {
+      const content = checkContent(params.content);
+      const client = clientName(req, undefined);
+      const isChannel = params.type === 'stream' || params.type === 'channel';
+      const id = await runAction(async (ctx) => {
+        const { tx } = ctx;
+        let addressee;
+        if (isChannel) {
+          if (params.to === undefined || params.to.trim() === '')
+            throw new JsonableError('Missing channel');
+          if (params.topic === undefined) throw new JsonableError('Missing topic');
+          const topic = checkTopic(params.topic);
+          addressee = await checkChannelAddressee(tx, user, params.to, topic);
+          if (addressee.kind === 'channel') checkTopicPolicy(realm, addressee.stream, topic);
+        } else {
+          if (params.to === undefined) throw new JsonableError('Message must have recipients');
+          addressee = await checkDirectAddressee(tx, user, realm, params.to);
+        }
+        const rendered = await renderContent(realm.id, content, tx);
+        const message = await doSendMessage(ctx, realm, user, addressee, content, rendered, {
+          client,
+          readBySender: params.read_by_sender ?? sentByHuman(client),
+          ...(params.queue_id !== undefined && params.local_id !== undefined
+            ? { localEcho: { queueId: params.queue_id, localId: params.local_id } }
+            : {}),
+        });
+        return message.id;
+      });
+      return { id };
+    },
+  ),
+});
+
+defineRoute(messageRoutes, '/messages/render', {
+  POST: userEndpoint({ params: { content: p.string() } }, async ({ realm, params }) => ({
+    rendered: (await renderContent(realm.id, params.content)).html,
+  })),
+});
+
+defineRoute(messageRoutes, '/messages/:message_id', {
+  GET: userEndpoint(
+    {
+      path: messagePath,
+      params: {
+        apply_markdown: p.bool().default(true),
+        allow_empty_topic_name: p.bool().default(false),
+      },
+    },
+    async ({ user, realm, path, params }) => {
+      const { message, flags } = await accessMessage(user, path.message_id);
+      const [presented] = await presentMessages(user, realm, [{ message, flags }], {
+        applyMarkdown: params.apply_markdown,
+        // Zulip hard-codes client_gravatar here.
+        clientGravatar: true,
+        allowEmptyTopicName: params.allow_empty_topic_name,
+      });
+      return { message: presented!, raw_content: message.content };
+    },
+  ),
+});

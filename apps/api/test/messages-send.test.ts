@@ -1,0 +1,480 @@
+import { bitmaskToFlags, getPrisma, Role, type Stream, type User } from '@parley/db';
+import {
+  as,
+  captureEvents,
+  createTestRealm,
+  createTestUser,
+  expectError,
+  expectSuccess,
+  type TestRealm,
+} from './helpers';
+
+const prisma = () => getPrisma();
+const sorted = (ids: number[]) => [...ids].sort((a, b) => a - b);
+
+export interface MessageOrg extends TestRealm {
+  admin: User;
+  member: User;
+  other: User;
+  guest: User;
+  general: Stream;
+  secret: Stream;
+}
+
+/** An organization with #general (owner, member, other, guest subscribed) and a private
+ * #secret (member subscribed). */
+export async function createMessageOrg(): Promise<MessageOrg> {
+  const org = await createTestRealm();
+  const admin = await createTestUser(org.realm, Role.ADMINISTRATOR, { fullName: 'Ada Admin' });
+  const member = await createTestUser(org.realm, Role.MEMBER, { fullName: 'Mia Member' });
+  const other = await createTestUser(org.realm, Role.MEMBER, { fullName: 'Otto Other' });
+  const guest = await createTestUser(org.realm, Role.GUEST, { fullName: 'Gus Guest' });
+  expectSuccess(
+    await as(org.owner, org.host).post('/users/me/subscriptions', {
+      subscriptions: [{ name: 'general' }],
+      principals: [org.owner.id, member.id, other.id, guest.id],
+    }),
+  );
+  expectSuccess(
+    await as(member, org.host).post('/users/me/subscriptions', {
+      subscriptions: [{ name: 'secret' }],
+      invite_only: true,
+    }),
+  );
+  const named = (name: string) =>
+    prisma().stream.findFirstOrThrow({ where: { realmId: org.realm.id, name } });
+  return {
+    ...org,
+    admin,
+    member,
+    other,
+    guest,
+    general: await named('general'),
+    secret: await named('secret'),
+  };
+}
+
+export function send(user: User, host: string, form: Record<string, unknown>) {
+  return as(user, host).post('/messages', form);
+}
+
+async function flagsOf(messageId: number): Promise<Record<number, string[]>> {
+  const rows = await prisma().userMessage.findMany({ where: { messageId } });
+  return Object.fromEntries(rows.map((row) => [row.userId, bitmaskToFlags(row.flags)]));
+}
+
+describe('POST /messages to a channel', () => {
+  let org: MessageOrg;
+  beforeAll(async () => {
+    org = await createMessageOrg();
+  });
+
+  it('stores the message for every subscriber and publishes it per recipient form', async () => {
+    let id = 0;
+    const published = await captureEvents(org.realm.id, async () => {
+      const body = expectSuccess(
+        await send(org.member, org.host, {
+          type: 'stream',
+          to: 'general',
+          topic: 'lunch',
+          content: 'Hello @**Otto Other**, <b>bold</b> **really**',
+        }),
+      );
+      id = body.id as number;
+    });
+    expect(await flagsOf(id)).toEqual({
+      [org.owner.id]: [],
+      [org.member.id]: [],
+      [org.other.id]: ['mentioned'],
+      [org.guest.id]: [],
+    });
+    const message = await prisma().message.findUniqueOrThrow({ where: { id } });
+    expect(message.renderedContent).toBe(
+      `<p>Hello <span class="user-mention" data-user-id="${org.other.id}">@Otto Other</span>, &lt;b&gt;bold&lt;/b&gt; <strong>really</strong></p>`,
+    );
+    const events = published.filter((p) => p.event.type === 'message');
+    expect(sorted(events.flatMap((e) => e.users))).toEqual(
+      sorted([org.owner.id, org.member.id, org.other.id, org.guest.id]),
+    );
+    const toOther = events.find((e) => e.users.includes(org.other.id))!;
+    expect(toOther.event.flags).toEqual(['mentioned']);
+    expect(toOther.event.message).toMatchObject({
+      id,
+      sender_id: org.member.id,
+      type: 'stream',
+      stream_id: org.general.id,
+      display_recipient: 'general',
+      subject: 'lunch',
+      content_type: 'text/html',
+      sender_full_name: 'Mia Member',
+      is_me_message: false,
+      reactions: [],
+      submessages: [],
+      topic_links: [],
+    });
+    expect(toOther.event.internal_data).toMatchObject({ raw_content: message.content });
+  });
+
+  it('accepts the channel by id, as JSON, or as a one-element list', async () => {
+    for (const to of [String(org.general.id), '"general"', '["general"]', `[${org.general.id}]`])
+      expectSuccess(
+        await send(org.member, org.host, { type: 'channel', to, topic: 't', content: 'x' }),
+      );
+  });
+
+  it("marks the sender's copy read only for interactive clients or read_by_sender", async () => {
+    const api = expectSuccess(
+      await send(org.member, org.host, { type: 'stream', to: 'general', topic: 't', content: 'a' }),
+    );
+    expect((await flagsOf(api.id as number))[org.member.id]).toEqual([]);
+    const web = expectSuccess(
+      await send(org.member, org.host, {
+        type: 'stream',
+        to: 'general',
+        topic: 't',
+        content: 'b',
+      }).set('User-Agent', 'ZulipMobile/27.190 (Android 9)'),
+    );
+    expect((await flagsOf(web.id as number))[org.member.id]).toEqual(['read']);
+    const explicit = expectSuccess(
+      await send(org.member, org.host, {
+        type: 'stream',
+        to: 'general',
+        topic: 't',
+        content: 'c',
+        read_by_sender: true,
+      }),
+    );
+    expect((await flagsOf(explicit.id as number))[org.member.id]).toEqual(['read']);
+    const stored = await prisma().message.findUniqueOrThrow({ where: { id: web.id as number } });
+    expect(stored.sendingClient).toBe('ZulipMobile');
+  });
+
+  it('sets wildcard flags: channel wildcards for all, topic wildcards for participants', async () => {
+    expectSuccess(
+      await send(org.other, org.host, {
+        type: 'stream',
+        to: 'general',
+        topic: 'wild',
+        content: 'hi',
+      }),
+    );
+    const all = expectSuccess(
+      await send(org.member, org.host, {
+        type: 'stream',
+        to: 'general',
+        topic: 'wild',
+        content: '@**all** hey',
+      }),
+    );
+    expect((await flagsOf(all.id as number))[org.guest.id]).toEqual(['stream_wildcard_mentioned']);
+    const topic = expectSuccess(
+      await send(org.member, org.host, {
+        type: 'stream',
+        to: 'general',
+        topic: 'WILD',
+        content: '@**topic** hey',
+      }),
+    );
+    const flags = await flagsOf(topic.id as number);
+    expect(flags[org.other.id]).toEqual(['topic_wildcard_mentioned']);
+    expect(flags[org.guest.id]).toEqual([]);
+    const fetched = expectSuccess(
+      await as(org.other, org.host).get(`/messages/${topic.id as number}`),
+    );
+    expect((fetched.message as { flags: string[] }).flags).toEqual([
+      'topic_wildcard_mentioned',
+      'wildcard_mentioned',
+    ]);
+  });
+
+  it('treats "(no topic)" and the display name as the empty topic, and truncates long topics', async () => {
+    for (const topic of ['(no topic)', 'general chat', '  ']) {
+      const { id } = expectSuccess(
+        await send(org.member, org.host, { type: 'stream', to: 'general', topic, content: 'x' }),
+      );
+      expect(
+        (await prisma().message.findUniqueOrThrow({ where: { id: id as number } })).subject,
+      ).toBe('');
+    }
+    const { id } = expectSuccess(
+      await send(org.member, org.host, {
+        type: 'stream',
+        to: 'general',
+        topic: 't'.repeat(70),
+        content: 'x',
+      }),
+    );
+    expect(
+      (await prisma().message.findUniqueOrThrow({ where: { id: id as number } })).subject,
+    ).toBe(`${'t'.repeat(57)}...`);
+    const long = expectSuccess(
+      await send(org.member, org.host, {
+        type: 'stream',
+        to: 'general',
+        topic: 'x',
+        content: 'y'.repeat(10050),
+      }),
+    );
+    const stored = await prisma().message.findUniqueOrThrow({ where: { id: long.id as number } });
+    expect([...stored.content]).toHaveLength(10000);
+    expect(stored.content.endsWith('\n[message truncated]')).toBe(true);
+  });
+
+  it('enforces who may post where', async () => {
+    const post = (user: User, to: string, topic = 't') =>
+      send(user, org.host, { type: 'stream', to, topic, content: 'x' });
+    // Members may post to public channels they are not in; the copy is not theirs.
+    const { id } = expectSuccess(await post(org.admin, 'general'));
+    expect((await flagsOf(id as number))[org.admin.id]).toBeUndefined();
+    expectError(await post(org.other, 'secret'), "Not authorized to send to channel 'secret'");
+    expectError(await post(org.admin, 'secret'), "Not authorized to send to channel 'secret'");
+    const open = await createTestRealmChannel(org, 'guests-out');
+    expectError(await post(org.guest, open.name), "Not authorized to send to channel 'guests-out'");
+    const admins = await prisma().userGroup.findFirstOrThrow({
+      where: { realmId: org.realm.id, name: 'role:administrators' },
+    });
+    await prisma().stream.update({
+      where: { id: open.id },
+      data: { canSendMessageGroupId: admins.id },
+    });
+    expectError(
+      await post(org.member, 'guests-out'),
+      'You do not have permission to post in this channel.',
+    );
+    expectSuccess(await post(org.admin, 'guests-out'));
+    await prisma().stream.update({ where: { id: open.id }, data: { deactivated: true } });
+    expectError(
+      await post(org.admin, 'guests-out'),
+      "Not authorized to send to channel 'guests-out'",
+    );
+  });
+
+  it('answers bad input with clear 400s', async () => {
+    const post = (form: Record<string, unknown>) => send(org.member, org.host, form);
+    expectError(
+      await post({ to: 'general', topic: 't', content: 'x' }),
+      "Missing 'type' argument",
+      400,
+      'REQUEST_VARIABLE_MISSING',
+    );
+    expectError(
+      await post({ type: 'email', to: 'general', topic: 't', content: 'x' }),
+      'Invalid type',
+    );
+    expectError(
+      await post({ type: 'stream', to: 'general', topic: 't' }),
+      "Missing 'content' argument",
+      400,
+      'REQUEST_VARIABLE_MISSING',
+    );
+    expectError(
+      await post({ type: 'stream', to: 'general', topic: 't', content: ' \n ' }),
+      'Message must not be empty',
+    );
+    expectError(await post({ type: 'stream', to: 'general', content: 'x' }), 'Missing topic');
+    expectError(await post({ type: 'stream', topic: 't', content: 'x' }), 'Missing channel');
+    expectError(
+      await post({ type: 'stream', to: 'general', topic: 'a\u0007', content: 'x' }),
+      'Invalid character in topic, at position 2!',
+    );
+    expectError(
+      await post({ type: 'stream', to: 'general', topic: 't', subject: 's', content: 'x' }),
+      "Can't decide between 'topic' and 'subject' arguments",
+      400,
+      'REQUEST_CONFUSING_VAR',
+    );
+    expectError(
+      await post({ type: 'stream', to: '["a","b"]', topic: 't', content: 'x' }),
+      'Expected exactly one channel',
+    );
+    expectError(
+      await post({ type: 'stream', to: '{"a":1}', topic: 't', content: 'x' }),
+      'Invalid data type for channel',
+    );
+    const missing = await post({ type: 'stream', to: 'nowhere', topic: 't', content: 'x' });
+    expectError(missing, "Channel 'nowhere' does not exist", 400, 'STREAM_DOES_NOT_EXIST');
+    expect(missing.body.stream).toBe('nowhere');
+    const missingId = await post({ type: 'stream', to: '99999999', topic: 't', content: 'x' });
+    expectError(
+      missingId,
+      "Channel with ID '99999999' does not exist",
+      400,
+      'STREAM_DOES_NOT_EXIST',
+    );
+    expect(missingId.body.stream_id).toBe(99999999);
+    expectError(
+      await post({ type: 'stream', to: '1e99', topic: 't', content: 'x' }),
+      "Channel with ID '1e+99' does not exist",
+      400,
+      'STREAM_DOES_NOT_EXIST',
+    );
+    expectError(
+      await post({ type: 'stream', to: 'general', topic: 't', content: 'x\u0000' }),
+      'Invalid content: null bytes are not allowed',
+    );
+    expectError(
+      await post({
+        type: 'stream',
+        to: 'general',
+        topic: 't',
+        content: 'x',
+        read_by_sender: 'yes',
+      }),
+      'read_by_sender is not a boolean',
+    );
+  });
+});
+
+async function createTestRealmChannel(org: MessageOrg, name: string): Promise<Stream> {
+  expectSuccess(
+    await as(org.admin, org.host).post('/users/me/subscriptions', { subscriptions: [{ name }] }),
+  );
+  return prisma().stream.findFirstOrThrow({ where: { realmId: org.realm.id, name } });
+}
+
+describe('POST /messages as a direct message', () => {
+  let org: MessageOrg;
+  beforeAll(async () => {
+    org = await createMessageOrg();
+  });
+
+  it('sends 1:1 messages by id or email, both directions sharing a recipient id', async () => {
+    const first = expectSuccess(
+      await send(org.member, org.host, { type: 'direct', to: [org.other.id], content: 'psst' }),
+    );
+    const reply = expectSuccess(
+      await send(org.other, org.host, {
+        type: 'private',
+        to: org.member.deliveryEmail,
+        content: 'yes?',
+      }),
+    );
+    expect(await flagsOf(first.id as number)).toEqual({
+      [org.member.id]: ['is_private'],
+      [org.other.id]: ['is_private'],
+    });
+    const seen = async (user: User, id: number) =>
+      expectSuccess(await as(user, org.host).get(`/messages/${id}`)).message as Record<
+        string,
+        unknown
+      >;
+    const a = await seen(org.member, first.id as number);
+    const b = await seen(org.member, reply.id as number);
+    expect(a).toMatchObject({ type: 'private', subject: '', flags: [] });
+    expect(a).not.toHaveProperty('stream_id');
+    expect(a.recipient_id).toBe(b.recipient_id);
+    expect((a.display_recipient as { id: number }[]).map((u) => u.id)).toEqual(
+      sorted([org.member.id, org.other.id]),
+    );
+  });
+
+  it('creates a group conversation once and reuses it', async () => {
+    const to = [org.other.id, org.guest.id];
+    const one = expectSuccess(
+      await send(org.member, org.host, { type: 'direct', to, content: 'group' }),
+    );
+    const two = expectSuccess(
+      await send(org.guest, org.host, {
+        type: 'direct',
+        to: [org.member.id, org.other.id],
+        content: 'again',
+      }),
+    );
+    const [m1, m2] = await Promise.all(
+      [one.id, two.id].map((id) =>
+        prisma().message.findUniqueOrThrow({ where: { id: id as number } }),
+      ),
+    );
+    expect(m1!.recipientId).toBe(m2!.recipientId);
+    expect(
+      Object.keys(await flagsOf(one.id as number))
+        .map(Number)
+        .sort((x, y) => x - y),
+    ).toEqual(sorted([org.member.id, org.other.id, org.guest.id]));
+  });
+
+  it('lets a user write to themself', async () => {
+    const { id } = expectSuccess(
+      await send(org.member, org.host, { type: 'direct', to: [org.member.id], content: 'note' }),
+    );
+    expect(Object.keys(await flagsOf(id as number))).toEqual([String(org.member.id)]);
+  });
+
+  it("answers bad recipients with Zulip's messages", async () => {
+    const dm = (to: unknown) => send(org.member, org.host, { type: 'direct', to, content: 'x' });
+    expectError(await dm([99999999]), 'Invalid user ID 99999999');
+    expectError(await dm(['nobody@nowhere.test']), "Invalid email 'nobody@nowhere.test'");
+    expectError(
+      await dm([org.other.id, org.guest.deliveryEmail]),
+      'Recipient lists may contain emails or user IDs, but not both.',
+    );
+    expectError(await dm([]), 'Message must have recipients');
+    expectError(await dm({ a: 1 }), 'Invalid data type for recipients');
+    expectError(
+      await send(org.member, org.host, { type: 'direct', content: 'x' }),
+      'Message must have recipients',
+    );
+    const gone = await createTestUser(org.realm, Role.MEMBER);
+    await prisma().user.update({ where: { id: gone.id }, data: { isActive: false } });
+    expectError(await dm([gone.id]), `'${gone.deliveryEmail}' is no longer using Zulip.`);
+  });
+});
+
+describe('POST /messages/render and GET /messages/{id}', () => {
+  it('renders without storing, and fetches one message as its viewer may see it', async () => {
+    const org = await createMessageOrg();
+    const before = await prisma().message.count({ where: { realmId: org.realm.id } });
+    expect(
+      expectSuccess(
+        await as(org.member, org.host).post('/messages/render', { content: '**hi** <i>' }),
+      ).rendered,
+    ).toBe('<p><strong>hi</strong> &lt;i&gt;</p>');
+    expect(await prisma().message.count({ where: { realmId: org.realm.id } })).toBe(before);
+
+    const { id } = expectSuccess(
+      await send(org.member, org.host, { type: 'stream', to: 'secret', topic: '', content: '*x*' }),
+    );
+    const get = (user: User, query: Record<string, unknown> = {}) =>
+      as(user, org.host).get(`/messages/${id as number}`, query);
+    const body = expectSuccess(await get(org.member, { apply_markdown: false }));
+    expect(body.raw_content).toBe('*x*');
+    expect(body.message).toMatchObject({
+      content: '*x*',
+      content_type: 'text/x-markdown',
+      subject: 'general chat',
+    });
+    expect(
+      (
+        expectSuccess(await get(org.member, { allow_empty_topic_name: true })).message as {
+          subject: string;
+        }
+      ).subject,
+    ).toBe('');
+    expectError(await get(org.other), 'Invalid message(s)');
+    expectError(await get(org.admin), 'Invalid message(s)');
+    expectError(await as(org.member, org.host).get('/messages/99999999'), 'Invalid message(s)');
+    expectError(
+      await as(org.member, org.host).get('/messages/abc'),
+      'message_id is not an integer',
+    );
+
+    // A public channel's history is readable by members who were not subscribed.
+    const pub = expectSuccess(
+      await send(org.member, org.host, {
+        type: 'stream',
+        to: 'general',
+        topic: 'p',
+        content: 'public',
+      }),
+    );
+    const late = await createTestUser(org.realm, Role.MEMBER);
+    const seen = expectSuccess(await as(late, org.host).get(`/messages/${pub.id as number}`));
+    expect((seen.message as { flags: string[] }).flags).toEqual(['read', 'historical']);
+    const lateGuest = await createTestUser(org.realm, Role.GUEST);
+    expectError(
+      await as(lateGuest, org.host).get(`/messages/${pub.id as number}`),
+      'Invalid message(s)',
+    );
+  });
+});
