@@ -246,8 +246,9 @@ describe('applyChannelEvent', () => {
         { stream_id: 3, name: 'renamed', subscriber_count: 2, subscribers: [5, 6], color: '#fff' },
       ],
       unsubscribed: [entry(1, { subscribers: [5] })],
-      never_subscribed: [entry(4)],
-      streams: [entry(1), { ...entry(3), name: 'renamed', subscriber_count: 2 }, entry(4)],
+      never_subscribed: [entry(4, { subscribers: [] })],
+      // Sorted by name, as Zulip keeps them.
+      streams: [{ ...entry(3), name: 'renamed', subscriber_count: 2 }, entry(1), entry(4)],
     });
   });
 });

@@ -320,10 +320,11 @@ describe('POST /users/me/subscriptions', () => {
       await subscribe(org.owner, org.host, ['r'], { message_retention_days: 'unlimited' }),
     );
     expect((await streamNamed(org.realm.id, 'r')).messageRetentionDays).toBe(-1);
-    expectError(
+    // Public channels always share history; a request not to is ignored, as in Zulip.
+    expectSuccess(
       await subscribe(org.owner, org.host, ['h'], { history_public_to_subscribers: false }),
-      'Invalid parameters',
     );
+    expect((await streamNamed(org.realm.id, 'h')).historyPublicToSubscribers).toBe(true);
     expectError(
       await subscribe(org.member, org.host, ['del'], {
         can_delete_any_message_group: (await systemGroup(org, 'role:members')).id,
@@ -701,5 +702,119 @@ describe('subscriptions and user lifecycle', () => {
     const subs = expectSuccess(await as(newcomer, org.host).get('/users/me/subscriptions'))
       .subscriptions as { name: string }[];
     expect(subs.map((s) => s.name)).toEqual(['welcome']);
+  });
+});
+
+describe('review findings', () => {
+  it('matches names and addresses exactly: % and _ are not wildcards', async () => {
+    const org = await createOrg();
+    const jasmith = await createTestUser(org.realm, Role.MEMBER, {
+      email: `jasmith@${org.realm.stringId}.test`,
+    });
+    const jSmith = await createTestUser(org.realm, Role.MEMBER, {
+      email: `j_smith@${org.realm.stringId}.test`,
+    });
+    const body = expectSuccess(
+      await subscribe(org.admin, org.host, ['exact'], { principals: [jSmith.deliveryEmail] }),
+    );
+    expect(body.subscribed).toEqual({ [String(jSmith.id)]: ['exact'] });
+    expect(jasmith.id).not.toBe(jSmith.id);
+    expectError(
+      await as(org.member, org.host).get('/get_stream_id', { stream: 'exa%' }),
+      "Invalid channel name 'exa%'",
+    );
+    expectSuccess(await subscribe(org.member, org.host, ['back\\slash']));
+    expect(
+      expectSuccess(
+        await as(org.member, org.host).delete('/users/me/subscriptions', {
+          subscriptions: ['back\\slash'],
+        }),
+      ),
+    ).toMatchObject({ removed: ['back\\slash'] });
+  });
+
+  it('answers oversized lists with a 400', async () => {
+    const org = await createOrg();
+    expectError(
+      await subscribe(
+        org.member,
+        org.host,
+        Array.from({ length: 501 }, (_, i) => `c${i}`),
+      ),
+      'subscriptions is too long',
+    );
+    expectError(
+      await subscribe(org.member, org.host, ['x'], {
+        principals: Array.from({ length: 5001 }, (_, i) => i + 1),
+      }),
+      'Invalid principals',
+    );
+  });
+
+  it('treats an empty principals list as the caller', async () => {
+    const org = await createOrg();
+    const body = expectSuccess(await subscribe(org.member, org.host, ['solo'], { principals: [] }));
+    expect(body.subscribed).toEqual({ [String(org.member.id)]: ['solo'] });
+  });
+
+  it('applies a requested colour to new subscriptions', async () => {
+    const org = await createOrg();
+    expectSuccess(
+      await as(org.member, org.host).post('/users/me/subscriptions', {
+        subscriptions: [{ name: 'painted', color: '#123abc' }],
+      }),
+    );
+    const [sub] = expectSuccess(await as(org.member, org.host).get('/users/me/subscriptions'))
+      .subscriptions as { color: string }[];
+    expect(sub!.color).toBe('#123abc');
+    expectError(
+      await as(org.member, org.host).post('/users/me/subscriptions', {
+        subscriptions: [{ name: 'badpaint', color: 'red' }],
+      }),
+      "subscriptions[0]['color'] has invalid format",
+    );
+  });
+
+  it('does not subscribe bots to default channels', async () => {
+    const org = await createOrg();
+    expectSuccess(await subscribe(org.admin, org.host, ['defaults'], { is_default_stream: true }));
+    const bot = expectSuccess(
+      await as(org.member, org.host).post('/bots', {
+        full_name: 'Helper Bot',
+        short_name: 'helper',
+      }),
+    );
+    const subs = await prisma().subscription.count({ where: { userId: bot.user_id as number } });
+    expect(subs).toBe(0);
+  });
+
+  it('lets exactly one of concurrent requests archive a channel or subscribe a user', async () => {
+    const org = await createOrg();
+    expectSuccess(await subscribe(org.member, org.host, ['race']));
+    const race = await streamNamed(org.realm.id, 'race');
+    const archivals = await Promise.all(
+      Array.from({ length: 4 }, () => as(org.member, org.host).delete(`/streams/${race.id}`)),
+    );
+    expect(archivals.filter((res) => res.status === 200)).toHaveLength(1);
+    for (const res of archivals.filter((r) => r.status !== 200))
+      expectError(res, 'Channel is already deactivated');
+
+    expectSuccess(await subscribe(org.member, org.host, ['together']));
+    const joins = await Promise.all(
+      Array.from({ length: 4 }, () => subscribe(org.other, org.host, ['together'])),
+    );
+    const subscribedCount = joins.filter(
+      (res) => res.status === 200 && Object.keys(res.body.subscribed as object).length === 1,
+    ).length;
+    expect(joins.every((res) => res.status === 200)).toBe(true);
+    expect(subscribedCount).toBe(1);
+
+    const creations = await Promise.all(
+      Array.from({ length: 4 }, () => subscribe(org.other, org.host, ['fresh'])),
+    );
+    expect(creations.map((res) => res.status)).toEqual([200, 200, 200, 200]);
+    expect(await prisma().stream.count({ where: { realmId: org.realm.id, name: 'fresh' } })).toBe(
+      1,
+    );
   });
 });

@@ -5,7 +5,7 @@ import { timingSafeEqual } from 'node:crypto';
 import type { Request, Response } from 'express';
 import passport from 'passport';
 import { BasicStrategy } from 'passport-http';
-import { getPrisma, type Realm, type User } from '@parley/db';
+import { getPrisma, idsByLowerEquals, type Realm, type User } from '@parley/db';
 import { JsonableError, UnauthorizedError } from '@parley/errors';
 
 const API_KEY = /^[A-Za-z0-9]{32}$/;
@@ -28,13 +28,14 @@ export async function validateApiKey(
   const db = getPrisma();
   // Look the user up by address and compare keys in constant time, so response timing says
   // nothing about which keys exist.
-  const [candidate] = realm
-    ? await db.user.findMany({
-        where: { realmId: realm.id, deliveryEmail: { equals: email.trim(), mode: 'insensitive' } },
-        include: { realm: true },
-        take: 1,
-      })
+  const ids = realm
+    ? await idsByLowerEquals(db, 'user_profile', 'delivery_email', realm.id, [email.trim()])
     : [];
+  const [candidate] = await db.user.findMany({
+    where: { id: { in: ids } },
+    include: { realm: true },
+    take: 1,
+  });
   let user: (User & { realm: Realm }) | undefined;
   if (candidate && sameKey(candidate.apiKey, apiKey)) {
     user = candidate;

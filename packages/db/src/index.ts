@@ -16,5 +16,6 @@ export {
   type RoleValue,
 } from './roles';
 export { isUniqueViolation } from './prisma-errors';
+export { idsByLowerEquals } from './lookup';
 export { Prisma } from '@prisma/client';
 export type { Realm, User, Stream, Subscription, Message, UserGroup } from '@prisma/client';

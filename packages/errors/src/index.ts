@@ -261,8 +261,14 @@ export class BadEventQueueIdError extends JsonableError {
   }
 }
 
+/** An invalid narrow; `desc` says what (Zulip's BadNarrowOperatorError). */
 export class BadNarrowError extends JsonableError {
   override readonly code = 'BAD_NARROW';
+  override readonly data: ErrorData;
+  constructor(msg: string, desc: string) {
+    super(msg);
+    this.data = { desc };
+  }
 }
 
 export class ReactionExistsError extends JsonableError {

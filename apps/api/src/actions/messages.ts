@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto';
 import {
   flagsToBitmask,
+  idsByLowerEquals,
   RecipientType,
   type ActionContext,
   type Message,
@@ -102,9 +103,8 @@ export async function checkChannelAddressee(
   } else if (typeof target === 'string') {
     const name = target.trim();
     if (name === '') throw new JsonableError('Missing channel');
-    stream = await tx.stream.findFirst({
-      where: { realmId: sender.realmId, name: { equals: name, mode: 'insensitive' } },
-    });
+    const [id] = await idsByLowerEquals(tx, 'stream', 'name', sender.realmId, [name]);
+    stream = id === undefined ? null : await tx.stream.findUnique({ where: { id } });
     if (!stream) throw new StreamDoesNotExistError(name);
   } else {
     throw new JsonableError('Invalid data type for channel');
@@ -121,6 +121,22 @@ async function checkCanPost(tx: Tx, sender: User, stream: Stream): Promise<void>
     throw new JsonableError(`Not authorized to send to channel '${stream.name}'`);
   if (!perms.groups.has(stream.canSendMessageGroupId))
     throw new JsonableError('You do not have permission to post in this channel.');
+}
+
+/** can_create_topic_group (feature level 441): a topic nobody has posted in yet is new. */
+export async function checkCanCreateTopic(
+  tx: Tx,
+  sender: User,
+  stream: Stream,
+  topic: string,
+): Promise<void> {
+  const perms = await loadPermissions(sender, tx);
+  if (perms.groups.has(stream.canCreateTopicGroupId)) return;
+  const [existing] = await tx.$queryRaw<{ id: number }[]>`
+    SELECT id FROM message
+    WHERE recipient_id = ${stream.recipientId} AND upper(subject) = upper(${topic}) LIMIT 1`;
+  if (!existing)
+    throw new JsonableError('You do not have permission to create new topics in this channel.');
 }
 
 /** The `to` of a direct message: user ids or emails, as a JSON list or comma-separated. */
@@ -299,15 +315,10 @@ async function recipientFlags(
     for (const id of await activeMemberIds([...mentions.groupIds], tx)) mentioned.add(id);
   let topicParticipants = new Set<number>();
   if (mentions.wildcard === 'topic' && message.isChannelMessage) {
-    const posters = await tx.message.findMany({
-      where: {
-        recipientId: message.recipientId,
-        subject: { equals: message.subject, mode: 'insensitive' },
-      },
-      select: { senderId: true },
-      distinct: ['senderId'],
-    });
-    topicParticipants = new Set(posters.map((p) => p.senderId));
+    const posters = await tx.$queryRaw<{ sender_id: number }[]>`
+      SELECT DISTINCT sender_id FROM message
+      WHERE recipient_id = ${message.recipientId} AND upper(subject) = upper(${message.subject})`;
+    topicParticipants = new Set(posters.map((p) => p.sender_id));
   }
   const flags = new Map<number, UserMessageFlag[]>();
   for (const userId of userIds) {

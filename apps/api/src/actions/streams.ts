@@ -3,6 +3,7 @@
 // transaction and queues its events for after the commit.
 import {
   AuditLogEvent,
+  idsByLowerEquals,
   isUniqueViolation,
   RecipientType,
   type ActionContext,
@@ -60,6 +61,7 @@ const GROUP_DEFAULTS: Record<
   can_send_message_group: SYSTEM_GROUPS.EVERYONE,
   can_subscribe_group: SYSTEM_GROUPS.NOBODY,
   can_resolve_topics_group: SYSTEM_GROUPS.NOBODY,
+  can_create_topic_group: SYSTEM_GROUPS.EVERYONE,
 };
 
 /** Settings guests may never be given through "everyone" (Zulip's allow_everyone_group). */
@@ -123,8 +125,7 @@ export async function checkChannelCreation(
   } else if (settings.inviteOnly) {
     if (!inGroup(realm.canCreatePrivateChannelGroupId)) throw new InsufficientPermissionError();
   } else {
-    if (settings.historyPublicToSubscribers === false)
-      throw new JsonableError('Invalid parameters');
+    // Public channels always share their history (Zulip ignores a request not to).
     if (!inGroup(realm.canCreatePublicChannelGroupId)) throw new InsufficientPermissionError();
   }
   if (settings.isDefaultStream) {
@@ -222,9 +223,12 @@ export async function doCreateStreams(
   const created: Stream[] = [];
   for (const channel of channels) {
     const groups = await resolveGroupSettings(tx, realm.id, creatorId, settings.groups);
-    const stream = await tx.stream
-      .create({
-        data: {
+    // ON CONFLICT DO NOTHING: when a concurrent request creates the same name first, nothing
+    // is created here and the caller finds that channel as an existing one.
+    const [stream] = await tx.stream.createManyAndReturn({
+      skipDuplicates: true,
+      data: [
+        {
           realmId: realm.id,
           name: channel.name,
           description: channel.description,
@@ -232,16 +236,16 @@ export async function doCreateStreams(
           creatorId,
           inviteOnly: settings.inviteOnly,
           isWebPublic: settings.isWebPublic,
-          historyPublicToSubscribers: settings.historyPublicToSubscribers ?? !settings.inviteOnly,
+          historyPublicToSubscribers: settings.inviteOnly
+            ? (settings.historyPublicToSubscribers ?? false)
+            : true,
           messageRetentionDays: settings.messageRetentionDays ?? null,
           topicsPolicy: settings.topicsPolicy,
           ...groups,
         },
-      })
-      .catch((error: unknown) => {
-        // A concurrent creation of the same name won the unique index.
-        throw isUniqueViolation(error) ? new ChannelExistsError(channel.name) : error;
-      });
+      ],
+    });
+    if (!stream) continue;
     const recipient = await tx.recipient.create({
       data: { type: RecipientType.STREAM, typeId: stream.id },
     });
@@ -344,11 +348,8 @@ export async function checkRenameStream(tx: Tx, stream: Stream, rawName: string)
   if (name === stream.name) throw new JsonableError('Channel already has that name.');
   const checked = checkStreamName(name);
   if (checked.toLowerCase() !== stream.name.toLowerCase()) {
-    const taken = await tx.stream.findFirst({
-      where: { realmId: stream.realmId, name: { equals: checked, mode: 'insensitive' } },
-      select: { id: true },
-    });
-    if (taken) throw new ChannelExistsError(checked);
+    const taken = await idsByLowerEquals(tx, 'stream', 'name', stream.realmId, [checked]);
+    if (taken.length > 0) throw new ChannelExistsError(checked);
   }
   return checked;
 }
@@ -406,7 +407,7 @@ export async function checkChangePrivacy(
   isDefault: boolean,
 ): Promise<Privacy> {
   const inviteOnly = requested.isPrivate ?? stream.inviteOnly;
-  const isWebPublic = requested.isWebPublic ?? (requested.isPrivate ? false : stream.isWebPublic);
+  const isWebPublic = requested.isWebPublic ?? stream.isWebPublic;
   const historyPublicToSubscribers =
     requested.historyPublicToSubscribers ??
     (requested.isPrivate !== undefined ? !requested.isPrivate : stream.historyPublicToSubscribers);
@@ -594,7 +595,11 @@ export async function doSetDefaultStream(
       skipDuplicates: true,
     });
   } else {
-    await tx.defaultStream.delete({ where: key });
+    // A concurrent request may have removed it already: nothing left to announce.
+    const removed = await tx.defaultStream.deleteMany({
+      where: { realmId: stream.realmId, streamId: stream.id },
+    });
+    if (removed.count === 0) return;
   }
   await sendDefaultStreams(ctx, stream.realmId);
 }
@@ -632,10 +637,14 @@ export async function doArchiveStream(
   actingUserId: number,
 ): Promise<void> {
   const { tx } = ctx;
-  if (stream.deactivated) throw new JsonableError('Channel is already deactivated');
   const subscribers = (await subscriberIdsByStream([stream], tx)).get(stream.id) ?? [];
   const audience = await metadataAudience(stream, subscribers, tx);
-  await tx.stream.update({ where: { id: stream.id }, data: { deactivated: true } });
+  // Conditional, so of concurrent archivals exactly one succeeds and announces it.
+  const archived = await tx.stream.updateMany({
+    where: { id: stream.id, deactivated: false },
+    data: { deactivated: true },
+  });
+  if (archived.count === 0) throw new JsonableError('Channel is already deactivated');
   const wasDefault = await tx.defaultStream.deleteMany({
     where: { realmId: stream.realmId, streamId: stream.id },
   });
@@ -651,14 +660,19 @@ export async function doUnarchiveStream(
   actingUserId: number,
 ): Promise<Stream> {
   const { tx } = ctx;
-  if (!stream.deactivated) throw new JsonableError('Channel is not currently deactivated');
   const subscribers = (await subscriberIdsByStream([stream], tx)).get(stream.id) ?? [];
-  if (stream.inviteOnly && subscribers.length === 0)
+  // Subscriptions of deactivated users count here, as in Zulip.
+  const anySubscriber = await tx.subscription.count({
+    where: { recipientId: stream.recipientId!, active: true },
+  });
+  if (stream.inviteOnly && anySubscriber === 0)
     throw new JsonableError('Channel is private and have no subscribers');
-  const updated = await tx.stream.update({
-    where: { id: stream.id },
+  const unarchived = await tx.stream.updateMany({
+    where: { id: stream.id, deactivated: true },
     data: { deactivated: false },
   });
+  if (unarchived.count === 0) throw new JsonableError('Channel is not currently deactivated');
+  const updated = { ...stream, deactivated: false };
   await auditStream(ctx, stream, AuditLogEvent.CHANNEL_REACTIVATED, actingUserId);
   sendArchivalEvents(ctx, updated, false, await metadataAudience(updated, subscribers, tx));
   const details = await loadStreamDetails(stream.realmId, [updated], tx);

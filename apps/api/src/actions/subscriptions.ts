@@ -63,70 +63,77 @@ export interface AddResult {
 }
 
 /** Subscribes each user to each channel of its pair: reactivates an earlier subscription (it
- * keeps its colour and settings) or creates one with a fresh colour. `notifySubscribers`
- * is false while a user is being created: they have no queue yet. */
+ * keeps its colour and settings) or creates one, with the requested colour (`colors`, by
+ * channel id) or a fresh one. Only rows this call changed count as subscribed, so concurrent
+ * requests never announce the same subscription twice. `notifySubscribers` is false while a
+ * user is being created: they have no queue yet. */
 export async function doAddSubscriptions(
   ctx: ActionContext,
   realm: Realm,
   pairs: SubscriptionPair[],
   actingUserId: number | null,
-  { notifySubscribers = true }: { notifySubscribers?: boolean } = {},
+  {
+    notifySubscribers = true,
+    colors = new Map<number, string>(),
+  }: { notifySubscribers?: boolean; colors?: Map<number, string> } = {},
 ): Promise<AddResult> {
   const { tx } = ctx;
-  const userIds = [...new Set(pairs.map((pair) => pair.user.id))];
-  const recipientIds = [...new Set(pairs.map((pair) => pair.stream.recipientId!))];
+  const unique = [
+    ...new Map(pairs.map((pair) => [`${pair.user.id}:${pair.stream.id}`, pair])).values(),
+  ];
+  const userIds = [...new Set(unique.map((pair) => pair.user.id))];
+  const recipientIds = [...new Set(unique.map((pair) => pair.stream.recipientId!))];
   const rows = await tx.subscription.findMany({
     where: { userId: { in: userIds }, recipientId: { in: recipientIds } },
+    select: { id: true, userId: true, recipientId: true },
   });
-  const rowOf = (pair: SubscriptionPair) =>
-    rows.find((row) => row.userId === pair.user.id && row.recipientId === pair.stream.recipientId);
+  const key = (userId: number, recipientId: number) => `${userId}:${recipientId}`;
+  const rowOf = new Map(rows.map((row) => [key(row.userId, row.recipientId), row.id]));
 
-  const result: AddResult = { subscribed: [], alreadySubscribed: [] };
-  const reactivate: Subscription[] = [];
-  const create: { pair: SubscriptionPair; color: string }[] = [];
+  const existing = rows.map((row) => row.id);
+  const reactivated = new Set(
+    existing.length === 0
+      ? []
+      : (
+          await tx.$queryRaw<{ id: number }[]>`
+            UPDATE subscription SET active = TRUE
+            WHERE id = ANY(${existing}::int[]) AND NOT active RETURNING id`
+        ).map((row) => row.id),
+  );
   const usedColors = await colorsInUse(ctx, userIds);
-  const seen = new Set<string>();
-  for (const pair of pairs) {
-    const key = `${pair.user.id}:${pair.stream.id}`;
-    if (seen.has(key)) continue;
-    seen.add(key);
-    const row = rowOf(pair);
-    if (row?.active) {
-      result.alreadySubscribed.push(pair);
-    } else if (row) {
-      reactivate.push(row);
-      result.subscribed.push(pair);
-    } else {
-      create.push({ pair, color: pickColor(usedColors.get(pair.user.id)!, pair.stream) });
-      result.subscribed.push(pair);
-    }
+  const fresh = unique.filter((pair) => !rowOf.has(key(pair.user.id, pair.stream.recipientId!)));
+  const created = new Set(
+    fresh.length === 0
+      ? []
+      : (
+          await tx.subscription.createManyAndReturn({
+            data: fresh.map((pair) => ({
+              userId: pair.user.id,
+              recipientId: pair.stream.recipientId!,
+              color:
+                colors.get(pair.stream.id) ?? pickColor(usedColors.get(pair.user.id)!, pair.stream),
+            })),
+            // A concurrent request may have subscribed the same user: its row stands.
+            skipDuplicates: true,
+            select: { userId: true, recipientId: true },
+          })
+        ).map((row) => key(row.userId, row.recipientId)),
+  );
+  const result: AddResult = { subscribed: [], alreadySubscribed: [] };
+  for (const pair of unique) {
+    const k = key(pair.user.id, pair.stream.recipientId!);
+    const id = rowOf.get(k);
+    const changed = id === undefined ? created.has(k) : reactivated.has(id);
+    (changed ? result.subscribed : result.alreadySubscribed).push(pair);
   }
   if (result.subscribed.length === 0) return result;
-
-  if (reactivate.length > 0)
-    await tx.subscription.updateMany({
-      where: { id: { in: reactivate.map((row) => row.id) } },
-      data: { active: true },
-    });
-  if (create.length > 0)
-    await tx.subscription.createMany({
-      data: create.map(({ pair, color }) => ({
-        userId: pair.user.id,
-        recipientId: pair.stream.recipientId!,
-        color,
-      })),
-      // A concurrent request subscribing the same user wins the unique index; both succeed.
-      skipDuplicates: true,
-    });
   await tx.auditLog.createMany({
     data: result.subscribed.map((pair) => ({
       realmId: realm.id,
       actingUserId,
       modifiedUserId: pair.user.id,
       modifiedStreamId: pair.stream.id,
-      eventType: reactivate.some(
-        (row) => row.userId === pair.user.id && row.recipientId === pair.stream.recipientId,
-      )
+      eventType: rowOf.has(key(pair.user.id, pair.stream.recipientId!))
         ? AuditLogEvent.SUBSCRIPTION_ACTIVATED
         : AuditLogEvent.SUBSCRIPTION_CREATED,
     })),
@@ -239,7 +246,8 @@ export interface RemoveResult {
 }
 
 /** Deactivates the subscriptions of the pairs (rows are kept, so a later resubscription keeps
- * colour and settings); pairs without an active subscription are "not removed". */
+ * colour and settings); pairs without an active subscription, or whose subscription a
+ * concurrent request ended first, are "not removed". */
 export async function doRemoveSubscriptions(
   ctx: ActionContext,
   realm: Realm,
@@ -253,25 +261,32 @@ export async function doRemoveSubscriptions(
       userId: { in: pairs.map((pair) => pair.user.id) },
       recipientId: { in: pairs.flatMap((pair) => pair.stream.recipientId ?? []) },
     },
+    select: { id: true, userId: true, recipientId: true },
   });
+  const ids = rows.map((row) => row.id);
+  const ended = new Set(
+    ids.length === 0
+      ? []
+      : (
+          await tx.$queryRaw<{ id: number }[]>`
+            UPDATE subscription SET active = FALSE
+            WHERE id = ANY(${ids}::int[]) AND active RETURNING id`
+        ).map((row) => row.id),
+  );
   const result: RemoveResult = { removed: [], notRemoved: [] };
-  const removedRows: Subscription[] = [];
+  const counted = new Set<number>();
   for (const pair of pairs) {
     const row = rows.find(
       (r) => r.userId === pair.user.id && r.recipientId === pair.stream.recipientId,
     );
-    if (row && !removedRows.includes(row)) {
-      removedRows.push(row);
+    if (row && ended.has(row.id) && !counted.has(row.id)) {
+      counted.add(row.id);
       result.removed.push(pair);
     } else {
       result.notRemoved.push(pair);
     }
   }
-  if (removedRows.length === 0) return result;
-  await tx.subscription.updateMany({
-    where: { id: { in: removedRows.map((row) => row.id) } },
-    data: { active: false },
-  });
+  if (result.removed.length === 0) return result;
   await tx.auditLog.createMany({
     data: result.removed.map((pair) => ({
       realmId: realm.id,
@@ -319,8 +334,13 @@ export async function sendSubscriberActivityEvents(
     select: { recipientId: true },
   });
   if (subscriptions.length === 0) return;
+  // Deactivation is told for archived channels too (feature level 428); reactivation, as in
+  // Zulip's do_reactivate_user, only for active ones.
   const streams = await ctx.tx.stream.findMany({
-    where: { recipientId: { in: subscriptions.map((sub) => sub.recipientId) } },
+    where: {
+      recipientId: { in: subscriptions.map((sub) => sub.recipientId) },
+      ...(op === 'peer_add' ? { deactivated: false } : {}),
+    },
   });
   const details = await loadStreamDetails(user.realmId, streams, ctx.tx);
   await sendPeerEvents(
@@ -357,7 +377,7 @@ const COLUMNS = {
   wildcard_mentions_notify: 'wildcardMentionsNotify',
 } as const;
 
-const HEX_COLOR = /^#([a-fA-F0-9]{3,6})$/;
+export const HEX_COLOR = /^#([a-fA-F0-9]{3,6})$/;
 
 /** Validates one property change; `label` names the value in errors (Zulip's wording). */
 export function checkSubscriptionProperty(

@@ -197,7 +197,6 @@ export async function doCreateUser(
     });
   await tx.recipient.create({ data: { type: RecipientType.PERSONAL, typeId: created.id } });
   await addToSystemGroups(tx, realm.id, created.id, user.role);
-  await subscribeToDefaultStreams(ctx, realm, created, actingUserId);
   await audit(ctx, created, AuditLogEvent.USER_CREATED, actingUserId ?? created.id, {
     role: user.role,
   });
@@ -211,6 +210,8 @@ export async function doCreateUser(
     // The events tier nulls avatar_url for client_gravatar queues, where clients compute it.
     internal_data: { avatar_gravatar: visible && created.avatarSource === 'G' },
   }));
+  // After the realm_user add, so peers learn of the user before seeing them subscribe.
+  if (!created.isBot) await subscribeToDefaultStreams(ctx, realm, created, actingUserId);
   if (created.isBot) {
     const recipients = new Set(await activeAdminIds(realm.id, tx));
     if (created.botOwnerId) recipients.add(created.botOwnerId);
@@ -223,7 +224,7 @@ export async function doCreateUser(
   return created;
 }
 
-/** New users join the organization's default channels; the events they would get are moot
+/** New human users join the organization's default channels (bots do not, as in Zulip); the events they would get are moot
  * (they have no queue yet), but existing subscribers learn of them. */
 async function subscribeToDefaultStreams(
   ctx: ActionContext,

@@ -7,6 +7,7 @@ import { resetConfig } from '@parley/config';
 import {
   disconnectPrisma,
   getPrisma,
+  idsByLowerEquals,
   ROLE_NAMES,
   runAction,
   type Realm,
@@ -289,10 +290,11 @@ async function findRealm(subdomain: string | boolean | undefined): Promise<Realm
 }
 
 async function findUser(realm: Realm, email: string) {
-  const [user] = await getPrisma().user.findMany({
-    where: { realmId: realm.id, deliveryEmail: { equals: email.trim(), mode: 'insensitive' } },
-    take: 1,
-  });
+  const prisma = getPrisma();
+  const [id] = await idsByLowerEquals(prisma, 'user_profile', 'delivery_email', realm.id, [
+    email.trim(),
+  ]);
+  const user = id === undefined ? null : await prisma.user.findUnique({ where: { id } });
   if (!user) throw new JsonableError(`No user ${email} in this organization`);
   return user;
 }

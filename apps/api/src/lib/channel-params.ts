@@ -9,9 +9,16 @@ import type { GroupSettingValue } from './groups';
 const MAX_ID = 2 ** 31 - 1;
 export const id = z.number().int().min(1).max(MAX_ID);
 
+/** Bounds on list parameters: each item costs work inside one transaction. */
+export const MAX_LIST = 5000;
+export const MAX_CHANNEL_NAMES = 500;
+
 export const groupSettingValue: z.ZodType<GroupSettingValue> = z.union([
   id,
-  z.strictObject({ direct_members: z.array(id), direct_subgroups: z.array(id) }),
+  z.strictObject({
+    direct_members: z.array(id).max(MAX_LIST),
+    direct_subgroups: z.array(id).max(MAX_LIST),
+  }),
 ]);
 
 /** message_retention_days: "realm_default" (null), "unlimited" (-1) or a positive number of
@@ -28,7 +35,7 @@ export function parseRetention(value: string | number | undefined): number | nul
 }
 
 export const principalsParam = p
-  .json(z.union([z.array(id), z.array(z.string().max(254))]))
+  .json(z.union([z.array(id).max(MAX_LIST), z.array(z.string().max(254)).max(MAX_LIST)]))
   .optional();
 
 /** Each can_*_group setting as an optional parameter whose value has the shape `shape`. */

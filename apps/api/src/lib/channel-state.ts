@@ -196,8 +196,12 @@ export function applyChannelEvent(
         for (const stream of event.streams as Entry[]) {
           if (entries(stream.stream_id).length > 0) continue;
           list('streams')?.push(stream);
-          list('never_subscribed')?.push(stream);
+          list('never_subscribed')?.push(
+            options.includeSubscribers ? { ...stream, subscribers: [] } : stream,
+          );
         }
+        for (const name of ['streams', 'never_subscribed'])
+          list(name)?.sort((a, b) => String(a.name).localeCompare(String(b.name)));
         return;
       }
       case 'update': {

@@ -1,6 +1,6 @@
 // Rendering message content for an organization: loads the users and groups the content may
 // mention (Zulip's MentionData), then renders with packages/markdown.
-import { getPrisma, type Tx } from '@parley/db';
+import { getPrisma, idsByLowerEquals, type Tx } from '@parley/db';
 import {
   mentionCandidates,
   renderMarkdown,
@@ -28,17 +28,11 @@ export async function loadMentionData(
     groupsByName: new Map(),
   };
   if (wanted.names.size > 0 || wanted.ids.size > 0) {
+    const byName = await idsByLowerEquals(db, 'user_profile', 'full_name', realmId, [
+      ...wanted.names,
+    ]);
     const users = await db.user.findMany({
-      where: {
-        realmId,
-        isActive: true,
-        OR: [
-          ...[...wanted.names].map((name) => ({
-            fullName: { equals: name, mode: 'insensitive' as const },
-          })),
-          ...(wanted.ids.size > 0 ? [{ id: { in: [...wanted.ids] } }] : []),
-        ],
-      },
+      where: { realmId, isActive: true, id: { in: [...byName, ...wanted.ids] } },
       select: { id: true, fullName: true },
     });
     for (const user of users) {
@@ -50,12 +44,11 @@ export async function loadMentionData(
   if (wanted.groupNames.size > 0) {
     const groups = await db.userGroup.findMany({
       where: {
-        realmId,
+        id: {
+          in: await idsByLowerEquals(db, 'user_group', 'name', realmId, [...wanted.groupNames]),
+        },
         deactivated: false,
         isSystemGroup: false,
-        OR: [...wanted.groupNames].map((name) => ({
-          name: { equals: name, mode: 'insensitive' as const },
-        })),
       },
       select: { id: true, name: true },
     });

@@ -1,7 +1,15 @@
 // Reading channels and deciding who may see or change what (Zulip's zerver/lib/streams.py):
 // content access, metadata access, channel administration, and the audiences of channel and
 // subscription events.
-import { getPrisma, Role, type Stream, type Subscription, type Tx, type User } from '@parley/db';
+import {
+  getPrisma,
+  idsByLowerEquals,
+  Role,
+  type Stream,
+  type Subscription,
+  type Tx,
+  type User,
+} from '@parley/db';
 import { JsonableError } from '@parley/errors';
 import { STREAM_GROUP_SETTINGS, type StreamContext } from '../presenters/streams';
 import { activeMemberIds, groupIdsOfUser, presentGroupSettings, systemGroupIds } from './groups';
@@ -127,12 +135,8 @@ export async function streamsByName(
   db: Tx = getPrisma(),
 ): Promise<Map<string, Stream>> {
   if (names.length === 0) return new Map();
-  const rows = await db.stream.findMany({
-    where: {
-      realmId,
-      OR: names.map((name) => ({ name: { equals: name, mode: 'insensitive' as const } })),
-    },
-  });
+  const ids = await idsByLowerEquals(db, 'stream', 'name', realmId, names);
+  const rows = await db.stream.findMany({ where: { id: { in: ids } } });
   const byLower = new Map(rows.map((row) => [row.name.toLowerCase(), row]));
   const result = new Map<string, Stream>();
   for (const name of names) {
@@ -207,25 +211,45 @@ export interface StreamDetails {
 }
 
 /** Everything presenting `streams` needs, loaded in three queries: the groups their settings
- * name, their subscribers (for subscriber_count and include_subscribers), and the system
- * groups (for the legacy stream_post_policy). */
+ * name, their subscribers (the lists only when `withSubscribers`; counts otherwise), and the
+ * system groups (for the legacy stream_post_policy). */
 export async function loadStreamDetails(
   realmId: number,
   streams: Stream[],
   db: Tx = getPrisma(),
+  { withSubscribers = true }: { withSubscribers?: boolean } = {},
 ): Promise<StreamDetails> {
   const groupIds = streams.flatMap((stream) =>
     Object.values(STREAM_GROUP_SETTINGS).map((column) => stream[column]),
   );
   const groups = await presentGroupSettings(groupIds, db);
-  const subscribers = await subscriberIdsByStream(streams, db);
+  const subscribers = withSubscribers
+    ? await subscriberIdsByStream(streams, db)
+    : new Map<number, number[]>();
+  const counts = withSubscribers
+    ? new Map([...subscribers].map(([id, ids]) => [id, ids.length]))
+    : await subscriberCounts(streams, db);
   const systemGroups = await systemGroupIds(realmId, db);
   return {
     subscribers,
     context: (stream) => ({
       groups,
       systemGroups,
-      subscriberCount: subscribers.get(stream.id)?.length ?? 0,
+      subscriberCount: counts.get(stream.id) ?? 0,
     }),
   };
+}
+
+async function subscriberCounts(streams: Stream[], db: Tx): Promise<Map<number, number>> {
+  const byRecipient = new Map(streams.map((s) => [s.recipientId, s.id]));
+  const rows = await db.subscription.groupBy({
+    by: ['recipientId'],
+    where: {
+      recipientId: { in: streams.flatMap((s) => s.recipientId ?? []) },
+      active: true,
+      isUserActive: true,
+    },
+    _count: { _all: true },
+  });
+  return new Map(rows.map((row) => [byRecipient.get(row.recipientId)!, row._count._all]));
 }

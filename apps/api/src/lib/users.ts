@@ -1,5 +1,5 @@
 // Reading users and deciding who may see what (Zulip's access_user_* and email visibility).
-import { getPrisma, Role, type Realm, type Tx, type User } from '@parley/db';
+import { getPrisma, idsByLowerEquals, Role, type Realm, type Tx, type User } from '@parley/db';
 import { InsufficientPermissionError, JsonableError } from '@parley/errors';
 import { realmEmailDomain, realmHost } from '@parley/auth';
 
@@ -75,6 +75,15 @@ export async function accessUserById(
   return target;
 }
 
+/** The user id in a dummy address `user{id}@{realm host}` of this organization, else null.
+ * The dummy domain is the realm host without its port; the host with it is accepted too. */
+export function dummyEmailUserId(realm: Pick<Realm, 'stringId'>, email: string): number | null {
+  const dummy = /^user(\d{1,10})@(.+)$/i.exec(email.trim());
+  if (!dummy || Number(dummy[1]) > 2 ** 31 - 1) return null;
+  const domains = [realmEmailDomain(realm), realmHost(realm)].map((d) => d.toLowerCase());
+  return domains.includes(dummy[2]!.toLowerCase()) ? Number(dummy[1]) : null;
+}
+
 /** GET/PATCH /users/{email}: the real address when the actor may see it, or the dummy form
  * `user{id}@{realm host}` of this organization (spec 4.5). */
 export async function accessUserByEmail(
@@ -84,16 +93,10 @@ export async function accessUserByEmail(
   options: { forAdmin?: boolean; db?: Tx } = {},
 ): Promise<User> {
   const db = options.db ?? getPrisma();
-  const dummy = /^user(\d{1,10})@(.+)$/i.exec(email);
-  // The dummy domain is the realm host without its port; the host with it is accepted too.
-  const dummyDomains = [realmEmailDomain(realm), realmHost(realm)].map((d) => d.toLowerCase());
-  if (dummy && dummyDomains.includes(dummy[2]!.toLowerCase()) && Number(dummy[1]) <= 2 ** 31 - 1) {
-    return accessUserById(actor, Number(dummy[1]), options);
-  }
-  const [target] = await db.user.findMany({
-    where: { realmId: realm.id, deliveryEmail: { equals: email, mode: 'insensitive' } },
-    take: 1,
-  });
+  const dummyId = dummyEmailUserId(realm, email);
+  if (dummyId !== null) return accessUserById(actor, dummyId, options);
+  const [id] = await idsByLowerEquals(db, 'user_profile', 'delivery_email', realm.id, [email]);
+  const target = id === undefined ? null : await db.user.findUnique({ where: { id } });
   if (!target || !canSeeDeliveryEmail(actor, target)) throw new JsonableError('No such user');
   if (options.forAdmin && !canAdminUser(actor, target)) throw new InsufficientPermissionError();
   return target;

@@ -15,6 +15,7 @@ export const STREAM_GROUP_SETTINGS = {
   can_send_message_group: 'canSendMessageGroupId',
   can_subscribe_group: 'canSubscribeGroupId',
   can_resolve_topics_group: 'canResolveTopicsGroupId',
+  can_create_topic_group: 'canCreateTopicGroupId',
 } as const satisfies Record<string, keyof Stream>;
 
 export type StreamGroupSetting = keyof typeof STREAM_GROUP_SETTINGS;

@@ -2,7 +2,7 @@
 // Token), POST /users/me/api_key/regenerate.
 import { Router } from 'express';
 import jwt from 'jsonwebtoken';
-import { getPrisma, runAction, type Realm, type User } from '@parley/db';
+import { getPrisma, idsByLowerEquals, runAction, type Realm, type User } from '@parley/db';
 import {
   AuthenticationFailedError,
   JsonableError,
@@ -20,14 +20,9 @@ import { presentUser } from '../presenters/users';
 export const authRoutes = Router();
 
 async function findLoginUser(realm: Realm, email: string): Promise<User | undefined> {
-  const [user] = await getPrisma().user.findMany({
-    where: {
-      realmId: realm.id,
-      isBot: false,
-      deliveryEmail: { equals: email, mode: 'insensitive' },
-    },
-    take: 1,
-  });
+  const prisma = getPrisma();
+  const ids = await idsByLowerEquals(prisma, 'user_profile', 'delivery_email', realm.id, [email]);
+  const [user] = await prisma.user.findMany({ where: { id: { in: ids }, isBot: false }, take: 1 });
   return user;
 }
 

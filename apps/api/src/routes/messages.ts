@@ -8,6 +8,7 @@ import { defineRoute, p } from '@parley/http';
 import {
   checkChannelAddressee,
   checkContent,
+  checkCanCreateTopic,
   checkDirectAddressee,
   checkTopic,
   checkTopicPolicy,
@@ -47,7 +48,10 @@ defineRoute(messageRoutes, '/messages', {
           if (params.topic === undefined) throw new JsonableError('Missing topic');
           const topic = checkTopic(params.topic);
           addressee = await checkChannelAddressee(tx, user, params.to, topic);
-          if (addressee.kind === 'channel') checkTopicPolicy(realm, addressee.stream, topic);
+          if (addressee.kind === 'channel') {
+            checkTopicPolicy(realm, addressee.stream, topic);
+            await checkCanCreateTopic(tx, user, addressee.stream, topic);
+          }
         } else {
           if (params.to === undefined) throw new JsonableError('Message must have recipients');
           addressee = await checkDirectAddressee(tx, user, realm, params.to);

@@ -3,7 +3,15 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { userEndpoint } from '@parley/auth';
-import { getPrisma, Prisma, runAction, type Stream, type Tx, type User } from '@parley/db';
+import {
+  getPrisma,
+  idsByLowerEquals,
+  Prisma,
+  runAction,
+  type Stream,
+  type Tx,
+  type User,
+} from '@parley/db';
 import { CannotAdministerChannelError, JsonableError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
 import {
@@ -90,7 +98,9 @@ defineRoute(streamRoutes, '/streams', {
         return ownerSubscribed.has(stream.recipientId!) && hasMetadataAccess(perms, stream, false);
       };
       const streams = all.filter(wanted);
-      const details = await loadStreamDetails(realm.id, streams);
+      const details = await loadStreamDetails(realm.id, streams, prisma, {
+        withSubscribers: false,
+      });
       const defaults = params.include_default
         ? new Set(await defaultStreamIds(realm.id, prisma))
         : null;
@@ -110,7 +120,9 @@ defineRoute(streamRoutes, '/streams/:stream_id', {
     const { stream } = await accessStreamById(perms, path.stream_id, {
       requireContentAccess: false,
     });
-    const details = await loadStreamDetails(realm.id, [stream]);
+    const details = await loadStreamDetails(realm.id, [stream], undefined, {
+      withSubscribers: false,
+    });
     return { stream: presentStream(stream, details.context(stream)) };
   }),
   PATCH: userEndpoint(
@@ -224,9 +236,12 @@ defineRoute(streamRoutes, '/streams/:stream_id/members', {
 defineRoute(streamRoutes, '/get_stream_id', {
   GET: userEndpoint({ params: { stream: p.string() } }, async ({ user, realm, params }) => {
     const name = params.stream.trim();
-    const stream = await getPrisma().stream.findFirst({
-      where: { realmId: realm.id, deactivated: false, name: { equals: name, mode: 'insensitive' } },
-    });
+    const prisma = getPrisma();
+    const [id] = await idsByLowerEquals(prisma, 'stream', 'name', realm.id, [name]);
+    const stream =
+      id === undefined
+        ? null
+        : await prisma.stream.findFirst({ where: { id, deactivated: false } });
     const perms = await loadPermissions(user);
     if (
       !stream ||

@@ -4,7 +4,15 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { userEndpoint } from '@parley/auth';
-import { getPrisma, runAction, type Realm, type Stream, type Tx, type User } from '@parley/db';
+import {
+  getPrisma,
+  idsByLowerEquals,
+  runAction,
+  type Realm,
+  type Stream,
+  type Tx,
+  type User,
+} from '@parley/db';
 import { InsufficientPermissionError, JsonableError, NotFoundError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
 import {
@@ -21,6 +29,7 @@ import {
   doAddSubscriptions,
   doChangeSubscriptionProperty,
   doRemoveSubscriptions,
+  HEX_COLOR,
   type SubscriptionPair,
 } from '../actions/subscriptions';
 import {
@@ -30,6 +39,7 @@ import {
   includeSubscribersParam,
   parseRetention,
   pickGroupSettings,
+  MAX_CHANNEL_NAMES,
   principalsParam,
   retentionParam,
 } from '../lib/channel-params';
@@ -43,7 +53,7 @@ import {
   streamsByName,
   subscriptionOf,
 } from '../lib/streams';
-import { accessUserByEmail, isGuest } from '../lib/users';
+import { canSeeDeliveryEmail, dummyEmailUserId, isGuest } from '../lib/users';
 import { presentSubscription } from '../presenters/streams';
 
 export const subscriptionRoutes = Router();
@@ -59,13 +69,15 @@ defineRoute(subscriptionRoutes, '/users/me/subscriptions', {
     {
       params: {
         subscriptions: p.json(
-          z.array(
-            z.strictObject({
-              name: z.string(),
-              description: z.string().max(MAX_DESCRIPTION_LENGTH).optional(),
-              color: z.string().optional(),
-            }),
-          ),
+          z
+            .array(
+              z.strictObject({
+                name: z.string(),
+                description: z.string().max(MAX_DESCRIPTION_LENGTH).optional(),
+                color: z.string().regex(HEX_COLOR).optional(),
+              }),
+            )
+            .max(MAX_CHANNEL_NAMES),
         ),
         principals: principalsParam,
         authorization_errors_fatal: p.bool().default(true),
@@ -90,19 +102,24 @@ defineRoute(subscriptionRoutes, '/users/me/subscriptions', {
         isDefaultStream: params.is_default_stream,
         groups: pickGroupSettings(params),
       };
-      const requested = new Map<string, { name: string; description: string }>();
+      const requested = new Map<
+        string,
+        { name: string; description: string; color: string | undefined }
+      >();
       for (const item of params.subscriptions) {
         const name = checkStreamName(item.name);
         if (!requested.has(name.toLowerCase()))
           requested.set(name.toLowerCase(), {
             name,
             description: checkDescription(item.description ?? ''),
+            color: item.color,
           });
       }
       return runAction(async (ctx) => {
         const { tx } = ctx;
         const perms = await loadPermissions(user, tx);
-        const targets = params.principals
+        // No principals (or an empty list) means the caller, as in Zulip.
+        const targets = params.principals?.length
           ? await resolvePrincipals(tx, user, realm, params.principals)
           : [user];
         const existing = await streamsByName(
@@ -115,11 +132,21 @@ defineRoute(subscriptionRoutes, '/users/me/subscriptions', {
         if (missing.length > 0) {
           await checkChannelCreation(tx, perms, realm, settings);
           created = await doCreateStreams(ctx, realm, user.id, missing, settings);
+          // Names a concurrent request created first are existing channels after all.
+          const made = new Set(created.map((stream) => stream.name.toLowerCase()));
+          const raced = missing.filter((r) => !made.has(r.name.toLowerCase()));
+          for (const [name, stream] of await streamsByName(
+            realm.id,
+            raced.map((r) => r.name),
+            tx,
+          ))
+            existing.set(name, stream);
         }
         const authorized: Stream[] = [];
         const unauthorized: Stream[] = [];
+        const mine = await subscribedRecipients(tx, user.id, [...existing.values()]);
         for (const stream of existing.values()) {
-          const subscribed = (await subscriptionOf(user.id, stream, tx)) !== null;
+          const subscribed = mine.has(stream.recipientId!);
           (hasContentAccess(perms, stream, subscribed) ? authorized : unauthorized).push(stream);
         }
         if (unauthorized.length > 0 && params.authorization_errors_fatal)
@@ -133,11 +160,18 @@ defineRoute(subscriptionRoutes, '/users/me/subscriptions', {
           }
         }
         const streams = [...created, ...authorized];
+        const colors = new Map(
+          streams.flatMap((stream) => {
+            const color = requested.get(stream.name.toLowerCase())?.color;
+            return color === undefined ? [] : [[stream.id, color] as const];
+          }),
+        );
         const result = await doAddSubscriptions(
           ctx,
           realm,
           targets.flatMap((target) => streams.map((stream) => ({ user: target, stream }))),
           user.id,
+          { colors },
         );
         return {
           subscribed: namesByUser(result.subscribed),
@@ -152,7 +186,7 @@ defineRoute(subscriptionRoutes, '/users/me/subscriptions', {
   DELETE: userEndpoint(
     {
       params: {
-        subscriptions: p.json(z.array(z.string())),
+        subscriptions: p.json(z.array(z.string()).max(MAX_CHANNEL_NAMES)),
         principals: principalsParam,
       },
     },
@@ -160,7 +194,7 @@ defineRoute(subscriptionRoutes, '/users/me/subscriptions', {
       runAction(async (ctx) => {
         const { tx } = ctx;
         const perms = await loadPermissions(user, tx);
-        const targets = params.principals
+        const targets = params.principals?.length
           ? await resolvePrincipals(tx, user, realm, params.principals)
           : [user];
         const names = [...new Set(params.subscriptions.map((name) => name.trim()))];
@@ -170,8 +204,9 @@ defineRoute(subscriptionRoutes, '/users/me/subscriptions', {
           (target) => target.id !== user.id && !(target.isBot && target.botOwnerId === user.id),
         );
         if (othersTargeted) {
+          const mine = await subscribedRecipients(tx, user.id, [...found.values()]);
           for (const stream of found.values()) {
-            const subscribed = (await subscriptionOf(user.id, stream, tx)) !== null;
+            const subscribed = mine.has(stream.recipientId!);
             if (!canRemoveSubscribers(perms, stream, subscribed))
               throw new InsufficientPermissionError();
           }
@@ -207,14 +242,17 @@ defineRoute(subscriptionRoutes, '/users/me/subscriptions/properties', {
     { params: { subscription_data: p.json(z.array(propertyChange)) } },
     async ({ user, params }) => {
       // Zulip applies each change in its own transaction: a failing item keeps earlier ones.
-      for (const [index, change] of params.subscription_data.entries()) {
-        const checked = checkSubscriptionProperty(
+      // Every item is validated before any is applied, as Zulip's request model does.
+      const changes = params.subscription_data.map((change, index) => ({
+        streamId: change.stream_id,
+        checked: checkSubscriptionProperty(
           change.property,
           change.value,
           `subscription_data[${index}]`,
-        );
-        await changeOwnSubscription(user, change.stream_id, checked);
-      }
+        ),
+      }));
+      for (const { streamId, checked } of changes)
+        await changeOwnSubscription(user, streamId, checked);
       return {};
     },
   ),
@@ -265,7 +303,7 @@ export async function subscriptionsOf(
     },
     orderBy: { name: 'asc' },
   });
-  const details = await loadStreamDetails(realm.id, streams, db);
+  const details = await loadStreamDetails(realm.id, streams, db, { withSubscribers });
   return streams.map((stream) =>
     presentSubscription(
       stream,
@@ -308,16 +346,33 @@ async function resolvePrincipals(
   realm: Realm,
   principals: number[] | string[],
 ): Promise<User[]> {
-  const users: User[] = [];
+  const wanted = new Set<number>();
+  const emails: string[] = [];
   for (const principal of principals) {
-    const target =
-      typeof principal === 'number'
-        ? await tx.user.findFirst({ where: { id: principal, realmId: realm.id } })
-        : await accessUserByEmail(actor, realm, principal, { db: tx }).catch(() => null);
-    if (!target) throw new JsonableError('No such user');
-    if (!target.isActive) throw new JsonableError('User is deactivated');
-    if (!users.some((u) => u.id === target.id)) users.push(target);
+    if (typeof principal === 'number') wanted.add(principal);
+    else {
+      // The dummy form user{id}@{realm host} names users whose address is hidden.
+      const dummy = dummyEmailUserId(realm, principal);
+      if (dummy === null) emails.push(principal.trim());
+      else wanted.add(dummy);
+    }
   }
+  const byEmail = await tx.user.findMany({
+    where: {
+      id: { in: await idsByLowerEquals(tx, 'user_profile', 'delivery_email', realm.id, emails) },
+    },
+  });
+  // An address the caller may not see does not find its user.
+  const visibleByEmail = byEmail.filter((target) => canSeeDeliveryEmail(actor, target));
+  if (
+    new Set(visibleByEmail.map((u) => u.deliveryEmail.toLowerCase())).size !==
+    new Set(emails.map((e) => e.toLowerCase())).size
+  )
+    throw new JsonableError('No such user');
+  const byId = await tx.user.findMany({ where: { id: { in: [...wanted] }, realmId: realm.id } });
+  if (byId.length !== wanted.size) throw new JsonableError('No such user');
+  const users = [...new Map([...byId, ...visibleByEmail].map((u) => [u.id, u])).values()];
+  if (users.some((target) => !target.isActive)) throw new JsonableError('User is deactivated');
   return users;
 }
 
@@ -330,6 +385,19 @@ async function userByPathSegment(actor: User, realm: Realm, segment: string): Pr
   });
   if (!target) throw new JsonableError('No such user');
   return target;
+}
+
+/** Recipient ids of `streams` the user is subscribed to, in one query. */
+async function subscribedRecipients(
+  tx: Tx,
+  userId: number,
+  streams: Stream[],
+): Promise<Set<number>> {
+  const rows = await tx.subscription.findMany({
+    where: { userId, active: true, recipientId: { in: streams.map((s) => s.recipientId!) } },
+    select: { recipientId: true },
+  });
+  return new Set(rows.map((row) => row.recipientId));
 }
 
 function namesByUser(pairs: SubscriptionPair[]): Record<string, string[]> {

@@ -1,0 +1,393 @@
+// Narrows for GET /messages (Zulip's NarrowBuilder): each term becomes a SQL condition over
+// `m` (message) and `um` (the viewer's user_message row, null for messages only in their
+// history through channel access). The builder also decides whether the query may reach
+// beyond the viewer's own rows (Zulip's include_history).
+import { z } from 'zod';
+import {
+  flagBit,
+  getPrisma,
+  idsByLowerEquals,
+  Prisma,
+  RecipientType,
+  type Realm,
+  type Stream,
+  type Tx,
+  type User,
+} from '@parley/db';
+import { BadNarrowError, JsonableError } from '@parley/errors';
+import { EMPTY_TOPIC_DISPLAY_NAME } from '../presenters/messages';
+import { canReadChannelHistory } from './messages';
+import type { Permissions } from './streams';
+import { accessUserByEmail, isGuest } from './users';
+
+const operand = z.union([z.string(), z.number(), z.array(z.union([z.string(), z.number()]))]);
+
+/** The narrow parameter: a list of {operator, operand, negated} or legacy [operator, operand]. */
+export const narrowSchema = z.array(
+  z.union([
+    z.tuple([z.string(), z.string()]),
+    z.strictObject({ operator: z.string(), operand, negated: z.boolean().optional() }),
+  ]),
+);
+
+export interface NarrowTerm {
+  operator: string;
+  operand: string | number | (string | number)[];
+  negated: boolean;
+}
+
+const ALIASES: Record<string, string> = {
+  stream: 'channel',
+  streams: 'channels',
+  subject: 'topic',
+  'pm-with': 'dm',
+  pm_with: 'dm',
+  'dm-with': 'dm-including',
+};
+
+export function normalizeNarrow(raw: z.infer<typeof narrowSchema>): NarrowTerm[] {
+  return raw.map((term) => {
+    const {
+      operator,
+      operand: value,
+      negated,
+    } = Array.isArray(term)
+      ? { operator: term[0], operand: term[1], negated: false }
+      : { ...term, negated: term.negated ?? false };
+    return { operator: ALIASES[operator] ?? operator, operand: value, negated };
+  });
+}
+
+export interface BuiltNarrow {
+  condition: Prisma.Sql;
+  /** Query all of the organization's messages (shared channel history), not only the
+   * viewer's rows. */
+  includeHistory: boolean;
+  /** The joined search text, for highlighting. */
+  search: string | null;
+}
+
+const TRUE = Prisma.sql`TRUE`;
+const FALSE = Prisma.sql`FALSE`;
+
+function bad(desc: string): never {
+  throw new BadNarrowError(`Invalid narrow operator: ${desc}`, desc);
+}
+
+/** Builds the narrow's condition, resolving channel and user operands in the organization. */
+export async function buildNarrow(
+  viewer: User,
+  realm: Realm,
+  perms: Permissions,
+  terms: NarrowTerm[],
+  db: Tx = getPrisma(),
+): Promise<BuiltNarrow> {
+  const conditions: Prisma.Sql[] = [];
+  let includeHistory = false;
+  let blocksHistory = false;
+  const searches: string[] = [];
+  const positive = (term: NarrowTerm) => !term.negated;
+  if (
+    terms.some((t) => positive(t) && t.operator === 'channel') &&
+    terms.some(
+      (t) =>
+        positive(t) &&
+        (t.operator === 'dm' ||
+          (t.operator === 'is' && ['dm', 'private'].includes(String(t.operand)))),
+    )
+  )
+    bad('No message can be both a channel message and direct message');
+
+  for (const term of terms) {
+    let condition: Prisma.Sql;
+    switch (term.operator) {
+      case 'channel': {
+        const stream = await channelOperand(realm, term.operand, db);
+        condition = Prisma.sql`m.recipient_id = ${stream.recipientId}`;
+        if (positive(term) && (await canReadChannelHistory(perms, stream, db)))
+          includeHistory = true;
+        break;
+      }
+      case 'channels': {
+        const kind = String(term.operand);
+        if (kind !== 'public' && kind !== 'web-public') bad(`unknown channels operand ${kind}`);
+        const publicOnly = kind === 'web-public' ? Prisma.sql`AND s.is_web_public` : Prisma.empty;
+        condition = Prisma.sql`m.recipient_id IN (SELECT s.recipient_id FROM stream s
+          WHERE s.realm_id = ${realm.id} AND NOT s.invite_only
+            AND s.history_public_to_subscribers ${publicOnly})`;
+        if (positive(term) && !isGuest(viewer)) includeHistory = true;
+        break;
+      }
+      case 'topic': {
+        let topic = String(term.operand).trim();
+        if (topic === EMPTY_TOPIC_DISPLAY_NAME) topic = '';
+        condition = Prisma.sql`(m.is_channel_message AND upper(m.subject) = upper(${topic}))`;
+        break;
+      }
+      case 'sender': {
+        const sender = await userOperand(viewer, realm, term.operand, db);
+        condition = Prisma.sql`m.sender_id = ${sender.id}`;
+        break;
+      }
+      case 'dm':
+        condition = await dmCondition(viewer, realm, term.operand, db);
+        break;
+      case 'dm-including':
+      case 'group-pm-with': {
+        const other = await userOperand(viewer, realm, term.operand, db);
+        condition = await dmIncludingCondition(
+          viewer,
+          other.id,
+          term.operator === 'group-pm-with',
+          db,
+        );
+        break;
+      }
+      case 'is':
+        condition = isCondition(String(term.operand));
+        if (String(term.operand) !== 'resolved') blocksHistory = true;
+        break;
+      case 'in': {
+        const where = String(term.operand);
+        if (where !== 'home' && where !== 'all') bad(`unknown 'in' operand ${where}`);
+        condition =
+          where === 'all'
+            ? TRUE
+            : Prisma.sql`m.recipient_id NOT IN (SELECT recipient_id FROM subscription
+                WHERE user_profile_id = ${viewer.id} AND is_muted)`;
+        break;
+      }
+      case 'has':
+        condition = hasCondition(String(term.operand));
+        break;
+      case 'id': {
+        const id = Number(term.operand);
+        if (!Number.isInteger(id) || id < 0 || id > 2 ** 31 - 1 || /\D/.test(String(term.operand)))
+          throw new JsonableError('Invalid message ID');
+        condition = Prisma.sql`m.id = ${id}`;
+        break;
+      }
+      case 'near':
+        // The client puts the message in `anchor`; on the server it selects nothing more.
+        condition = TRUE;
+        break;
+      case 'with':
+        condition = await withCondition(viewer, realm, term.operand, db);
+        break;
+      case 'search': {
+        const text = String(term.operand).trim();
+        if (text === '') bad('search operand cannot be blank');
+        searches.push(text);
+        condition = searchCondition(text);
+        break;
+      }
+      default:
+        bad(`unknown operator ${term.operator}`);
+    }
+    conditions.push(term.negated ? Prisma.sql`NOT (${condition})` : condition);
+  }
+  return {
+    condition: conditions.length > 0 ? Prisma.join(conditions, ' AND ') : TRUE,
+    includeHistory: includeHistory && !blocksHistory,
+    search: searches.length > 0 ? searches.join(' ') : null,
+  };
+}
+
+async function channelOperand(realm: Realm, value: NarrowTerm['operand'], db: Tx): Promise<Stream> {
+  if (Array.isArray(value)) bad('operand is not a string or integer');
+  const stream =
+    typeof value === 'number'
+      ? Number.isInteger(value) && value > 0 && value <= 2 ** 31 - 1
+        ? await db.stream.findFirst({ where: { id: value, realmId: realm.id } })
+        : null
+      : await db.stream.findFirst({
+          where: {
+            id: { in: await idsByLowerEquals(db, 'stream', 'name', realm.id, [value.trim()]) },
+          },
+        });
+  if (!stream) bad(`unknown channel ${String(value)}`);
+  return stream;
+}
+
+async function userOperand(
+  viewer: User,
+  realm: Realm,
+  value: NarrowTerm['operand'],
+  db: Tx,
+): Promise<User> {
+  if (Array.isArray(value)) bad('operand is not a string or integer');
+  const user =
+    typeof value === 'number' || /^\d+$/.test(value)
+      ? Number(value) <= 2 ** 31 - 1
+        ? await db.user.findFirst({ where: { id: Number(value), realmId: realm.id } })
+        : null
+      : await accessUserByEmail(viewer, realm, value.trim(), { db }).catch(() => null);
+  if (!user) bad(`unknown user ${String(value)}`);
+  return user;
+}
+
+/** The exact conversation with these users (the viewer is implied). */
+async function dmCondition(
+  viewer: User,
+  realm: Realm,
+  value: NarrowTerm['operand'],
+  db: Tx,
+): Promise<Prisma.Sql> {
+  const items = Array.isArray(value)
+    ? value
+    : typeof value === 'number'
+      ? [value]
+      : value
+          .split(',')
+          .map((email) => email.trim())
+          .filter((email) => email !== '');
+  const ids = new Set<number>();
+  for (const item of items) {
+    const user = await userOperand(viewer, realm, item, db).catch(() =>
+      bad(`unknown user in ${Array.isArray(value) ? JSON.stringify(value) : String(value)}`),
+    );
+    ids.add(user.id);
+  }
+  ids.delete(viewer.id);
+  const others = [...ids];
+  if (others.length <= 1) {
+    const other = others[0] ?? viewer.id;
+    const personal = await db.recipient.findMany({
+      where: { type: RecipientType.PERSONAL, typeId: { in: [viewer.id, other] } },
+    });
+    const recipientOf = (userId: number) => personal.find((r) => r.typeId === userId)!.id;
+    if (other === viewer.id)
+      return Prisma.sql`(m.recipient_id = ${recipientOf(viewer.id)} AND m.sender_id = ${viewer.id})`;
+    return Prisma.sql`((m.sender_id = ${other} AND m.recipient_id = ${recipientOf(viewer.id)})
+      OR (m.sender_id = ${viewer.id} AND m.recipient_id = ${recipientOf(other)}))`;
+  }
+  const members = [...others, viewer.id].sort((a, b) => a - b);
+  const { createHash } = await import('node:crypto');
+  const hash = createHash('sha1').update(members.join(',')).digest('hex');
+  const group = await db.directMessageGroup.findUnique({
+    where: { realmId_hash: { realmId: realm.id, hash } },
+  });
+  return group?.recipientId ? Prisma.sql`m.recipient_id = ${group.recipientId}` : FALSE;
+}
+
+/** Direct messages (1:1 and groups, or groups only) that include the viewer and `otherId`. */
+async function dmIncludingCondition(
+  viewer: User,
+  otherId: number,
+  groupsOnly: boolean,
+  db: Tx,
+): Promise<Prisma.Sql> {
+  const shared = Prisma.sql`m.recipient_id IN (
+    SELECT a.recipient_id FROM subscription a
+      JOIN subscription b ON a.recipient_id = b.recipient_id
+      JOIN recipient r ON r.id = a.recipient_id
+    WHERE a.user_profile_id = ${viewer.id} AND b.user_profile_id = ${otherId}
+      AND r.type = ${RecipientType.DIRECT_MESSAGE_GROUP})`;
+  if (groupsOnly) return shared;
+  if (otherId === viewer.id) return Prisma.sql`NOT m.is_channel_message`;
+  const personal = await db.recipient.findMany({
+    where: { type: RecipientType.PERSONAL, typeId: { in: [viewer.id, otherId] } },
+  });
+  const recipientOf = (userId: number) => personal.find((r) => r.typeId === userId)!.id;
+  return Prisma.sql`(${shared}
+    OR (m.sender_id = ${otherId} AND m.recipient_id = ${recipientOf(viewer.id)})
+    OR (m.sender_id = ${viewer.id} AND m.recipient_id = ${recipientOf(otherId)}))`;
+}
+
+function flagSet(flag: Parameters<typeof flagBit>[0]): Prisma.Sql {
+  return Prisma.sql`(COALESCE(um.flags, 0) & ${Number(flagBit(flag))}) <> 0`;
+}
+
+function isCondition(value: string): Prisma.Sql {
+  switch (value) {
+    case 'dm':
+    case 'private':
+      return Prisma.sql`NOT m.is_channel_message`;
+    case 'starred':
+      return flagSet('starred');
+    case 'mentioned':
+      return Prisma.sql`(${flagSet('mentioned')} OR ${flagSet('stream_wildcard_mentioned')}
+        OR ${flagSet('topic_wildcard_mentioned')})`;
+    case 'alerted':
+      return flagSet('has_alert_word');
+    case 'unread':
+      // Messages only in the viewer's history count as read.
+      return Prisma.sql`(um.flags IS NOT NULL AND (um.flags & ${Number(flagBit('read'))}) = 0)`;
+    case 'resolved':
+      return Prisma.sql`(m.is_channel_message AND m.subject LIKE ${'✔ %'})`;
+    case 'followed':
+      // Topic follow state (user_topic) is not stored yet: nothing is followed.
+      return FALSE;
+    case 'muted':
+      return Prisma.sql`m.recipient_id IN (SELECT recipient_id FROM subscription
+        WHERE user_profile_id = um.user_profile_id AND is_muted)`;
+    default:
+      return bad(`unknown 'is' operand ${value}`);
+  }
+}
+
+function hasCondition(value: string): Prisma.Sql {
+  switch (value) {
+    case 'link':
+      return Prisma.sql`m.has_link`;
+    case 'attachment':
+      return Prisma.sql`m.has_attachment`;
+    case 'image':
+      return Prisma.sql`m.has_image`;
+    case 'reaction':
+      // Reactions arrive with a later issue; until then no message has one.
+      return FALSE;
+    default:
+      return bad(`unknown 'has' operand ${value}`);
+  }
+}
+
+/** `with`: the conversation the message is in now (it may have moved). */
+async function withCondition(
+  viewer: User,
+  realm: Realm,
+  value: NarrowTerm['operand'],
+  db: Tx,
+): Promise<Prisma.Sql> {
+  const id = Number(value);
+  if (Array.isArray(value) || !Number.isInteger(id) || id < 1 || id > 2 ** 31 - 1)
+    bad("Invalid 'with' operator");
+  const message = await db.message.findFirst({ where: { id, realmId: realm.id } });
+  if (!message) bad("Invalid 'with' operator");
+  if (message.isChannelMessage)
+    return Prisma.sql`(m.recipient_id = ${message.recipientId}
+      AND upper(m.subject) = upper(${message.subject}))`;
+  return Prisma.sql`m.recipient_id = ${message.recipientId}`;
+}
+
+/** Full-text match (English stemming, every word required), plus a substring match for each
+ * quoted phrase, as Zulip's tsearch backend does. */
+function searchCondition(text: string): Prisma.Sql {
+  const phrases = [...text.matchAll(/"([^"]+)"/g)].map((match) => match[1]!);
+  const words = text.replace(/"[^"]*"/g, ' ').trim();
+  const parts: Prisma.Sql[] = [];
+  if (words !== '')
+    parts.push(Prisma.sql`m.search_tsvector @@ plainto_tsquery('english', ${words})`);
+  for (const phrase of phrases) {
+    const like = `%${phrase.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    parts.push(Prisma.sql`(m.content ILIKE ${like} OR m.subject ILIKE ${like})`);
+  }
+  return parts.length > 0 ? Prisma.join(parts, ' AND ') : TRUE;
+}
+
+/** Zulip's match_content / match_subject: the search words wrapped in
+ * `<span class="highlight">` within text, never inside tags. */
+export function highlight(html: string, search: string): string {
+  const words = [...new Set(search.toLowerCase().match(/[\p{L}\p{N}_]+/gu) ?? [])];
+  if (words.length === 0) return html;
+  const pattern = new RegExp(
+    `(?<![\\p{L}\\p{N}_])(${words.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|')})[\\p{L}\\p{N}_]*`,
+    'giu',
+  );
+  return html
+    .split(/(<[^>]*>)/)
+    .map((part) =>
+      part.startsWith('<') ? part : part.replace(pattern, '<span class="highlight">$&</span>'),
+    )
+    .join('');
+}
