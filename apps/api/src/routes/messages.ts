@@ -1,6 +1,7 @@
 // Messages: POST /messages, GET /messages, GET/PATCH/DELETE /messages/{id},
 // GET /messages/{id}/history, POST /messages/render.
 import { Router } from 'express';
+import { z } from 'zod';
 import { userEndpoint } from '@parley/auth';
 import { runAction } from '@parley/db';
 import { JsonableError } from '@parley/errors';
@@ -15,7 +16,9 @@ import {
   doSendMessage,
 } from '../actions/messages';
 import { clientName, sentByHuman } from '../lib/clients';
+import { fetchMessages } from '../lib/message-fetch';
 import { accessMessage, presentMessages } from '../lib/messages';
+import { narrowSchema, normalizeNarrow } from '../lib/narrow';
 import { renderContent } from '../lib/rendering';
 
 export const messageRoutes = Router();
@@ -23,6 +26,50 @@ export const messageRoutes = Router();
 const messagePath = { message_id: p.int({ min: 0 }) };
 
 defineRoute(messageRoutes, '/messages', {
+  GET: userEndpoint(
+    {
+      params: {
+        anchor: p.string({ maxLength: 30 }).optional(),
+        include_anchor: p.bool().default(true),
+        num_before: p.int({ min: 0 }).optional(),
+        num_after: p.int({ min: 0 }).optional(),
+        narrow: p.json(narrowSchema).default([]),
+        client_gravatar: p.bool().default(true),
+        apply_markdown: p.bool().default(true),
+        use_first_unread_anchor: p.bool().default(false),
+        message_ids: p
+          .json(
+            z.array(
+              z
+                .number()
+                .int()
+                .min(0)
+                .max(2 ** 31 - 1),
+            ),
+          )
+          .optional(),
+        allow_empty_topic_name: p.bool().default(false),
+      },
+    },
+    async ({ user, realm, params }) =>
+      fetchMessages(user, realm, {
+        anchor: params.anchor,
+        useFirstUnreadAnchor: params.use_first_unread_anchor,
+        includeAnchor: params.message_ids === undefined ? params.include_anchor : false,
+        numBefore: params.num_before ?? 0,
+        numAfter: params.num_after ?? 0,
+        narrow: normalizeNarrow(params.narrow),
+        messageIds: params.message_ids,
+        rangeGiven:
+          params.num_before !== undefined ||
+          params.num_after !== undefined ||
+          params.anchor !== undefined ||
+          params.use_first_unread_anchor,
+        applyMarkdown: params.apply_markdown,
+        clientGravatar: params.client_gravatar,
+        allowEmptyTopicName: params.allow_empty_topic_name,
+      }),
+  ),
   POST: userEndpoint(
     {
       params: {

@@ -1,0 +1,192 @@
+// GET /messages (Zulip's get_messages_backend): a window of messages around an anchor within
+// a narrow, or a list of ids, each with the viewer's flags.
+import { getPrisma, Prisma, type Message, type Realm, type User } from '@parley/db';
+import { IncompatibleParametersError, JsonableError } from '@parley/errors';
+import { presentMessages, type PresentOptions } from './messages';
+import { buildNarrow, highlight, type NarrowTerm } from './narrow';
+import { hasContentAccess, loadPermissions, type Permissions } from './streams';
+import { topicName } from '../presenters/messages';
+import { escapeHtml } from '../presenters/realm';
+
+export const LARGER_THAN_MAX_MESSAGE_ID = 10_000_000_000_000_000;
+const MAX_MESSAGES_PER_FETCH = 5000;
+
+export interface FetchRequest extends PresentOptions {
+  anchor: string | undefined;
+  useFirstUnreadAnchor: boolean;
+  includeAnchor: boolean;
+  numBefore: number;
+  numAfter: number;
+  narrow: NarrowTerm[];
+  messageIds: number[] | undefined;
+  /** Whether range parameters were sent at all (they exclude message_ids). */
+  rangeGiven: boolean;
+}
+
+interface Row {
+  id: number;
+  flags: bigint | null;
+}
+
+export async function fetchMessages(
+  viewer: User,
+  realm: Realm,
+  request: FetchRequest,
+): Promise<Record<string, unknown>> {
+  if (request.messageIds !== undefined && request.rangeGiven)
+    throw new IncompatibleParametersError([
+      'num_before',
+      'num_after',
+      'anchor',
+      'message_ids',
+      'include_anchor',
+      'use_first_unread_anchor',
+    ]);
+  const requested = request.messageIds?.length ?? request.numBefore + request.numAfter;
+  if (requested > MAX_MESSAGES_PER_FETCH)
+    throw new JsonableError(`Too many messages requested (maximum ${MAX_MESSAGES_PER_FETCH}).`);
+  if (
+    request.messageIds === undefined &&
+    request.numBefore > 0 &&
+    request.numAfter > 0 &&
+    !request.includeAnchor
+  )
+    throw new JsonableError('The anchor can only be excluded at an end of the range');
+
+  const db = getPrisma();
+  const perms = await loadPermissions(viewer);
+  const narrow = await buildNarrow(viewer, realm, perms, request.narrow, db);
+  const from = narrow.includeHistory
+    ? Prisma.sql`FROM message m
+        LEFT JOIN user_message um ON um.message_id = m.id AND um.user_profile_id = ${viewer.id}
+        WHERE m.realm_id = ${realm.id} AND ${narrow.condition}`
+    : Prisma.sql`FROM user_message um JOIN message m ON m.id = um.message_id
+        WHERE um.user_profile_id = ${viewer.id} AND ${narrow.condition}`;
+  const select = (extra: Prisma.Sql) => db.$queryRaw<Row[]>`SELECT m.id, um.flags ${from} ${extra}`;
+
+  let rows: Row[];
+  let response: Record<string, unknown>;
+  if (request.messageIds !== undefined) {
+    rows = await byIds(viewer, realm, perms, request.messageIds, narrow.condition);
+    response = {
+      found_anchor: false,
+      found_oldest: false,
+      found_newest: false,
+      history_limited: false,
+    };
+  } else {
+    const anchor = await resolveAnchor(request, async () => {
+      const [first] = await select(
+        Prisma.sql`AND um.flags IS NOT NULL AND (um.flags & 1) = 0 ORDER BY m.id ASC LIMIT 1`,
+      );
+      return first?.id ?? null;
+    });
+    const bound = BigInt(anchor);
+    const before =
+      request.numBefore > 0
+        ? await select(
+            Prisma.sql`AND m.id < ${bound}::bigint ORDER BY m.id DESC LIMIT ${request.numBefore}`,
+          )
+        : [];
+    const at = request.includeAnchor ? await select(Prisma.sql`AND m.id = ${bound}::bigint`) : [];
+    // "newest" has nothing after it: everything counts as before.
+    const numAfter = anchor >= LARGER_THAN_MAX_MESSAGE_ID ? 0 : request.numAfter;
+    const after =
+      numAfter > 0
+        ? await select(Prisma.sql`AND m.id > ${bound}::bigint ORDER BY m.id ASC LIMIT ${numAfter}`)
+        : [];
+    rows = [...before.reverse(), ...at, ...after];
+    response = {
+      anchor,
+      found_anchor: at.length > 0,
+      found_oldest: anchor === 0 || before.length < request.numBefore,
+      found_newest: anchor >= LARGER_THAN_MAX_MESSAGE_ID || after.length < request.numAfter,
+      history_limited: false,
+    };
+  }
+
+  const messages = await loadMessages(rows.map((row) => row.id));
+  const presented = await presentMessages(
+    viewer,
+    realm,
+    rows.flatMap((row) => {
+      const message = messages.get(row.id);
+      return message ? [{ message, flags: row.flags }] : [];
+    }),
+    request,
+  );
+  if (narrow.search !== null) {
+    for (const message of presented) {
+      message.match_content = highlight(
+        String(messages.get(message.id as number)!.renderedContent ?? ''),
+        narrow.search,
+      );
+      const subject = messages.get(message.id as number)!;
+      message.match_subject = highlight(
+        escapeHtml(
+          subject.isChannelMessage ? topicName(subject.subject, request.allowEmptyTopicName) : '',
+        ),
+        narrow.search,
+      );
+    }
+  }
+  return { ...response, messages: presented };
+}
+
+/** Zulip's parse_anchor_value: an id, "newest", "oldest" or "first_unread". */
+async function resolveAnchor(
+  request: FetchRequest,
+  firstUnread: () => Promise<number | null>,
+): Promise<number> {
+  const anchor = request.useFirstUnreadAnchor ? 'first_unread' : request.anchor;
+  if (anchor === undefined) throw new JsonableError("Missing 'anchor' argument.");
+  if (anchor === 'newest') return LARGER_THAN_MAX_MESSAGE_ID;
+  if (anchor === 'oldest') return 0;
+  if (anchor === 'first_unread') return (await firstUnread()) ?? LARGER_THAN_MAX_MESSAGE_ID;
+  if (!/^-?\d+$/.test(anchor.trim())) throw new JsonableError('Invalid anchor');
+  const value = Number(anchor.trim());
+  return Math.min(Math.max(value, 0), LARGER_THAN_MAX_MESSAGE_ID);
+}
+
+/** message_ids: the viewer's own rows, and messages in channels whose history they may read. */
+async function byIds(
+  viewer: User,
+  realm: Realm,
+  perms: Permissions,
+  ids: number[],
+  condition: Prisma.Sql,
+): Promise<Row[]> {
+  const db = getPrisma();
+  const readable = await readableHistoryRecipients(realm, perms);
+  return db.$queryRaw<Row[]>`
+    SELECT m.id, um.flags FROM message m
+      LEFT JOIN user_message um ON um.message_id = m.id AND um.user_profile_id = ${viewer.id}
+    WHERE m.realm_id = ${realm.id} AND m.id = ANY(${ids}::int[])
+      AND (um.id IS NOT NULL OR m.recipient_id = ANY(${readable}::int[]))
+      AND ${condition}
+    ORDER BY m.id ASC`;
+}
+
+/** Recipient ids of the channels whose shared history the viewer may read. */
+async function readableHistoryRecipients(realm: Realm, perms: Permissions): Promise<number[]> {
+  const db = getPrisma();
+  const streams = await db.stream.findMany({
+    where: { realmId: realm.id, historyPublicToSubscribers: true },
+  });
+  const subscribed = new Set(
+    (
+      await db.subscription.findMany({
+        where: { userId: perms.user.id, active: true },
+        select: { recipientId: true },
+      })
+    ).map((row) => row.recipientId),
+  );
+  return streams
+    .filter((stream) => hasContentAccess(perms, stream, subscribed.has(stream.recipientId!)))
+    .map((stream) => stream.recipientId!);
+}
+
+async function loadMessages(ids: number[]): Promise<Map<number, Message>> {
+  const messages = await getPrisma().message.findMany({ where: { id: { in: ids } } });
+  return new Map(messages.map((message) => [message.id, message]));
+}

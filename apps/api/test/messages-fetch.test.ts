@@ -1,0 +1,296 @@
+import { Role, type User } from '@parley/db';
+import { createMessageOrg, send, type MessageOrg } from './message-helpers';
+import { as, createTestUser, expectError, expectSuccess } from './helpers';
+
+interface Fetched {
+  id: number;
+  subject: string;
+  flags: string[];
+  content: string;
+  match_content?: string;
+  match_subject?: string;
+}
+
+describe('GET /messages', () => {
+  let org: MessageOrg;
+  const ids: Record<string, number> = {};
+  beforeAll(async () => {
+    org = await createMessageOrg();
+    const post = async (key: string, user: User, form: Record<string, unknown>) => {
+      ids[key] = expectSuccess(await send(user, org.host, form)).id as number;
+    };
+    await post('g1', org.member, {
+      type: 'stream',
+      to: 'general',
+      topic: 'Lunch',
+      content: 'pizza today?',
+    });
+    await post('g2', org.other, {
+      type: 'stream',
+      to: 'general',
+      topic: 'lunch',
+      content: 'I want **pasta** https://example.com',
+    });
+    await post('g3', org.member, {
+      type: 'stream',
+      to: 'general',
+      topic: '✔ done',
+      content: '@**Otto Other** finished',
+    });
+    await post('s1', org.member, {
+      type: 'stream',
+      to: 'secret',
+      topic: 'plans',
+      content: 'secret pizza plans',
+    });
+    await post('d1', org.member, { type: 'direct', to: [org.other.id], content: 'just us' });
+    await post('d2', org.other, { type: 'direct', to: [org.member.id], content: 'reply to you' });
+    await post('d3', org.member, {
+      type: 'direct',
+      to: [org.other.id, org.guest.id],
+      content: 'the three of us',
+    });
+  });
+
+  const get = (user: User, query: Record<string, unknown>) =>
+    as(user, org.host).get('/messages', query);
+  const fetchIds = async (user: User, query: Record<string, unknown>) =>
+    (
+      expectSuccess(await get(user, { anchor: 'newest', num_before: 100, ...query }))
+        .messages as Fetched[]
+    ).map((m) => m.id);
+
+  it('returns the newest messages of the viewer, oldest first, with flags and found_*', async () => {
+    const body = expectSuccess(
+      await get(org.other, { anchor: 'newest', num_before: 3, num_after: 0 }),
+    );
+    expect((body.messages as Fetched[]).map((m) => m.id)).toEqual([ids.d1, ids.d2, ids.d3]);
+    expect(body).toMatchObject({
+      anchor: 10_000_000_000_000_000,
+      found_anchor: false,
+      found_oldest: false,
+      found_newest: true,
+      history_limited: false,
+    });
+    const all = await fetchIds(org.other, {});
+    expect(all).toEqual([ids.g1, ids.g2, ids.g3, ids.d1, ids.d2, ids.d3]);
+  });
+
+  it('pages around a numeric anchor, with or without the anchor itself', async () => {
+    const around = expectSuccess(
+      await get(org.member, { anchor: String(ids.g2), num_before: 1, num_after: 1 }),
+    );
+    expect((around.messages as Fetched[]).map((m) => m.id)).toEqual([ids.g1, ids.g2, ids.g3]);
+    expect(around).toMatchObject({
+      anchor: ids.g2,
+      found_anchor: true,
+      found_oldest: false,
+      found_newest: false,
+    });
+    const after = expectSuccess(
+      await get(org.member, {
+        anchor: String(ids.g2),
+        num_before: 0,
+        num_after: 2,
+        include_anchor: false,
+      }),
+    );
+    expect((after.messages as Fetched[]).map((m) => m.id)).toEqual([ids.g3, ids.s1]);
+    const oldest = expectSuccess(await get(org.member, { anchor: 'oldest', num_after: 1 }));
+    expect(oldest).toMatchObject({ anchor: 0, found_oldest: true });
+  });
+
+  it('finds the first unread message', async () => {
+    const body = expectSuccess(
+      await get(org.other, { anchor: 'first_unread', num_before: 0, num_after: 1 }),
+    );
+    expect(body.anchor).toBe(ids.g1);
+  });
+
+  it('narrows by channel (reaching history the viewer did not receive), topic and sender', async () => {
+    const late = await createTestUser(org.realm, Role.MEMBER);
+    const channel = [{ operator: 'channel', operand: 'general' }];
+    const seen = expectSuccess(
+      await get(late, { anchor: 'newest', num_before: 10, narrow: channel }),
+    ).messages as Fetched[];
+    expect(seen.map((m) => m.id)).toEqual([ids.g1, ids.g2, ids.g3]);
+    expect(seen[0]!.flags).toEqual(['read', 'historical']);
+    expect(await fetchIds(late, {})).toEqual([]);
+    expect(
+      await fetchIds(org.member, {
+        narrow: [
+          ['stream', 'general'],
+          ['topic', 'LUNCH'],
+        ],
+      }),
+    ).toEqual([ids.g1, ids.g2]);
+    expect(
+      await fetchIds(org.member, {
+        narrow: [
+          { operator: 'channel', operand: org.general.id },
+          { operator: 'sender', operand: org.other.id },
+        ],
+      }),
+    ).toEqual([ids.g2]);
+    expect(
+      await fetchIds(org.member, {
+        narrow: [{ operator: 'sender', operand: org.other.deliveryEmail }],
+      }),
+    ).toEqual([ids.g2, ids.d2]);
+    expect(
+      await fetchIds(org.member, {
+        narrow: [{ operator: 'topic', operand: 'lunch', negated: true }, ['channel', 'general']],
+      }),
+    ).toEqual([ids.g3]);
+    // A private channel's history is not reachable without access.
+    expect(await fetchIds(org.admin, { narrow: [['channel', 'secret']] })).toEqual([]);
+    expect(await fetchIds(org.guest, { narrow: [['channel', 'general']] })).toEqual([
+      ids.g1,
+      ids.g2,
+      ids.g3,
+    ]);
+  });
+
+  it('narrows to direct-message conversations', async () => {
+    expect(
+      await fetchIds(org.member, { narrow: [{ operator: 'dm', operand: [org.other.id] }] }),
+    ).toEqual([ids.d1, ids.d2]);
+    expect(await fetchIds(org.other, { narrow: [['pm-with', org.member.deliveryEmail]] })).toEqual([
+      ids.d1,
+      ids.d2,
+    ]);
+    expect(
+      await fetchIds(org.other, {
+        narrow: [{ operator: 'dm', operand: [org.member.id, org.guest.id] }],
+      }),
+    ).toEqual([ids.d3]);
+    expect(
+      await fetchIds(org.member, { narrow: [{ operator: 'dm-including', operand: org.other.id }] }),
+    ).toEqual([ids.d1, ids.d2, ids.d3]);
+    expect(await fetchIds(org.member, { narrow: [['is', 'dm']] })).toEqual([
+      ids.d1,
+      ids.d2,
+      ids.d3,
+    ]);
+    expect(
+      await fetchIds(org.member, {
+        narrow: [
+          ['is', 'private'],
+          ['sender', org.other.deliveryEmail],
+        ],
+      }),
+    ).toEqual([ids.d2]);
+  });
+
+  it('narrows by flags and message properties', async () => {
+    expect(await fetchIds(org.other, { narrow: [['is', 'mentioned']] })).toEqual([ids.g3]);
+    expect(await fetchIds(org.other, { narrow: [['is', 'resolved']] })).toEqual([ids.g3]);
+    expect(await fetchIds(org.member, { narrow: [['has', 'link']] })).toEqual([ids.g2]);
+    expect(await fetchIds(org.member, { narrow: [['is', 'starred']] })).toEqual([]);
+    expect(await fetchIds(org.member, { narrow: [['id', String(ids.g2)]] })).toEqual([ids.g2]);
+    expect(await fetchIds(org.member, { narrow: [{ operator: 'with', operand: ids.g1 }] })).toEqual(
+      [ids.g1, ids.g2],
+    );
+    const unread = await fetchIds(org.other, {
+      narrow: [
+        ['is', 'unread'],
+        ['channel', 'general'],
+      ],
+    });
+    // g2 is Otto's own, sent from an API client: still unread for him (spec 4.17).
+    expect(unread).toEqual([ids.g1, ids.g2, ids.g3]);
+  });
+
+  it('searches content and topics, highlighting matches', async () => {
+    const found = expectSuccess(
+      await get(org.member, { anchor: 'newest', num_before: 10, narrow: [['search', 'pizza']] }),
+    ).messages as Fetched[];
+    expect(found.map((m) => m.id)).toEqual([ids.g1, ids.s1]);
+    expect(found[0]!.match_content).toBe('<p><span class="highlight">pizza</span> today?</p>');
+    expect(found[0]!.match_subject).toBe('Lunch');
+    expect(await fetchIds(org.other, { narrow: [['search', 'pizza']] })).toEqual([ids.g1]);
+    expect(await fetchIds(org.member, { narrow: [['search', 'lunch']] })).toEqual([ids.g1, ids.g2]);
+    expect(await fetchIds(org.member, { narrow: [['search', '"reply to"']] })).toEqual([ids.d2]);
+  });
+
+  it('returns requested ids the viewer may see', async () => {
+    const body = expectSuccess(
+      await get(org.other, { message_ids: [ids.g1, ids.s1, ids.d3, 99999999] }),
+    );
+    expect((body.messages as Fetched[]).map((m) => m.id)).toEqual([ids.g1, ids.d3]);
+    expect(body).not.toHaveProperty('anchor');
+  });
+
+  it("answers bad requests with Zulip's messages", async () => {
+    expectError(await get(org.member, { num_before: 1 }), "Missing 'anchor' argument.");
+    expectError(await get(org.member, { anchor: 'middle', num_before: 1 }), 'Invalid anchor');
+    expectError(
+      await get(org.member, { anchor: 'newest', num_before: 4000, num_after: 1001 }),
+      'Too many messages requested (maximum 5000).',
+    );
+    expectError(
+      await get(org.member, { anchor: '5', num_before: 1, num_after: 1, include_anchor: false }),
+      'The anchor can only be excluded at an end of the range',
+    );
+    expectError(
+      await get(org.member, { anchor: 'newest', num_before: -1 }),
+      'num_before is too small',
+    );
+    const combo = await get(org.member, { anchor: 'newest', message_ids: [1] });
+    expectError(
+      combo,
+      'Unsupported parameter combination: num_before, num_after, anchor, message_ids, include_anchor, use_first_unread_anchor',
+    );
+    const badOp = await get(org.member, { anchor: 'newest', narrow: [['color', 'red']] });
+    expectError(badOp, 'Invalid narrow operator: unknown operator color', 400, 'BAD_NARROW');
+    expect(badOp.body.desc).toBe('unknown operator color');
+    expectError(
+      await get(org.member, { anchor: 'newest', narrow: [['channel', 'nowhere']] }),
+      'Invalid narrow operator: unknown channel nowhere',
+      400,
+      'BAD_NARROW',
+    );
+    expectError(
+      await get(org.member, { anchor: 'newest', narrow: [['sender', 'ghost@nowhere.test']] }),
+      'Invalid narrow operator: unknown user ghost@nowhere.test',
+      400,
+      'BAD_NARROW',
+    );
+    expectError(
+      await get(org.member, { anchor: 'newest', narrow: [['is', 'shiny']] }),
+      "Invalid narrow operator: unknown 'is' operand shiny",
+      400,
+      'BAD_NARROW',
+    );
+    expectError(
+      await get(org.member, { anchor: 'newest', narrow: [['has', 'cats']] }),
+      "Invalid narrow operator: unknown 'has' operand cats",
+      400,
+      'BAD_NARROW',
+    );
+    expectError(
+      await get(org.member, {
+        anchor: 'newest',
+        narrow: [
+          ['channel', 'general'],
+          ['dm', 'x@y.z'],
+        ],
+      }),
+      'Invalid narrow operator: No message can be both a channel message and direct message',
+      400,
+      'BAD_NARROW',
+    );
+    expectError(
+      await get(org.member, { anchor: 'newest', narrow: 'general' }),
+      'narrow is not valid JSON',
+    );
+    expectError(
+      await get(org.member, { anchor: 'newest', narrow: [{ operator: 'channel' }] }),
+      'Invalid narrow[0]',
+    );
+    expectError(
+      await get(org.member, { anchor: 'newest', narrow: [['id', 'abc']] }),
+      'Invalid message ID',
+    );
+  });
+});
