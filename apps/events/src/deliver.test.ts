@@ -51,6 +51,53 @@ describe('eventForQueue', () => {
     expect(eventForQueue(del, legacy)).toEqual({ type: 'stream', op: 'delete', stream_ids: [3] });
   });
 
+  it('formats message events per queue: avatar, empty topic, local echo', () => {
+    const event = {
+      type: 'message',
+      message: { id: 5, type: 'stream', subject: '', avatar_url: 'https://x', content: '<p>x</p>' },
+      flags: [],
+      internal_data: {
+        raw_content: 'x',
+        avatar_gravatar: true,
+        sender_queue_id: 'q1',
+        local_id: '7.01',
+      },
+    };
+    const plain = eventForQueue(event, options({ client_gravatar: false }), 'q2')!;
+    expect(plain.message).toMatchObject({ subject: 'general chat', avatar_url: 'https://x' });
+    expect(plain).not.toHaveProperty('local_message_id');
+    const modern = eventForQueue(
+      event,
+      options({ client_gravatar: true, client_capabilities: { empty_topic_name: true } }),
+      'q1',
+    )!;
+    expect(modern.message).toMatchObject({ subject: '', avatar_url: null });
+    expect(modern.local_message_id).toBe('7.01');
+  });
+
+  it('gives clients without bulk_message_deletion a single message_id', () => {
+    const event = {
+      type: 'delete_message',
+      message_ids: [9],
+      message_type: 'stream',
+      stream_id: 1,
+      topic: '',
+    };
+    expect(eventForQueue(event, options())).toEqual({
+      type: 'delete_message',
+      message_id: 9,
+      message_type: 'stream',
+      stream_id: 1,
+      topic: 'general chat',
+    });
+    expect(
+      eventForQueue(
+        event,
+        options({ client_capabilities: { bulk_message_deletion: true, empty_topic_name: true } }),
+      ),
+    ).toEqual(event);
+  });
+
   it('nulls a computable avatar for client_gravatar queues only', () => {
     const event = {
       type: 'realm_user',

@@ -61,6 +61,25 @@ export function eventForQueue(
     return result;
   }
 
+  const emptyTopicAware = options.client_capabilities.empty_topic_name === true;
+  if (visible.type === 'update_message' && !emptyTopicAware && visible.stream_id !== undefined) {
+    const renamed: ZulipEvent = { ...visible };
+    for (const key of ['orig_subject', 'subject'])
+      if (renamed[key] === '') renamed[key] = EMPTY_TOPIC_DISPLAY_NAME;
+    return renamed;
+  }
+  if (visible.type === 'delete_message') {
+    const topic =
+      visible.topic === '' && !emptyTopicAware ? { topic: EMPTY_TOPIC_DISPLAY_NAME } : {};
+    // Clients without bulk_message_deletion take message_id; the API tier publishes one
+    // id per delete_message notification, so nothing is lost.
+    if (options.client_capabilities.bulk_message_deletion !== true) {
+      const { message_ids: ids, ...rest } = visible as ZulipEvent & { message_ids?: number[] };
+      return { ...rest, ...topic, message_id: ids?.[0] };
+    }
+    return { ...visible, ...topic };
+  }
+
   if (
     visible.type === 'realm_user' &&
     visible.op === 'add' &&

@@ -15,7 +15,16 @@ import {
   checkTopicPolicy,
   doSendMessage,
 } from '../actions/messages';
+import {
+  checkDeleteMessage,
+  checkUpdateMessage,
+  doDeleteMessage,
+  doUpdateMessage,
+  PROPAGATE_MODES,
+} from '../actions/message-edit';
 import { clientName, sentByHuman } from '../lib/clients';
+import { editHistorySnapshots } from '../lib/edit-history';
+import { loadPermissions } from '../lib/streams';
 import { fetchMessages } from '../lib/message-fetch';
 import { accessMessage, presentMessages } from '../lib/messages';
 import { narrowSchema, normalizeNarrow } from '../lib/narrow';
@@ -124,6 +133,24 @@ defineRoute(messageRoutes, '/messages/render', {
   })),
 });
 
+defineRoute(messageRoutes, '/messages/:message_id/history', {
+  GET: userEndpoint(
+    { path: messagePath, params: { allow_empty_topic_name: p.bool().default(false) } },
+    async ({ user, realm, path, params }) => {
+      if (realm.editHistoryVisibilityPolicy >= 3)
+        throw new JsonableError('Message edit history is disabled in this organization');
+      const { message } = await accessMessage(user, path.message_id);
+      return {
+        message_history: editHistorySnapshots(
+          message,
+          realm.editHistoryVisibilityPolicy,
+          params.allow_empty_topic_name,
+        ),
+      };
+    },
+  ),
+});
+
 defineRoute(messageRoutes, '/messages/:message_id', {
   GET: userEndpoint(
     {
@@ -144,4 +171,42 @@ defineRoute(messageRoutes, '/messages/:message_id', {
       return { message: presented!, raw_content: message.content };
     },
   ),
+  PATCH: userEndpoint(
+    {
+      path: messagePath,
+      params: {
+        content: p.string().optional(),
+        topic: p.string().alias('subject').optional(),
+        stream_id: p.int({ min: 1 }).optional(),
+        propagate_mode: p.enum(PROPAGATE_MODES).default('change_one'),
+      },
+    },
+    async ({ user, realm, path, params }) => {
+      await runAction(async (ctx) => {
+        const { tx } = ctx;
+        const { message, stream } = await accessMessage(user, path.message_id, tx);
+        const edit = await checkUpdateMessage(tx, user, realm, message, stream, {
+          content: params.content,
+          topic: params.topic,
+          streamId: params.stream_id,
+          propagateMode: params.propagate_mode,
+        });
+        const rendered =
+          edit.content === undefined ? null : await renderContent(realm.id, edit.content, tx);
+        await doUpdateMessage(ctx, user, edit, rendered);
+      });
+      // No uploads are attached to messages yet, so an edit never detaches any.
+      return { detached_uploads: [] };
+    },
+  ),
+  DELETE: userEndpoint({ path: messagePath }, async ({ user, realm, path }) => {
+    await runAction(async (ctx) => {
+      const { tx } = ctx;
+      const { message, stream } = await accessMessage(user, path.message_id, tx);
+      const sender = await tx.user.findUniqueOrThrow({ where: { id: message.senderId } });
+      checkDeleteMessage(await loadPermissions(user, tx), realm, message, stream, sender);
+      await doDeleteMessage(ctx, user, message, stream);
+    });
+    return {};
+  }),
 });

@@ -1,0 +1,448 @@
+// Editing, moving and deleting messages (Zulip's check_update_message / do_update_message and
+// do_delete_messages): who may change what, the edit-history entries, and the update_message
+// and delete_message events to everyone who can see the messages.
+import {
+  flagBit,
+  flagsToBitmask,
+  Prisma,
+  type ActionContext,
+  type Message,
+  type Realm,
+  type Stream,
+  type Tx,
+  type User,
+} from '@parley/db';
+import { JsonableError } from '@parley/errors';
+import type { Rendered } from '@parley/markdown';
+import { sendEventOnCommit } from '../lib/events';
+import { flagNames, InvalidMessageError } from '../lib/messages';
+import {
+  accessStreamById,
+  loadPermissions,
+  metadataAudience,
+  subscriberIdsByStream,
+  type Permissions,
+} from '../lib/streams';
+import { isAdmin, isModerator } from '../lib/users';
+import {
+  EMPTY_TOPIC_DISPLAY_NAME,
+  isMeMessage,
+  type EditHistoryEntry,
+} from '../presenters/messages';
+import { checkContent, checkTopic, checkTopicPolicy } from './messages';
+
+export const PROPAGATE_MODES = ['change_one', 'change_later', 'change_all'] as const;
+export type PropagateMode = (typeof PROPAGATE_MODES)[number];
+
+/** Zulip's grace period on the edit time limit. */
+const EDIT_LIMIT_BUFFER_SECONDS = 20;
+/** Zulip's default limits for moving others' messages (not stored per organization yet). */
+const MOVE_LIMIT_SECONDS = 7 * 24 * 3600;
+const RESOLVED_PREFIX = '✔ ';
+
+export interface EditRequest {
+  content?: string;
+  topic?: string;
+  streamId?: number;
+  propagateMode: PropagateMode;
+}
+
+export interface CheckedEdit {
+  message: Message;
+  stream: Stream | null;
+  target: Stream | null;
+  content: string | undefined;
+  topic: string | undefined;
+  propagateMode: PropagateMode;
+  /** Topic change that only adds or removes the resolved prefix. */
+  resolving: boolean;
+}
+
+/** Zulip's check_update_message: access, what may be changed, and by whom. */
+export async function checkUpdateMessage(
+  tx: Tx,
+  user: User,
+  realm: Realm,
+  message: Message,
+  stream: Stream | null,
+  request: EditRequest,
+): Promise<CheckedEdit> {
+  if (stream?.deactivated) throw new InvalidMessageError();
+  const now = Date.now() / 1000;
+  const age = now - message.dateSent.getTime() / 1000;
+  if (request.content !== undefined) {
+    if (!realm.allowMessageEditing)
+      throw new JsonableError('Your organization has turned off message editing');
+    if (message.senderId !== user.id)
+      throw new JsonableError("You don't have permission to edit this message");
+    const limit = realm.messageContentEditLimitSeconds;
+    if (limit !== null && age > limit + EDIT_LIMIT_BUFFER_SECONDS)
+      throw new JsonableError('The time limit for editing this message has passed');
+  }
+  let topic = request.topic?.trim();
+  if (topic === EMPTY_TOPIC_DISPLAY_NAME) topic = '';
+  if (topic !== undefined && topic === message.subject) topic = undefined;
+  const streamId =
+    request.streamId !== undefined && request.streamId !== stream?.id
+      ? request.streamId
+      : undefined;
+  if (request.content === undefined && topic === undefined && streamId === undefined)
+    throw new JsonableError('Nothing to change');
+  if (!message.isChannelMessage) {
+    if (streamId !== undefined)
+      throw new JsonableError('Direct messages cannot be moved to channels.');
+    if (topic !== undefined) throw new JsonableError('Direct messages cannot have topics.');
+  }
+  if (request.propagateMode !== 'change_one' && topic === undefined && streamId === undefined)
+    throw new JsonableError('Invalid propagate_mode without topic edit');
+  if (topic === '✔' || topic === `${RESOLVED_PREFIX}${EMPTY_TOPIC_DISPLAY_NAME}`)
+    throw new JsonableError('General chat cannot be marked as resolved');
+  if (request.content !== undefined && streamId !== undefined)
+    throw new JsonableError('Cannot change message content while changing channel');
+  const checkedTopic = topic === undefined ? undefined : checkTopic(topic);
+  const content =
+    request.content === undefined
+      ? undefined
+      : request.content.trimEnd() === ''
+        ? '(deleted)'
+        : checkContent(request.content);
+
+  const perms = await loadPermissions(user, tx);
+  const resolving =
+    checkedTopic !== undefined &&
+    (checkedTopic === RESOLVED_PREFIX + message.subject ||
+      message.subject === RESOLVED_PREFIX + checkedTopic);
+  let target: Stream | null = null;
+  if (streamId !== undefined) {
+    ({ stream: target } = await accessStreamById(perms, streamId, {
+      db: tx,
+      allowArchived: false,
+    }));
+    checkCanMoveBetweenChannels(perms, stream!, age);
+    if (!perms.groups.has(target.canSendMessageGroupId))
+      throw new JsonableError('You do not have permission to post in this channel.');
+  }
+  if (checkedTopic !== undefined) {
+    // Resolving needs the organization's can_resolve_topics_group, which Parley does not
+    // store yet; its Zulip default is everyone, and it has no time limit.
+    if (!resolving) checkCanMoveWithinChannel(perms, stream!, target, age);
+  }
+  if (checkedTopic !== undefined || target !== null)
+    checkTopicPolicy(realm, target ?? stream!, checkedTopic ?? message.subject);
+  return {
+    message,
+    stream,
+    target,
+    content,
+    topic: checkedTopic,
+    propagateMode: request.propagateMode,
+    resolving,
+  };
+}
+
+/** Renaming topics: the organization's can_move_messages_between_topics_group (Zulip's
+ * default: everyone, within a week unless moderator), or the channel's own group, or its
+ * administrators. */
+function checkCanMoveWithinChannel(
+  perms: Permissions,
+  stream: Stream,
+  target: Stream | null,
+  age: number,
+): void {
+  const channelGroup = [stream, target].some(
+    (s) => s && perms.groups.has(s.canMoveMessagesWithinChannelGroupId),
+  );
+  if (
+    !channelGroup &&
+    !isModerator(perms.user) &&
+    age > MOVE_LIMIT_SECONDS + EDIT_LIMIT_BUFFER_SECONDS
+  )
+    throw new JsonableError("The time limit for editing this message's topic has passed.");
+}
+
+/** Moving between channels: members by default (Zulip's can_move_messages_between_channels_group),
+ * administrators, or the channel's own group; a week's limit for non-moderators. */
+function checkCanMoveBetweenChannels(perms: Permissions, stream: Stream, age: number): void {
+  const allowed =
+    isAdmin(perms.user) ||
+    perms.user.role <= 400 ||
+    perms.groups.has(stream.canMoveMessagesOutOfChannelGroupId) ||
+    perms.groups.has(stream.canAdministerChannelGroupId);
+  if (!allowed) throw new JsonableError("You don't have permission to move this message");
+  if (!isModerator(perms.user) && age > MOVE_LIMIT_SECONDS)
+    throw new JsonableError("The time limit for editing this message's channel has passed");
+}
+
+/** Applies a checked edit: the message (and, for moves, the rest of its topic as
+ * propagate_mode says), the edit history, the flags a content edit changes, and the events. */
+export async function doUpdateMessage(
+  ctx: ActionContext,
+  user: User,
+  edit: CheckedEdit,
+  rendered: Rendered | null,
+): Promise<number[]> {
+  const { tx } = ctx;
+  const { message, stream, target } = edit;
+  const now = new Date();
+  const timestamp = Math.floor(now.getTime() / 1000);
+  const moved = (edit.topic !== undefined && !edit.resolving) || target !== null;
+  const others = await topicMessagesToMove(tx, user, edit);
+
+  const entryFor = (m: Message, withContent: boolean): EditHistoryEntry => ({
+    user_id: user.id,
+    timestamp,
+    ...(withContent && edit.content !== undefined
+      ? { prev_content: m.content, prev_rendered_content: m.renderedContent ?? '' }
+      : {}),
+    ...(edit.topic !== undefined ? { prev_topic: m.subject, topic: edit.topic } : {}),
+    ...(target ? { prev_stream: stream!.id, stream: target.id } : {}),
+  });
+  const update = async (m: Message, withContent: boolean) => {
+    const history = [
+      entryFor(m, withContent),
+      ...((m.editHistory as EditHistoryEntry[] | null) ?? []),
+    ];
+    await tx.message.update({
+      where: { id: m.id },
+      data: {
+        editHistory: history as unknown as Prisma.InputJsonValue,
+        lastEditTime: now,
+        ...(moved ? { lastMovedTime: now } : {}),
+        ...(withContent && edit.content !== undefined
+          ? {
+              content: edit.content,
+              renderedContent: rendered!.html,
+              hasLink: /<a /.test(rendered!.html),
+            }
+          : {}),
+        ...(edit.topic !== undefined ? { subject: edit.topic } : {}),
+        ...(target ? { recipientId: target.recipientId! } : {}),
+      },
+    });
+  };
+  await update(message, true);
+  for (const other of others) await update(other, false);
+  const ids = [message.id, ...others.map((m) => m.id)].sort((a, b) => a - b);
+
+  if (edit.content !== undefined && rendered) await updateMentionFlags(tx, message, rendered);
+  const lostAccess = target ? await moveUserMessages(tx, ids, target) : [];
+  await sendUpdateEvents(ctx, user, edit, rendered, ids, timestamp, lostAccess);
+  return ids;
+}
+
+/** change_later / change_all: the topic's other messages the user can see. */
+async function topicMessagesToMove(tx: Tx, user: User, edit: CheckedEdit): Promise<Message[]> {
+  if (edit.propagateMode === 'change_one' || !edit.message.isChannelMessage) return [];
+  const { message, stream } = edit;
+  const later =
+    edit.propagateMode === 'change_later' ? Prisma.sql`AND id > ${message.id}` : Prisma.empty;
+  const visible = stream!.historyPublicToSubscribers
+    ? Prisma.empty
+    : Prisma.sql`AND id IN (SELECT message_id FROM user_message WHERE user_profile_id = ${user.id})`;
+  const rows = await tx.$queryRaw<{ id: number }[]>`
+    SELECT id FROM message
+    WHERE recipient_id = ${message.recipientId} AND upper(subject) = upper(${message.subject})
+      AND id <> ${message.id} ${later} ${visible}`;
+  return tx.message.findMany({ where: { id: { in: rows.map((r) => r.id) } } });
+}
+
+/** A content edit re-renders mentions: mentioned and wildcard flags follow the new text. */
+async function updateMentionFlags(tx: Tx, message: Message, rendered: Rendered): Promise<void> {
+  const mentionBits =
+    flagBit('mentioned') |
+    flagBit('stream_wildcard_mentioned') |
+    flagBit('topic_wildcard_mentioned');
+  await tx.$executeRaw`UPDATE user_message SET flags = flags & ${~mentionBits}
+    WHERE message_id = ${message.id}`;
+  const { mentions } = rendered;
+  if (mentions.userIds.size > 0)
+    await tx.$executeRaw`UPDATE user_message SET flags = flags | ${flagBit('mentioned')}
+      WHERE message_id = ${message.id} AND user_profile_id = ANY(${[...mentions.userIds]}::int[])`;
+  if (mentions.wildcard === 'channel')
+    await tx.$executeRaw`UPDATE user_message SET flags = flags | ${flagBit('stream_wildcard_mentioned')}
+      WHERE message_id = ${message.id}`;
+  if (mentions.wildcard === 'topic')
+    await tx.$executeRaw`UPDATE user_message SET flags = flags | ${flagBit('topic_wildcard_mentioned')}
+      WHERE message_id = ${message.id}`;
+}
+
+/** A channel move: users not subscribed to the new channel lose their copies (they get a
+ * delete_message instead); in a channel with protected history every subscriber gets a read
+ * copy, as Zulip does. Returns who lost access, with the ids they lost. */
+async function moveUserMessages(tx: Tx, ids: number[], target: Stream): Promise<number[]> {
+  const subscribers = (
+    await tx.subscription.findMany({
+      where: { recipientId: target.recipientId!, active: true },
+      select: { userId: true },
+    })
+  ).map((s) => s.userId);
+  const removed = await tx.$queryRaw<{ user_profile_id: number }[]>`
+    DELETE FROM user_message
+    WHERE message_id = ANY(${ids}::int[]) AND NOT (user_profile_id = ANY(${subscribers}::int[]))
+    RETURNING user_profile_id`;
+  if (!target.historyPublicToSubscribers && subscribers.length > 0)
+    await tx.userMessage.createMany({
+      data: ids.flatMap((messageId) =>
+        subscribers.map((userId) => ({ userId, messageId, flags: flagsToBitmask(['read']) })),
+      ),
+      skipDuplicates: true,
+    });
+  return [...new Set(removed.map((r) => r.user_profile_id))];
+}
+
+async function sendUpdateEvents(
+  ctx: ActionContext,
+  user: User,
+  edit: CheckedEdit,
+  rendered: Rendered | null,
+  ids: number[],
+  timestamp: number,
+  lostAccess: number[],
+): Promise<void> {
+  const { tx } = ctx;
+  const { message, stream, target } = edit;
+  const event: Record<string, unknown> & { type: string } = {
+    type: 'update_message',
+    user_id: user.id,
+    edit_timestamp: timestamp,
+    message_id: message.id,
+    message_ids: ids,
+    rendering_only: false,
+  };
+  if (stream) Object.assign(event, { stream_name: stream.name, stream_id: stream.id });
+  if (edit.topic !== undefined || target) {
+    Object.assign(event, { propagate_mode: edit.propagateMode, orig_subject: message.subject });
+    if (edit.topic !== undefined) Object.assign(event, { subject: edit.topic, topic_links: [] });
+    if (target) event.new_stream_id = target.id;
+  }
+  if (edit.content !== undefined && rendered)
+    Object.assign(event, {
+      orig_content: message.content,
+      orig_rendered_content: message.renderedContent ?? '',
+      content: edit.content,
+      rendered_content: rendered.html,
+      is_me_message: isMeMessage(edit.content),
+    });
+
+  // Everyone with a copy, with their own flags; in channels with shared history also the
+  // subscribers without one (their flags are ["read"]).
+  const rows = await tx.userMessage.findMany({
+    where: { messageId: message.id },
+    select: { userId: true, flags: true },
+  });
+  const byFlags = new Map<string, number[]>();
+  const add = (flags: string[], userId: number) => {
+    const key = JSON.stringify(flags);
+    byFlags.set(key, [...(byFlags.get(key) ?? []), userId]);
+  };
+  for (const row of rows) add(flagNames(row.flags), row.userId);
+  const channel = target ?? stream;
+  if (channel?.historyPublicToSubscribers) {
+    const holders = new Set(rows.map((r) => r.userId));
+    const subs = await tx.subscription.findMany({
+      where: { recipientId: channel.recipientId!, active: true, isUserActive: true },
+      select: { userId: true },
+    });
+    for (const sub of subs) if (!holders.has(sub.userId)) add(['read'], sub.userId);
+  }
+  for (const [flags, users] of byFlags)
+    sendEventOnCommit(ctx, { ...event, flags: JSON.parse(flags) as string[] }, users);
+  // One id per notification, so clients without bulk_message_deletion miss none.
+  for (const id of lostAccess.length > 0 ? ids : [])
+    sendEventOnCommit(
+      ctx,
+      {
+        type: 'delete_message',
+        message_ids: [id],
+        message_type: 'stream',
+        stream_id: stream!.id,
+        topic: message.subject,
+      },
+      lostAccess,
+    );
+}
+
+// ---- Deleting -----------------------------------------------------------------------------------
+
+/** Zulip's validate_can_delete_message. */
+export function checkDeleteMessage(
+  perms: Permissions,
+  realm: Realm,
+  message: Message,
+  stream: Stream | null,
+  sender: Pick<User, 'id' | 'botOwnerId'>,
+): void {
+  if (stream?.deactivated) throw new InvalidMessageError();
+  // The organization's can_delete_any_message_group: administrators (Zulip's default).
+  if (isAdmin(perms.user)) return;
+  if (stream && perms.groups.has(stream.canDeleteAnyMessageGroupId)) return;
+  const own = sender.id === perms.user.id || sender.botOwnerId === perms.user.id;
+  // The organization's can_delete_own_message_group is everyone by default.
+  if (!own) throw new JsonableError("You don't have permission to delete this message");
+  const limit = realm.messageContentDeleteLimitSeconds;
+  if (limit !== null && Date.now() / 1000 - message.dateSent.getTime() / 1000 > limit)
+    throw new JsonableError('The time limit for deleting this message has passed');
+}
+
+/** Deletes the message and tells everyone who could see it, and the actor. */
+export async function doDeleteMessage(
+  ctx: ActionContext,
+  actor: User,
+  message: Message,
+  stream: Stream | null,
+): Promise<void> {
+  const { tx } = ctx;
+  const holders = (
+    await tx.userMessage.findMany({ where: { messageId: message.id }, select: { userId: true } })
+  ).map((row) => row.userId);
+  let audience = new Set(holders);
+  if (stream) {
+    const subscribers = (
+      await tx.subscription.findMany({
+        where: { recipientId: stream.recipientId!, active: true, isUserActive: true },
+        select: { userId: true },
+      })
+    ).map((s) => s.userId);
+    if (!stream.historyPublicToSubscribers)
+      audience = new Set(holders.filter((id) => subscribers.includes(id)));
+    else if (stream.inviteOnly) audience = new Set(subscribers);
+    else audience = new Set([...subscribers, ...holders]);
+  }
+  audience.add(actor.id);
+  const deleted = await tx.message.deleteMany({ where: { id: message.id } });
+  if (deleted.count === 0) throw new JsonableError('Message already deleted');
+  sendEventOnCommit(
+    ctx,
+    {
+      type: 'delete_message',
+      message_ids: [message.id],
+      message_type: stream ? 'stream' : 'private',
+      ...(stream ? { stream_id: stream.id, topic: message.subject } : {}),
+    },
+    audience,
+  );
+  if (stream && stream.firstMessageId === message.id) {
+    const first = await tx.message.findFirst({
+      where: { recipientId: stream.recipientId! },
+      orderBy: { id: 'asc' },
+      select: { id: true },
+    });
+    await tx.stream.update({
+      where: { id: stream.id },
+      data: { firstMessageId: first?.id ?? null },
+    });
+    const subscribers = (await subscriberIdsByStream([stream], tx)).get(stream.id) ?? [];
+    sendEventOnCommit(
+      ctx,
+      {
+        type: 'stream',
+        op: 'update',
+        stream_id: stream.id,
+        name: stream.name,
+        property: 'first_message_id',
+        value: first?.id ?? null,
+      },
+      await metadataAudience(stream, subscribers, tx),
+    );
+  }
+}

@@ -1,0 +1,284 @@
+import { getPrisma, type User } from '@parley/db';
+import { createMessageOrg, send, type MessageOrg } from './message-helpers';
+import { as, captureEvents, expectError, expectSuccess } from './helpers';
+
+const prisma = () => getPrisma();
+const sorted = (ids: number[]) => [...ids].sort((a, b) => a - b);
+
+async function post(org: MessageOrg, user: User, topic: string, content: string, to = 'general') {
+  return expectSuccess(await send(user, org.host, { type: 'stream', to, topic, content }))
+    .id as number;
+}
+
+describe('PATCH /messages/{id}', () => {
+  let org: MessageOrg;
+  beforeEach(async () => {
+    org = await createMessageOrg();
+  });
+  const patch = (user: User, id: number, form: Record<string, unknown>) =>
+    as(user, org.host).patch(`/messages/${id}`, form);
+
+  it('edits content, keeping history and telling every recipient with their flags', async () => {
+    const id = await post(org, org.member, 'plans', 'first draft');
+    const published = await captureEvents(org.realm.id, async () => {
+      expect(
+        expectSuccess(await patch(org.member, id, { content: 'final @**Otto Other**' })),
+      ).toEqual({
+        result: 'success',
+        msg: '',
+        detached_uploads: [],
+      });
+    });
+    const updates = published.filter((p) => p.event.type === 'update_message');
+    expect(sorted(updates.flatMap((u) => u.users))).toEqual(
+      sorted([org.owner.id, org.member.id, org.other.id, org.guest.id]),
+    );
+    const toOther = updates.find((u) => u.users.includes(org.other.id))!;
+    expect(toOther.event).toMatchObject({
+      user_id: org.member.id,
+      message_id: id,
+      message_ids: [id],
+      rendering_only: false,
+      stream_id: org.general.id,
+      stream_name: 'general',
+      orig_content: 'first draft',
+      orig_rendered_content: '<p>first draft</p>',
+      content: 'final @**Otto Other**',
+      is_me_message: false,
+      flags: ['mentioned'],
+    });
+    const message = await prisma().message.findUniqueOrThrow({ where: { id } });
+    expect(message.editHistory).toEqual([
+      {
+        user_id: org.member.id,
+        timestamp: expect.any(Number) as number,
+        prev_content: 'first draft',
+        prev_rendered_content: '<p>first draft</p>',
+      },
+    ]);
+    const fetched = expectSuccess(await as(org.other, org.host).get(`/messages/${id}`))
+      .message as Record<string, unknown>;
+    expect(fetched).toHaveProperty('last_edit_timestamp');
+    expect(fetched).not.toHaveProperty('last_moved_timestamp');
+    expect(fetched.flags).toEqual(['mentioned']);
+  });
+
+  it("moves a topic with propagate_mode, recording each message's history", async () => {
+    const a = await post(org, org.member, 'old', 'a');
+    const b = await post(org, org.other, 'OLD', 'b');
+    const c = await post(org, org.member, 'old', 'c');
+    expectSuccess(await patch(org.owner, b, { topic: 'new', propagate_mode: 'change_later' }));
+    const subjects = async () =>
+      (
+        await prisma().message.findMany({
+          where: { id: { in: [a, b, c] } },
+          orderBy: { id: 'asc' },
+        })
+      ).map((m) => m.subject);
+    expect(await subjects()).toEqual(['old', 'new', 'new']);
+    const published = await captureEvents(org.realm.id, async () => {
+      expectSuccess(await patch(org.member, a, { topic: 'newer', propagate_mode: 'change_all' }));
+    });
+    // Only the first message was still in "old".
+    expect(await subjects()).toEqual(['newer', 'new', 'new']);
+    expect(published[0]!.event).toMatchObject({
+      type: 'update_message',
+      propagate_mode: 'change_all',
+      orig_subject: 'old',
+      subject: 'newer',
+      message_ids: [a],
+    });
+    const moved = await prisma().message.findUniqueOrThrow({ where: { id: c } });
+    expect(moved.editHistory).toEqual([
+      {
+        user_id: org.owner.id,
+        timestamp: expect.any(Number) as number,
+        prev_topic: 'old',
+        topic: 'new',
+      },
+    ]);
+    expect(moved.lastMovedTime).not.toBeNull();
+  });
+
+  it('resolves topics without marking the messages moved', async () => {
+    const id = await post(org, org.member, 'bug', 'x');
+    expectSuccess(await patch(org.other, id, { topic: '✔ bug' }));
+    const message = await prisma().message.findUniqueOrThrow({ where: { id } });
+    expect(message.subject).toBe('✔ bug');
+    expect(message.lastMovedTime).toBeNull();
+    expectError(
+      await patch(org.member, await post(org, org.member, '', 'y'), { topic: '✔ general chat' }),
+      'General chat cannot be marked as resolved',
+    );
+  });
+
+  it('moves messages to another channel, taking them from those who cannot follow', async () => {
+    const id = await post(org, org.member, 'move me', 'travelling');
+    const published = await captureEvents(org.realm.id, async () => {
+      expectSuccess(
+        await patch(org.member, id, { stream_id: org.secret.id, propagate_mode: 'change_all' }),
+      );
+    });
+    const message = await prisma().message.findUniqueOrThrow({ where: { id } });
+    expect(message.recipientId).toBe(org.secret.recipientId);
+    const holders = await prisma().userMessage.findMany({ where: { messageId: id } });
+    expect(holders.map((h) => h.userId)).toEqual([org.member.id]);
+    const deleted = published.find((p) => p.event.type === 'delete_message')!;
+    expect(deleted.users).toEqual(sorted([org.owner.id, org.other.id, org.guest.id]));
+    expect(published.find((p) => p.event.type === 'update_message')!.event).toMatchObject({
+      new_stream_id: org.secret.id,
+      stream_id: org.general.id,
+    });
+    expectError(await as(org.other, org.host).get(`/messages/${id}`), 'Invalid message(s)');
+  });
+
+  it('enforces who may edit what', async () => {
+    const id = await post(org, org.member, 't', 'mine');
+    expectError(
+      await patch(org.admin, id, { content: 'not yours' }),
+      "You don't have permission to edit this message",
+    );
+    expectError(await patch(org.member, id, {}), 'Nothing to change');
+    expectError(await patch(org.member, id, { topic: 't' }), 'Nothing to change');
+    expectError(
+      await patch(org.member, id, { content: 'x', stream_id: org.secret.id }),
+      'Cannot change message content while changing channel',
+    );
+    expectError(
+      await patch(org.member, id, { content: 'x', propagate_mode: 'change_all' }),
+      'Invalid propagate_mode without topic edit',
+    );
+    expectError(await patch(org.other, id, { stream_id: org.secret.id }), 'Invalid channel ID');
+    expectError(
+      await patch(org.member, id, { propagate_mode: 'change_some', topic: 'x' }),
+      'Invalid propagate_mode',
+    );
+    const dm = expectSuccess(
+      await send(org.member, org.host, { type: 'direct', to: [org.other.id], content: 'dm' }),
+    ).id as number;
+    expectError(await patch(org.member, dm, { topic: 'x' }), 'Direct messages cannot have topics.');
+    expectError(
+      await patch(org.member, dm, { stream_id: org.general.id }),
+      'Direct messages cannot be moved to channels.',
+    );
+    expectError(await patch(org.admin, dm, { content: 'x' }), 'Invalid message(s)');
+    expectSuccess(await patch(org.member, id, { content: '   ' }));
+    expect((await prisma().message.findUniqueOrThrow({ where: { id } })).content).toBe('(deleted)');
+    await prisma().message.update({
+      where: { id },
+      data: { dateSent: new Date(Date.now() - 3600_000) },
+    });
+    expectError(
+      await patch(org.member, id, { content: 'late' }),
+      'The time limit for editing this message has passed',
+    );
+    await prisma().realm.update({
+      where: { id: org.realm.id },
+      data: { allowMessageEditing: false },
+    });
+    expectError(
+      await patch(org.member, id, { content: 'off' }),
+      'Your organization has turned off message editing',
+    );
+  });
+});
+
+describe('GET /messages/{id}/history', () => {
+  it('lists snapshots oldest first with diffs, as the organization allows', async () => {
+    const org = await createMessageOrg();
+    const id = await post(org, org.member, 'topic one', 'hello world');
+    const patch = (form: Record<string, unknown>) =>
+      as(org.member, org.host).patch(`/messages/${id}`, form);
+    expectSuccess(await patch({ content: 'hello there world' }));
+    expectSuccess(await patch({ topic: 'topic two' }));
+    const history = expectSuccess(await as(org.other, org.host).get(`/messages/${id}/history`))
+      .message_history as Record<string, unknown>[];
+    expect(history).toHaveLength(3);
+    expect(history[0]).toEqual({
+      topic: 'topic one',
+      content: 'hello world',
+      rendered_content: '<p>hello world</p>',
+      timestamp: expect.any(Number) as number,
+      user_id: org.member.id,
+    });
+    expect(history[1]).toMatchObject({
+      topic: 'topic one',
+      content: 'hello there world',
+      prev_content: 'hello world',
+      content_html_diff: '<p>hello <span class="highlight_text_inserted">there </span>world</p>',
+    });
+    expect(history[2]).toMatchObject({
+      topic: 'topic two',
+      prev_topic: 'topic one',
+      content: 'hello there world',
+    });
+    expect(history[2]).not.toHaveProperty('prev_content');
+
+    await prisma().realm.update({
+      where: { id: org.realm.id },
+      data: { editHistoryVisibilityPolicy: 2 },
+    });
+    const moves = expectSuccess(await as(org.other, org.host).get(`/messages/${id}/history`))
+      .message_history as Record<string, unknown>[];
+    expect(moves.map((s) => s.prev_topic)).toEqual([undefined, 'topic one']);
+    await prisma().realm.update({
+      where: { id: org.realm.id },
+      data: { editHistoryVisibilityPolicy: 3 },
+    });
+    expectError(
+      await as(org.other, org.host).get(`/messages/${id}/history`),
+      'Message edit history is disabled in this organization',
+    );
+    const fetched = expectSuccess(await as(org.other, org.host).get(`/messages/${id}`)).message;
+    expect(fetched).not.toHaveProperty('edit_history');
+    await prisma().realm.update({
+      where: { id: org.realm.id },
+      data: { editHistoryVisibilityPolicy: 1 },
+    });
+    expectError(
+      await as(org.admin, org.host).get(`/messages/99999999/history`),
+      'Invalid message(s)',
+    );
+  });
+});
+
+describe('DELETE /messages/{id}', () => {
+  it('lets senders and administrators delete, and tells everyone who saw the message', async () => {
+    const org = await createMessageOrg();
+    const id = await post(org, org.member, 't', 'oops');
+    expectError(
+      await as(org.other, org.host).delete(`/messages/${id}`),
+      "You don't have permission to delete this message",
+    );
+    const published = await captureEvents(org.realm.id, async () => {
+      expectSuccess(await as(org.member, org.host).delete(`/messages/${id}`));
+    });
+    expect(published).toContainEqual({
+      event: {
+        type: 'delete_message',
+        message_ids: [id],
+        message_type: 'stream',
+        stream_id: org.general.id,
+        topic: 't',
+      },
+      users: sorted([org.owner.id, org.member.id, org.other.id, org.guest.id]),
+    });
+    expect(await prisma().message.count({ where: { id } })).toBe(0);
+    expectError(await as(org.member, org.host).delete(`/messages/${id}`), 'Invalid message(s)');
+    const other = await post(org, org.other, 't', 'moderated');
+    expectSuccess(await as(org.admin, org.host).delete(`/messages/${other}`));
+    await prisma().realm.update({
+      where: { id: org.realm.id },
+      data: { messageContentDeleteLimitSeconds: 60 },
+    });
+    const old = await post(org, org.member, 't', 'old');
+    await prisma().message.update({
+      where: { id: old },
+      data: { dateSent: new Date(Date.now() - 3600_000) },
+    });
+    expectError(
+      await as(org.member, org.host).delete(`/messages/${old}`),
+      'The time limit for deleting this message has passed',
+    );
+  });
+});
