@@ -39,6 +39,46 @@ afterAll(async () => {
   await new Promise((resolve) => server.close(resolve));
 });
 
+type Event = Record<string, unknown>;
+
+/** Runs zulip-js's callOnEachEvent as `user` in a child process (it loops forever) and
+ * collects the events it prints. */
+function listenForEvents(user: { deliveryEmail: string; apiKey: string }, eventTypes: string[]) {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', join(__dirname, 'fixtures', 'zulip-js-events.ts')],
+    {
+      cwd: join(__dirname, '..', '..', '..'),
+      env: {
+        ...process.env,
+        ZULIP_USERNAME: user.deliveryEmail,
+        ZULIP_API_KEY: user.apiKey,
+        ZULIP_REALM: realmUrl,
+        ZULIP_EVENT_TYPES: JSON.stringify(eventTypes),
+      },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  children.push(child);
+  const lines: Event[] = [];
+  let buffer = '';
+  child.stdout!.on('data', (chunk: Buffer) => {
+    buffer += chunk.toString();
+    const parts = buffer.split('\n');
+    buffer = parts.pop()!;
+    for (const part of parts) if (part.trim()) lines.push(JSON.parse(part) as Event);
+  });
+  const waitFor = async (check: (event: Event) => boolean, what: string) => {
+    const deadline = Date.now() + 20_000;
+    while (!lines.some(check)) {
+      if (Date.now() > deadline)
+        throw new Error(`timed out waiting for ${what}; saw ${JSON.stringify(lines)}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
+  return { lines, waitFor };
+}
+
 describe('zulip-js', () => {
   it('logs in with username and password, reads its profile and the user list', async () => {
     const realm = await getPrisma().realm.findUniqueOrThrow({ where: { stringId: '' } });
@@ -134,46 +174,90 @@ describe('zulip-js', () => {
     });
   });
 
+  it('sends to a channel and as a DM, narrows, edits and deletes, seeing each as an event', async () => {
+    const realm = await getPrisma().realm.findUniqueOrThrow({ where: { stringId: '' } });
+    const user = await createTestUser(realm, Role.MEMBER, {
+      email: `${uniqueSubdomain('msg')}@example.com`,
+    });
+    const friend = await createTestUser(realm, Role.MEMBER, {
+      email: `${uniqueSubdomain('friend')}@example.com`,
+    });
+    const listener = listenForEvents(user, ['message', 'update_message', 'delete_message']);
+    await listener.waitFor((e) => e.type === 'heartbeat', 'the first heartbeat');
+    const client = await zulipInit({
+      username: user.deliveryEmail,
+      apiKey: user.apiKey,
+      realm: realmUrl,
+    });
+    const channel = uniqueSubdomain('js-talk');
+    expect(
+      await client.users.me.subscriptions.add({
+        subscriptions: JSON.stringify([{ name: channel }]),
+      }),
+    ).toMatchObject({ result: 'success' });
+
+    const sent = await client.messages.send({
+      type: 'stream',
+      to: channel,
+      topic: 'greetings',
+      content: 'hello **all**',
+    });
+    expect(sent).toMatchObject({ result: 'success', id: expect.any(Number) as number });
+    const dm = await client.messages.send({
+      type: 'private',
+      to: friend.deliveryEmail,
+      content: 'psst',
+    });
+    expect(dm.result).toBe('success');
+
+    const found = await client.messages.retrieve({
+      anchor: 'newest',
+      num_before: 10,
+      num_after: 0,
+      narrow: [{ operator: 'stream', operand: channel }],
+    });
+    expect(found.messages.map((m: { id: number }) => m.id)).toEqual([sent.id]);
+    expect(found.messages[0]).toMatchObject({
+      subject: 'greetings',
+      content: '<p>hello <strong>all</strong></p>',
+    });
+
+    expect(
+      await client.messages.update({ message_id: sent.id, content: 'hello again' }),
+    ).toMatchObject({
+      result: 'success',
+    });
+    expect(await client.messages.deleteById({ message_id: dm.id })).toMatchObject({
+      result: 'success',
+    });
+
+    await listener.waitFor((e) => e.type === 'delete_message', 'the delete_message event');
+    const seen = listener.lines.filter((e) => e.type !== 'heartbeat');
+    expect(seen.map((e) => e.type)).toEqual([
+      'message',
+      'message',
+      'update_message',
+      'delete_message',
+    ]);
+    expect(seen[0]).toMatchObject({ message: { id: sent.id, display_recipient: channel } });
+    expect(seen[1]).toMatchObject({ message: { id: dm.id, type: 'private' } });
+    expect(seen[2]).toMatchObject({
+      message_id: sent.id,
+      content: 'hello again',
+      rendered_content: '<p>hello again</p>',
+    });
+    // zulip-js registers without bulk_message_deletion: one message_id per event.
+    expect(seen[3]).toMatchObject({ message_id: dm.id, message_type: 'private' });
+  }, 40_000);
+
   it('receives events through callOnEachEvent', async () => {
     const realm = await getPrisma().realm.findUniqueOrThrow({ where: { stringId: '' } });
     const user = await createTestUser(realm, Role.MEMBER, {
       email: `${uniqueSubdomain('cb')}@example.com`,
     });
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', join(__dirname, 'fixtures', 'zulip-js-events.ts')],
-      {
-        cwd: join(__dirname, '..', '..', '..'),
-        env: {
-          ...process.env,
-          ZULIP_USERNAME: user.deliveryEmail,
-          ZULIP_API_KEY: user.apiKey,
-          ZULIP_REALM: realmUrl,
-          ZULIP_EVENT_TYPES: JSON.stringify(['user_settings']),
-        },
-        stdio: ['ignore', 'pipe', 'inherit'],
-      },
-    );
-    children.push(child);
-    const lines: Record<string, unknown>[] = [];
-    let buffer = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      buffer += chunk.toString();
-      const parts = buffer.split('\n');
-      buffer = parts.pop()!;
-      for (const part of parts)
-        if (part.trim()) lines.push(JSON.parse(part) as Record<string, unknown>);
-    });
-    const waitFor = async (check: () => boolean, what: string) => {
-      const deadline = Date.now() + 20_000;
-      while (!check()) {
-        if (Date.now() > deadline)
-          throw new Error(`timed out waiting for ${what}; saw ${JSON.stringify(lines)}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    };
+    const { lines, waitFor } = listenForEvents(user, ['user_settings']);
     // The first heartbeat shows the client registered its queue and is polling.
-    await waitFor(() => lines.some((e) => e.type === 'heartbeat'), 'the first heartbeat');
+    await waitFor((e) => e.type === 'heartbeat', 'the first heartbeat');
     const client = await zulipInit({
       username: user.deliveryEmail,
       apiKey: user.apiKey,
@@ -181,7 +265,7 @@ describe('zulip-js', () => {
     });
     const changed = await client.callEndpoint('/settings', 'PATCH', { enable_sounds: false });
     expect(changed.result).toBe('success');
-    await waitFor(() => lines.some((e) => e.type === 'user_settings'), 'the user_settings event');
+    await waitFor((e) => e.type === 'user_settings', 'the user_settings event');
     expect(lines.find((e) => e.type === 'user_settings')).toMatchObject({
       type: 'user_settings',
       op: 'update',
