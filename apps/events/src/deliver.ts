@@ -13,6 +13,9 @@ interface InternalData {
   /** Only for queues whose archived_channels capability is this: archiving is an is_archived
    * update for capable clients and a delete (unarchiving: a create) for the others. */
   archived_channels?: boolean;
+  /** A public-channel message for a user who did not receive it: only their
+   * all_public_streams queues take it. */
+  all_public_streams_only?: boolean;
   /** Local echo: the sending queue's message event gets local_message_id. */
   sender_queue_id?: string;
   local_id?: string;
@@ -38,6 +41,8 @@ export function eventForQueue(
     (options.client_capabilities.archived_channels === true) !== internal.archived_channels
   )
     return null;
+
+  if (internal.all_public_streams_only && !options.all_public_streams) return null;
 
   if (visible.type === 'message') {
     const message = visible.message as NarrowableMessage & Record<string, unknown>;

@@ -30,6 +30,11 @@ export const keys = {
 /** Live events replicas, scored by when their registration lapses (ms); used to share shards. */
 export const replicasKey = 'events:replicas';
 
+/** Users of an organization who have (or had) a queue with all_public_streams: public-channel
+ * messages are also published to them. Members are never removed; a user whose queues are
+ * gone costs the fan-out a lookup and receives nothing. */
+export const allPublicStreamsKey = (realmId: number) => `realm:${realmId}:all_public_streams_users`;
+
 /** Rate-limit counters (not per shard: any replica of the API tier reads them). */
 export const rateLimitKeys = {
   failedLogins: (realmId: number, username: string) =>

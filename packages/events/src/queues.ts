@@ -2,7 +2,7 @@
 // the events tier fills, serves, prunes and expires them. Each change that must be atomic is
 // one Lua script over keys of a single shard.
 import type { Redis } from 'ioredis';
-import { keys } from './keys';
+import { allPublicStreamsKey, keys } from './keys';
 import { makeQueueId, parseQueueId } from './queue-id';
 
 /** Options a queue was registered with; the events tier filters and formats by them. */
@@ -127,6 +127,7 @@ export class QueueStore {
       .sadd(keys.userQueues(shard, userId), queueId)
       .zadd(keys.queueExpiry(shard), deadline, queueId)
       .exec();
+    if (options.all_public_streams) await this.redis.sadd(allPublicStreamsKey(realmId), userId);
     return queueId;
   }
 

@@ -20,6 +20,7 @@ import {
   StreamWithIDDoesNotExistError,
 } from '@parley/errors';
 import type { Rendered } from '@parley/markdown';
+import { allPublicStreamsKey, getRedis } from '@parley/events';
 import { sendEventOnCommit } from '../lib/events';
 import { activeMemberIds } from '../lib/groups';
 import { apiFlags, presentMessagesForEvent } from '../lib/messages';
@@ -240,6 +241,8 @@ export async function doSendMessage(
       data: { firstMessageId: message.id },
     });
   await sendMessageEvents(ctx, realm, message, flags, options);
+  if (addressee.kind === 'channel' && !addressee.stream.inviteOnly)
+    await sendToAllPublicStreamsQueues(ctx, realm, message, flags);
   return message;
 }
 
@@ -337,6 +340,27 @@ async function recipientFlags(
   return flags;
 }
 
+/** Queues registered with all_public_streams see public-channel messages their users did not
+ * receive, with no flags (Zulip's process_message_event). */
+async function sendToAllPublicStreamsQueues(
+  ctx: ActionContext,
+  realm: Realm,
+  message: Message,
+  recipients: Map<number, UserMessageFlag[]>,
+): Promise<void> {
+  const listed = (await getRedis().smembers(allPublicStreamsKey(realm.id))).map(Number);
+  const candidates = listed.filter((id) => Number.isInteger(id) && !recipients.has(id));
+  if (candidates.length === 0) return;
+  const viewers = await ctx.tx.user.findMany({
+    where: { id: { in: candidates }, realmId: realm.id, isActive: true, role: { not: 600 } },
+    select: { id: true, role: true },
+  });
+  await publishMessageForms(ctx, realm, message, viewers, () => ({
+    flags: [],
+    internal: { all_public_streams_only: true },
+  }));
+}
+
 /** One `message` event per distinct form: recipients differ in flags and in which addresses
  * they may see. Raw Markdown and the avatar's computability travel in internal_data for the
  * events tier's per-queue formatting. */
@@ -351,29 +375,40 @@ async function sendMessageEvents(
     where: { id: { in: [...flags.keys()] } },
     select: { id: true, role: true },
   });
+  await publishMessageForms(ctx, realm, message, viewers, (viewer) => ({
+    flags: apiFlags(flags.get(viewer.id)!),
+    internal:
+      viewer.id === message.senderId && options.localEcho
+        ? { sender_queue_id: options.localEcho.queueId, local_id: options.localEcho.localId }
+        : {},
+  }));
+}
+
+async function publishMessageForms(
+  ctx: ActionContext,
+  realm: Realm,
+  message: Message,
+  viewers: Pick<User, 'id' | 'role'>[],
+  perViewer: (viewer: Pick<User, 'id' | 'role'>) => {
+    flags: string[];
+    internal: Record<string, unknown>;
+  },
+): Promise<void> {
   const forms = await presentMessagesForEvent(ctx.tx, realm, message, viewers);
-  const groups = new Map<string, { event: Record<string, unknown>; users: number[] }>();
+  const groups = new Map<string, { event: { type: string }; users: number[] }>();
   for (const viewer of viewers) {
     const { message: presented, avatarGravatar } = forms(viewer);
-    const userFlags = flags.get(viewer.id)!;
-    const isSender = viewer.id === message.senderId;
+    const { flags, internal } = perViewer(viewer);
     const event = {
       type: 'message',
       message: presented,
-      flags: apiFlags(userFlags),
-      internal_data: {
-        raw_content: message.content,
-        avatar_gravatar: avatarGravatar,
-        ...(isSender && options.localEcho
-          ? { sender_queue_id: options.localEcho.queueId, local_id: options.localEcho.localId }
-          : {}),
-      },
+      flags,
+      internal_data: { raw_content: message.content, avatar_gravatar: avatarGravatar, ...internal },
     };
     const key = JSON.stringify(event);
     const group = groups.get(key);
     if (group) group.users.push(viewer.id);
     else groups.set(key, { event, users: [viewer.id] });
   }
-  for (const { event, users } of groups.values())
-    sendEventOnCommit(ctx, event as { type: string }, users);
+  for (const { event, users } of groups.values()) sendEventOnCommit(ctx, event, users);
 }
