@@ -315,5 +315,9 @@ describe('message events through a queue', () => {
       local_message_id: '12.01',
       message: { content: '**hi**', content_type: 'text/x-markdown' },
     });
+    const state = expectSuccess(
+      await register(org.member, org.host, { fetch_event_types: ['message'] }),
+    );
+    expect(state.max_message_id).toBe((event!.message as { id: number }).id);
   });
 });

@@ -1,4 +1,4 @@
-import { Role, type User } from '@parley/db';
+import { getPrisma, Role, type User } from '@parley/db';
 import { createMessageOrg, send, type MessageOrg } from './message-helpers';
 import { as, createTestUser, expectError, expectSuccess } from './helpers';
 
@@ -291,6 +291,83 @@ describe('GET /messages', () => {
     expectError(
       await get(org.member, { anchor: 'newest', narrow: [['id', 'abc']] }),
       'Invalid message ID',
+    );
+  });
+});
+
+describe('bad input to the message endpoints', () => {
+  let org: MessageOrg;
+  let id: number;
+  beforeAll(async () => {
+    org = await createMessageOrg();
+    id = expectSuccess(
+      await send(org.member, org.host, { type: 'stream', to: 'general', topic: 't', content: 'x' }),
+    ).id as number;
+  });
+
+  it('answers every mistyped GET /messages parameter with a 400', async () => {
+    for (const flag of [
+      'include_anchor',
+      'client_gravatar',
+      'apply_markdown',
+      'use_first_unread_anchor',
+      'allow_empty_topic_name',
+    ])
+      expectError(
+        await as(org.member, org.host).get('/messages', { anchor: 'newest', [flag]: 'x' }),
+        `${flag} is not a boolean`,
+      );
+    expectError(
+      await as(org.member, org.host).get('/messages', { anchor: 'newest', num_after: 'x' }),
+      'num_after is not an integer',
+    );
+    expectError(
+      await as(org.member, org.host).get('/messages', { message_ids: ['a'] }),
+      'message_ids[0] is not an integer',
+    );
+    expectError(
+      await as(org.member, org.host).get('/messages', { anchor: 'x'.repeat(31) }),
+      'anchor is too long (limit: 30 characters)',
+    );
+  });
+
+  it('answers every mistyped PATCH /messages/{id} parameter with a 400', async () => {
+    const patch = (form: Record<string, unknown>) =>
+      as(org.member, org.host).patch(`/messages/${id}`, form);
+    expectError(await patch({ stream_id: 'x' }), 'stream_id is not an integer');
+    expectError(await patch({ stream_id: 0 }), 'stream_id is too small');
+    expectError(await patch({ content: 'a\u0000' }), 'Invalid content: null bytes are not allowed');
+    expectError(await patch({ topic: 'a\u0007' }), 'Invalid character in topic, at position 2!');
+    expectError(
+      await as(org.member, org.host).patch('/messages/99999999999', { content: 'x' }),
+      'message_id is too large',
+    );
+    expectError(
+      await as(org.member, org.host).delete('/messages/abc'),
+      'message_id is not an integer',
+    );
+    expectError(
+      await as(org.member, org.host).get(`/messages/${id}/history`, {
+        allow_empty_topic_name: 'x',
+      }),
+      'allow_empty_topic_name is not a boolean',
+    );
+  });
+
+  it('refuses deactivated users everywhere', async () => {
+    const gone = await createTestUser(org.realm, Role.MEMBER);
+    await getPrisma().user.update({ where: { id: gone.id }, data: { isActive: false } });
+    expectError(
+      await as(gone, org.host).get('/messages', { anchor: 'newest' }),
+      'Account is deactivated',
+      401,
+      'UNAUTHORIZED',
+    );
+    expectError(
+      await send(gone, org.host, { type: 'stream', to: 'general', topic: 't', content: 'x' }),
+      'Account is deactivated',
+      401,
+      'UNAUTHORIZED',
     );
   });
 });

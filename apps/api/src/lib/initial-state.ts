@@ -22,6 +22,7 @@ export const STATE_TYPES = [
   'subscription',
   'stream',
   'default_streams',
+  'message',
 ] as const;
 
 export const FIELD_TYPES = {
@@ -178,6 +179,13 @@ export async function fetchInitialState(
     state.custom_profile_field_types = FIELD_TYPES;
   }
   Object.assign(state, await fetchChannelState(user, realm, types, options));
+  if (types.has('message')) {
+    const newest = await prisma.userMessage.aggregate({
+      where: { userId: user.id },
+      _max: { messageId: true },
+    });
+    state.max_message_id = newest._max.messageId ?? -1;
+  }
   return state;
 }
 
@@ -213,6 +221,12 @@ export function applyEvent(
     case 'custom_profile_fields':
       if (state.custom_profile_fields) state.custom_profile_fields = event.fields;
       return;
+    case 'message': {
+      const id = (event.message as { id: number }).id;
+      if (typeof state.max_message_id === 'number' && id > state.max_message_id)
+        state.max_message_id = id;
+      return;
+    }
     case 'subscription':
     case 'stream':
     case 'default_streams':
