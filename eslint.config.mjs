@@ -22,6 +22,7 @@ export default tseslint.config(
       'apps/api/src/cli/**',
       'apps/standalone/src/**',
       'scripts/**',
+      'packages/*/scripts/**',
       'bench/**',
       'packages/devservices/src/**',
     ],

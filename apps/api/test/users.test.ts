@@ -554,7 +554,7 @@ describe('PATCH /users/{id} and /users/{email}', () => {
         (p) => (p.event.person as { custom_profile_field: unknown }).custom_profile_field,
       ),
     ).toEqual([
-      { id: short.id, value: 'Short *text*', rendered_value: '<p>Short *text*</p>' },
+      { id: short.id, value: 'Short *text*', rendered_value: '<p>Short <em>text</em></p>' },
       { id: select.id, value: 'b' },
       { id: date.id, value: '2024-02-29' },
       { id: link.id, value: 'https://example.com/x' },

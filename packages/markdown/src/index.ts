@@ -3,6 +3,10 @@
 // (Zulip's MentionData): `mentionCandidates` lists the names and ids the content refers to,
 // the caller looks them up, and `renderMarkdown` renders and reports who was mentioned.
 import MarkdownIt from 'markdown-it';
+import { blocksPlugin } from './blocks';
+import { emojiPlugin } from './emoji';
+import { inlineExtrasPlugin } from './inline-extras';
+import { mathPlugin } from './math';
 import { mentionPlugin, type MentionData, type Mentions } from './mentions';
 
 export { mentionCandidates, type MentionCandidates, type MentionData } from './mentions';
@@ -17,18 +21,36 @@ export interface Rendered {
 const md = new MarkdownIt({ html: false, linkify: true, breaks: true });
 // Zulip has only `#` headings: "Title\n===" stays a paragraph.
 md.disable(['lheading']);
+// Zulip has no reference-style links: "[x]: url" stays text.
+md.disable(['reference']);
 md.use(mentionPlugin);
+md.use(blocksPlugin);
+md.use(mathPlugin);
+md.use(inlineExtrasPlugin);
+md.use(emojiPlugin);
+// Zulip's strikethrough is <del>, not markdown-it's <s>.
+md.renderer.rules.s_open = () => '<del>';
+md.renderer.rules.s_close = () => '</del>';
 
 const ME_MESSAGE = /^\/me(?:\s|$)/;
 
-export function renderMarkdown(content: string, data: MentionData = emptyMentionData()): Rendered {
+export interface RenderOptions {
+  /** The user setting translate_emoticons: `:)` becomes :smile: and so on. */
+  translateEmoticons?: boolean;
+}
+
+export function renderMarkdown(
+  content: string,
+  data: MentionData = emptyMentionData(),
+  options: RenderOptions = {},
+): Rendered {
   const mentions: Mentions = {
     userIds: new Set(),
     silentUserIds: new Set(),
     groupIds: new Set(),
     wildcard: null,
   };
-  const html = md.render(content, { mentionData: data, mentions }).trimEnd();
+  const html = md.render(content, { mentionData: data, mentions, options }).trimEnd();
   return { html, isMeMessage: ME_MESSAGE.test(content), mentions };
 }
 

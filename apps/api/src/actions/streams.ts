@@ -26,7 +26,7 @@ import {
   type Permissions,
 } from '../lib/streams';
 import { isAdmin, isOwner } from '../lib/users';
-import { renderPlainDescription } from '../presenters/realm';
+import { renderDescription } from '../presenters/realm';
 import {
   presentStream,
   STREAM_GROUP_SETTINGS,
@@ -232,7 +232,7 @@ export async function doCreateStreams(
           realmId: realm.id,
           name: channel.name,
           description: channel.description,
-          renderedDescription: renderPlainDescription(channel.description),
+          renderedDescription: renderDescription(channel.description),
           creatorId,
           inviteOnly: settings.inviteOnly,
           isWebPublic: settings.isWebPublic,
@@ -376,7 +376,7 @@ export async function doChangeStreamDescription(
   description: string,
   actingUserId: number,
 ): Promise<Stream> {
-  const rendered = renderPlainDescription(description);
+  const rendered = renderDescription(description);
   return updateStream(
     ctx,
     stream,

@@ -6,7 +6,7 @@ import { getPrisma, type Realm, type User } from '@parley/db';
 import type { QueuedEvent } from '@parley/events';
 import { realmUrl } from '@parley/auth';
 import { presentBot } from '../presenters/bots';
-import { renderPlainDescription } from '../presenters/realm';
+import { renderDescription } from '../presenters/realm';
 import { presentUser } from '../presenters/users';
 import { applyChannelEvent, fetchChannelState, type ChannelStateOptions } from './channel-state';
 import { loadProfileData } from './profile-fields';
@@ -98,7 +98,7 @@ export async function fetchInitialState(
   if (types.has('realm')) {
     Object.assign(state, {
       realm_name: realm.name,
-      realm_description: renderPlainDescription(realm.description),
+      realm_description: renderDescription(realm.description),
       realm_url: realmUrl(realm),
       realm_uri: realmUrl(realm),
       realm_date_created: Math.floor(realm.dateCreated.getTime() / 1000),

@@ -2,7 +2,7 @@
 // field's type (Zulip's CustomProfileField validators).
 import { getPrisma, type Tx } from '@parley/db';
 import { JsonableError } from '@parley/errors';
-import { renderPlainDescription } from '../presenters/realm';
+import { renderDescription } from '../presenters/realm';
 import type { ProfileValue } from '../presenters/users';
 
 export const FieldType = {
@@ -34,7 +34,7 @@ export function isRendered(fieldType: number): boolean {
 /** Rendered HTML for a Markdown-capable value; plain escaped paragraphs until the Markdown
  * renderer lands. */
 export function renderProfileValue(value: string): string {
-  return renderPlainDescription(value);
+  return renderDescription(value);
 }
 
 export function profileValue(

@@ -1,11 +1,10 @@
-/** HTML for an organization description until the Markdown renderer lands (issue
- * "Zulip-flavoured Markdown rendering"): paragraphs of escaped text, never raw HTML. */
-export function renderPlainDescription(markdown: string): string {
+import { renderMarkdown } from '@parley/markdown';
+
+/** HTML of an organization or channel description, or a Markdown profile value: Zulip's
+ * Markdown without mentions (nobody is notified by a description). */
+export function renderDescription(markdown: string): string {
   if (markdown.trim() === '') return '';
-  return markdown
-    .split(/\n{2,}/)
-    .map((paragraph) => `<p>${escapeHtml(paragraph).replace(/\n/g, '<br>\n')}</p>`)
-    .join('\n');
+  return renderMarkdown(markdown).html;
 }
 
 export function escapeHtml(text: string): string {

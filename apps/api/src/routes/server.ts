@@ -4,7 +4,7 @@ import { Router } from 'express';
 import { getConfig, ZULIP_FEATURE_LEVEL, ZULIP_MERGE_BASE, ZULIP_VERSION } from '@parley/config';
 import { defineRoute, endpoint } from '@parley/http';
 import { realmUrl } from '@parley/auth';
-import { renderPlainDescription } from '../presenters/realm';
+import { renderDescription } from '../presenters/realm';
 
 export const serverRoutes = Router();
 
@@ -44,7 +44,7 @@ defineRoute(serverRoutes, '/server_settings', {
         realm_url: url,
         realm_name: realm.name,
         realm_icon: `https://secure.gravatar.com/avatar/${createHash('md5').update(url).digest('hex')}?d=identicon`,
-        realm_description: renderPlainDescription(realm.description),
+        realm_description: renderDescription(realm.description),
         realm_web_public_access_enabled: realm.webPublicAccessEnabled,
       });
     }

@@ -1,0 +1,86 @@
+// Zulip's block syntax on top of markdown-it: code blocks in Zulip's codehilite wrapper (with
+// the language's display name), and the special fences ```quote, ```spoiler <header> and
+// ```math. Fences are rendered from their raw content, so quotes and spoilers render their
+// inside as Markdown of their own.
+import type { MarkdownIt, Token } from 'markdown-it';
+import { renderMath } from './math';
+
+/** Pygments display names for common fence languages (Zulip shows the lexer's name). */
+const LANGUAGE_NAMES: Record<string, string> = {
+  bash: 'Bash',
+  sh: 'Bash',
+  shell: 'Bash',
+  c: 'C',
+  'c++': 'C++',
+  cpp: 'C++',
+  css: 'CSS',
+  go: 'Go',
+  html: 'HTML',
+  java: 'Java',
+  javascript: 'JavaScript',
+  js: 'JavaScript',
+  json: 'JSON',
+  latex: 'TeX',
+  markdown: 'Markdown',
+  md: 'Markdown',
+  py: 'Python',
+  python: 'Python',
+  rb: 'Ruby',
+  ruby: 'Ruby',
+  rust: 'Rust',
+  sql: 'SQL',
+  tex: 'TeX',
+  text: 'Text only',
+  ts: 'TypeScript',
+  typescript: 'TypeScript',
+  yaml: 'YAML',
+};
+
+function escape(text: string): string {
+  return text
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;');
+}
+
+/** Zulip's codehilite wrapper; trailing whitespace of each line is dropped. */
+export function codeBlock(code: string, language: string): string {
+  const body = code
+    .split('\n')
+    .map((line) => line.replace(/\s+$/, ''))
+    .join('\n')
+    .replace(/\n*$/, '\n');
+  const name = language === '' ? '' : (LANGUAGE_NAMES[language.toLowerCase()] ?? language);
+  const attribute = name === '' ? '' : ` data-code-language="${escape(name)}"`;
+  return `<div class="codehilite"${attribute}><pre><span></span><code>${escape(body)}</code></pre></div>\n`;
+}
+
+export function blocksPlugin(md: MarkdownIt): void {
+  md.renderer.rules.fence = (tokens, index, _options, env) => {
+    const token = tokens[index]!;
+    const [kind = '', ...rest] = token.info.trim().split(/\s+/);
+    switch (kind.toLowerCase()) {
+      case 'quote':
+        return `<blockquote>\n${md.render(token.content, env)}</blockquote>\n`;
+      case 'spoiler': {
+        const header = rest.join(' ');
+        const headerHtml = header === '' ? '' : md.render(header, env);
+        return (
+          `<div class="spoiler-block"><div class="spoiler-header">\n${headerHtml}` +
+          `</div><div class="spoiler-content" aria-hidden="true">\n${md.render(token.content, env)}` +
+          `</div></div>\n`
+        );
+      }
+      case 'math':
+      case 'latex':
+        return kind.toLowerCase() === 'math'
+          ? `<p>${renderMath(token.content.trim(), true)}</p>\n`
+          : codeBlock(token.content, kind);
+      default:
+        return codeBlock(token.content, kind);
+    }
+  };
+  md.renderer.rules.code_block = (tokens: Token[], index: number) =>
+    codeBlock(tokens[index]!.content, '');
+}

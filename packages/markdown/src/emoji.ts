@@ -1,0 +1,150 @@
+// Emoji: `:name:` and Unicode emoji both become Zulip's
+// <span class="emoji emoji-<code>" …>:name:</span>. Names and codes come from the Unicode
+// emoji data of the unicode-emoji-json package; where Zulip's canonical name differs from
+// the Unicode one for a common emoji, Zulip's wins (ZULIP_NAMES). Sequences newer than the
+// emoji Zulip knows (Emoji 15.0) stay as typed.
+import type { MarkdownIt, StateCore, Token } from 'markdown-it';
+import byEmoji from 'unicode-emoji-json/data-by-emoji.json';
+
+/** Zulip's names for emoji whose Unicode short name Zulip does not use. */
+const ZULIP_NAMES: Record<string, string> = {
+  '1f642': 'smile',
+  '1f603': 'smiley',
+  '1f641': 'frown',
+  '2764': 'heart',
+  '1f4a9': 'poop',
+  '1f384': 'holiday_tree',
+  '0023-20e3': 'hash',
+};
+
+/** translate_emoticons: these become the emoji of that name. */
+const EMOTICONS: Record<string, string> = {
+  ':)': 'smile',
+  '(:': 'smile',
+  ':(': 'frown',
+  '<3': 'heart',
+};
+
+const MAX_EMOJI_VERSION = 15.0;
+
+/** Zulip's emoji code: code points in hex, four digits at least, without variation selectors. */
+export function emojiCode(text: string): string {
+  return [...text]
+    .map((char) => char.codePointAt(0)!)
+    .filter((point) => point !== 0xfe0f)
+    .map((point) => point.toString(16).padStart(4, '0'))
+    .join('-');
+}
+
+const nameToCode = new Map<string, string>();
+const codeToName = new Map<string, string>();
+for (const [emoji, data] of Object.entries(
+  byEmoji as Record<string, { slug: string; emoji_version: string }>,
+)) {
+  if (Number(data.emoji_version) > MAX_EMOJI_VERSION) continue;
+  const code = emojiCode(emoji);
+  const name = ZULIP_NAMES[code] ?? data.slug;
+  codeToName.set(code, name);
+  nameToCode.set(name, code);
+}
+for (const [code, name] of Object.entries(ZULIP_NAMES)) nameToCode.set(name, code);
+
+export function emojiHtml(name: string, code: string): string {
+  const label = name.replace(/_/g, ' ');
+  return `<span aria-label="${label}" class="emoji emoji-${code}" role="img" title="${label}">:${name}:</span>`;
+}
+
+/** Whether `name` is a known emoji name (for reaction validation too). */
+export function emojiCodeForName(name: string): string | undefined {
+  return nameToCode.get(name);
+}
+
+// A whole emoji sequence: a pictograph or keycap base with modifiers, joined by ZWJ.
+const SEQUENCE =
+  /(?:[#*0-9]\ufe0f?\u20e3|\p{Regional_Indicator}{2}|\p{Extended_Pictographic}\ufe0f?[\u{1f3fb}-\u{1f3ff}]?(?:\u200d\p{Extended_Pictographic}\ufe0f?[\u{1f3fb}-\u{1f3ff}]?)*)/gu;
+const NAMED = /:([\w+-]+):/g;
+
+interface Options {
+  translateEmoticons?: boolean;
+}
+
+function replaceInText(text: string, options: Options): { html: string; changed: boolean } {
+  let changed = false;
+  const escapeText = (value: string) =>
+    value.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+  let source = text;
+  if (options.translateEmoticons) {
+    source = source.replace(
+      /(^|\s)(:\)|\(:|:\(|<3)(?=$|\s|[.,;!?])/g,
+      (_, lead: string, emoticon: string) => {
+        changed = true;
+        return `${lead}:${EMOTICONS[emoticon]}:`;
+      },
+    );
+  }
+  let html = '';
+  let last = 0;
+  const pieces: { start: number; end: number; html: string }[] = [];
+  for (const match of source.matchAll(NAMED)) {
+    const code = nameToCode.get(match[1]!);
+    if (code)
+      pieces.push({
+        start: match.index,
+        end: match.index + match[0].length,
+        html: emojiHtml(match[1]!, code),
+      });
+  }
+  // Named matches overlap (":cat:hello:dog:"): keep them left to right, skipping overlaps.
+  const accepted: typeof pieces = [];
+  let cursor = 0;
+  for (const piece of pieces)
+    if (piece.start >= cursor) {
+      accepted.push(piece);
+      cursor = piece.end;
+    }
+  const unicode: typeof pieces = [];
+  for (const match of source.matchAll(SEQUENCE)) {
+    const start = match.index;
+    if (accepted.some((p) => start >= p.start && start < p.end)) continue;
+    const code = emojiCode(match[0]);
+    const name = codeToName.get(code);
+    if (name) unicode.push({ start, end: start + match[0].length, html: emojiHtml(name, code) });
+  }
+  for (const piece of [...accepted, ...unicode].sort((a, b) => a.start - b.start)) {
+    html += escapeText(source.slice(last, piece.start)) + piece.html;
+    last = piece.end;
+    changed = true;
+  }
+  html += escapeText(source.slice(last));
+  return { html, changed };
+}
+
+function emojiRule(state: StateCore): void {
+  const options = ((state.env as { options?: Options }).options ?? {}) as Options;
+  for (const block of state.tokens) {
+    if (block.type !== 'inline' || !block.children) continue;
+    const children: Token[] = [];
+    let insideLink = 0;
+    for (const child of block.children) {
+      if (child.type === 'link_open') insideLink += 1;
+      if (child.type === 'link_close') insideLink -= 1;
+      if (child.type !== 'text' || insideLink > 0) {
+        children.push(child);
+        continue;
+      }
+      const { html, changed } = replaceInText(child.content, options);
+      if (!changed) {
+        children.push(child);
+        continue;
+      }
+      const token = new state.Token('html_inline', '', 0);
+      token.content = html;
+      children.push(token);
+    }
+    block.children = children;
+  }
+}
+
+export function emojiPlugin(md: MarkdownIt): void {
+  md.core.ruler.push('zulip_emoji', emojiRule);
+}

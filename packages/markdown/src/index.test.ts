@@ -1,0 +1,151 @@
+import { mentionCandidates, renderMarkdown } from './index';
+
+const html = (content: string, options = {}) => renderMarkdown(content, undefined, options).html;
+
+describe('renderMarkdown', () => {
+  it('escapes raw HTML instead of passing it through', () => {
+    expect(html('<img src=x onerror=alert(1)> & <b>bold</b>')).toBe(
+      '<p>&lt;img src=x onerror=alert(1)&gt; &amp; &lt;b&gt;bold&lt;/b&gt;</p>',
+    );
+  });
+
+  it('turns single newlines into line breaks and keeps paragraphs apart', () => {
+    expect(html('one\ntwo\n\nthree')).toBe('<p>one<br>\ntwo</p>\n<p>three</p>');
+  });
+
+  it('renders emphasis, strong and strikethrough, but not underscore emphasis', () => {
+    expect(html('*soft* **loud** ~~gone~~ __plain__ _plain_')).toBe(
+      '<p><em>soft</em> <strong>loud</strong> <del>gone</del> __plain__ _plain_</p>',
+    );
+  });
+
+  it('links URLs and named links; a blank name shows the URL', () => {
+    expect(
+      html('see https://example.org and [docs](https://example.org/docs) [ ](https://a.b)'),
+    ).toBe(
+      '<p>see <a href="https://example.org">https://example.org</a> and <a href="https://example.org/docs">docs</a> <a href="https://a.b">https://a.b</a></p>',
+    );
+  });
+
+  it('has no reference-style links or setext headings, only # headings', () => {
+    expect(html('[a]\n\n[a]: https://x.y')).toBe(
+      '<p>[a]</p>\n<p>[a]: <a href="https://x.y">https://x.y</a></p>',
+    );
+    expect(html('Title\n===')).toBe('<p>Title<br>\n===</p>');
+    expect(html('## Part')).toBe('<h2>Part</h2>');
+  });
+
+  it('wraps code blocks in codehilite with the language name', () => {
+    expect(html('```python\nprint(1)   \n```')).toBe(
+      '<div class="codehilite" data-code-language="Python"><pre><span></span><code>print(1)\n</code></pre></div>',
+    );
+    expect(html('~~~\n<b>&</b>\n~~~')).toBe(
+      '<div class="codehilite"><pre><span></span><code>&lt;b&gt;&amp;&lt;/b&gt;\n</code></pre></div>',
+    );
+    expect(html('`a <b>`')).toBe('<p><code>a &lt;b&gt;</code></p>');
+  });
+
+  it('renders quote fences and > quotes as block quotes with Markdown inside', () => {
+    expect(html('```quote\n**said**\n```')).toBe(
+      '<blockquote>\n<p><strong>said</strong></p>\n</blockquote>',
+    );
+    expect(html('> quoted')).toBe('<blockquote>\n<p>quoted</p>\n</blockquote>');
+  });
+
+  it('renders spoilers with their header', () => {
+    expect(html('```spoiler Plot twist\nhidden\n```')).toBe(
+      '<div class="spoiler-block"><div class="spoiler-header">\n<p>Plot twist</p>\n</div><div class="spoiler-content" aria-hidden="true">\n<p>hidden</p>\n</div></div>',
+    );
+  });
+
+  it('renders lists and tables', () => {
+    expect(html('intro:\n* a\n* b')).toBe('<p>intro:</p>\n<ul>\n<li>a</li>\n<li>b</li>\n</ul>');
+    expect(html('| a | b |\n|---|---|\n| 1 | 2 |')).toContain('<td>1</td>');
+  });
+
+  it("renders emoji by name and from Unicode, with Zulip's names", () => {
+    expect(html(':smile: 🤖 :no_such_emoji:')).toBe(
+      '<p><span aria-label="smile" class="emoji emoji-1f642" role="img" title="smile">:smile:</span> ' +
+        '<span aria-label="robot" class="emoji emoji-1f916" role="img" title="robot">:robot:</span> :no_such_emoji:</p>',
+    );
+    expect(html(':)')).toBe('<p>:)</p>');
+    expect(html('hi :)', { translateEmoticons: true })).toContain('emoji-1f642');
+  });
+
+  it('renders global times, and says when it cannot read one', () => {
+    expect(html('<time:2024-03-01T10:00:00Z>')).toBe(
+      '<p><time datetime="2024-03-01T10:00:00Z">2024-03-01T10:00:00Z</time></p>',
+    );
+    expect(html('<time:1700000000>')).toContain('datetime="2023-11-14T22:13:20Z"');
+    expect(html('<time:whenever>')).toBe(
+      '<p><span class="timestamp-error">Invalid time format: whenever</span></p>',
+    );
+  });
+
+  it('typesets $$TeX$$ inline and in math fences, escaping what KaTeX refuses', () => {
+    expect(html('$$x^2$$')).toContain('<span class="katex">');
+    expect(html('```math\n\\frac{1}{2}\n```')).toContain('katex-display');
+    expect(html('$$\\nosuchcommand{<b>}$$')).toBe(
+      '<p><span class="tex-error">$$\\nosuchcommand{&lt;b&gt;}$$</span></p>',
+    );
+    expect(html('costs $5 and $$$')).toBe('<p>costs $5 and $$$</p>');
+  });
+
+  it('previews linked images after their paragraph', () => {
+    expect(html('look https://x.org/cat.png')).toBe(
+      '<p>look <a href="https://x.org/cat.png">https://x.org/cat.png</a></p>\n' +
+        '<div class="message_inline_image"><a href="https://x.org/cat.png"><img data-src-fullsize="/thumbnail?url=https%3A%2F%2Fx.org%2Fcat.png&amp;size=full" src="/thumbnail?url=https%3A%2F%2Fx.org%2Fcat.png&amp;size=thumbnail"></a></div>',
+    );
+  });
+
+  it('flags /me messages', () => {
+    expect(renderMarkdown('/me waves').isMeMessage).toBe(true);
+    expect(renderMarkdown('/metoo').isMeMessage).toBe(false);
+  });
+});
+
+describe('mentions', () => {
+  const data = {
+    usersByName: new Map([
+      ['ada lovelace', [{ id: 7, fullName: 'Ada Lovelace' }]],
+      [
+        'sam',
+        [
+          { id: 8, fullName: 'Sam' },
+          { id: 9, fullName: 'Sam' },
+        ],
+      ],
+    ]),
+    usersById: new Map([
+      [7, { id: 7, fullName: 'Ada Lovelace' }],
+      [9, { id: 9, fullName: 'Sam' }],
+    ]),
+    groupsByName: new Map([['support', { id: 3, name: 'support' }]]),
+  };
+
+  it('resolves user mentions by name or name|id, silently or not', () => {
+    const result = renderMarkdown('@**ada lovelace** @_**Sam|9** @**Sam**', data);
+    expect(result.html).toBe(
+      '<p><span class="user-mention" data-user-id="7">@Ada Lovelace</span> ' +
+        '<span class="user-mention silent" data-user-id="9">Sam</span> @<strong>Sam</strong></p>',
+    );
+    expect([...result.mentions.userIds]).toEqual([7]);
+    expect([...result.mentions.silentUserIds]).toEqual([9]);
+  });
+
+  it('resolves wildcard and group mentions', () => {
+    const result = renderMarkdown('@**everyone** @*support* @_*support*', data);
+    expect(result.mentions.wildcard).toBe('channel');
+    expect([...result.mentions.groupIds]).toEqual([3]);
+    expect(renderMarkdown('@**topic**', data).mentions.wildcard).toBe('topic');
+    expect(renderMarkdown('`@**all**`', data).mentions.wildcard).toBeNull();
+  });
+
+  it('lists the names and ids to look up before rendering', () => {
+    expect(mentionCandidates('@**A B|12** @**C** @*grp* @**all**')).toEqual({
+      names: new Set(['c']),
+      ids: new Set([12]),
+      groupNames: new Set(['grp']),
+    });
+  });
+});

@@ -1,0 +1,115 @@
+// Smaller Zulip inline rules: global times (<time:…>), no underscore emphasis, links with
+// empty text showing their URL, and inline previews of linked images.
+import type { MarkdownIt, StateCore, StateInline } from 'markdown-it';
+
+function escape(text: string): string {
+  return text
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;');
+}
+
+/** A time Zulip's clients show in each reader's zone: an ISO date, a UNIX timestamp, or an
+ * English date such as "Jun 5th 2017, 10:30PM" (taken as UTC). */
+export function parseTime(text: string): Date | null {
+  const trimmed = text.trim();
+  if (/^\d{1,12}(?:\.\d+)?$/.test(trimmed)) return new Date(Number(trimmed) * 1000);
+  const cleaned = trimmed
+    .replace(/(\d)(st|nd|rd|th)\b/gi, '$1')
+    .replace(/(\d)(am|pm)\b/gi, '$1 $2');
+  const hasZone = /(?:Z|[+-]\d{2}:?\d{2}|UTC|GMT)$/i.test(cleaned);
+  const time = Date.parse(hasZone ? cleaned : `${cleaned} UTC`);
+  return Number.isNaN(time) ? null : new Date(time);
+}
+
+function timeRule(state: StateInline, silent: boolean): boolean {
+  if (!state.src.startsWith('<time:', state.pos)) return false;
+  const end = state.src.indexOf('>', state.pos);
+  if (end === -1) return false;
+  const text = state.src.slice(state.pos + 6, end);
+  if (!silent) {
+    const token = state.push('html_inline', '', 0);
+    const date = parseTime(text);
+    token.content = date
+      ? `<time datetime="${date.toISOString().replace('.000Z', 'Z')}">${escape(text)}</time>`
+      : `<span class="timestamp-error">Invalid time format: ${escape(text)}</span>`;
+  }
+  state.pos = end + 1;
+  return true;
+}
+
+/** Zulip disables underscore emphasis: runs of _ are plain text. */
+function underscoreRule(state: StateInline, silent: boolean): boolean {
+  if (state.src.charCodeAt(state.pos) !== 0x5f /* _ */) return false;
+  let end = state.pos;
+  while (state.src.charCodeAt(end) === 0x5f) end += 1;
+  if (!silent) state.pending += state.src.slice(state.pos, end);
+  state.pos = end;
+  return true;
+}
+
+const IMAGE_PATH = /\.(?:bmp|gif|jpe?g|png|webp)$/i;
+
+function imagePreview(href: string, title: string | null): string {
+  const url = encodeURIComponent(href);
+  const titleAttribute = title ? ` title="${escape(title)}"` : '';
+  return (
+    `<div class="message_inline_image"><a href="${escape(href)}"${titleAttribute}>` +
+    `<img data-src-fullsize="/thumbnail?url=${url}&amp;size=full" ` +
+    `src="/thumbnail?url=${url}&amp;size=thumbnail"></a></div>`
+  );
+}
+
+function isImage(href: string): boolean {
+  try {
+    const url = new URL(href);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && IMAGE_PATH.test(url.pathname);
+  } catch {
+    return false;
+  }
+}
+
+/** Links whose text is blank show their URL; image links get a preview after their
+ * paragraph (inside the item for tight lists). */
+function linksRule(state: StateCore): void {
+  const tokens = state.tokens;
+  for (let i = 0; i < tokens.length; i += 1) {
+    const inline = tokens[i]!;
+    if (inline.type !== 'inline' || !inline.children) continue;
+    const previews: string[] = [];
+    const children = inline.children;
+    for (let j = 0; j < children.length; j += 1) {
+      const open = children[j]!;
+      if (open.type !== 'link_open') continue;
+      const href = String(open.attrGet('href') ?? '');
+      const close = children.findIndex((t, k) => k > j && t.type === 'link_close');
+      const inner = children.slice(j + 1, close);
+      const text = inner.map((t) => t.content).join('');
+      if (text.trim() === '') {
+        const token = new state.Token('text', '', 0);
+        token.content = href;
+        children.splice(j + 1, close - j - 1, token);
+      }
+      if (isImage(href))
+        previews.push(imagePreview(href, text.trim() !== '' && text !== href ? text : null));
+    }
+    if (previews.length === 0) continue;
+    const paragraphClose = tokens[i + 1];
+    if (paragraphClose?.type === 'paragraph_close' && !paragraphClose.hidden) {
+      const block = new state.Token('html_block', '', 0);
+      block.content = `${previews.join('')}\n`;
+      tokens.splice(i + 2, 0, block);
+    } else {
+      const html = new state.Token('html_inline', '', 0);
+      html.content = previews.join('');
+      children.push(html);
+    }
+  }
+}
+
+export function inlineExtrasPlugin(md: MarkdownIt): void {
+  md.inline.ruler.before('autolink', 'zulip_time', timeRule);
+  md.inline.ruler.before('emphasis', 'zulip_underscore', underscoreRule);
+  md.core.ruler.after('inline', 'zulip_links', linksRule);
+}

@@ -1,0 +1,35 @@
+// Zulip's TeX: inline $$…$$ and ```math fences, typeset with KaTeX. Input KaTeX cannot parse
+// is shown as typed, escaped, in a tex-error span.
+import katex from 'katex';
+import type { MarkdownIt, StateInline } from 'markdown-it';
+
+function escape(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+export function renderMath(tex: string, display: boolean): string {
+  try {
+    return katex.renderToString(tex, { displayMode: display, throwOnError: true });
+  } catch {
+    return `<span class="tex-error">${escape(display ? tex : `$$${tex}$$`)}</span>`;
+  }
+}
+
+/** Zulip's inline pattern: $$ not next to another $, a body that does not start with _ or $,
+ * no newline inside, escaped \$ allowed. */
+const INLINE = /^\$\$([^\n_$](?:\\\$|[^$\n])*)\$\$(?!\$)/;
+
+export function mathPlugin(md: MarkdownIt): void {
+  md.inline.ruler.before('escape', 'zulip_tex', (state: StateInline, silent: boolean) => {
+    if (state.src.charCodeAt(state.pos) !== 0x24 /* $ */) return false;
+    if (state.pos > 0 && state.src.charCodeAt(state.pos - 1) === 0x24) return false;
+    const match = INLINE.exec(state.src.slice(state.pos));
+    if (!match) return false;
+    if (!silent) {
+      const token = state.push('html_inline', '', 0);
+      token.content = renderMath(match[1]!, false);
+    }
+    state.pos += match[0].length;
+    return true;
+  });
+}
