@@ -371,6 +371,15 @@ describe('POST /messages as a direct message', () => {
 describe('POST /messages/render and GET /messages/{id}', () => {
   it('renders without storing, and fetches one message as its viewer may see it', async () => {
     const org = await createMessageOrg();
+    const link = expectSuccess(
+      await as(org.member, org.host).post('/messages/render', {
+        content: '#**general** #**secret**',
+      }),
+    ).rendered;
+    // Private channels are never linked: the link would reveal their id.
+    expect(link).toBe(
+      `<p><a class="stream" data-stream-id="${org.general.id}" href="/#narrow/channel/${org.general.id}-general">#general</a> #<strong>secret</strong></p>`,
+    );
     const before = await prisma().message.count({ where: { realmId: org.realm.id } });
     expect(
       expectSuccess(

@@ -141,6 +141,22 @@ describe('mentions', () => {
     expect(renderMarkdown('`@**all**`', data).mentions.wildcard).toBeNull();
   });
 
+  it('links channels, topics and messages it knows, leaving others as typed', () => {
+    const withChannels = {
+      ...data,
+      channelsByName: new Map([['dev team', { id: 5, name: 'Dev team' }]]),
+    };
+    expect(renderMarkdown('#**dev team** #**nowhere**', withChannels).html).toBe(
+      '<p><a class="stream" data-stream-id="5" href="/#narrow/channel/5-Dev.20team">#Dev team</a> #<strong>nowhere</strong></p>',
+    );
+    expect(renderMarkdown('#**Dev team>v1.0 plans**', withChannels).html).toBe(
+      '<p><a class="stream-topic" data-stream-id="5" href="/#narrow/channel/5-Dev.20team/topic/v1.2E0.20plans">#Dev team &gt; v1.0 plans</a></p>',
+    );
+    expect(renderMarkdown('#**Dev team>plans@42**', withChannels).html).toBe(
+      '<p><a class="message-link" href="/#narrow/channel/5-Dev.20team/topic/plans/near/42">#Dev team &gt; plans @ 💬</a></p>',
+    );
+  });
+
   it('lists the names and ids to look up before rendering', () => {
     expect(mentionCandidates('@**A B|12** @**C** @*grp* @**all**')).toEqual({
       names: new Set(['c']),

@@ -4,12 +4,14 @@
 // the caller looks them up, and `renderMarkdown` renders and reports who was mentioned.
 import MarkdownIt from 'markdown-it';
 import { blocksPlugin } from './blocks';
+import { channelLinkPlugin } from './channels';
 import { emojiPlugin } from './emoji';
 import { inlineExtrasPlugin } from './inline-extras';
 import { mathPlugin } from './math';
 import { mentionPlugin, type MentionData, type Mentions } from './mentions';
 
 export { mentionCandidates, type MentionCandidates, type MentionData } from './mentions';
+export { channelLinkCandidates } from './channels';
 
 export interface Rendered {
   html: string;
@@ -24,6 +26,7 @@ md.disable(['lheading']);
 // Zulip has no reference-style links: "[x]: url" stays text.
 md.disable(['reference']);
 md.use(mentionPlugin);
+md.use(channelLinkPlugin);
 md.use(blocksPlugin);
 md.use(mathPlugin);
 md.use(inlineExtrasPlugin);

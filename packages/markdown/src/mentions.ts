@@ -21,6 +21,8 @@ export interface MentionData {
   usersByName: Map<string, MentionUser[]>;
   usersById: Map<number, MentionUser>;
   groupsByName: Map<string, MentionGroup>;
+  /** Channels that #**name** links may point at, keyed lower-case. */
+  channelsByName?: Map<string, { id: number; name: string }>;
 }
 
 export interface Mentions {

@@ -2,6 +2,7 @@
 // mention (Zulip's MentionData), then renders with packages/markdown.
 import { getPrisma, idsByLowerEquals, type Tx } from '@parley/db';
 import {
+  channelLinkCandidates,
   mentionCandidates,
   renderMarkdown,
   type MentionData,
@@ -54,6 +55,19 @@ export async function loadMentionData(
     });
     for (const group of groups)
       data.groupsByName.set(group.name!.toLowerCase(), { id: group.id, name: group.name! });
+  }
+  const channelNames = channelLinkCandidates(content);
+  if (channelNames.size > 0) {
+    // Only channels anyone in the organization may know of are linked: a link must not
+    // reveal a private channel's name or id.
+    const channels = await db.stream.findMany({
+      where: {
+        id: { in: await idsByLowerEquals(db, 'stream', 'name', realmId, [...channelNames]) },
+        inviteOnly: false,
+      },
+      select: { id: true, name: true },
+    });
+    data.channelsByName = new Map(channels.map((c) => [c.name.toLowerCase(), c]));
   }
   return data;
 }
