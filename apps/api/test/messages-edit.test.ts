@@ -1,6 +1,6 @@
 import { getPrisma, type User } from '@parley/db';
 import { createMessageOrg, send, type MessageOrg } from './message-helpers';
-import { as, captureEvents, expectError, expectSuccess } from './helpers';
+import { api, as, captureEvents, expectError, expectSuccess } from './helpers';
 
 const prisma = () => getPrisma();
 const sorted = (ids: number[]) => [...ids].sort((a, b) => a - b);
@@ -279,6 +279,112 @@ describe('DELETE /messages/{id}', () => {
     expectError(
       await as(org.member, org.host).delete(`/messages/${old}`),
       'The time limit for deleting this message has passed',
+    );
+  });
+});
+
+describe('review findings on messages', () => {
+  it("stops access to a private channel's messages once the user leaves it", async () => {
+    const org = await createMessageOrg();
+    expectSuccess(
+      await as(org.member, org.host).post('/users/me/subscriptions', {
+        subscriptions: [{ name: 'secret' }],
+        principals: [org.other.id],
+      }),
+    );
+    const id = await post(org, org.member, 'x', 'for insiders', 'secret');
+    expectSuccess(await as(org.other, org.host).get(`/messages/${id}`));
+    expectSuccess(
+      await as(org.other, org.host).delete('/users/me/subscriptions', {
+        subscriptions: ['secret'],
+      }),
+    );
+    expectError(await as(org.other, org.host).get(`/messages/${id}`), 'Invalid message(s)');
+    expectError(
+      await as(org.other, org.host).patch(`/messages/${id}`, { topic: 'y' }),
+      'Invalid message(s)',
+    );
+  });
+
+  it('serializes concurrent deletions and first messages to a new group', async () => {
+    const org = await createMessageOrg();
+    const id = await post(org, org.member, 't', 'once');
+    const deletions = await Promise.all(
+      Array.from({ length: 4 }, () => as(org.member, org.host).delete(`/messages/${id}`)),
+    );
+    expect(deletions.filter((res) => res.status === 200)).toHaveLength(1);
+    for (const res of deletions.filter((r) => r.status !== 200))
+      expectError(res, 'Invalid message(s)');
+    const sends = await Promise.all(
+      Array.from({ length: 4 }, () =>
+        send(org.member, org.host, {
+          type: 'direct',
+          to: [org.other.id, org.guest.id, org.admin.id],
+          content: 'hi',
+        }),
+      ),
+    );
+    expect(sends.map((res) => res.status)).toEqual([200, 200, 200, 200]);
+  });
+
+  it('keeps concurrent edits in the history, one after another', async () => {
+    const org = await createMessageOrg();
+    const id = await post(org, org.member, 't', 'v0');
+    await Promise.all(
+      [1, 2, 3, 4].map((n) =>
+        as(org.member, org.host).patch(`/messages/${id}`, { content: `v${n}` }),
+      ),
+    );
+    const message = await prisma().message.findUniqueOrThrow({ where: { id } });
+    expect((message.editHistory as unknown[]).length).toBe(4);
+  });
+
+  it('moves into a public channel without taking the messages from its readers', async () => {
+    const org = await createMessageOrg();
+    expectSuccess(
+      await as(org.admin, org.host).post('/users/me/subscriptions', {
+        subscriptions: [{ name: 'open' }],
+      }),
+    );
+    const open = await prisma().stream.findFirstOrThrow({
+      where: { realmId: org.realm.id, name: 'open' },
+    });
+    const id = await post(org, org.member, 'travel', 'x');
+    const published = await captureEvents(org.realm.id, async () => {
+      expectSuccess(
+        await as(org.member, org.host).patch(`/messages/${id}`, { stream_id: open.id }),
+      );
+    });
+    // Only the guest, who sees no channel it is not in, loses the message.
+    expect(published.find((p) => p.event.type === 'delete_message')!.users).toEqual([org.guest.id]);
+    const moved = expectSuccess(await as(org.other, org.host).get(`/messages/${id}`))
+      .message as Record<string, unknown>;
+    expect(moved).toHaveProperty('last_moved_timestamp');
+    expect(moved).not.toHaveProperty('last_edit_timestamp');
+  });
+
+  it('refuses text that is not valid Unicode, and oversized narrows, with a 400', async () => {
+    const org = await createMessageOrg();
+    // A JSON body can carry a lone surrogate, which no database text column takes.
+    const lone = await api
+      .post(org.host, '/messages')
+      .auth(org.member.deliveryEmail, org.member.apiKey)
+      .type('json')
+      .send('{"type":"stream","to":"general","topic":"t","content":"bad \\ud800 text"}');
+    expectError(lone, 'Invalid content: not valid Unicode text');
+    expectError(
+      await as(org.member, org.host).get('/messages', {
+        anchor: 'newest',
+        narrow: [['search', 'x'.repeat(1001)]],
+      }),
+      'narrow[0][1] is too long (limit: 1000 characters)',
+    );
+    expectError(
+      await as(org.member, org.host).get('/messages', {
+        anchor: 'newest',
+        narrow: [{ operator: 'dm', operand: Array.from({ length: 101 }, (_, i) => i + 1) }],
+      }),
+      'Invalid narrow[0]',
     );
   });
 });

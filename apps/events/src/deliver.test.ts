@@ -1,5 +1,9 @@
-import { defaultQueueOptions, type QueueOptions } from '@parley/events';
+import { defaultQueueOptions, type QueueOptions, type ZulipEvent } from '@parley/events';
 import { eventForQueue } from './deliver';
+
+/** For events that are never split into several: the one event, or null. */
+const deliverOne = (...args: Parameters<typeof eventForQueue>) =>
+  eventForQueue(...args) as ZulipEvent | null;
 
 const options = (overrides: Partial<QueueOptions> = {}): QueueOptions => ({
   ...defaultQueueOptions(),
@@ -9,9 +13,9 @@ const options = (overrides: Partial<QueueOptions> = {}): QueueOptions => ({
 describe('eventForQueue', () => {
   it('filters by event_types', () => {
     const event = { type: 'user_settings', op: 'update', property: 'x', value: true };
-    expect(eventForQueue(event, options({ event_types: ['realm_user'] }))).toBeNull();
-    expect(eventForQueue(event, options({ event_types: ['user_settings'] }))).toEqual(event);
-    expect(eventForQueue(event, options())).toEqual(event);
+    expect(deliverOne(event, options({ event_types: ['realm_user'] }))).toBeNull();
+    expect(deliverOne(event, options({ event_types: ['user_settings'] }))).toEqual(event);
+    expect(deliverOne(event, options())).toEqual(event);
   });
 
   it('never passes internal_data on', () => {
@@ -21,7 +25,7 @@ describe('eventForQueue', () => {
       person: { user_id: 1, avatar_url: 'https://x' },
       internal_data: { avatar_gravatar: false },
     };
-    expect(eventForQueue(event, options())).toEqual({
+    expect(deliverOne(event, options())).toEqual({
       type: 'realm_user',
       op: 'add',
       person: { user_id: 1, avatar_url: 'https://x' },
@@ -45,10 +49,10 @@ describe('eventForQueue', () => {
     };
     const capable = options({ client_capabilities: { archived_channels: true } });
     const legacy = options({ client_capabilities: {} });
-    expect(eventForQueue(update, capable)).toMatchObject({ property: 'is_archived' });
-    expect(eventForQueue(update, legacy)).toBeNull();
-    expect(eventForQueue(del, capable)).toBeNull();
-    expect(eventForQueue(del, legacy)).toEqual({ type: 'stream', op: 'delete', stream_ids: [3] });
+    expect(deliverOne(update, capable)).toMatchObject({ property: 'is_archived' });
+    expect(deliverOne(update, legacy)).toBeNull();
+    expect(deliverOne(del, capable)).toBeNull();
+    expect(deliverOne(del, legacy)).toEqual({ type: 'stream', op: 'delete', stream_ids: [3] });
   });
 
   it('formats message events per queue: avatar, empty topic, local echo', () => {
@@ -63,10 +67,10 @@ describe('eventForQueue', () => {
         local_id: '7.01',
       },
     };
-    const plain = eventForQueue(event, options({ client_gravatar: false }), 'q2')!;
+    const plain = deliverOne(event, options({ client_gravatar: false }), 'q2')!;
     expect(plain.message).toMatchObject({ subject: 'general chat', avatar_url: 'https://x' });
     expect(plain).not.toHaveProperty('local_message_id');
-    const modern = eventForQueue(
+    const modern = deliverOne(
       event,
       options({ client_gravatar: true, client_capabilities: { empty_topic_name: true } }),
       'q1',
@@ -75,7 +79,7 @@ describe('eventForQueue', () => {
     expect(modern.local_message_id).toBe('7.01');
   });
 
-  it('gives clients without bulk_message_deletion a single message_id', () => {
+  it('gives clients without bulk_message_deletion one event per message_id', () => {
     const event = {
       type: 'delete_message',
       message_ids: [9],
@@ -83,15 +87,25 @@ describe('eventForQueue', () => {
       stream_id: 1,
       topic: '',
     };
-    expect(eventForQueue(event, options())).toEqual({
-      type: 'delete_message',
-      message_id: 9,
-      message_type: 'stream',
-      stream_id: 1,
-      topic: 'general chat',
-    });
+    expect(eventForQueue({ ...event, message_ids: [9, 10] }, options())).toEqual([
+      {
+        type: 'delete_message',
+        message_id: 9,
+        message_type: 'stream',
+        stream_id: 1,
+        topic: 'general chat',
+      },
+      {
+        type: 'delete_message',
+        message_id: 10,
+        message_type: 'stream',
+        stream_id: 1,
+        topic: 'general chat',
+      },
+    ]);
+
     expect(
-      eventForQueue(
+      deliverOne(
         event,
         options({ client_capabilities: { bulk_message_deletion: true, empty_topic_name: true } }),
       ),
@@ -105,11 +119,11 @@ describe('eventForQueue', () => {
       person: { user_id: 1, avatar_url: 'https://x' },
       internal_data: { avatar_gravatar: true },
     };
-    expect(eventForQueue(event, options({ client_gravatar: true }))!.person).toEqual({
+    expect(deliverOne(event, options({ client_gravatar: true }))!.person).toEqual({
       user_id: 1,
       avatar_url: null,
     });
-    expect(eventForQueue(event, options({ client_gravatar: false }))!.person).toEqual({
+    expect(deliverOne(event, options({ client_gravatar: false }))!.person).toEqual({
       user_id: 1,
       avatar_url: 'https://x',
     });
@@ -131,7 +145,7 @@ describe('eventForQueue', () => {
       internal_data: { raw_content: '**hi**' },
     };
     expect(
-      eventForQueue(event, options({ apply_markdown: false }))!.message as {
+      deliverOne(event, options({ apply_markdown: false }))!.message as {
         content: string;
         content_type: string;
       },
@@ -140,7 +154,7 @@ describe('eventForQueue', () => {
       content_type: 'text/x-markdown',
     });
     expect(
-      (eventForQueue(event, options({ apply_markdown: true }))!.message as { content: string })
+      (deliverOne(event, options({ apply_markdown: true }))!.message as { content: string })
         .content,
     ).toBe('<p><strong>hi</strong></p>');
   });

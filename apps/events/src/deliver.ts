@@ -25,12 +25,13 @@ interface InternalData {
  * capability. */
 const EMPTY_TOPIC_DISPLAY_NAME = 'general chat';
 
-/** The event as this queue should receive it, or null if the queue does not take it. */
+/** The event as this queue should receive it (several for a bulk deletion to a client
+ * without bulk_message_deletion), or null if the queue does not take it. */
 export function eventForQueue(
   event: ZulipEvent,
   options: QueueOptions,
   queueId?: string,
-): ZulipEvent | null {
+): ZulipEvent | ZulipEvent[] | null {
   if (options.event_types !== null && !options.event_types.includes(event.type)) return null;
   const { internal_data: internal = {}, ...visible } = event as ZulipEvent & {
     internal_data?: InternalData;
@@ -76,11 +77,10 @@ export function eventForQueue(
   if (visible.type === 'delete_message') {
     const topic =
       visible.topic === '' && !emptyTopicAware ? { topic: EMPTY_TOPIC_DISPLAY_NAME } : {};
-    // Clients without bulk_message_deletion take message_id; the API tier publishes one
-    // id per delete_message notification, so nothing is lost.
+    // Clients without bulk_message_deletion get one event per id, with message_id.
     if (options.client_capabilities.bulk_message_deletion !== true) {
       const { message_ids: ids, ...rest } = visible as ZulipEvent & { message_ids?: number[] };
-      return { ...rest, ...topic, message_id: ids?.[0] };
+      return (ids ?? []).map((id) => ({ ...rest, ...topic, message_id: id }));
     }
     return { ...visible, ...topic };
   }

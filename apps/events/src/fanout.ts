@@ -261,8 +261,9 @@ class ShardWorker {
     for (const queueId of queueIds) {
       const queueOptions = await this.queueOptions(queueId);
       if (!queueOptions) continue;
-      const event = eventForQueue(notification.event, queueOptions, queueId);
-      if (event) targets.push({ queueId, json: JSON.stringify(event) });
+      const events = eventForQueue(notification.event, queueOptions, queueId) ?? [];
+      for (const event of Array.isArray(events) ? events : [events])
+        targets.push({ queueId, json: JSON.stringify(event) });
     }
     const result = await redis.eval(
       APPEND,

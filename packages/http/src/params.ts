@@ -144,6 +144,10 @@ export function parseValue<T>(param: Param<T>, name: string, raw: string): T {
   if (containsNullByte(decoded)) {
     throw new ApiParamValidationError(`Invalid ${name}: null bytes are not allowed`);
   }
+  // A lone UTF-16 surrogate cannot be stored (it is not Unicode text).
+  if (containsLoneSurrogate(decoded)) {
+    throw new ApiParamValidationError(`Invalid ${name}: not valid Unicode text`);
+  }
   const result = param.schema.safeParse(decoded, { reportInput: true });
   if (!result.success) {
     throw new ApiParamValidationError(describeIssue(name, result.error.issues[0]!));
@@ -178,6 +182,19 @@ function decode(decoding: Decoding, name: string, raw: string): unknown {
         return raw;
       }
   }
+}
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+function containsLoneSurrogate(value: unknown): boolean {
+  if (typeof value === 'string') return LONE_SURROGATE.test(value);
+  if (Array.isArray(value)) return value.some(containsLoneSurrogate);
+  if (value !== null && typeof value === 'object') {
+    return Object.entries(value).some(
+      ([k, v]) => LONE_SURROGATE.test(k) || containsLoneSurrogate(v),
+    );
+  }
+  return false;
 }
 
 function containsNullByte(value: unknown): boolean {

@@ -5,6 +5,7 @@ import {
   flagBit,
   flagsToBitmask,
   Prisma,
+  Role,
   type ActionContext,
   type Message,
   type Realm,
@@ -15,6 +16,7 @@ import {
 import { JsonableError } from '@parley/errors';
 import type { Rendered } from '@parley/markdown';
 import { sendEventOnCommit } from '../lib/events';
+import { activeMemberIds } from '../lib/groups';
 import { flagNames, InvalidMessageError } from '../lib/messages';
 import {
   accessStreamById,
@@ -221,8 +223,8 @@ export async function doUpdateMessage(
     });
   };
   await update(message, true);
-  for (const other of others) await update(other, false);
-  const ids = [message.id, ...others.map((m) => m.id)].sort((a, b) => a - b);
+  if (others.length > 0) await moveAlong(tx, user, others, edit, { now, timestamp, moved });
+  const ids = [message.id, ...others].sort((a, b) => a - b);
 
   if (edit.content !== undefined && rendered) await updateMentionFlags(tx, message, rendered);
   const lostAccess = target ? await moveUserMessages(tx, ids, target) : [];
@@ -230,8 +232,38 @@ export async function doUpdateMessage(
   return ids;
 }
 
-/** change_later / change_all: the topic's other messages the user can see. */
-async function topicMessagesToMove(tx: Tx, user: User, edit: CheckedEdit): Promise<Message[]> {
+/** The messages moved along with the edited one, in one statement whatever their number:
+ * each gets a history entry with its own previous topic. */
+async function moveAlong(
+  tx: Tx,
+  user: User,
+  ids: number[],
+  edit: CheckedEdit,
+  { now, timestamp, moved }: { now: Date; timestamp: number; moved: boolean },
+): Promise<void> {
+  const topicEntry =
+    edit.topic === undefined
+      ? Prisma.sql`'{}'::jsonb`
+      : Prisma.sql`jsonb_build_object('prev_topic', subject, 'topic', ${edit.topic}::text)`;
+  const streamEntry = edit.target
+    ? Prisma.sql`jsonb_build_object('prev_stream', ${edit.stream!.id}::int, 'stream', ${edit.target.id}::int)`
+    : Prisma.sql`'{}'::jsonb`;
+  const changes: Prisma.Sql[] = [Prisma.sql`last_edit_time = ${now}`];
+  if (moved) changes.push(Prisma.sql`last_moved_time = ${now}`);
+  if (edit.topic !== undefined) changes.push(Prisma.sql`subject = ${edit.topic}`);
+  if (edit.target) changes.push(Prisma.sql`recipient_id = ${edit.target.recipientId}`);
+  await tx.$executeRaw`
+    UPDATE message SET
+      edit_history = jsonb_build_array(
+        jsonb_build_object('user_id', ${user.id}::int, 'timestamp', ${timestamp}::int)
+          || ${topicEntry} || ${streamEntry}
+      ) || COALESCE(edit_history, '[]'::jsonb),
+      ${Prisma.join(changes, ', ')}
+    WHERE id = ANY(${ids}::int[])`;
+}
+
+/** change_later / change_all: ids of the topic's other messages the user can see. */
+async function topicMessagesToMove(tx: Tx, user: User, edit: CheckedEdit): Promise<number[]> {
   if (edit.propagateMode === 'change_one' || !edit.message.isChannelMessage) return [];
   const { message, stream } = edit;
   const later =
@@ -243,7 +275,7 @@ async function topicMessagesToMove(tx: Tx, user: User, edit: CheckedEdit): Promi
     SELECT id FROM message
     WHERE recipient_id = ${message.recipientId} AND upper(subject) = upper(${message.subject})
       AND id <> ${message.id} ${later} ${visible}`;
-  return tx.message.findMany({ where: { id: { in: rows.map((r) => r.id) } } });
+  return rows.map((r) => r.id);
 }
 
 /** A content edit re-renders mentions: mentioned and wildcard flags follow the new text. */
@@ -255,9 +287,12 @@ async function updateMentionFlags(tx: Tx, message: Message, rendered: Rendered):
   await tx.$executeRaw`UPDATE user_message SET flags = flags & ${~mentionBits}
     WHERE message_id = ${message.id}`;
   const { mentions } = rendered;
-  if (mentions.userIds.size > 0)
+  const mentioned = new Set(mentions.userIds);
+  if (mentions.groupIds.size > 0)
+    for (const id of await activeMemberIds([...mentions.groupIds], tx)) mentioned.add(id);
+  if (mentioned.size > 0)
     await tx.$executeRaw`UPDATE user_message SET flags = flags | ${flagBit('mentioned')}
-      WHERE message_id = ${message.id} AND user_profile_id = ANY(${[...mentions.userIds]}::int[])`;
+      WHERE message_id = ${message.id} AND user_profile_id = ANY(${[...mentioned]}::int[])`;
   if (mentions.wildcard === 'channel')
     await tx.$executeRaw`UPDATE user_message SET flags = flags | ${flagBit('stream_wildcard_mentioned')}
       WHERE message_id = ${message.id}`;
@@ -287,7 +322,15 @@ async function moveUserMessages(tx: Tx, ids: number[], target: Stream): Promise<
       ),
       skipDuplicates: true,
     });
-  return [...new Set(removed.map((r) => r.user_profile_id))];
+  // In a public channel with shared history members keep reading the messages: only guests
+  // (who see only their own channels) lose them.
+  const losers = [...new Set(removed.map((r) => r.user_profile_id))];
+  if (target.inviteOnly || !target.historyPublicToSubscribers) return losers;
+  const guests = await tx.user.findMany({
+    where: { id: { in: losers }, role: Role.GUEST },
+    select: { id: true },
+  });
+  return guests.map((guest) => guest.id);
 }
 
 async function sendUpdateEvents(
@@ -347,13 +390,12 @@ async function sendUpdateEvents(
   }
   for (const [flags, users] of byFlags)
     sendEventOnCommit(ctx, { ...event, flags: JSON.parse(flags) as string[] }, users);
-  // One id per notification, so clients without bulk_message_deletion miss none.
-  for (const id of lostAccess.length > 0 ? ids : [])
+  if (lostAccess.length > 0)
     sendEventOnCommit(
       ctx,
       {
         type: 'delete_message',
-        message_ids: [id],
+        message_ids: ids,
         message_type: 'stream',
         stream_id: stream!.id,
         topic: message.subject,

@@ -25,7 +25,7 @@ import { sendEventOnCommit } from '../lib/events';
 import { activeMemberIds } from '../lib/groups';
 import { apiFlags, presentMessagesForEvent } from '../lib/messages';
 import { loadPermissions, hasContentAccess, subscriptionOf } from '../lib/streams';
-import { accessUserByEmail } from '../lib/users';
+import { accessUserByEmail, apiEmailFor } from '../lib/users';
 import { EMPTY_TOPIC_DISPLAY_NAME } from '../presenters/messages';
 
 export const MAX_MESSAGE_LENGTH = 10000;
@@ -72,7 +72,9 @@ export function checkTopicPolicy(realm: Realm, stream: Stream, topic: string): v
 }
 
 function truncate(text: string, max: number, suffix: string): string {
-  const chars = [...text];
+  if (text.length <= max) return text;
+  // Code points never outnumber code units: twice the limit is enough to count them.
+  const chars = [...text.slice(0, max * 2)];
   if (chars.length <= max) return text;
   return chars.slice(0, max - suffix.length).join('') + suffix;
 }
@@ -181,7 +183,7 @@ export async function checkDirectAddressee(
   }
   for (const user of users) {
     if (!user.isActive && user.id !== sender.id)
-      throw new JsonableError(`'${user.deliveryEmail}' is no longer using Zulip.`);
+      throw new JsonableError(`'${apiEmailFor(sender, user, realm)}' is no longer using Zulip.`);
   }
   return { kind: 'direct', users: uniqueUsers(users) };
 }
@@ -280,15 +282,22 @@ async function directRecipients(
     where: { realmId_hash: { realmId: realm.id, hash } },
   });
   if (existing?.recipientId) return { recipientId: existing.recipientId, userIds: ids };
-  const group = await tx.directMessageGroup.upsert({
-    where: { realmId_hash: { realmId: realm.id, hash } },
-    create: { realmId: realm.id, hash, groupSize: ids.length },
-    update: {},
+  // ON CONFLICT DO NOTHING, then read: a concurrent first message to the same group waits
+  // for the other transaction and then uses the group it created.
+  await tx.directMessageGroup.createMany({
+    data: [{ realmId: realm.id, hash, groupSize: ids.length }],
+    skipDuplicates: true,
   });
-  const recipient = await tx.recipient.upsert({
+  const group = await tx.directMessageGroup.findUniqueOrThrow({
+    where: { realmId_hash: { realmId: realm.id, hash } },
+  });
+  if (group.recipientId) return { recipientId: group.recipientId, userIds: ids };
+  await tx.recipient.createMany({
+    data: [{ type: RecipientType.DIRECT_MESSAGE_GROUP, typeId: group.id }],
+    skipDuplicates: true,
+  });
+  const recipient = await tx.recipient.findUniqueOrThrow({
     where: { type_typeId: { type: RecipientType.DIRECT_MESSAGE_GROUP, typeId: group.id } },
-    create: { type: RecipientType.DIRECT_MESSAGE_GROUP, typeId: group.id },
-    update: {},
   });
   await tx.directMessageGroup.update({
     where: { id: group.id },
@@ -397,18 +406,26 @@ async function publishMessageForms(
   const forms = await presentMessagesForEvent(ctx.tx, realm, message, viewers);
   const groups = new Map<string, { event: { type: string }; users: number[] }>();
   for (const viewer of viewers) {
-    const { message: presented, avatarGravatar } = forms(viewer);
+    const form = forms(viewer);
     const { flags, internal } = perViewer(viewer);
+    // Keyed without serializing the message: this runs once per recipient.
+    const key = `${form.key}|${flags.join(',')}|${JSON.stringify(internal)}`;
+    const group = groups.get(key);
+    if (group) {
+      group.users.push(viewer.id);
+      continue;
+    }
     const event = {
       type: 'message',
-      message: presented,
+      message: form.message,
       flags,
-      internal_data: { raw_content: message.content, avatar_gravatar: avatarGravatar, ...internal },
+      internal_data: {
+        raw_content: message.content,
+        avatar_gravatar: form.avatarGravatar,
+        ...internal,
+      },
     };
-    const key = JSON.stringify(event);
-    const group = groups.get(key);
-    if (group) group.users.push(viewer.id);
-    else groups.set(key, { event, users: [viewer.id] });
+    groups.set(key, { event, users: [viewer.id] });
   }
   for (const { event, users } of groups.values()) sendEventOnCommit(ctx, event, users);
 }

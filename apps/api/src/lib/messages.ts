@@ -39,19 +39,29 @@ export async function accessMessage(
   user: User,
   messageId: number,
   db: Tx = getPrisma(),
+  { lock = false }: { lock?: boolean } = {},
 ): Promise<AccessedMessage> {
+  // Edits and deletions lock the row first, so concurrent ones apply one after another.
+  if (lock) await db.$queryRaw`SELECT id FROM message WHERE id = ${messageId} FOR UPDATE`;
   const message = await db.message.findFirst({ where: { id: messageId, realmId: user.realmId } });
   if (!message) throw new InvalidMessageError();
   const row = await db.userMessage.findUnique({
     where: { userId_messageId: { userId: user.id, messageId } },
     select: { flags: true },
   });
-  const stream = message.isChannelMessage
-    ? await db.stream.findFirst({ where: { recipientId: message.recipientId } })
-    : null;
+  if (!message.isChannelMessage) {
+    if (!row) throw new InvalidMessageError();
+    return { message, flags: row.flags, stream: null };
+  }
+  const stream = await db.stream.findFirst({ where: { recipientId: message.recipientId } });
+  if (!stream) throw new InvalidMessageError();
+  // Zulip's has_message_access: a copy of the message is not enough once the user can no
+  // longer read the channel (unsubscribed from a private one, or a guest who left).
+  const perms = await loadPermissions(user, db);
+  const subscribed = (await subscriptionOf(user.id, stream, db)) !== null;
+  if (!hasContentAccess(perms, stream, subscribed)) throw new InvalidMessageError();
   if (row) return { message, flags: row.flags, stream };
-  if (!stream || !(await canReadChannelHistory(await loadPermissions(user, db), stream, db)))
-    throw new InvalidMessageError();
+  if (!stream.historyPublicToSubscribers) throw new InvalidMessageError();
   return { message, flags: null, stream };
 }
 
@@ -243,10 +253,15 @@ export async function presentMessagesForEvent(
   (viewer: Pick<User, 'id' | 'role'>) => {
     message: Record<string, unknown>;
     avatarGravatar: boolean;
+    /** Same key, same form: lets callers group viewers without serializing. */
+    key: string;
   }
 > {
   const sender = await db.user.findUniqueOrThrow({ where: { id: message.senderId } });
-  const forms = new Map<string, { message: Record<string, unknown>; avatarGravatar: boolean }>();
+  const forms = new Map<
+    string,
+    { message: Record<string, unknown>; avatarGravatar: boolean; key: string }
+  >();
   const displayByViewer = new Map<number, RecipientDisplay>();
   // A channel's name is the same for everyone; direct-message participants are few, and their
   // addresses depend on who looks.
@@ -279,6 +294,7 @@ export async function presentMessagesForEvent(
           editHistoryPolicy: realm.editHistoryVisibilityPolicy,
         }),
         avatarGravatar: visible && sender.avatarSource === 'G',
+        key,
       };
       // Flags travel beside the message in the event, not inside it.
       delete form.message.flags;

@@ -20,15 +20,26 @@ import { canReadChannelHistory } from './messages';
 import type { Permissions } from './streams';
 import { accessUserByEmail, isGuest } from './users';
 
-const operand = z.union([z.string(), z.number(), z.array(z.union([z.string(), z.number()]))]);
+// Bounds keep any narrow within what one query can take.
+const MAX_TERMS = 50;
+const MAX_OPERAND_LENGTH = 1000;
+const MAX_OPERAND_ITEMS = 100;
+const text = z.string().max(MAX_OPERAND_LENGTH);
+const operand = z.union([
+  text,
+  z.number(),
+  z.array(z.union([text, z.number()])).max(MAX_OPERAND_ITEMS),
+]);
 
 /** The narrow parameter: a list of {operator, operand, negated} or legacy [operator, operand]. */
-export const narrowSchema = z.array(
-  z.union([
-    z.tuple([z.string(), z.string()]),
-    z.strictObject({ operator: z.string(), operand, negated: z.boolean().optional() }),
-  ]),
-);
+export const narrowSchema = z
+  .array(
+    z.union([
+      z.tuple([z.string().max(50), text]),
+      z.strictObject({ operator: z.string().max(50), operand, negated: z.boolean().optional() }),
+    ]),
+  )
+  .max(MAX_TERMS);
 
 export interface NarrowTerm {
   operator: string;
@@ -357,7 +368,12 @@ async function withCondition(
   if (message.isChannelMessage)
     return Prisma.sql`(m.recipient_id = ${message.recipientId}
       AND upper(m.subject) = upper(${message.subject}))`;
-  return Prisma.sql`m.recipient_id = ${message.recipientId}`;
+  // A 1:1 conversation spans two recipient rows (one per direction): narrow by its people.
+  const recipient = await db.recipient.findUniqueOrThrow({ where: { id: message.recipientId } });
+  if (recipient.type !== RecipientType.PERSONAL)
+    return Prisma.sql`m.recipient_id = ${message.recipientId}`;
+  const people = [...new Set([recipient.typeId, message.senderId])];
+  return dmCondition(viewer, realm, people, db);
 }
 
 /** Full-text match (English stemming, every word required), plus a substring match for each
@@ -384,10 +400,15 @@ export function highlight(html: string, search: string): string {
     `(?<![\\p{L}\\p{N}_])(${words.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|')})[\\p{L}\\p{N}_]*`,
     'giu',
   );
-  return html
-    .split(/(<[^>]*>)/)
-    .map((part) =>
-      part.startsWith('<') ? part : part.replace(pattern, '<span class="highlight">$&</span>'),
-    )
-    .join('');
+  return (
+    html
+      // Tags and character references are never split.
+      .split(/(<[^>]*>|&#?\w+;)/)
+      .map((part) =>
+        part.startsWith('<') || part.startsWith('&')
+          ? part
+          : part.replace(pattern, '<span class="highlight">$&</span>'),
+      )
+      .join('')
+  );
 }

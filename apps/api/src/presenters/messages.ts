@@ -83,8 +83,12 @@ export function presentMessage(
         : avatarUrl(sender, view.senderEmailVisible, realm),
     content_type: view.applyMarkdown ? 'text/html' : 'text/x-markdown',
   };
-  if (message.lastEditTime)
-    result.last_edit_timestamp = Math.floor(message.lastEditTime.getTime() / 1000);
+  // Only content edits count as edits (moves and resolving have last_moved_timestamp).
+  const contentEdits = ((message.editHistory as EditHistoryEntry[] | null) ?? []).filter(
+    (entry) => entry.prev_content !== undefined,
+  );
+  if (contentEdits.length > 0)
+    result.last_edit_timestamp = Math.max(...contentEdits.map((entry) => entry.timestamp));
   if (message.lastMovedTime)
     result.last_moved_timestamp = Math.floor(message.lastMovedTime.getTime() / 1000);
   const history = visibleEditHistory(message, view.editHistoryPolicy, view.allowEmptyTopicName);

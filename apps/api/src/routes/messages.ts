@@ -128,9 +128,13 @@ defineRoute(messageRoutes, '/messages', {
 });
 
 defineRoute(messageRoutes, '/messages/render', {
-  POST: userEndpoint({ params: { content: p.string() } }, async ({ realm, params }) => ({
-    rendered: (await renderContent(realm.id, params.content)).html,
-  })),
+  // Rendering runs on the event loop: previews are bounded like messages (ten times over).
+  POST: userEndpoint(
+    { params: { content: p.string({ maxLength: 100_000 }) } },
+    async ({ realm, params }) => ({
+      rendered: (await renderContent(realm.id, params.content)).html,
+    }),
+  ),
 });
 
 defineRoute(messageRoutes, '/messages/:message_id/history', {
@@ -184,7 +188,7 @@ defineRoute(messageRoutes, '/messages/:message_id', {
     async ({ user, realm, path, params }) => {
       await runAction(async (ctx) => {
         const { tx } = ctx;
-        const { message, stream } = await accessMessage(user, path.message_id, tx);
+        const { message, stream } = await accessMessage(user, path.message_id, tx, { lock: true });
         const edit = await checkUpdateMessage(tx, user, realm, message, stream, {
           content: params.content,
           topic: params.topic,
@@ -202,7 +206,7 @@ defineRoute(messageRoutes, '/messages/:message_id', {
   DELETE: userEndpoint({ path: messagePath }, async ({ user, realm, path }) => {
     await runAction(async (ctx) => {
       const { tx } = ctx;
-      const { message, stream } = await accessMessage(user, path.message_id, tx);
+      const { message, stream } = await accessMessage(user, path.message_id, tx, { lock: true });
       const sender = await tx.user.findUniqueOrThrow({ where: { id: message.senderId } });
       checkDeleteMessage(await loadPermissions(user, tx), realm, message, stream, sender);
       await doDeleteMessage(ctx, user, message, stream);
