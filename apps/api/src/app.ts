@@ -8,6 +8,7 @@ import { bodyParsers, errorHandler, healthRoutes, notFound, requestContext } fro
 import { resolveRealm } from '@parley/auth';
 import { authRoutes } from './routes/auth';
 import { botRoutes } from './routes/bots';
+import { flagRoutes } from './routes/flags';
 import { messageRoutes } from './routes/messages';
 import { registerRoutes } from './routes/register';
 import { serverRoutes } from './routes/server';
@@ -38,6 +39,7 @@ export function apiRouter(): Router {
     registerRoutes,
     subscriptionRoutes,
     streamRoutes,
+    flagRoutes,
     messageRoutes,
   );
   return router;

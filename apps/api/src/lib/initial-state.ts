@@ -10,6 +10,7 @@ import { renderDescription } from '../presenters/realm';
 import { presentUser } from '../presenters/users';
 import { applyChannelEvent, fetchChannelState, type ChannelStateOptions } from './channel-state';
 import { loadProfileData } from './profile-fields';
+import { applyUnreadEvent, fetchUnreadMsgs, type UnreadState } from './unread';
 import { isAdmin, isGuest, isModerator } from './users';
 
 /** Event types whose state /register can return (later issues add theirs). */
@@ -23,6 +24,7 @@ export const STATE_TYPES = [
   'stream',
   'default_streams',
   'message',
+  'update_message_flags',
 ] as const;
 
 export const FIELD_TYPES = {
@@ -186,6 +188,9 @@ export async function fetchInitialState(
     });
     state.max_message_id = newest._max.messageId ?? -1;
   }
+  // Zulip sends unread_msgs to clients that follow both messages and their flags.
+  if (types.has('message') && types.has('update_message_flags'))
+    state.unread_msgs = await fetchUnreadMsgs(user);
   return state;
 }
 
@@ -225,8 +230,12 @@ export function applyEvent(
       const id = (event.message as { id: number }).id;
       if (typeof state.max_message_id === 'number' && id > state.max_message_id)
         state.max_message_id = id;
+      if (state.unread_msgs) applyUnreadEvent(state.unread_msgs as UnreadState, event, user);
       return;
     }
+    case 'update_message_flags':
+      if (state.unread_msgs) applyUnreadEvent(state.unread_msgs as UnreadState, event, user);
+      return;
     case 'subscription':
     case 'stream':
     case 'default_streams':

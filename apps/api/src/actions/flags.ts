@@ -1,0 +1,184 @@
+// Personal message flags (spec 4.17, Zulip's do_update_message_flags and the mark-as-read
+// endpoints): only read, starred and collapsed change at the user's request; messages only in
+// the user's history by channel access get a "historical" row first; the user's clients hear
+// of every change through update_message_flags.
+import {
+  flagBit,
+  flagsToBitmask,
+  Prisma,
+  USER_MESSAGE_FLAGS,
+  type ActionContext,
+  type Realm,
+  type Tx,
+  type User,
+} from '@parley/db';
+import { JsonableError } from '@parley/errors';
+import { sendEventOnCommit } from '../lib/events';
+import { accessMessage, displayRecipients } from '../lib/messages';
+import { subscriptionOf } from '../lib/streams';
+
+export const EDITABLE_FLAGS = ['read', 'starred', 'collapsed'] as const;
+export type EditableFlag = (typeof EDITABLE_FLAGS)[number];
+
+export function checkFlag(flag: string): EditableFlag {
+  if ((EDITABLE_FLAGS as readonly string[]).includes(flag)) return flag as EditableFlag;
+  if ((USER_MESSAGE_FLAGS as readonly string[]).includes(flag) || flag === 'wildcard_mentioned')
+    throw new JsonableError(`Flag not editable: '${flag}'`);
+  throw new JsonableError(`Invalid flag: '${flag}'`);
+}
+
+export interface FlagResult {
+  messages: number[];
+  /** Channels whose messages stayed read: unread messages must be in subscribed channels. */
+  ignoredChannels?: number[];
+}
+
+export async function doUpdateMessageFlags(
+  ctx: ActionContext,
+  user: User,
+  realm: Realm,
+  op: 'add' | 'remove',
+  flag: EditableFlag,
+  messageIds: number[],
+): Promise<FlagResult> {
+  const { tx } = ctx;
+  const ids = [...new Set(messageIds)];
+  const rows = await tx.userMessage.findMany({
+    where: { userId: user.id, messageId: { in: ids } },
+    select: { messageId: true },
+  });
+  const held = new Set(rows.map((row) => row.messageId));
+  // Messages the user may read but never received get a historical row (Zulip's
+  // create_historical_user_messages); any other id is invalid.
+  const historical: number[] = [];
+  for (const id of ids.filter((m) => !held.has(m))) {
+    await accessMessage(user, id, tx);
+    historical.push(id);
+  }
+  if (historical.length > 0)
+    await tx.userMessage.createMany({
+      data: historical.map((messageId) => ({
+        userId: user.id,
+        messageId,
+        flags: flagsToBitmask(['read', 'historical']),
+      })),
+      skipDuplicates: true,
+    });
+
+  let target = ids;
+  let ignoredChannels: number[] | undefined;
+  if (flag === 'read' && op === 'remove') {
+    ({ target, ignoredChannels } = await withoutUnsubscribedChannels(tx, user, ids));
+  }
+  const changed = await applyFlag(tx, user.id, op, flag, target);
+  await sendFlagsEvent(ctx, user, realm, op, flag, changed);
+  return { messages: changed, ...(ignoredChannels ? { ignoredChannels } : {}) };
+}
+
+/** Sets or clears the flag on the user's rows; the ids whose flag actually changed. */
+export async function applyFlag(
+  tx: Tx,
+  userId: number,
+  op: 'add' | 'remove',
+  flag: EditableFlag,
+  ids: number[] | Prisma.Sql,
+): Promise<number[]> {
+  if (Array.isArray(ids) && ids.length === 0) return [];
+  const bit = flagBit(flag);
+  const which = Array.isArray(ids) ? Prisma.sql`message_id = ANY(${ids}::int[])` : ids;
+  const rows =
+    op === 'add'
+      ? await tx.$queryRaw<{ message_id: number }[]>`
+          UPDATE user_message SET flags = flags | ${bit}
+          WHERE user_profile_id = ${userId} AND ${which} AND (flags & ${bit}) = 0
+          RETURNING message_id`
+      : await tx.$queryRaw<{ message_id: number }[]>`
+          UPDATE user_message SET flags = flags & ${~bit}
+          WHERE user_profile_id = ${userId} AND ${which} AND (flags & ${bit}) <> 0
+          RETURNING message_id`;
+  return rows.map((row) => row.message_id).sort((a, b) => a - b);
+}
+
+async function withoutUnsubscribedChannels(
+  tx: Tx,
+  user: User,
+  ids: number[],
+): Promise<{ target: number[]; ignoredChannels: number[] }> {
+  const messages = await tx.message.findMany({
+    where: { id: { in: ids }, isChannelMessage: true },
+    select: { id: true, recipientId: true },
+  });
+  const streams = await tx.stream.findMany({
+    where: { recipientId: { in: [...new Set(messages.map((m) => m.recipientId))] } },
+  });
+  const ignored = new Set<number>();
+  const skip = new Set<number>();
+  for (const stream of streams) {
+    if ((await subscriptionOf(user.id, stream, tx)) !== null) continue;
+    ignored.add(stream.id);
+    for (const m of messages) if (m.recipientId === stream.recipientId) skip.add(m.id);
+  }
+  return {
+    target: ids.filter((id) => !skip.has(id)),
+    ignoredChannels: [...ignored].sort((a, b) => a - b),
+  };
+}
+
+/** update_message_flags to the user's clients; marking unread carries message_details so
+ * clients can rebuild their unread state for messages they may not have loaded. */
+export async function sendFlagsEvent(
+  ctx: ActionContext,
+  user: User,
+  realm: Realm,
+  op: 'add' | 'remove',
+  flag: EditableFlag,
+  changed: number[],
+): Promise<void> {
+  if (changed.length === 0) return;
+  const event: Record<string, unknown> & { type: string } = {
+    type: 'update_message_flags',
+    op,
+    operation: op,
+    flag,
+    messages: changed,
+    all: false,
+  };
+  if (op === 'remove' && flag === 'read')
+    event.message_details = await messageDetails(ctx.tx, user, realm, changed);
+  sendEventOnCommit(ctx, event, [user.id]);
+}
+
+async function messageDetails(
+  tx: Tx,
+  user: User,
+  realm: Realm,
+  ids: number[],
+): Promise<Record<string, Record<string, unknown>>> {
+  const messages = await tx.message.findMany({ where: { id: { in: ids } } });
+  const rows = await tx.userMessage.findMany({
+    where: { userId: user.id, messageId: { in: ids } },
+    select: { messageId: true, flags: true },
+  });
+  const mentionBits =
+    flagBit('mentioned') |
+    flagBit('stream_wildcard_mentioned') |
+    flagBit('topic_wildcard_mentioned');
+  const displayFor = await displayRecipients(user, realm, messages, tx);
+  const details: Record<string, Record<string, unknown>> = {};
+  for (const message of messages) {
+    const display = displayFor(message);
+    const flags = rows.find((row) => row.messageId === message.id)?.flags ?? 0n;
+    details[String(message.id)] = {
+      type: message.isChannelMessage ? 'stream' : 'private',
+      ...(message.isChannelMessage
+        ? { stream_id: display.streamId, topic: message.subject }
+        : {
+            user_ids: (display.display as { id: number }[])
+              .map((u) => u.id)
+              .filter((id) => id !== user.id),
+          }),
+      ...((flags & mentionBits) !== 0n ? { mentioned: true } : {}),
+    };
+  }
+  return details;
+}

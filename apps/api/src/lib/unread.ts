@@ -1,0 +1,156 @@
+// unread_msgs in POST /register (Zulip's get_raw_unread_data / aggregate_unread_data): the
+// user's unread messages grouped by channel and topic, 1:1 conversation and group, plus the
+// unread mentions; and how message and flag events that raced the registration fold in.
+import { flagBit, getPrisma, RecipientType, type User } from '@parley/db';
+import type { QueuedEvent } from '@parley/events';
+
+/** Zulip's MAX_UNREAD_MESSAGES: beyond it old_unreads_missing is set. */
+const MAX_UNREAD_MESSAGES = 50_000;
+
+interface UnreadRow {
+  message_id: number;
+  flags: bigint;
+  sender_id: number;
+  recipient_id: number;
+  subject: string;
+  is_channel_message: boolean;
+  recipient_type: number;
+  recipient_type_id: number;
+}
+
+export interface UnreadState {
+  count: number;
+  pms: { other_user_id: number; sender_id: number; unread_message_ids: number[] }[];
+  streams: { stream_id: number; topic: string; unread_message_ids: number[] }[];
+  huddles: { user_ids_string: string; unread_message_ids: number[] }[];
+  mentions: number[];
+  old_unreads_missing: boolean;
+}
+
+export async function fetchUnreadMsgs(user: User): Promise<UnreadState> {
+  const prisma = getPrisma();
+  const rows = await prisma.$queryRaw<UnreadRow[]>`
+    SELECT um.message_id, um.flags, m.sender_id, m.recipient_id, m.subject,
+           m.is_channel_message, r.type AS recipient_type, r.type_id AS recipient_type_id
+    FROM user_message um
+      JOIN message m ON m.id = um.message_id
+      JOIN recipient r ON r.id = m.recipient_id
+    WHERE um.user_profile_id = ${user.id} AND (um.flags & 1) = 0
+    ORDER BY um.message_id DESC
+    LIMIT ${MAX_UNREAD_MESSAGES + 1}`;
+  const missing = rows.length > MAX_UNREAD_MESSAGES;
+  const kept = rows.slice(0, MAX_UNREAD_MESSAGES).reverse();
+  const groupRecipients = [
+    ...new Set(
+      kept
+        .filter((r) => r.recipient_type === RecipientType.DIRECT_MESSAGE_GROUP)
+        .map((r) => r.recipient_id),
+    ),
+  ];
+  const members = new Map<number, number[]>();
+  if (groupRecipients.length > 0)
+    for (const sub of await prisma.subscription.findMany({
+      where: { recipientId: { in: groupRecipients } },
+      select: { recipientId: true, userId: true },
+    }))
+      members.set(sub.recipientId, [...(members.get(sub.recipientId) ?? []), sub.userId]);
+
+  const state: UnreadState = {
+    count: 0,
+    pms: [],
+    streams: [],
+    huddles: [],
+    mentions: [],
+    old_unreads_missing: missing,
+  };
+  const mentionBits =
+    flagBit('mentioned') |
+    flagBit('stream_wildcard_mentioned') |
+    flagBit('topic_wildcard_mentioned');
+  for (const row of kept) {
+    if ((row.flags & mentionBits) !== 0n) state.mentions.push(row.message_id);
+    if (row.recipient_type === RecipientType.STREAM) {
+      addStream(state, row.recipient_type_id, row.subject, row.message_id);
+    } else if (row.recipient_type === RecipientType.PERSONAL) {
+      const other = row.sender_id === user.id ? row.recipient_type_id : row.sender_id;
+      addPrivate(state, other, row.message_id);
+    } else {
+      const ids = [...(members.get(row.recipient_id) ?? [])].sort((a, b) => a - b);
+      addHuddle(state, ids.join(','), row.message_id);
+    }
+  }
+  state.count = kept.length;
+  return state;
+}
+
+function addStream(state: UnreadState, streamId: number, topic: string, id: number): void {
+  const entry = state.streams.find(
+    (s) => s.stream_id === streamId && s.topic.toLowerCase() === topic.toLowerCase(),
+  );
+  if (entry) entry.unread_message_ids.push(id);
+  else state.streams.push({ stream_id: streamId, topic, unread_message_ids: [id] });
+}
+
+function addPrivate(state: UnreadState, other: number, id: number): void {
+  const entry = state.pms.find((p) => p.other_user_id === other);
+  if (entry) entry.unread_message_ids.push(id);
+  else state.pms.push({ other_user_id: other, sender_id: other, unread_message_ids: [id] });
+}
+
+function addHuddle(state: UnreadState, key: string, id: number): void {
+  const entry = state.huddles.find((h) => h.user_ids_string === key);
+  if (entry) entry.unread_message_ids.push(id);
+  else state.huddles.push({ user_ids_string: key, unread_message_ids: [id] });
+}
+
+function allIds(state: UnreadState): Set<number> {
+  return new Set([
+    ...state.streams.flatMap((s) => s.unread_message_ids),
+    ...state.pms.flatMap((p) => p.unread_message_ids),
+    ...state.huddles.flatMap((h) => h.unread_message_ids),
+  ]);
+}
+
+/** Folds a raced message or flag event into unread_msgs (idempotently: an event may predate
+ * the state). */
+export function applyUnreadEvent(state: UnreadState, event: QueuedEvent, user: User): void {
+  if (event.type === 'message') {
+    const flags = (event.flags as string[] | undefined) ?? [];
+    const message = event.message as {
+      id: number;
+      type: string;
+      stream_id?: number;
+      subject: string;
+      sender_id: number;
+      display_recipient: string | { id: number }[];
+    };
+    if (flags.includes('read') || allIds(state).has(message.id)) return;
+    if (message.type === 'stream')
+      addStream(state, message.stream_id!, message.subject, message.id);
+    else {
+      const ids = (message.display_recipient as { id: number }[]).map((u) => u.id);
+      const others = ids.filter((id) => id !== user.id);
+      if (ids.length <= 2) addPrivate(state, others[0] ?? user.id, message.id);
+      else addHuddle(state, [...ids].sort((a, b) => a - b).join(','), message.id);
+    }
+    if (flags.some((f) => f === 'mentioned' || f.endsWith('wildcard_mentioned')))
+      state.mentions.push(message.id);
+    state.count = allIds(state).size;
+    return;
+  }
+  if (event.type === 'update_message_flags' && event.flag === 'read' && event.op === 'add') {
+    const read = new Set(event.messages as number[]);
+    const drop = <T extends { unread_message_ids: number[] }>(list: T[]) =>
+      list
+        .map((entry) => ({
+          ...entry,
+          unread_message_ids: entry.unread_message_ids.filter((id) => !read.has(id)),
+        }))
+        .filter((entry) => entry.unread_message_ids.length > 0);
+    state.streams = drop(state.streams);
+    state.pms = drop(state.pms);
+    state.huddles = drop(state.huddles);
+    state.mentions = state.mentions.filter((id) => !read.has(id));
+    state.count = allIds(state).size;
+  }
+}

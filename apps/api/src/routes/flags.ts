@@ -1,0 +1,151 @@
+// Personal message flags: POST /messages/flags (spec 4.17), POST /messages/flags/narrow,
+// POST /mark_all_as_read, /mark_stream_as_read, /mark_topic_as_read.
+import { Router } from 'express';
+import { z } from 'zod';
+import { userEndpoint } from '@parley/auth';
+import { Prisma, runAction } from '@parley/db';
+import { JsonableError } from '@parley/errors';
+import { defineRoute, p } from '@parley/http';
+import { applyFlag, checkFlag, doUpdateMessageFlags, sendFlagsEvent } from '../actions/flags';
+import { fetchMessages } from '../lib/message-fetch';
+import { narrowSchema, normalizeNarrow } from '../lib/narrow';
+import { accessStreamById, loadPermissions } from '../lib/streams';
+import { EMPTY_TOPIC_DISPLAY_NAME } from '../presenters/messages';
+
+export const flagRoutes = Router();
+
+const MAX_FLAG_MESSAGES = 10_000;
+const messageIds = p.json(
+  z
+    .array(
+      z
+        .number()
+        .int()
+        .min(0)
+        .max(2 ** 31 - 1),
+    )
+    .max(MAX_FLAG_MESSAGES),
+);
+
+defineRoute(flagRoutes, '/messages/flags', {
+  POST: userEndpoint(
+    { params: { messages: messageIds, op: p.enum(['add', 'remove']), flag: p.string() } },
+    async ({ user, realm, params }) => {
+      const flag = checkFlag(params.flag);
+      const result = await runAction((ctx) =>
+        doUpdateMessageFlags(ctx, user, realm, params.op, flag, params.messages),
+      );
+      return {
+        messages: result.messages,
+        ...(result.ignoredChannels
+          ? { ignored_because_not_subscribed_channels: result.ignoredChannels }
+          : {}),
+      };
+    },
+  ),
+});
+
+defineRoute(flagRoutes, '/messages/flags/narrow', {
+  POST: userEndpoint(
+    {
+      params: {
+        anchor: p.string({ maxLength: 30 }),
+        include_anchor: p.bool().default(true),
+        num_before: p.int({ min: 0 }),
+        num_after: p.int({ min: 0 }),
+        narrow: p.json(narrowSchema).default([]),
+        op: p.enum(['add', 'remove']),
+        flag: p.string(),
+      },
+    },
+    async ({ user, realm, params }) => {
+      const flag = checkFlag(params.flag);
+      const window = await fetchMessages(user, realm, {
+        anchor: params.anchor,
+        useFirstUnreadAnchor: false,
+        includeAnchor: params.include_anchor,
+        numBefore: params.num_before,
+        numAfter: params.num_after,
+        narrow: normalizeNarrow(params.narrow),
+        messageIds: undefined,
+        rangeGiven: true,
+        applyMarkdown: false,
+        clientGravatar: true,
+        allowEmptyTopicName: true,
+      });
+      const ids = (window.messages as { id: number }[]).map((m) => m.id);
+      const result = await runAction((ctx) =>
+        doUpdateMessageFlags(ctx, user, realm, params.op, flag, ids),
+      );
+      return {
+        processed_count: ids.length,
+        updated_count: result.messages.length,
+        first_processed_id: ids[0] ?? null,
+        last_processed_id: ids[ids.length - 1] ?? null,
+        found_oldest: window.found_oldest,
+        found_newest: window.found_newest,
+        ...(result.ignoredChannels
+          ? { ignored_because_not_subscribed_channels: result.ignoredChannels }
+          : {}),
+      };
+    },
+  ),
+});
+
+defineRoute(flagRoutes, '/mark_all_as_read', {
+  POST: userEndpoint({}, async ({ user, realm }) => {
+    await runAction(async (ctx) => {
+      const changed = await applyFlag(ctx.tx, user.id, 'add', 'read', Prisma.sql`TRUE`);
+      await sendFlagsEvent(ctx, user, realm, 'add', 'read', changed);
+    });
+    return { complete: true };
+  }),
+});
+
+defineRoute(flagRoutes, '/mark_stream_as_read', {
+  POST: userEndpoint(
+    { params: { stream_id: p.int({ min: 1 }) } },
+    async ({ user, realm, params }) => {
+      await runAction(async (ctx) => {
+        const perms = await loadPermissions(user, ctx.tx);
+        const { stream } = await accessStreamById(perms, params.stream_id, { db: ctx.tx });
+        const changed = await applyFlag(
+          ctx.tx,
+          user.id,
+          'add',
+          'read',
+          Prisma.sql`message_id IN (SELECT id FROM message WHERE recipient_id = ${stream.recipientId})`,
+        );
+        await sendFlagsEvent(ctx, user, realm, 'add', 'read', changed);
+      });
+      return {};
+    },
+  ),
+});
+
+defineRoute(flagRoutes, '/mark_topic_as_read', {
+  POST: userEndpoint(
+    { params: { stream_id: p.int({ min: 1 }), topic_name: p.string({ maxLength: 60 }) } },
+    async ({ user, realm, params }) => {
+      const topic = params.topic_name === EMPTY_TOPIC_DISPLAY_NAME ? '' : params.topic_name;
+      await runAction(async (ctx) => {
+        const perms = await loadPermissions(user, ctx.tx);
+        const { stream } = await accessStreamById(perms, params.stream_id, { db: ctx.tx });
+        const [exists] = await ctx.tx.$queryRaw<{ id: number }[]>`
+          SELECT id FROM message WHERE recipient_id = ${stream.recipientId}
+            AND upper(subject) = upper(${topic}) LIMIT 1`;
+        if (!exists) throw new JsonableError(`No such topic '${params.topic_name}'`);
+        const changed = await applyFlag(
+          ctx.tx,
+          user.id,
+          'add',
+          'read',
+          Prisma.sql`message_id IN (SELECT id FROM message WHERE recipient_id = ${stream.recipientId}
+            AND upper(subject) = upper(${topic}))`,
+        );
+        await sendFlagsEvent(ctx, user, realm, 'add', 'read', changed);
+      });
+      return {};
+    },
+  ),
+});

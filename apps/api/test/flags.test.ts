@@ -1,0 +1,238 @@
+import { bitmaskToFlags, getPrisma, Role, type User } from '@parley/db';
+import { createMessageOrg, send, type MessageOrg } from './message-helpers';
+import { as, captureEvents, createTestUser, expectError, expectSuccess } from './helpers';
+
+const prisma = () => getPrisma();
+
+async function flagsOf(userId: number, messageId: number): Promise<string[]> {
+  const row = await prisma().userMessage.findUnique({
+    where: { userId_messageId: { userId, messageId } },
+  });
+  return row ? bitmaskToFlags(row.flags) : [];
+}
+
+describe('POST /messages/flags', () => {
+  let org: MessageOrg;
+  let a: number;
+  let b: number;
+  let secretId: number;
+  beforeAll(async () => {
+    org = await createMessageOrg();
+    const post = async (user: User, form: Record<string, unknown>) =>
+      expectSuccess(await send(user, org.host, form)).id as number;
+    a = await post(org.member, {
+      type: 'stream',
+      to: 'general',
+      topic: 't',
+      content: 'a @**Otto Other**',
+    });
+    b = await post(org.member, { type: 'stream', to: 'general', topic: 't', content: 'b' });
+    secretId = await post(org.member, { type: 'stream', to: 'secret', topic: 's', content: 's' });
+  });
+  const flags = (user: User, form: Record<string, unknown>) =>
+    as(user, org.host).post('/messages/flags', form);
+
+  it('marks messages read and tells only the user, returning what changed', async () => {
+    const published = await captureEvents(org.realm.id, async () => {
+      const body = expectSuccess(
+        await flags(org.other, { messages: [a, b], op: 'add', flag: 'read' }),
+      );
+      expect(body.messages).toEqual([a, b]);
+    });
+    expect(published).toEqual([
+      {
+        event: {
+          type: 'update_message_flags',
+          op: 'add',
+          operation: 'add',
+          flag: 'read',
+          messages: [a, b],
+          all: false,
+        },
+        users: [org.other.id],
+      },
+    ]);
+    expect(await flagsOf(org.other.id, a)).toEqual(['read', 'mentioned']);
+    // Nothing left to change: no event.
+    const again = await captureEvents(org.realm.id, async () => {
+      expect(
+        expectSuccess(await flags(org.other, { messages: [a], op: 'add', flag: 'read' })).messages,
+      ).toEqual([]);
+    });
+    expect(again).toEqual([]);
+  });
+
+  it("marks unread with message_details for the client's unread state", async () => {
+    const published = await captureEvents(org.realm.id, async () => {
+      expectSuccess(await flags(org.other, { messages: [a], op: 'remove', flag: 'read' }));
+    });
+    expect(published[0]!.event).toMatchObject({
+      op: 'remove',
+      flag: 'read',
+      messages: [a],
+      message_details: {
+        [String(a)]: { type: 'stream', stream_id: org.general.id, topic: 't', mentioned: true },
+      },
+    });
+  });
+
+  it("stars messages in the user's history that they never received", async () => {
+    const late = await createTestUser(org.realm, Role.MEMBER);
+    expectSuccess(await flags(late, { messages: [b], op: 'add', flag: 'starred' }));
+    expect(await flagsOf(late.id, b)).toEqual(['read', 'starred', 'historical']);
+    expectError(
+      await flags(late, { messages: [secretId], op: 'add', flag: 'starred' }),
+      'Invalid message(s)',
+    );
+  });
+
+  it('keeps messages of unsubscribed channels read', async () => {
+    const late = await createTestUser(org.realm, Role.MEMBER);
+    expectSuccess(await flags(late, { messages: [b], op: 'add', flag: 'starred' }));
+    const body = expectSuccess(await flags(late, { messages: [b], op: 'remove', flag: 'read' }));
+    expect(body).toMatchObject({
+      messages: [],
+      ignored_because_not_subscribed_channels: [org.general.id],
+    });
+  });
+
+  it('refuses flags users cannot set and bad input', async () => {
+    expectError(
+      await flags(org.other, { messages: [a], op: 'add', flag: 'mentioned' }),
+      "Flag not editable: 'mentioned'",
+    );
+    expectError(
+      await flags(org.other, { messages: [a], op: 'add', flag: 'shiny' }),
+      "Invalid flag: 'shiny'",
+    );
+    expectError(
+      await flags(org.other, { messages: [a], op: 'toggle', flag: 'read' }),
+      'Invalid op',
+    );
+    expectError(
+      await flags(org.other, { messages: 'a', op: 'add', flag: 'read' }),
+      'messages is not valid JSON',
+    );
+    expectError(
+      await flags(org.other, { op: 'add', flag: 'read' }),
+      "Missing 'messages' argument",
+      400,
+      'REQUEST_VARIABLE_MISSING',
+    );
+    expectError(
+      await flags(org.other, { messages: [99999999], op: 'add', flag: 'read' }),
+      'Invalid message(s)',
+    );
+  });
+});
+
+describe('mark as read, and unread_msgs in /register', () => {
+  it('counts unread messages by channel and topic, conversation and mention, and clears them', async () => {
+    const org = await createMessageOrg();
+    const post = async (user: User, form: Record<string, unknown>) =>
+      expectSuccess(await send(user, org.host, form)).id as number;
+    const g1 = await post(org.member, {
+      type: 'stream',
+      to: 'general',
+      topic: 'Lunch',
+      content: 'hi @**Otto Other**',
+    });
+    const g2 = await post(org.member, {
+      type: 'stream',
+      to: 'general',
+      topic: 'lunch',
+      content: 'again',
+    });
+    const g3 = await post(org.member, {
+      type: 'stream',
+      to: 'general',
+      topic: 'other',
+      content: 'x',
+    });
+    const d1 = await post(org.member, { type: 'direct', to: [org.other.id], content: 'dm' });
+    const h1 = await post(org.member, {
+      type: 'direct',
+      to: [org.other.id, org.guest.id],
+      content: 'group',
+    });
+    const register = async () =>
+      expectSuccess(
+        await as(org.other, org.host).post('/register', {
+          fetch_event_types: ['message', 'update_message_flags'],
+        }),
+      ).unread_msgs as Record<string, unknown>;
+    expect(await register()).toEqual({
+      count: 5,
+      pms: [{ other_user_id: org.member.id, sender_id: org.member.id, unread_message_ids: [d1] }],
+      streams: [
+        { stream_id: org.general.id, topic: 'Lunch', unread_message_ids: [g1, g2] },
+        { stream_id: org.general.id, topic: 'other', unread_message_ids: [g3] },
+      ],
+      huddles: [
+        {
+          user_ids_string: [org.member.id, org.other.id, org.guest.id]
+            .sort((x, y) => x - y)
+            .join(','),
+          unread_message_ids: [h1],
+        },
+      ],
+      mentions: [g1],
+      old_unreads_missing: false,
+    });
+    expectSuccess(
+      await as(org.other, org.host).post('/mark_topic_as_read', {
+        stream_id: org.general.id,
+        topic_name: 'LUNCH',
+      }),
+    );
+    expect((await register()).count).toBe(3);
+    expectSuccess(
+      await as(org.other, org.host).post('/mark_stream_as_read', { stream_id: org.general.id }),
+    );
+    expect((await register()).streams).toEqual([]);
+    expect(expectSuccess(await as(org.other, org.host).post('/mark_all_as_read'))).toMatchObject({
+      complete: true,
+    });
+    expect((await register()).count).toBe(0);
+    expectError(
+      await as(org.other, org.host).post('/mark_topic_as_read', {
+        stream_id: org.general.id,
+        topic_name: 'nope',
+      }),
+      "No such topic 'nope'",
+    );
+    expectError(
+      await as(org.other, org.host).post('/mark_stream_as_read', { stream_id: org.secret.id }),
+      'Invalid channel ID',
+    );
+  });
+
+  it('applies a flag to a narrowed window of messages', async () => {
+    const org = await createMessageOrg();
+    const ids = [];
+    for (const content of ['1', '2', '3'])
+      ids.push(
+        expectSuccess(
+          await send(org.member, org.host, { type: 'stream', to: 'general', topic: 'n', content }),
+        ).id as number,
+      );
+    const body = expectSuccess(
+      await as(org.other, org.host).post('/messages/flags/narrow', {
+        anchor: 'oldest',
+        num_before: 0,
+        num_after: 2,
+        narrow: [['channel', 'general']],
+        op: 'add',
+        flag: 'starred',
+      }),
+    );
+    expect(body).toMatchObject({
+      processed_count: 2,
+      updated_count: 2,
+      first_processed_id: ids[0],
+      last_processed_id: ids[1],
+      found_oldest: true,
+      found_newest: false,
+    });
+  });
+});
