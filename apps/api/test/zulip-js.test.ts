@@ -182,7 +182,13 @@ describe('zulip-js', () => {
     const friend = await createTestUser(realm, Role.MEMBER, {
       email: `${uniqueSubdomain('friend')}@example.com`,
     });
-    const listener = listenForEvents(user, ['message', 'update_message', 'delete_message']);
+    const listener = listenForEvents(user, [
+      'message',
+      'update_message',
+      'delete_message',
+      'reaction',
+      'update_message_flags',
+    ]);
     await listener.waitFor((e) => e.type === 'heartbeat', 'the first heartbeat');
     const client = await zulipInit({
       username: user.deliveryEmail,
@@ -231,14 +237,44 @@ describe('zulip-js', () => {
       result: 'success',
     });
 
-    await listener.waitFor((e) => e.type === 'delete_message', 'the delete_message event');
+    expect(
+      await client.reactions.add({ message_id: sent.id, emoji_name: 'octopus' }),
+    ).toMatchObject({
+      result: 'success',
+    });
+    expect(
+      await client.reactions.remove({ message_id: sent.id, emoji_name: 'octopus' }),
+    ).toMatchObject({
+      result: 'success',
+    });
+    expect(await client.messages.flags.add({ messages: [sent.id], flag: 'starred' })).toMatchObject(
+      {
+        result: 'success',
+        messages: [sent.id],
+      },
+    );
+    await listener.waitFor(
+      (e) => e.type === 'update_message_flags',
+      'the update_message_flags event',
+    );
     const seen = listener.lines.filter((e) => e.type !== 'heartbeat');
     expect(seen.map((e) => e.type)).toEqual([
       'message',
       'message',
       'update_message',
       'delete_message',
+      'reaction',
+      'reaction',
+      'update_message_flags',
     ]);
+    expect(seen[4]).toMatchObject({
+      op: 'add',
+      message_id: sent.id,
+      emoji_name: 'octopus',
+      user_id: user.id,
+    });
+    expect(seen[5]).toMatchObject({ op: 'remove', emoji_name: 'octopus' });
+    expect(seen[6]).toMatchObject({ op: 'add', flag: 'starred', messages: [sent.id] });
     expect(seen[0]).toMatchObject({ message: { id: sent.id, display_recipient: channel } });
     expect(seen[1]).toMatchObject({ message: { id: dm.id, type: 'private' } });
     expect(seen[2]).toMatchObject({

@@ -54,9 +54,14 @@ export function emojiHtml(name: string, code: string): string {
   return `<span aria-label="${label}" class="emoji emoji-${code}" role="img" title="${label}">:${name}:</span>`;
 }
 
-/** Whether `name` is a known emoji name (for reaction validation too). */
+/** The code of a known emoji name (for reaction validation too). */
 export function emojiCodeForName(name: string): string | undefined {
   return nameToCode.get(name);
+}
+
+/** Whether `code` is the code of a known Unicode emoji. */
+export function isEmojiCode(code: string): boolean {
+  return codeToName.has(code);
 }
 
 // A whole emoji sequence: a pictograph or keycap base with modifiers, joined by ZWJ.

@@ -12,6 +12,7 @@ import { mentionPlugin, type MentionData, type Mentions } from './mentions';
 
 export { mentionCandidates, type MentionCandidates, type MentionData } from './mentions';
 export { channelLinkCandidates } from './channels';
+export { emojiCodeForName, isEmojiCode } from './emoji';
 
 export interface Rendered {
   html: string;

@@ -116,6 +116,10 @@ export async function presentMessages(
     db,
   );
   const displayFor = await displayRecipients(viewer, realm, messages, db);
+  const reactions = await db.reaction.findMany({
+    where: { messageId: { in: messages.map((m) => m.id) } },
+    orderBy: { id: 'asc' },
+  });
   return rows.map(({ message, flags }) => {
     const sender = senders.get(message.senderId)!;
     const recipient = displayFor(message);
@@ -128,6 +132,14 @@ export async function presentMessages(
       flags: flagNames(flags),
       ...options,
       editHistoryPolicy: realm.editHistoryVisibilityPolicy,
+      reactions: reactions
+        .filter((r) => r.messageId === message.id)
+        .map((r) => ({
+          emoji_name: r.emojiName,
+          emoji_code: r.emojiCode,
+          reaction_type: r.reactionType,
+          user_id: r.userId,
+        })),
     });
   });
 }

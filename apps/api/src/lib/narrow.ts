@@ -346,8 +346,7 @@ function hasCondition(value: string): Prisma.Sql {
     case 'image':
       return Prisma.sql`m.has_image`;
     case 'reaction':
-      // Reactions arrive with a later issue; until then no message has one.
-      return FALSE;
+      return Prisma.sql`EXISTS (SELECT 1 FROM reaction r WHERE r.message_id = m.id)`;
     default:
       return bad(`unknown 'has' operand ${value}`);
   }

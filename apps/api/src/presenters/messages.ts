@@ -44,6 +44,15 @@ export interface MessageView {
   allowEmptyTopicName: boolean;
   /** Realm message_edit_history_visibility_policy: 1 everything, 2 moves only, 3 nothing. */
   editHistoryPolicy: number;
+  /** Reactions, oldest first (spec 2.9); none for a new message. */
+  reactions?: PresentedReaction[];
+}
+
+export interface PresentedReaction {
+  emoji_name: string;
+  emoji_code: string;
+  reaction_type: string;
+  user_id: number;
 }
 
 export function topicName(subject: string, allowEmpty: boolean): string {
@@ -68,7 +77,7 @@ export function presentMessage(
     subject,
     topic_links: [],
     is_me_message: isMeMessage(message.content),
-    reactions: [],
+    reactions: view.reactions ?? [],
     submessages: [],
     flags: view.flags,
     sender_full_name: sender.fullName,

@@ -22,6 +22,7 @@ import {
   doUpdateMessage,
   PROPAGATE_MODES,
 } from '../actions/message-edit';
+import { checkEmoji, doAddReaction, doRemoveReaction, REACTION_TYPES } from '../actions/reactions';
 import { clientName, sentByHuman } from '../lib/clients';
 import { editHistorySnapshots } from '../lib/edit-history';
 import { loadPermissions } from '../lib/streams';
@@ -134,6 +135,41 @@ defineRoute(messageRoutes, '/messages/render', {
     async ({ realm, params }) => ({
       rendered: (await renderContent(realm.id, params.content)).html,
     }),
+  ),
+});
+
+const reactionParams = {
+  emoji_name: p.string({ maxLength: 100 }).optional(),
+  emoji_code: p.string({ maxLength: 100 }).optional(),
+  reaction_type: p.enum(REACTION_TYPES).optional(),
+};
+
+defineRoute(messageRoutes, '/messages/:message_id/reactions', {
+  POST: userEndpoint(
+    { path: messagePath, params: { ...reactionParams, emoji_name: p.string({ maxLength: 100 }) } },
+    async ({ user, path, params }) => {
+      const emoji = checkEmoji(params.emoji_name, params.emoji_code, params.reaction_type);
+      await runAction(async (ctx) => {
+        const { message, flags, stream } = await accessMessage(user, path.message_id, ctx.tx);
+        await doAddReaction(ctx, user, message, stream, flags !== null, emoji);
+      });
+      return {};
+    },
+  ),
+  DELETE: userEndpoint(
+    { path: messagePath, params: reactionParams },
+    async ({ user, path, params }) => {
+      if (params.emoji_name === undefined && params.emoji_code === undefined)
+        throw new JsonableError(
+          'At least one of the following arguments must be present: emoji_name, emoji_code',
+        );
+      const emoji = checkEmoji(params.emoji_name, params.emoji_code, params.reaction_type);
+      await runAction(async (ctx) => {
+        const { message, stream } = await accessMessage(user, path.message_id, ctx.tx);
+        await doRemoveReaction(ctx, user, message, stream, emoji);
+      });
+      return {};
+    },
   ),
 });
 

@@ -1,0 +1,157 @@
+// Emoji reactions (spec 4.15, Zulip's check_add_reaction / do_remove_reaction): validated
+// against the Unicode emoji data and Zulip's extra emoji, one per user and emoji, told to
+// everyone who can see the message.
+import {
+  flagsToBitmask,
+  isUniqueViolation,
+  type ActionContext,
+  type Message,
+  type Stream,
+  type User,
+} from '@parley/db';
+import { JsonableError, ReactionDoesNotExistError, ReactionExistsError } from '@parley/errors';
+import { emojiCodeForName, isEmojiCode } from '@parley/markdown';
+import { sendEventOnCommit } from '../lib/events';
+
+export const REACTION_TYPES = ['unicode_emoji', 'realm_emoji', 'zulip_extra_emoji'] as const;
+export type ReactionType = (typeof REACTION_TYPES)[number];
+
+export interface Emoji {
+  name: string;
+  code: string;
+  type: ReactionType;
+}
+
+/** Zulip's check_emoji_request. Custom (realm) emoji are not stored yet, so none is valid. */
+export function checkEmoji(
+  name: string | undefined,
+  code: string | undefined,
+  type: ReactionType | undefined,
+): Emoji {
+  const reactionType = type ?? 'unicode_emoji';
+  if (reactionType === 'realm_emoji') throw new JsonableError('Invalid custom emoji.');
+  if (reactionType === 'zulip_extra_emoji') {
+    if ((code ?? 'zulip') !== 'zulip' || (name ?? 'zulip') !== 'zulip')
+      throw new JsonableError('Invalid emoji code.');
+    return { name: 'zulip', code: 'zulip', type: reactionType };
+  }
+  if (code === undefined) {
+    const found = name === undefined ? undefined : emojiCodeForName(name);
+    if (name === undefined || found === undefined)
+      throw new JsonableError(`Emoji '${name ?? ''}' does not exist`);
+    return { name, code: found, type: reactionType };
+  }
+  if (!isEmojiCode(code)) throw new JsonableError('Invalid emoji code.');
+  if (name !== undefined && emojiCodeForName(name) !== code)
+    throw new JsonableError('Invalid emoji name.');
+  return { name: name ?? code, code, type: reactionType };
+}
+
+/** Users who can see the message: those with a copy, plus the subscribers of a channel that
+ * shares its history. */
+async function audience(
+  ctx: ActionContext,
+  message: Message,
+  stream: Stream | null,
+): Promise<number[]> {
+  const ids = new Set(
+    (
+      await ctx.tx.userMessage.findMany({
+        where: { messageId: message.id },
+        select: { userId: true },
+      })
+    ).map((row) => row.userId),
+  );
+  if (stream?.historyPublicToSubscribers) {
+    for (const sub of await ctx.tx.subscription.findMany({
+      where: { recipientId: stream.recipientId!, active: true, isUserActive: true },
+      select: { userId: true },
+    }))
+      ids.add(sub.userId);
+  }
+  return [...ids];
+}
+
+function reactionEvent(op: 'add' | 'remove', user: User, message: Message, emoji: Emoji) {
+  return {
+    type: 'reaction',
+    op,
+    message_id: message.id,
+    emoji_name: emoji.name,
+    emoji_code: emoji.code,
+    reaction_type: emoji.type,
+    user_id: user.id,
+    // Deprecated, kept for older mobile clients (feature level 339).
+    user: { user_id: user.id, full_name: user.fullName },
+  };
+}
+
+export async function doAddReaction(
+  ctx: ActionContext,
+  user: User,
+  message: Message,
+  stream: Stream | null,
+  hasCopy: boolean,
+  emoji: Emoji,
+): Promise<void> {
+  const { tx } = ctx;
+  const existing = await tx.reaction.findFirst({
+    where: {
+      messageId: message.id,
+      userId: user.id,
+      emojiCode: emoji.code,
+      reactionType: emoji.type,
+    },
+    select: { id: true },
+  });
+  if (existing) throw new ReactionExistsError();
+  // Reacting to a message only in the user's history gives them a (historical) copy.
+  if (!hasCopy)
+    await tx.userMessage.createMany({
+      data: [
+        { userId: user.id, messageId: message.id, flags: flagsToBitmask(['read', 'historical']) },
+      ],
+      skipDuplicates: true,
+    });
+  await tx.reaction
+    .create({
+      data: {
+        messageId: message.id,
+        userId: user.id,
+        emojiName: emoji.name,
+        emojiCode: emoji.code,
+        reactionType: emoji.type,
+      },
+    })
+    .catch((error: unknown) => {
+      throw isUniqueViolation(error) ? new ReactionExistsError() : error;
+    });
+  sendEventOnCommit(
+    ctx,
+    reactionEvent('add', user, message, emoji),
+    await audience(ctx, message, stream),
+  );
+}
+
+export async function doRemoveReaction(
+  ctx: ActionContext,
+  user: User,
+  message: Message,
+  stream: Stream | null,
+  emoji: Emoji,
+): Promise<void> {
+  const removed = await ctx.tx.reaction.deleteMany({
+    where: {
+      messageId: message.id,
+      userId: user.id,
+      emojiCode: emoji.code,
+      reactionType: emoji.type,
+    },
+  });
+  if (removed.count === 0) throw new ReactionDoesNotExistError();
+  sendEventOnCommit(
+    ctx,
+    reactionEvent('remove', user, message, emoji),
+    await audience(ctx, message, stream),
+  );
+}

@@ -1,0 +1,159 @@
+import { getPrisma, Role, type User } from '@parley/db';
+import { createMessageOrg, send, type MessageOrg } from './message-helpers';
+import { as, captureEvents, createTestUser, expectError, expectSuccess } from './helpers';
+
+const sorted = (ids: number[]) => [...ids].sort((a, b) => a - b);
+
+describe('message reactions', () => {
+  let org: MessageOrg;
+  let id: number;
+  let secretId: number;
+  beforeAll(async () => {
+    org = await createMessageOrg();
+    id = expectSuccess(
+      await send(org.member, org.host, {
+        type: 'stream',
+        to: 'general',
+        topic: 'r',
+        content: 'react',
+      }),
+    ).id as number;
+    secretId = expectSuccess(
+      await send(org.member, org.host, {
+        type: 'stream',
+        to: 'secret',
+        topic: 'r',
+        content: 'hidden',
+      }),
+    ).id as number;
+  });
+  const react = (user: User, form: Record<string, unknown>, messageId = id) =>
+    as(user, org.host).post(`/messages/${messageId}/reactions`, form);
+  const unreact = (user: User, form: Record<string, unknown>, messageId = id) =>
+    as(user, org.host).delete(`/messages/${messageId}/reactions`, form);
+
+  it('adds a reaction, tells everyone who sees the message, and lists reactions oldest first', async () => {
+    const published = await captureEvents(org.realm.id, async () => {
+      expectSuccess(await react(org.other, { emoji_name: 'smile' }));
+    });
+    expect(published).toEqual([
+      {
+        event: {
+          type: 'reaction',
+          op: 'add',
+          message_id: id,
+          emoji_name: 'smile',
+          emoji_code: '1f642',
+          reaction_type: 'unicode_emoji',
+          user_id: org.other.id,
+          user: { user_id: org.other.id, full_name: 'Otto Other' },
+        },
+        users: sorted([org.owner.id, org.member.id, org.other.id, org.guest.id]),
+      },
+    ]);
+    expectSuccess(
+      await react(org.member, {
+        emoji_name: 'robot',
+        emoji_code: '1f916',
+        reaction_type: 'unicode_emoji',
+      }),
+    );
+    const message = expectSuccess(await as(org.guest, org.host).get(`/messages/${id}`)).message as {
+      reactions: unknown[];
+    };
+    expect(message.reactions).toEqual([
+      {
+        emoji_name: 'smile',
+        emoji_code: '1f642',
+        reaction_type: 'unicode_emoji',
+        user_id: org.other.id,
+      },
+      {
+        emoji_name: 'robot',
+        emoji_code: '1f916',
+        reaction_type: 'unicode_emoji',
+        user_id: org.member.id,
+      },
+    ]);
+    const withReactions = expectSuccess(
+      await as(org.member, org.host).get('/messages', {
+        anchor: 'newest',
+        num_before: 10,
+        narrow: [['has', 'reaction']],
+      }),
+    ).messages as { id: number }[];
+    expect(withReactions.map((m) => m.id)).toEqual([id]);
+  });
+
+  it('refuses duplicates and removing what is not there', async () => {
+    expectError(
+      await react(org.other, { emoji_name: 'smile' }),
+      'Reaction already exists.',
+      400,
+      'REACTION_ALREADY_EXISTS',
+    );
+    expectSuccess(await unreact(org.other, { emoji_name: 'smile' }));
+    expectError(
+      await unreact(org.other, { emoji_name: 'smile' }),
+      "Reaction doesn't exist.",
+      400,
+      'REACTION_DOES_NOT_EXIST',
+    );
+    expectSuccess(
+      await react(org.other, { emoji_name: 'zulip', reaction_type: 'zulip_extra_emoji' }),
+    );
+    expectSuccess(
+      await unreact(org.other, { emoji_code: 'zulip', reaction_type: 'zulip_extra_emoji' }),
+    );
+  });
+
+  it('validates the emoji and the message', async () => {
+    expectError(
+      await react(org.other, { emoji_name: 'no_such_emoji' }),
+      "Emoji 'no_such_emoji' does not exist",
+    );
+    expectError(
+      await react(org.other, { emoji_name: 'smile', emoji_code: 'zzzz' }),
+      'Invalid emoji code.',
+    );
+    expectError(
+      await react(org.other, { emoji_name: 'smile', emoji_code: '1f916' }),
+      'Invalid emoji name.',
+    );
+    expectError(
+      await react(org.other, {
+        emoji_name: 'party',
+        reaction_type: 'realm_emoji',
+        emoji_code: '1',
+      }),
+      'Invalid custom emoji.',
+    );
+    expectError(
+      await react(org.other, { emoji_name: 'smile', reaction_type: 'other' }),
+      'Invalid reaction_type',
+    );
+    expectError(
+      await react(org.other, {}),
+      "Missing 'emoji_name' argument",
+      400,
+      'REQUEST_VARIABLE_MISSING',
+    );
+    expectError(
+      await unreact(org.other, {}),
+      'At least one of the following arguments must be present: emoji_name, emoji_code',
+    );
+    expectError(await react(org.other, { emoji_name: 'smile' }, secretId), 'Invalid message(s)');
+    expectError(await react(org.admin, { emoji_name: 'smile' }, 99999999), 'Invalid message(s)');
+    const late = await createTestUser(org.realm, Role.GUEST);
+    expectError(await react(late, { emoji_name: 'smile' }), 'Invalid message(s)');
+  });
+
+  it('gives a historical copy to members reacting to public history', async () => {
+    const late = await createTestUser(org.realm, Role.MEMBER);
+    expectSuccess(await react(late, { emoji_name: 'heart' }));
+    const row = await getPrisma().userMessage.findUnique({
+      where: { userId_messageId: { userId: late.id, messageId: id } },
+    });
+    expect(row).not.toBeNull();
+  });
+});
