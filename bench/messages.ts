@@ -1,0 +1,217 @@
+// Send-and-receive benchmark: messages sent through the API to a channel with 1,000
+// subscribers while N of them long-poll. Prints messages/s, POST /messages p50/p99 and
+// send → event p50/p99 over every (message, polling client) pair. Not a test: run with
+// `pnpm bench:messages` (needs PostgreSQL, Redis and nginx, found or started as for tests).
+import { randomBytes } from 'node:crypto';
+import { Agent } from 'node:http';
+import { cpus, loadavg } from 'node:os';
+import { join } from 'node:path';
+import { resetConfig } from '@parley/config';
+import { disconnectPrisma, getPrisma, RecipientType, runAction, type User } from '@parley/db';
+import {
+  repoRoot,
+  requestJson,
+  resolveServices,
+  runMigrations,
+  startStack,
+} from '@parley/devservices';
+import { createRedis } from '@parley/events';
+import { doCreateOrganization } from '../apps/api/src/actions/realms';
+import { doCreateStreams } from '../apps/api/src/actions/streams';
+import { doAddSubscriptions } from '../apps/api/src/actions/subscriptions';
+
+const SUBSCRIBERS = Number(process.env.BENCH_SUBSCRIBERS ?? 1000);
+const POLLERS = Number(process.env.BENCH_POLLERS ?? 20);
+const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 200);
+const agent = new Agent({ keepAlive: true, maxSockets: POLLERS + 10 });
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+/** Members inserted in bulk: creating them one by one would announce each to all others. */
+async function createMembers(realmId: number, subdomain: string): Promise<User[]> {
+  const prisma = getPrisma();
+  await prisma.user.createMany({
+    data: Array.from({ length: SUBSCRIBERS }, (_, i) => ({
+      realmId,
+      email: `m${i}@${subdomain}.test`,
+      deliveryEmail: `m${i}@${subdomain}.test`,
+      fullName: `Member ${i}`,
+      apiKey: randomBytes(16).toString('hex'),
+    })),
+  });
+  const users = await prisma.user.findMany({
+    where: { realmId, email: { startsWith: 'm' } },
+    orderBy: { id: 'asc' },
+  });
+  await prisma.recipient.createMany({
+    data: users.map((u) => ({ type: RecipientType.PERSONAL, typeId: u.id })),
+  });
+  const groups = await prisma.userGroup.findMany({
+    where: { realmId, name: { in: ['role:members', 'role:fullmembers'] } },
+  });
+  await prisma.userGroupMembership.createMany({
+    data: users.flatMap((u) => groups.map((g) => ({ userGroupId: g.id, userId: u.id }))),
+  });
+  return users;
+}
+
+async function main(): Promise<void> {
+  const services = await resolveServices({
+    stateDir: join(repoRoot(), '.parley', 'bench'),
+    databaseName: 'parley_bench',
+  });
+  const redisUrl = new URL(services.redisUrl);
+  redisUrl.pathname = '/11';
+  process.env.DATABASE_URL = services.databaseUrl;
+  process.env.REDIS_URL = redisUrl.toString();
+  process.env.LOG_LEVEL = 'warn';
+  resetConfig();
+  await runMigrations(services.databaseUrl);
+  const redis = createRedis(redisUrl.toString());
+  await redis.flushdb();
+  redis.disconnect();
+
+  const subdomain = `bench${randomBytes(4).toString('hex')}`;
+  const { realm, owner } = await runAction((ctx) =>
+    doCreateOrganization(
+      ctx,
+      {
+        name: 'Bench',
+        subdomain,
+        ownerEmail: `owner@${subdomain}.test`,
+        ownerFullName: 'Owner',
+        ownerPassword: null,
+      },
+      null,
+    ),
+  );
+  const members = await createMembers(realm.id, subdomain);
+  await runAction(async (ctx) => {
+    const [stream] = await doCreateStreams(
+      ctx,
+      realm,
+      owner.id,
+      [{ name: 'bench', description: '' }],
+      {
+        inviteOnly: false,
+        isWebPublic: false,
+        historyPublicToSubscribers: true,
+        messageRetentionDays: undefined,
+        topicsPolicy: 'inherit',
+        isDefaultStream: false,
+        groups: {},
+      },
+    );
+    await doAddSubscriptions(
+      ctx,
+      realm,
+      [owner, ...members].map((user) => ({ user, stream: stream! })),
+      owner.id,
+      { notifySubscribers: false },
+    );
+  });
+
+  const stack = await startStack({
+    databaseUrl: services.databaseUrl,
+    redisUrl: redisUrl.toString(),
+    apiReplicas: 1,
+    eventsReplicas: 1,
+  });
+  const host = `${subdomain}.localhost:9991`;
+  const apiBase = `http://127.0.0.1:${stack.api[0]!.port}`;
+  const eventsBase = `http://127.0.0.1:${stack.events[0]!.port}`;
+  const call = async (
+    base: string,
+    user: User,
+    method: string,
+    path: string,
+    form?: Record<string, string>,
+  ) => {
+    const answer = await requestJson(base, { host, user, method, path, form, agent });
+    if (!answer.body)
+      throw new Error(`${method} ${path}: ${answer.status} ${answer.raw.slice(0, 200)}`);
+    return answer.body;
+  };
+  try {
+    await new Promise((r) => setTimeout(r, 1500));
+    const sentAt = new Map<number, bigint>();
+    const delays: number[] = [];
+    let stopping = false;
+    const pollers = members.slice(0, POLLERS).map(async (user) => {
+      const registered = await call(apiBase, user, 'POST', '/api/v1/register', {
+        event_types: '["message"]',
+      });
+      let last = registered.last_event_id as number;
+      const queueId = encodeURIComponent(registered.queue_id as string);
+      let seen = 0;
+      while (!stopping && seen < MESSAGES) {
+        const answer = await call(
+          eventsBase,
+          user,
+          'GET',
+          `/api/v1/events?queue_id=${queueId}&last_event_id=${last}`,
+        );
+        const received = process.hrtime.bigint();
+        for (const event of answer.events as {
+          id: number;
+          type: string;
+          message?: { id: number };
+        }[]) {
+          last = event.id;
+          if (event.type !== 'message') continue;
+          seen += 1;
+          const sent = sentAt.get(event.message!.id);
+          if (sent !== undefined) delays.push(Number(received - sent) / 1e6);
+        }
+      }
+    });
+    await new Promise((r) => setTimeout(r, 500));
+    const posts: number[] = [];
+    const started = process.hrtime.bigint();
+    for (let i = 0; i < MESSAGES; i++) {
+      const before = process.hrtime.bigint();
+      const answer = await call(apiBase, owner, 'POST', '/api/v1/messages', {
+        type: 'stream',
+        to: 'bench',
+        topic: 'load',
+        content: `message ${i} with some **Markdown** and a link https://example.com/${i}`,
+      });
+      const after = process.hrtime.bigint();
+      // The send time is the request's start: the event cannot precede it.
+      sentAt.set(answer.id as number, before);
+      posts.push(Number(after - before) / 1e6);
+    }
+    const elapsed = Number(process.hrtime.bigint() - started) / 1e9;
+    await Promise.race([Promise.all(pollers), new Promise((r) => setTimeout(r, 30_000))]);
+    stopping = true;
+    posts.sort((a, b) => a - b);
+    delays.sort((a, b) => a - b);
+    const load = loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ');
+    console.log(
+      `${MESSAGES} messages to a channel with ${SUBSCRIBERS + 1} subscribers, ${POLLERS} long-polling (${cpus().length} cores, load ${load})`,
+    );
+    console.log(
+      `  throughput      ${(MESSAGES / elapsed).toFixed(1)} messages/s (sequential sends)`,
+    );
+    console.log(
+      `  POST /messages  p50 ${percentile(posts, 50).toFixed(2)} ms   p99 ${percentile(posts, 99).toFixed(2)} ms`,
+    );
+    console.log(
+      `  send → event    p50 ${percentile(delays, 50).toFixed(2)} ms   p99 ${percentile(delays, 99).toFixed(2)} ms   (${delays.length} deliveries)`,
+    );
+  } finally {
+    await stack.stop();
+    agent.destroy();
+    await disconnectPrisma();
+    await services.stop();
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
