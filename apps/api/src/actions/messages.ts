@@ -230,13 +230,14 @@ export async function doSendMessage(
     },
   });
   const flags = await recipientFlags(tx, message, sender, userIds, rendered, options);
-  await tx.userMessage.createMany({
-    data: [...flags].map(([userId, userFlags]) => ({
-      userId,
-      messageId: message.id,
-      flags: flagsToBitmask(userFlags),
-    })),
-  });
+  // One INSERT … SELECT unnest(…) for every recipient's row: Prisma's createMany costs
+  // ~0.1 ms per row, which dominated sends to large channels.
+  const entries = [...flags];
+  await tx.$executeRaw`
+    INSERT INTO user_message (user_profile_id, message_id, flags)
+    SELECT u, ${message.id}, f
+    FROM unnest(${entries.map(([userId]) => userId)}::int[],
+                ${entries.map(([, userFlags]) => flagsToBitmask(userFlags).toString())}::bigint[]) AS t(u, f)`;
   if (addressee.kind === 'channel' && addressee.stream.firstMessageId === null)
     await tx.stream.update({
       where: { id: addressee.stream.id },
