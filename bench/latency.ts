@@ -1,21 +1,11 @@
 // Commit → event latency: how long after a change is sent does a parked long-poll return its
 // event? Measured directly against the replicas and through nginx. Not a test: run with
 // `pnpm bench` (needs PostgreSQL, Redis and nginx, found or started as for the tests).
-import { randomBytes } from 'node:crypto';
 import { Agent } from 'node:http';
 import { loadavg, cpus } from 'node:os';
-import { join } from 'node:path';
-import { resetConfig } from '@parley/config';
 import { disconnectPrisma, runAction, type User } from '@parley/db';
-import {
-  repoRoot,
-  requestJson,
-  resolveServices,
-  runMigrations,
-  startStack,
-} from '@parley/devservices';
-import { createRedis } from '@parley/events';
-import { doCreateOrganization } from '../apps/api/src/actions/realms';
+import { requestJson, startStack } from '@parley/devservices';
+import { createBenchOrganization, prepareBench } from './setup';
 import { checkCreateUser, doCreateUser } from '../apps/api/src/actions/users';
 
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 300);
@@ -85,35 +75,8 @@ async function measure(
 }
 
 async function main(): Promise<void> {
-  const services = await resolveServices({
-    stateDir: join(repoRoot(), '.parley', 'bench'),
-    databaseName: 'parley_bench',
-  });
-  const redisUrl = new URL(services.redisUrl);
-  redisUrl.pathname = '/11';
-  process.env.DATABASE_URL = services.databaseUrl;
-  process.env.REDIS_URL = redisUrl.toString();
-  process.env.LOG_LEVEL = 'warn';
-  resetConfig();
-  await runMigrations(services.databaseUrl);
-  const redis = createRedis(redisUrl.toString());
-  await redis.flushdb();
-  redis.disconnect();
-
-  const subdomain = `bench${randomBytes(4).toString('hex')}`;
-  const { realm, owner } = await runAction((ctx) =>
-    doCreateOrganization(
-      ctx,
-      {
-        name: 'Bench',
-        subdomain,
-        ownerEmail: `owner@${subdomain}.test`,
-        ownerFullName: 'Owner',
-        ownerPassword: null,
-      },
-      null,
-    ),
-  );
+  const services = await prepareBench();
+  const { realm, owner, subdomain } = await createBenchOrganization();
   const watcher = await runAction(async (ctx) =>
     doCreateUser(
       ctx,
@@ -129,7 +92,7 @@ async function main(): Promise<void> {
   );
   const stack = await startStack({
     databaseUrl: services.databaseUrl,
-    redisUrl: redisUrl.toString(),
+    redisUrl: services.redisUrl,
     apiReplicas: 1,
     eventsReplicas: 1,
   });

@@ -5,18 +5,9 @@
 import { randomBytes } from 'node:crypto';
 import { Agent } from 'node:http';
 import { cpus, loadavg } from 'node:os';
-import { join } from 'node:path';
-import { resetConfig } from '@parley/config';
 import { disconnectPrisma, getPrisma, RecipientType, runAction, type User } from '@parley/db';
-import {
-  repoRoot,
-  requestJson,
-  resolveServices,
-  runMigrations,
-  startStack,
-} from '@parley/devservices';
-import { createRedis } from '@parley/events';
-import { doCreateOrganization } from '../apps/api/src/actions/realms';
+import { requestJson, startStack } from '@parley/devservices';
+import { createBenchOrganization, prepareBench } from './setup';
 import { doCreateStreams } from '../apps/api/src/actions/streams';
 import { doAddSubscriptions } from '../apps/api/src/actions/subscriptions';
 
@@ -58,35 +49,8 @@ async function createMembers(realmId: number, subdomain: string): Promise<User[]
 }
 
 async function main(): Promise<void> {
-  const services = await resolveServices({
-    stateDir: join(repoRoot(), '.parley', 'bench'),
-    databaseName: 'parley_bench',
-  });
-  const redisUrl = new URL(services.redisUrl);
-  redisUrl.pathname = '/11';
-  process.env.DATABASE_URL = services.databaseUrl;
-  process.env.REDIS_URL = redisUrl.toString();
-  process.env.LOG_LEVEL = 'warn';
-  resetConfig();
-  await runMigrations(services.databaseUrl);
-  const redis = createRedis(redisUrl.toString());
-  await redis.flushdb();
-  redis.disconnect();
-
-  const subdomain = `bench${randomBytes(4).toString('hex')}`;
-  const { realm, owner } = await runAction((ctx) =>
-    doCreateOrganization(
-      ctx,
-      {
-        name: 'Bench',
-        subdomain,
-        ownerEmail: `owner@${subdomain}.test`,
-        ownerFullName: 'Owner',
-        ownerPassword: null,
-      },
-      null,
-    ),
-  );
+  const services = await prepareBench();
+  const { realm, owner, subdomain } = await createBenchOrganization();
   const members = await createMembers(realm.id, subdomain);
   await runAction(async (ctx) => {
     const [stream] = await doCreateStreams(
@@ -115,7 +79,7 @@ async function main(): Promise<void> {
 
   const stack = await startStack({
     databaseUrl: services.databaseUrl,
-    redisUrl: redisUrl.toString(),
+    redisUrl: services.redisUrl,
     apiReplicas: 1,
     eventsReplicas: 1,
   });

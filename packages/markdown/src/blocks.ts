@@ -4,6 +4,7 @@
 // inside as Markdown of their own.
 import type { MarkdownIt, Token } from 'markdown-it';
 import { renderMath } from './math';
+import { escapeHtml as escape } from './escape';
 
 /** Pygments display names for common fence languages (Zulip shows the lexer's name). */
 const LANGUAGE_NAMES: Record<string, string> = {
@@ -35,14 +36,6 @@ const LANGUAGE_NAMES: Record<string, string> = {
   typescript: 'TypeScript',
   yaml: 'YAML',
 };
-
-function escape(text: string): string {
-  return text
-    .replace(/&/g, '&amp;')
-    .replace(/</g, '&lt;')
-    .replace(/>/g, '&gt;')
-    .replace(/"/g, '&quot;');
-}
 
 /** Zulip's codehilite wrapper; trailing whitespace of each line is dropped. */
 export function codeBlock(code: string, language: string): string {

@@ -3,18 +3,11 @@
 // resolved from the caller's MentionData; unknown names stay as typed.
 import type { MarkdownIt, StateInline } from 'markdown-it';
 import type { MentionData } from './mentions';
+import { escapeHtml as escape } from './escape';
 
 /** The web app's hash encoding of a narrow component (Zulip's encodeHashComponent). */
 export function encodeHashComponent(text: string): string {
   return encodeURIComponent(text).replace(/\./g, '%2E').replace(/%/g, '.');
-}
-
-function escape(text: string): string {
-  return text
-    .replace(/&/g, '&amp;')
-    .replace(/</g, '&lt;')
-    .replace(/>/g, '&gt;')
-    .replace(/"/g, '&quot;');
 }
 
 export function channelLinkCandidates(content: string): Set<string> {

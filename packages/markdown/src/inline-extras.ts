@@ -1,14 +1,7 @@
 // Smaller Zulip inline rules: global times (<time:…>), no underscore emphasis, links with
 // empty text showing their URL, and inline previews of linked images.
 import type { MarkdownIt, StateCore, StateInline } from 'markdown-it';
-
-function escape(text: string): string {
-  return text
-    .replace(/&/g, '&amp;')
-    .replace(/</g, '&lt;')
-    .replace(/>/g, '&gt;')
-    .replace(/"/g, '&quot;');
-}
+import { escapeHtml as escape } from './escape';
 
 /** A time Zulip's clients show in each reader's zone: an ISO date, a UNIX timestamp, or an
  * English date such as "Jun 5th 2017, 10:30PM" (taken as UTC). */

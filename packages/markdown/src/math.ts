@@ -2,10 +2,7 @@
 // is shown as typed, escaped, in a tex-error span.
 import katex from 'katex';
 import type { MarkdownIt, StateInline } from 'markdown-it';
-
-function escape(text: string): string {
-  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
-}
+import { escapeHtml as escape } from './escape';
 
 export function renderMath(tex: string, display: boolean): string {
   try {

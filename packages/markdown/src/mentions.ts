@@ -4,6 +4,7 @@
 //   @*group*  @_*group* (silent)
 // Unknown names stay as typed.
 import type { MarkdownIt, StateInline } from 'markdown-it';
+import { escapeHtml as escape } from './escape';
 
 export interface MentionUser {
   id: number;
@@ -128,13 +129,4 @@ function groupMention(name: string, silent: boolean, env: Env): string | null {
   if (!group) return null;
   if (!silent) env.mentions.groupIds.add(group.id);
   return `<span class="user-group-mention${silent ? ' silent' : ''}" data-user-group-id="${group.id}">${silent ? '' : '@'}${escape(group.name)}</span>`;
-}
-
-function escape(text: string): string {
-  return text
-    .replace(/&/g, '&amp;')
-    .replace(/</g, '&lt;')
-    .replace(/>/g, '&gt;')
-    .replace(/"/g, '&quot;')
-    .replace(/'/g, '&#39;');
 }

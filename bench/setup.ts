@@ -1,0 +1,55 @@
+// What every benchmark starts from: PostgreSQL and Redis (found or started as for the tests,
+// Redis database 11, flushed), migrations applied, and a fresh organization.
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { resetConfig } from '@parley/config';
+import { runAction, type Realm, type User } from '@parley/db';
+import { repoRoot, resolveServices, runMigrations } from '@parley/devservices';
+import { createRedis } from '@parley/events';
+import { doCreateOrganization } from '../apps/api/src/actions/realms';
+
+export interface Bench {
+  databaseUrl: string;
+  redisUrl: string;
+  stop: () => Promise<void>;
+}
+
+export async function prepareBench(): Promise<Bench> {
+  const services = await resolveServices({
+    stateDir: join(repoRoot(), '.parley', 'bench'),
+    databaseName: 'parley_bench',
+  });
+  const redisUrl = new URL(services.redisUrl);
+  redisUrl.pathname = '/11';
+  process.env.DATABASE_URL = services.databaseUrl;
+  process.env.REDIS_URL = redisUrl.toString();
+  process.env.LOG_LEVEL = 'warn';
+  resetConfig();
+  await runMigrations(services.databaseUrl);
+  const redis = createRedis(redisUrl.toString());
+  await redis.flushdb();
+  redis.disconnect();
+  return { databaseUrl: services.databaseUrl, redisUrl: redisUrl.toString(), stop: services.stop };
+}
+
+export async function createBenchOrganization(): Promise<{
+  realm: Realm;
+  owner: User;
+  subdomain: string;
+}> {
+  const subdomain = `bench${randomBytes(4).toString('hex')}`;
+  const { realm, owner } = await runAction((ctx) =>
+    doCreateOrganization(
+      ctx,
+      {
+        name: 'Bench',
+        subdomain,
+        ownerEmail: `owner@${subdomain}.test`,
+        ownerFullName: 'Owner',
+        ownerPassword: null,
+      },
+      null,
+    ),
+  );
+  return { realm, owner, subdomain };
+}
