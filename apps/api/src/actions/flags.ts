@@ -14,8 +14,8 @@ import {
 } from '@parley/db';
 import { JsonableError } from '@parley/errors';
 import { sendEventOnCommit } from '../lib/events';
-import { accessMessage, displayRecipients } from '../lib/messages';
-import { subscriptionOf } from '../lib/streams';
+import { canReadChannelHistory, displayRecipients, InvalidMessageError } from '../lib/messages';
+import { loadPermissions, subscriptionOf } from '../lib/streams';
 
 export const EDITABLE_FLAGS = ['read', 'starred', 'collapsed'] as const;
 export type EditableFlag = (typeof EDITABLE_FLAGS)[number];
@@ -50,11 +50,11 @@ export async function doUpdateMessageFlags(
   const held = new Set(rows.map((row) => row.messageId));
   // Messages the user may read but never received get a historical row (Zulip's
   // create_historical_user_messages); any other id is invalid.
-  const historical: number[] = [];
-  for (const id of ids.filter((m) => !held.has(m))) {
-    await accessMessage(user, id, tx);
-    historical.push(id);
-  }
+  const historical = await readableHistory(
+    tx,
+    user,
+    ids.filter((m) => !held.has(m)),
+  );
   if (historical.length > 0)
     await tx.userMessage.createMany({
       data: historical.map((messageId) => ({
@@ -73,6 +73,24 @@ export async function doUpdateMessageFlags(
   const changed = await applyFlag(tx, user.id, op, flag, target);
   await sendFlagsEvent(ctx, user, realm, op, flag, changed);
   return { messages: changed, ...(ignoredChannels ? { ignoredChannels } : {}) };
+}
+
+/** Messages the user never received but may read through channel history, checked per
+ * channel rather than per message; any other id makes the whole request invalid. */
+async function readableHistory(tx: Tx, user: User, ids: number[]): Promise<number[]> {
+  if (ids.length === 0) return [];
+  const messages = await tx.message.findMany({
+    where: { id: { in: ids }, realmId: user.realmId, isChannelMessage: true },
+    select: { id: true, recipientId: true },
+  });
+  if (messages.length !== ids.length) throw new InvalidMessageError();
+  const streams = await tx.stream.findMany({
+    where: { recipientId: { in: [...new Set(messages.map((m) => m.recipientId))] } },
+  });
+  const perms = await loadPermissions(user, tx);
+  for (const stream of streams)
+    if (!(await canReadChannelHistory(perms, stream, tx))) throw new InvalidMessageError();
+  return ids;
 }
 
 /** Sets or clears the flag on the user's rows; the ids whose flag actually changed. */
