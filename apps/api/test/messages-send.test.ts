@@ -434,3 +434,36 @@ describe('POST /messages/render and GET /messages/{id}', () => {
     );
   });
 });
+
+describe('wildcard mentions in large channels', () => {
+  it('lets only administrators notify more than 15 subscribers with @**all**', async () => {
+    const org = await createMessageOrg();
+    const crowd = [];
+    for (let i = 0; i < 14; i++) crowd.push(await createTestUser(org.realm, Role.MEMBER));
+    expectSuccess(
+      await as(org.member, org.host).post('/users/me/subscriptions', {
+        subscriptions: [{ name: 'crowd' }],
+        principals: [org.member.id, org.admin.id, ...crowd.map((u) => u.id)],
+      }),
+    );
+    const post = (user: User, content: string) =>
+      send(user, org.host, { type: 'stream', to: 'crowd', topic: 't', content });
+    expectError(
+      await post(org.member, 'hey @**all**'),
+      'You do not have permission to use channel wildcard mentions in this channel.',
+      400,
+      'STREAM_WILDCARD_MENTION_NOT_ALLOWED',
+    );
+    expectSuccess(await post(org.admin, 'hey @**all**'));
+    // Silent wildcards and small channels are fine.
+    expectSuccess(await post(org.member, 'hey @_**all**'));
+    expectSuccess(
+      await send(org.member, org.host, {
+        type: 'stream',
+        to: 'general',
+        topic: 't',
+        content: '@**all**',
+      }),
+    );
+  });
+});

@@ -235,6 +235,22 @@ export class StreamWithIDDoesNotExistError extends JsonableError {
   }
 }
 
+/** @**all** and friends in a large channel, by someone not allowed to notify that many. */
+export class StreamWildcardMentionNotAllowedError extends JsonableError {
+  override readonly code = 'STREAM_WILDCARD_MENTION_NOT_ALLOWED';
+  constructor() {
+    super('You do not have permission to use channel wildcard mentions in this channel.');
+  }
+}
+
+/** @**topic** in a topic with many participants, likewise. */
+export class TopicWildcardMentionNotAllowedError extends JsonableError {
+  override readonly code = 'TOPIC_WILDCARD_MENTION_NOT_ALLOWED';
+  constructor() {
+    super('You do not have permission to use topic wildcard mentions in this topic.');
+  }
+}
+
 /** A channel the user can read but not administer (rename, archive, settings). */
 export class CannotAdministerChannelError extends JsonableError {
   override readonly code = 'CANNOT_ADMINISTER_CHANNEL';

@@ -17,7 +17,9 @@ import {
 import {
   JsonableError,
   StreamDoesNotExistError,
+  StreamWildcardMentionNotAllowedError,
   StreamWithIDDoesNotExistError,
+  TopicWildcardMentionNotAllowedError,
 } from '@parley/errors';
 import type { Rendered } from '@parley/markdown';
 import { allPublicStreamsKey, getRedis } from '@parley/events';
@@ -230,6 +232,7 @@ export async function doSendMessage(
     },
   });
   const flags = await recipientFlags(tx, message, sender, userIds, rendered, options);
+  if (addressee.kind === 'channel') checkWildcardMention(sender, rendered, userIds, flags);
   // One INSERT … SELECT unnest(…) for every recipient's row: Prisma's createMany costs
   // ~0.1 ms per row, which dominated sends to large channels.
   const entries = [...flags];
@@ -309,6 +312,27 @@ async function directRecipients(
     skipDuplicates: true,
   });
   return { recipientId: recipient.id, userIds: ids };
+}
+
+/** Zulip's WILDCARD_MENTION_THRESHOLD: wildcards reaching more people than this need the
+ * organization's can_mention_many_users_group, administrators by default (not stored yet). */
+const WILDCARD_MENTION_THRESHOLD = 15;
+
+function checkWildcardMention(
+  sender: User,
+  rendered: Rendered,
+  recipients: number[],
+  flags: Map<number, UserMessageFlag[]>,
+): void {
+  if (sender.role <= 200) return;
+  const { wildcard } = rendered.mentions;
+  if (wildcard === 'channel' && recipients.length > WILDCARD_MENTION_THRESHOLD)
+    throw new StreamWildcardMentionNotAllowedError();
+  if (wildcard === 'topic') {
+    const reached = [...flags.values()].filter((f) => f.includes('topic_wildcard_mentioned'));
+    if (reached.length > WILDCARD_MENTION_THRESHOLD)
+      throw new TopicWildcardMentionNotAllowedError();
+  }
 }
 
 /** Each recipient's flags: read for the sender when sent by a person, is_private for direct
