@@ -22,7 +22,7 @@ import {
   accessStreamById,
   loadPermissions,
   metadataAudience,
-  subscriberIdsByStream,
+  subscribersOf,
   type Permissions,
 } from '../lib/streams';
 import { isAdmin, isModerator } from '../lib/users';
@@ -31,6 +31,7 @@ import {
   isMeMessage,
   type EditHistoryEntry,
 } from '../presenters/messages';
+import { streamUpdateEvent } from '../presenters/streams';
 import { checkContent, checkTopic, checkTopicPolicy } from './messages';
 
 export const PROPAGATE_MODES = ['change_one', 'change_later', 'change_all'] as const;
@@ -473,18 +474,10 @@ export async function doDeleteMessage(
       where: { id: stream.id },
       data: { firstMessageId: first?.id ?? null },
     });
-    const subscribers = (await subscriberIdsByStream([stream], tx)).get(stream.id) ?? [];
     sendEventOnCommit(
       ctx,
-      {
-        type: 'stream',
-        op: 'update',
-        stream_id: stream.id,
-        name: stream.name,
-        property: 'first_message_id',
-        value: first?.id ?? null,
-      },
-      await metadataAudience(stream, subscribers, tx),
+      streamUpdateEvent(stream, 'first_message_id', first?.id ?? null),
+      await metadataAudience(stream, await subscribersOf(stream, tx), tx),
     );
   }
 }

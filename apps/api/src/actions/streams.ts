@@ -22,7 +22,7 @@ import { checkGroupSetting, systemGroupIds, type GroupSettingValue } from '../li
 import {
   loadStreamDetails,
   metadataAudience,
-  subscriberIdsByStream,
+  subscribersOf,
   type Permissions,
 } from '../lib/streams';
 import { isAdmin, isOwner } from '../lib/users';
@@ -31,6 +31,7 @@ import {
   presentStream,
   STREAM_GROUP_SETTINGS,
   streamDeleteEvent,
+  streamUpdateEvent,
   streamPostPolicy,
   type StreamGroupSetting,
 } from '../presenters/streams';
@@ -302,7 +303,7 @@ async function updateStream(
 ): Promise<Stream> {
   const { tx } = ctx;
   await auditStream(ctx, stream, audit.eventType, audit.actingUserId, audit.extra);
-  const subscribers = (await subscriberIdsByStream([stream], tx)).get(stream.id) ?? [];
+  const subscribers = await subscribersOf(stream, tx);
   const before = new Set(await metadataAudience(stream, subscribers, tx));
   const updated = await tx.stream.update({ where: { id: stream.id }, data });
   const after = new Set(await metadataAudience(updated, subscribers, tx));
@@ -310,19 +311,7 @@ async function updateStream(
   const gained = [...after].filter((id) => !before.has(id));
   const kept = [...after].filter((id) => before.has(id));
   for (const { property, value, extra } of events) {
-    sendEventOnCommit(
-      ctx,
-      {
-        type: 'stream',
-        op: 'update',
-        stream_id: stream.id,
-        name: stream.name,
-        property,
-        value,
-        ...extra,
-      },
-      kept,
-    );
+    sendEventOnCommit(ctx, streamUpdateEvent(stream, property, value, extra), kept);
   }
   if (lost.length > 0) sendEventOnCommit(ctx, streamDeleteEvent([stream.id]), lost);
   if (gained.length > 0) {
@@ -637,7 +626,7 @@ export async function doArchiveStream(
   actingUserId: number,
 ): Promise<void> {
   const { tx } = ctx;
-  const subscribers = (await subscriberIdsByStream([stream], tx)).get(stream.id) ?? [];
+  const subscribers = await subscribersOf(stream, tx);
   const audience = await metadataAudience(stream, subscribers, tx);
   // Conditional, so of concurrent archivals exactly one succeeds and announces it.
   const archived = await tx.stream.updateMany({
@@ -660,7 +649,7 @@ export async function doUnarchiveStream(
   actingUserId: number,
 ): Promise<Stream> {
   const { tx } = ctx;
-  const subscribers = (await subscriberIdsByStream([stream], tx)).get(stream.id) ?? [];
+  const subscribers = await subscribersOf(stream, tx);
   // Subscriptions of deactivated users count here, as in Zulip.
   const anySubscriber = await tx.subscription.count({
     where: { recipientId: stream.recipientId!, active: true },
@@ -674,7 +663,8 @@ export async function doUnarchiveStream(
   if (unarchived.count === 0) throw new JsonableError('Channel is not currently deactivated');
   const updated = { ...stream, deactivated: false };
   await auditStream(ctx, stream, AuditLogEvent.CHANNEL_REACTIVATED, actingUserId);
-  sendArchivalEvents(ctx, updated, false, await metadataAudience(updated, subscribers, tx));
+  const audience = await metadataAudience(updated, subscribers, tx);
+  sendArchivalEvents(ctx, updated, false, audience);
   const details = await loadStreamDetails(stream.realmId, [updated], tx);
   sendEventOnCommit(
     ctx,
@@ -684,7 +674,7 @@ export async function doUnarchiveStream(
       streams: [presentStream(updated, details.context(updated))],
       internal_data: { archived_channels: false },
     },
-    await metadataAudience(updated, subscribers, tx),
+    audience,
   );
   return updated;
 }
@@ -697,15 +687,9 @@ function sendArchivalEvents(
 ): void {
   sendEventOnCommit(
     ctx,
-    {
-      type: 'stream',
-      op: 'update',
-      stream_id: stream.id,
-      name: stream.name,
-      property: 'is_archived',
-      value: archived,
+    streamUpdateEvent(stream, 'is_archived', archived, {
       internal_data: { archived_channels: true },
-    },
+    }),
     audience,
   );
   if (archived)

@@ -164,6 +164,11 @@ export async function subscriberIdsByStream(
   return result;
 }
 
+/** Active subscribers of one channel, ascending. */
+export async function subscribersOf(stream: Stream, db: Tx = getPrisma()): Promise<number[]> {
+  return (await subscriberIdsByStream([stream], db)).get(stream.id) ?? [];
+}
+
 /** Users who can see that the channel exists (Zulip's can_access_stream_metadata_user_ids):
  * its subscribers, plus everyone for web-public channels, everyone but guests for public
  * ones, and for private ones the organization's administrators and the (non-guest) members of

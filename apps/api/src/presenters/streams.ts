@@ -129,3 +129,21 @@ export function streamDeleteEvent(streamIds: number[]): {
     stream_ids: streamIds,
   };
 }
+
+/** The `stream` update event; `name` is the channel's name before the change. */
+export function streamUpdateEvent(
+  stream: Pick<Stream, 'id' | 'name'>,
+  property: string,
+  value: unknown,
+  extra: Record<string, unknown> = {},
+): { type: 'stream' } & Record<string, unknown> {
+  return {
+    type: 'stream',
+    op: 'update',
+    stream_id: stream.id,
+    name: stream.name,
+    property,
+    value,
+    ...extra,
+  };
+}
