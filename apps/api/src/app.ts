@@ -9,6 +9,7 @@ import { resolveRealm } from '@parley/auth';
 import { authRoutes } from './routes/auth';
 import { botRoutes } from './routes/bots';
 import { flagRoutes } from './routes/flags';
+import { linkifierRoutes } from './routes/linkifiers';
 import { messageRoutes } from './routes/messages';
 import { registerRoutes } from './routes/register';
 import { serverRoutes } from './routes/server';
@@ -41,6 +42,7 @@ export function apiRouter(): Router {
     streamRoutes,
     flagRoutes,
     messageRoutes,
+    linkifierRoutes,
   );
   return router;
 }

@@ -18,6 +18,14 @@ describe('eventForQueue', () => {
     expect(deliverOne(event, options())).toEqual(event);
   });
 
+  it('sends linkifiers only to clients that understand URL templates', () => {
+    const event = { type: 'realm_linkifiers', realm_linkifiers: [] };
+    expect(deliverOne(event, options())).toBeNull();
+    expect(
+      deliverOne(event, options({ client_capabilities: { linkifier_url_template: true } })),
+    ).toEqual(event);
+  });
+
   it('never passes internal_data on', () => {
     const event = {
       type: 'realm_user',

@@ -45,6 +45,13 @@ export function eventForQueue(
 
   if (internal.all_public_streams_only && !options.all_public_streams) return null;
 
+  // Zulip sends linkifiers only to clients that understand URL templates.
+  if (
+    visible.type === 'realm_linkifiers' &&
+    options.client_capabilities.linkifier_url_template !== true
+  )
+    return null;
+
   if (visible.type === 'message') {
     const message = visible.message as NarrowableMessage & Record<string, unknown>;
     const flags = Array.isArray(visible.flags) ? (visible.flags as string[]) : [];

@@ -1,8 +1,12 @@
 // Endpoints of both tiers: `userEndpoint` authenticates (HTTP Basic), then parses and runs the
 // handler like the shared `endpoint`; `realmEndpoint` needs only the Host's organization.
 import type { RequestHandler } from 'express';
-import type { Realm, User } from '@parley/db';
-import { HumanUsersOnlyError, InvalidSubdomainError } from '@parley/errors';
+import { Role, type Realm, type User } from '@parley/db';
+import {
+  HumanUsersOnlyError,
+  InvalidSubdomainError,
+  OrganizationAdministratorRequiredError,
+} from '@parley/errors';
 import {
   endpoint,
   type EndpointInput,
@@ -25,6 +29,8 @@ export interface UserEndpointInput<
 export interface UserEndpointOptions {
   /** Zulip's human_users_only: bots are refused. */
   humansOnly?: boolean;
+  /** Zulip's require_realm_admin: checked before the parameters. */
+  adminOnly?: boolean;
 }
 
 export function userEndpoint<P extends ParamShape = NoParams, Q extends ParamShape = NoParams>(
@@ -38,6 +44,8 @@ export function userEndpoint<P extends ParamShape = NoParams, Q extends ParamSha
   return async (req, res, next) => {
     const user = await authenticate(req, res);
     if (spec.humansOnly && user.isBot) throw new HumanUsersOnlyError();
+    if (spec.adminOnly && user.role > Role.ADMINISTRATOR)
+      throw new OrganizationAdministratorRequiredError();
     await inner(req, res, next);
   };
 }

@@ -18,4 +18,12 @@ export {
 export { isUniqueViolation } from './prisma-errors';
 export { idsByLowerEquals } from './lookup';
 export { Prisma } from '@prisma/client';
-export type { Realm, User, Stream, Subscription, Message, UserGroup } from '@prisma/client';
+export type {
+  Realm,
+  User,
+  Stream,
+  Subscription,
+  Message,
+  UserGroup,
+  Linkifier,
+} from '@prisma/client';

@@ -7,12 +7,22 @@ import { blocksPlugin } from './blocks';
 import { channelLinkPlugin } from './channels';
 import { emojiPlugin } from './emoji';
 import { inlineExtrasPlugin } from './inline-extras';
+import { linkifierPlugin } from './linkifiers';
 import { mathPlugin } from './math';
 import { mentionPlugin, type MentionData, type Mentions } from './mentions';
 
 export { mentionCandidates, type MentionCandidates, type MentionData } from './mentions';
 export { channelLinkCandidates } from './channels';
 export { emojiCodeForName, isEmojiCode } from './emoji';
+export {
+  checkLinkifier,
+  fillReverseTemplate,
+  matchWhole,
+  templateVariables,
+  topicLinks,
+  type Linkifier,
+  type TopicLink,
+} from './linkifiers';
 
 export interface Rendered {
   html: string;
@@ -32,6 +42,7 @@ md.use(blocksPlugin);
 md.use(mathPlugin);
 md.use(inlineExtrasPlugin);
 md.use(emojiPlugin);
+md.use(linkifierPlugin);
 // Zulip's strikethrough is <del>, not markdown-it's <s>.
 md.renderer.rules.s_open = () => '<del>';
 md.renderer.rules.s_close = () => '</del>';

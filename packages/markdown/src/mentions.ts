@@ -3,6 +3,7 @@
 //   @**all** @**everyone** @**channel** @**stream** (channel wildcard)  @**topic** (topic wildcard)
 //   @*group*  @_*group* (silent)
 // Unknown names stay as typed.
+import type { Linkifier } from './linkifiers';
 import type { MarkdownIt, StateInline } from 'markdown-it';
 import { escapeHtml as escape } from './escape';
 
@@ -24,6 +25,8 @@ export interface MentionData {
   groupsByName: Map<string, MentionGroup>;
   /** Channels that #**name** links may point at, keyed lower-case. */
   channelsByName?: Map<string, { id: number; name: string }>;
+  /** The organization's linkifiers, in their order. */
+  linkifiers?: Linkifier[];
 }
 
 export interface Mentions {

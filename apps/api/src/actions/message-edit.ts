@@ -14,7 +14,8 @@ import {
   type User,
 } from '@parley/db';
 import { JsonableError } from '@parley/errors';
-import type { Rendered } from '@parley/markdown';
+import { topicLinks, type Rendered } from '@parley/markdown';
+import { linkifiersForRealm } from '../lib/linkifiers';
 import { sendEventOnCommit } from '../lib/events';
 import { activeMemberIds } from '../lib/groups';
 import { flagNames, InvalidMessageError } from '../lib/messages';
@@ -356,7 +357,11 @@ async function sendUpdateEvents(
   if (stream) Object.assign(event, { stream_name: stream.name, stream_id: stream.id });
   if (edit.topic !== undefined || target) {
     Object.assign(event, { propagate_mode: edit.propagateMode, orig_subject: message.subject });
-    if (edit.topic !== undefined) Object.assign(event, { subject: edit.topic, topic_links: [] });
+    if (edit.topic !== undefined)
+      Object.assign(event, {
+        subject: edit.topic,
+        topic_links: topicLinks(edit.topic, await linkifiersForRealm(message.realmId, tx)),
+      });
     if (target) event.new_stream_id = target.id;
   }
   if (edit.content !== undefined && rendered)

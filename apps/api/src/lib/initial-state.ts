@@ -9,6 +9,7 @@ import { presentBot } from '../presenters/bots';
 import { renderDescription } from '../presenters/realm';
 import { presentUser } from '../presenters/users';
 import { applyChannelEvent, fetchChannelState, type ChannelStateOptions } from './channel-state';
+import { linkifierRows, presentLinkifier } from './linkifiers';
 import { loadProfileData } from './profile-fields';
 import { applyUnreadEvent, fetchUnreadMsgs, type UnreadState } from './unread';
 import { isAdmin, isGuest, isModerator } from './users';
@@ -25,6 +26,7 @@ export const STATE_TYPES = [
   'default_streams',
   'message',
   'update_message_flags',
+  'realm_linkifiers',
 ] as const;
 
 export const FIELD_TYPES = {
@@ -43,6 +45,8 @@ type State = Record<string, unknown>;
 export interface StateOptions extends ChannelStateOptions {
   clientGravatar: boolean;
   userSettingsObject: boolean;
+  /** The linkifier_url_template capability: without it realm_linkifiers is always []. */
+  linkifierUrlTemplate: boolean;
 }
 
 /** Values every registration returns, whatever it fetches. */
@@ -188,6 +192,10 @@ export async function fetchInitialState(
     });
     state.max_message_id = newest._max.messageId ?? -1;
   }
+  if (types.has('realm_linkifiers'))
+    state.realm_linkifiers = options.linkifierUrlTemplate
+      ? (await linkifierRows(realm.id)).map(presentLinkifier)
+      : [];
   // Zulip sends unread_msgs to clients that follow both messages and their flags.
   if (types.has('message') && types.has('update_message_flags'))
     state.unread_msgs = await fetchUnreadMsgs(user);
@@ -240,6 +248,10 @@ export function applyEvent(
     case 'stream':
     case 'default_streams':
       return applyChannelEvent(state, event, options);
+    case 'realm_linkifiers':
+      if (state.realm_linkifiers && options.linkifierUrlTemplate)
+        state.realm_linkifiers = event.realm_linkifiers;
+      return;
     default:
       return;
   }

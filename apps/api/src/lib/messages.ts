@@ -11,11 +11,13 @@ import {
   type User,
 } from '@parley/db';
 import { JsonableError } from '@parley/errors';
+import { topicLinks } from '@parley/markdown';
 import {
   presentMessage,
   type DisplayRecipient,
   type DisplayRecipientUser,
 } from '../presenters/messages';
+import { linkifiersForRealm } from './linkifiers';
 import { hasContentAccess, loadPermissions, subscriptionOf, type Permissions } from './streams';
 import { canSeeDeliveryEmail, dummyEmail } from './users';
 
@@ -120,6 +122,7 @@ export async function presentMessages(
     where: { messageId: { in: messages.map((m) => m.id) } },
     orderBy: { id: 'asc' },
   });
+  const linkifiers = await linkifiersForRealm(realm.id, db);
   return rows.map(({ message, flags }) => {
     const sender = senders.get(message.senderId)!;
     const recipient = displayFor(message);
@@ -131,6 +134,7 @@ export async function presentMessages(
       recipientId: recipient.recipientId,
       flags: flagNames(flags),
       ...options,
+      topicLinks: topicLinks(message.subject, linkifiers),
       editHistoryPolicy: realm.editHistoryVisibilityPolicy,
       reactions: reactions
         .filter((r) => r.messageId === message.id)
@@ -277,6 +281,7 @@ export async function presentMessagesForEvent(
   const displayByViewer = new Map<number, RecipientDisplay>();
   // A channel's name is the same for everyone; direct-message participants are few, and their
   // addresses depend on who looks.
+  const links = topicLinks(message.subject, await linkifiersForRealm(realm.id, db));
   const shared = message.isChannelMessage
     ? (await displayRecipients(viewers[0] ?? sender, realm, [message], db))(message)
     : null;
@@ -304,6 +309,7 @@ export async function presentMessagesForEvent(
           clientGravatar: false,
           allowEmptyTopicName: true,
           editHistoryPolicy: realm.editHistoryVisibilityPolicy,
+          topicLinks: links,
         }),
         avatarGravatar: visible && sender.avatarSource === 'G',
         key,

@@ -8,6 +8,7 @@ import {
   type MentionData,
   type Rendered,
 } from '@parley/markdown';
+import { linkifiersForRealm } from './linkifiers';
 
 export async function renderContent(
   realmId: number,
@@ -56,6 +57,7 @@ export async function loadMentionData(
     for (const group of groups)
       data.groupsByName.set(group.name!.toLowerCase(), { id: group.id, name: group.name! });
   }
+  data.linkifiers = await linkifiersForRealm(realmId, db);
   const channelNames = channelLinkCandidates(content);
   if (channelNames.size > 0) {
     // Only channels anyone in the organization may know of are linked: a link must not

@@ -2,6 +2,7 @@
 // group of viewers with the same flags and email visibility) sees it. Pure: callers load the
 // sender, the recipient's display form and the flags first.
 import type { Message, Realm, User } from '@parley/db';
+import type { TopicLink } from '@parley/markdown';
 import { dummyEmail } from '../lib/users';
 import { avatarUrl } from './users';
 
@@ -46,6 +47,8 @@ export interface MessageView {
   editHistoryPolicy: number;
   /** Reactions, oldest first (spec 2.9); none for a new message. */
   reactions?: PresentedReaction[];
+  /** Links the organization's linkifiers and plain URLs make of the topic. */
+  topicLinks: TopicLink[];
 }
 
 export interface PresentedReaction {
@@ -75,7 +78,7 @@ export function presentMessage(
     timestamp: Math.floor(message.dateSent.getTime() / 1000),
     client: message.sendingClient,
     subject,
-    topic_links: [],
+    topic_links: isChannel ? view.topicLinks : [],
     is_me_message: isMeMessage(message.content),
     reactions: view.reactions ?? [],
     submessages: [],

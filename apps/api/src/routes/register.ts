@@ -38,6 +38,7 @@ defineRoute(registerRoutes, '/register', {
         userSettingsObject: options.client_capabilities.user_settings_object === true,
         includeSubscribers: params.include_subscribers !== false,
         archivedChannels: options.client_capabilities.archived_channels === true,
+        linkifierUrlTemplate: options.client_capabilities.linkifier_url_template === true,
         peers: new Map<number, Set<number>>(),
       };
       const state = await fetchInitialState(user, realm, new Set(fetchTypes), stateOptions);
