@@ -1,4 +1,8 @@
-// Runs in every test worker before the tests: the services global-setup.ts found, and quiet
-// logs.
+// Runs in every test worker before the tests: the services global-setup.ts found, quiet logs,
+// and uploads in a scratch directory, never in the checkout.
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
 process.env.NODE_ENV = 'test';
 process.env.LOG_LEVEL ??= 'error';
+process.env.LOCAL_UPLOADS_DIR ??= join(tmpdir(), 'parley-test-uploads');

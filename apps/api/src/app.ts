@@ -16,6 +16,7 @@ import { serverRoutes } from './routes/server';
 import { settingsRoutes } from './routes/settings';
 import { streamRoutes } from './routes/streams';
 import { subscriptionRoutes } from './routes/subscriptions';
+import { uploadFileRoutes, uploadRoutes } from './routes/uploads';
 import { userRoutes } from './routes/users';
 
 export interface ApiAppOptions {
@@ -29,7 +30,11 @@ export interface ApiAppOptions {
 export function apiRouter(): Router {
   const config = getConfig();
   const router = Router();
-  router.use(bodyParsers(config.MAX_REQUEST_BODY_MIB * 1024 * 1024));
+  router.use(
+    bodyParsers(config.MAX_REQUEST_BODY_MIB * 1024 * 1024, {
+      maxFileBytes: config.MAX_FILE_UPLOAD_SIZE_MIB * 1024 * 1024,
+    }),
+  );
   router.use(resolveRealm);
   router.use(
     serverRoutes,
@@ -43,6 +48,7 @@ export function apiRouter(): Router {
     flagRoutes,
     messageRoutes,
     linkifierRoutes,
+    uploadRoutes,
   );
   return router;
 }
@@ -60,6 +66,7 @@ export function createApp(options: ApiAppOptions = {}): express.Express {
   );
   for (const router of options.mount ?? []) app.use('/api/v1', router);
   app.use('/api/v1', apiRouter());
+  app.use(uploadFileRoutes());
   app.use(notFound);
   app.use(errorHandler);
   return app;

@@ -43,6 +43,9 @@ const schema = z.object({
   /** Largest request body accepted (Zulip: DATA_UPLOAD_MAX_MEMORY_SIZE, 25 MiB). */
   MAX_REQUEST_BODY_MIB: z.coerce.number().positive().max(1024).default(25),
   MAX_FILE_UPLOAD_SIZE_MIB: z.coerce.number().int().positive().max(10240).default(25),
+  /** Where uploaded files live (Zulip's LOCAL_UPLOADS_DIR). Every API replica must see the
+   * same directory: a shared volume in docker-compose.yml. */
+  LOCAL_UPLOADS_DIR: z.string().min(1).default('.parley/uploads'),
   /** Trust X-Forwarded-* from the load balancer in front (nginx in infra/). */
   TRUST_PROXY: bool.default(false),
   PUSH_NOTIFICATIONS_ENABLED: bool.default(false),

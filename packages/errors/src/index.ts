@@ -205,6 +205,14 @@ export class ResourceNotFoundError extends JsonableError {
   override readonly httpStatus = 404;
 }
 
+/** An upload the user may not open (Zulip answers 403 for these). */
+export class FileAccessDeniedError extends JsonableError {
+  override readonly httpStatus = 403;
+  constructor() {
+    super('You are not authorized to view this file.');
+  }
+}
+
 // ---- Domain errors --------------------------------------------------------------------------
 
 export class CannotDeactivateLastUserError extends JsonableError {

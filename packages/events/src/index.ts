@@ -1,4 +1,11 @@
-export { allPublicStreamsKey, keys, rateLimitKeys, replicasKey, shardOf } from './keys';
+export {
+  allPublicStreamsKey,
+  keys,
+  rateLimitKeys,
+  replicasKey,
+  shardOf,
+  uploadTokenKey,
+} from './keys';
 export { publishNotification } from './publish';
 export { makeQueueId, parseQueueId } from './queue-id';
 export { queueOptionsFromParams, queueParams, type QueueParamValues } from './queue-params';

@@ -40,3 +40,7 @@ export const rateLimitKeys = {
   failedLogins: (realmId: number, username: string) =>
     `ratelimit:authenticate_by_username:${realmId}:${username.toLowerCase()}`,
 };
+
+/** A temporary download link for an upload (GET /user_uploads/{realm}/{path} in the API):
+ * the path id, expiring after a minute, valid on every API replica. */
+export const uploadTokenKey = (token: string) => `upload:temporary:${token}`;

@@ -7,7 +7,14 @@ import Transport from 'winston-transport';
 import { z } from 'zod';
 import { createLogger, setLogger } from '@parley/logger';
 import { endpoint } from './endpoint';
-import { bodyParsers, defineRoute, errorHandler, notFound, requestContext } from './middleware';
+import {
+  bodyParsers,
+  defineRoute,
+  errorHandler,
+  notFound,
+  requestContext,
+  type UploadLimits,
+} from './middleware';
 import { p } from './params';
 
 class Capture extends Transport {
@@ -20,7 +27,7 @@ class Capture extends Transport {
 
 const capture = new Capture();
 
-function buildApp(limitBytes = 64 * 1024): express.Express {
+function buildApp(limitBytes = 64 * 1024, uploads?: UploadLimits): express.Express {
   const router = Router();
   const echo = endpoint(
     {
@@ -43,7 +50,7 @@ function buildApp(limitBytes = 64 * 1024): express.Express {
   const app = express();
   app.set('query parser', 'simple');
   app.use(requestContext());
-  app.use('/api/v1', bodyParsers(limitBytes), router);
+  app.use('/api/v1', bodyParsers(limitBytes, uploads), router);
   app.use(notFound);
   app.use(errorHandler);
   return app;
@@ -218,6 +225,25 @@ describe('bad input answers with a 4xx JSON envelope', () => {
     const multipart = await request(small).post('/api/v1/items/7').field('name', 'x'.repeat(4096));
     expect(multipart.status).toBe(413);
     expect(multipart.body.result).toBe('error');
+  });
+
+  it('refuses files over the upload limit and more than two file parts', async () => {
+    const uploads = buildApp(1024 * 1024, { maxFileBytes: 1024 * 1024 });
+    const big = await request(uploads)
+      .post('/api/v1/items/7')
+      .attach('file', Buffer.alloc(1024 * 1024 + 1), 'big.bin');
+    expect(big.status).toBe(400);
+    expect(big.body).toEqual({
+      result: 'error',
+      msg: 'Uploaded file is larger than the allowed limit of 1 MiB',
+      code: 'BAD_REQUEST',
+    });
+    const three = await request(uploads)
+      .post('/api/v1/items/7')
+      .attach('a', Buffer.from('a'), 'a.txt')
+      .attach('b', Buffer.from('b'), 'b.txt')
+      .attach('c', Buffer.from('c'), 'c.txt');
+    expect(three.body.msg).toBe('You may only upload one file at a time');
   });
 
   it('rejects file parts where no upload is expected', async () => {

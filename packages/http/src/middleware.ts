@@ -54,16 +54,43 @@ export function requestContext(): RequestHandler {
 
 /** Parses urlencoded, multipart and JSON bodies for every method (zulip-js posts multipart;
  * PATCH and DELETE bodies count too, as in Zulip's process_as_post). */
-export function bodyParsers(limitBytes: number): RequestHandler[] {
+export interface UploadLimits {
+  /** Largest file part accepted; 0 refuses files (the events tier takes none). */
+  maxFileBytes: number;
+}
+
+/** One file is what every upload endpoint takes; a second is parsed only so the endpoint can
+ * say "one file at a time" (a third fails in the parser with the same message). */
+export const MAX_FILE_PARTS = 2;
+
+export function bodyParsers(
+  limitBytes: number,
+  uploads: UploadLimits = { maxFileBytes: 0 },
+): RequestHandler[] {
+  const files = uploads.maxFileBytes > 0 ? MAX_FILE_PARTS : 0;
+  // Files stay in memory: they are bounded by maxFileBytes and go straight to storage.
   const fields = multer({
-    limits: { fieldSize: limitBytes, fields: 1000, files: 0, parts: 1000 },
-  }).none();
+    storage: multer.memoryStorage(),
+    limits: {
+      fieldSize: limitBytes,
+      fields: 1000,
+      files,
+      fileSize: Math.max(uploads.maxFileBytes, 1),
+      parts: 1000 + files,
+    },
+  }).any();
   return [
     express.urlencoded({ extended: false, limit: limitBytes, parameterLimit: 1000 }),
     express.json({ limit: limitBytes, strict: false }),
     (req, res, next) => {
       if (!req.is('multipart/form-data')) return next();
       fields(req, res, (err?: unknown) => {
+        if (err instanceof multer.MulterError && err.code === 'LIMIT_FILE_SIZE') {
+          const mib = Math.round((uploads.maxFileBytes / 1024 / 1024) * 100) / 100;
+          return next(
+            new JsonableError(`Uploaded file is larger than the allowed limit of ${mib} MiB`),
+          );
+        }
         if (err === undefined || err instanceof multer.MulterError) return next(err);
         // busboy's own failures (truncated body, missing boundary) are the client's.
         next(new ApiParamValidationError('Malformed multipart body'));
@@ -130,9 +157,15 @@ export const errorHandler: ErrorRequestHandler = (err: unknown, _req, res, _next
 function toJsonableError(err: unknown): JsonableError | undefined {
   if (err instanceof JsonableError) return err;
   if (err instanceof multer.MulterError) {
-    return err.code === 'LIMIT_FIELD_VALUE'
-      ? new PayloadTooLargeError()
-      : new ApiParamValidationError(`Malformed multipart body: ${err.message}`);
+    switch (err.code) {
+      case 'LIMIT_FIELD_VALUE':
+        return new PayloadTooLargeError();
+      case 'LIMIT_FILE_COUNT':
+      case 'LIMIT_UNEXPECTED_FILE':
+        return new JsonableError('You may only upload one file at a time');
+      default:
+        return new ApiParamValidationError(`Malformed multipart body: ${err.message}`);
+    }
   }
   const httpError = err as HttpErrorLike | null;
   const status = httpError?.status ?? httpError?.statusCode;

@@ -1,7 +1,8 @@
 // Smaller Zulip inline rules: global times (<time:…>), no underscore emphasis, links with
-// empty text showing their URL, and inline previews of linked images.
+// empty text showing their URL, and inline previews of linked images and uploaded images.
 import type { MarkdownIt, StateCore, StateInline } from 'markdown-it';
 import { escapeHtml as escape } from './escape';
+import type { UploadedImage } from './mentions';
 
 /** A time Zulip's clients show in each reader's zone: an ISO date, a UNIX timestamp, or an
  * English date such as "Jun 5th 2017, 10:30PM" (taken as UTC). */
@@ -54,6 +55,32 @@ function imagePreview(href: string, title: string | null): string {
   );
 }
 
+const UPLOAD_PREFIX = '/user_uploads/';
+
+/** Zulip's preview of an uploaded image: both the link and the image are the original file
+ * (Parley makes no thumbnails), with its dimensions and type for the client's layout. */
+function uploadPreview(href: string, title: string | null, image: UploadedImage): string {
+  const titleAttribute = title ? ` title="${escape(title)}"` : '';
+  return (
+    `<div class="message_inline_image"><a href="${escape(href)}"${titleAttribute}>` +
+    `<img data-original-content-type="${escape(image.contentType)}" ` +
+    `data-original-dimensions="${image.width}x${image.height}" src="${escape(href)}"></a></div>`
+  );
+}
+
+function uploadedImage(href: string, env: unknown): UploadedImage | undefined {
+  if (!href.startsWith(UPLOAD_PREFIX)) return undefined;
+  const uploads = (env as { mentionData?: { uploads?: Map<string, UploadedImage> } }).mentionData
+    ?.uploads;
+  let pathId = href.slice(UPLOAD_PREFIX.length);
+  try {
+    pathId = decodeURIComponent(pathId);
+  } catch {
+    return undefined;
+  }
+  return uploads?.get(pathId);
+}
+
 function isImage(href: string): boolean {
   try {
     const url = new URL(href);
@@ -84,8 +111,10 @@ function linksRule(state: StateCore): void {
         token.content = href;
         children.splice(j + 1, close - j - 1, token);
       }
-      if (isImage(href))
-        previews.push(imagePreview(href, text.trim() !== '' && text !== href ? text : null));
+      const title = text.trim() !== '' && text !== href ? text : null;
+      const upload = uploadedImage(href, state.env);
+      if (upload) previews.push(uploadPreview(href, title, upload));
+      else if (isImage(href)) previews.push(imagePreview(href, title));
     }
     if (previews.length === 0) continue;
     const paragraphClose = tokens[i + 1];

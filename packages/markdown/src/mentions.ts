@@ -27,6 +27,14 @@ export interface MentionData {
   channelsByName?: Map<string, { id: number; name: string }>;
   /** The organization's linkifiers, in their order. */
   linkifiers?: Linkifier[];
+  /** Uploaded images the content links to, by path id (what follows /user_uploads/). */
+  uploads?: Map<string, UploadedImage>;
+}
+
+export interface UploadedImage {
+  contentType: string;
+  width: number;
+  height: number;
 }
 
 export interface Mentions {

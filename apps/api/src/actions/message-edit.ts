@@ -34,6 +34,7 @@ import {
 } from '../presenters/messages';
 import { streamUpdateEvent } from '../presenters/streams';
 import { checkContent, checkTopic, checkTopicPolicy } from './messages';
+import { doUpdateAttachmentLinks } from './uploads';
 
 export const PROPAGATE_MODES = ['change_one', 'change_later', 'change_all'] as const;
 export type PropagateMode = (typeof PROPAGATE_MODES)[number];
@@ -217,6 +218,7 @@ export async function doUpdateMessage(
               content: edit.content,
               renderedContent: rendered!.html,
               hasLink: /<a /.test(rendered!.html),
+              hasImage: /<img /.test(rendered!.html),
             }
           : {}),
         ...(edit.topic !== undefined ? { subject: edit.topic } : {}),
@@ -228,7 +230,19 @@ export async function doUpdateMessage(
   if (others.length > 0) await moveAlong(tx, user, others, edit, { now, timestamp, moved });
   const ids = [message.id, ...others].sort((a, b) => a - b);
 
-  if (edit.content !== undefined && rendered) await updateMentionFlags(tx, message, rendered);
+  if (edit.content !== undefined && rendered) {
+    await updateMentionFlags(tx, message, rendered);
+    const channel = target ?? stream;
+    const hasAttachment = await doUpdateAttachmentLinks(
+      ctx,
+      user,
+      message,
+      edit.content,
+      channel !== null && !channel.inviteOnly,
+    );
+    if (hasAttachment !== message.hasAttachment)
+      await tx.message.update({ where: { id: message.id }, data: { hasAttachment } });
+  }
   const lostAccess = target ? await moveUserMessages(tx, ids, target) : [];
   await sendUpdateEvents(ctx, user, edit, rendered, ids, timestamp, lostAccess);
   return ids;

@@ -23,12 +23,14 @@ import {
 } from '@parley/errors';
 import type { Rendered } from '@parley/markdown';
 import { allPublicStreamsKey, getRedis } from '@parley/events';
+import { linkedPathIds } from '../lib/attachments';
 import { sendEventOnCommit } from '../lib/events';
 import { activeMemberIds } from '../lib/groups';
 import { apiFlags, presentMessagesForEvent } from '../lib/messages';
 import { loadPermissions, hasContentAccess, subscriptionOf } from '../lib/streams';
 import { accessUserByEmail, apiEmailFor } from '../lib/users';
 import { EMPTY_TOPIC_DISPLAY_NAME } from '../presenters/messages';
+import { doUpdateAttachmentLinks } from './uploads';
 
 export const MAX_MESSAGE_LENGTH = 10000;
 export const MAX_TOPIC_LENGTH = 60;
@@ -231,6 +233,13 @@ export async function doSendMessage(
       hasImage: /<img /.test(rendered.html),
     },
   });
+  if (linkedPathIds(content).length > 0) {
+    const inPublicChannel = addressee.kind === 'channel' && !addressee.stream.inviteOnly;
+    if (await doUpdateAttachmentLinks(ctx, sender, message, content, inPublicChannel))
+      message.hasAttachment = (
+        await tx.message.update({ where: { id: message.id }, data: { hasAttachment: true } })
+      ).hasAttachment;
+  }
   const flags = await recipientFlags(tx, message, sender, userIds, rendered, options);
   if (addressee.kind === 'channel') checkWildcardMention(sender, rendered, userIds, flags);
   // One INSERT … SELECT unnest(…) for every recipient's row: Prisma's createMany costs

@@ -8,6 +8,7 @@ import {
   type MentionData,
   type Rendered,
 } from '@parley/markdown';
+import { linkedPathIds } from './attachments';
 import { linkifiersForRealm } from './linkifiers';
 
 export async function renderContent(
@@ -58,6 +59,20 @@ export async function loadMentionData(
       data.groupsByName.set(group.name!.toLowerCase(), { id: group.id, name: group.name! });
   }
   data.linkifiers = await linkifiersForRealm(realmId, db);
+  const pathIds = linkedPathIds(content);
+  if (pathIds.length > 0) {
+    // Previews need only the image's size and type; opening it still needs access.
+    const images = await db.attachment.findMany({
+      where: { realmId, pathId: { in: pathIds }, width: { not: null }, height: { not: null } },
+      select: { pathId: true, contentType: true, width: true, height: true },
+    });
+    data.uploads = new Map(
+      images.map((image) => [
+        image.pathId,
+        { contentType: image.contentType!, width: image.width!, height: image.height! },
+      ]),
+    );
+  }
   const channelNames = channelLinkCandidates(content);
   if (channelNames.size > 0) {
     // Only channels anyone in the organization may know of are linked: a link must not

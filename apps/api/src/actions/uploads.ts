@@ -1,0 +1,134 @@
+// Uploads (spec 4.22, Zulip's upload_message_attachment and do_claim_attachments): files are
+// stored first, then recorded; a message that links an upload shares it with its readers.
+import { imageSize } from 'image-size';
+import type { ActionContext, Message, Realm, User } from '@parley/db';
+import { runAction } from '@parley/db';
+import { sendEventOnCommit } from '../lib/events';
+import {
+  canAccessAttachment,
+  linkedPathIds,
+  newPathId,
+  presentAttachment,
+  sanitizeFileName,
+  uploadSpaceUsed,
+  type Attachment,
+} from '../lib/attachments';
+import { removeUpload, storeUpload } from '../lib/upload-store';
+
+export interface UploadedFile {
+  originalname: string;
+  mimetype: string;
+  buffer: Buffer;
+  size: number;
+}
+
+// Only these are previewed inline; anything else is a plain link.
+const PREVIEWABLE = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp', 'image/bmp']);
+
+/** Size and real content type of a previewable image, or null. */
+function inspectImage(
+  file: UploadedFile,
+): { width: number; height: number; contentType: string } | null {
+  try {
+    const size = imageSize(file.buffer);
+    const contentType = size.type === 'jpg' ? 'image/jpeg' : `image/${size.type}`;
+    if (!PREVIEWABLE.has(contentType) || !size.width || !size.height) return null;
+    return { width: size.width, height: size.height, contentType };
+  } catch {
+    return null;
+  }
+}
+
+export async function doUploadFile(
+  user: User,
+  realm: Realm,
+  file: UploadedFile,
+): Promise<Attachment> {
+  const fileName = sanitizeFileName(file.originalname);
+  const pathId = newPathId(realm.id, fileName);
+  const image = inspectImage(file);
+  // The content type decides how the file is served: an image's comes from its bytes, and a
+  // claimed image type that is not one is not believed.
+  const claimed = file.mimetype || 'application/octet-stream';
+  const contentType =
+    image?.contentType ?? (claimed.startsWith('image/') ? 'application/octet-stream' : claimed);
+  await storeUpload(pathId, file.buffer);
+  try {
+    return await runAction(async (ctx) => {
+      const attachment = await ctx.tx.attachment.create({
+        data: {
+          realmId: realm.id,
+          ownerId: user.id,
+          fileName,
+          pathId,
+          size: file.size,
+          contentType,
+          width: image?.width ?? null,
+          height: image?.height ?? null,
+        },
+      });
+      await sendAttachmentEvent(ctx, 'add', attachment);
+      return attachment;
+    });
+  } catch (error) {
+    await removeUpload(pathId);
+    throw error;
+  }
+}
+
+async function sendAttachmentEvent(
+  ctx: ActionContext,
+  op: 'add' | 'update',
+  attachment: Attachment,
+): Promise<void> {
+  sendEventOnCommit(
+    ctx,
+    {
+      type: 'attachment',
+      op,
+      attachment: await presentAttachment(attachment, ctx.tx),
+      upload_space_used: await uploadSpaceUsed(attachment.realmId, ctx.tx),
+    },
+    [attachment.ownerId],
+  );
+}
+
+/** Zulip's do_claim_attachments and check_attachment_reference_change: links the uploads
+ * `content` refers to that the sender may share (their own, or ones they can open), drops
+ * links the content no longer has, and marks uploads linked from a public channel as
+ * visible to the whole organization. Returns whether the message links any upload. */
+export async function doUpdateAttachmentLinks(
+  ctx: ActionContext,
+  sender: User,
+  message: Pick<Message, 'id'>,
+  content: string,
+  inPublicChannel: boolean,
+): Promise<boolean> {
+  const { tx } = ctx;
+  const pathIds = linkedPathIds(content);
+  await tx.attachmentMessage.deleteMany({
+    where: { messageId: message.id, attachment: { pathId: { notIn: pathIds } } },
+  });
+  if (pathIds.length === 0) return false;
+  const attachments = await tx.attachment.findMany({
+    where: { realmId: sender.realmId, pathId: { in: pathIds } },
+  });
+  let linked = false;
+  for (const attachment of attachments) {
+    if (!(await canAccessAttachment(sender, attachment, tx))) continue;
+    linked = true;
+    const created = await tx.attachmentMessage.createMany({
+      data: [{ attachmentId: attachment.id, messageId: message.id }],
+      skipDuplicates: true,
+    });
+    const updated =
+      inPublicChannel && !attachment.isRealmPublic
+        ? await tx.attachment.update({
+            where: { id: attachment.id },
+            data: { isRealmPublic: true },
+          })
+        : attachment;
+    if (created.count > 0) await sendAttachmentEvent(ctx, 'update', updated);
+  }
+  return linked;
+}

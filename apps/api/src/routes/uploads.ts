@@ -1,0 +1,100 @@
+// Uploads: POST /user_uploads (spec 4.22) and GET /user_uploads/{realm_id}/{path} (a
+// temporary URL) under /api/v1; and the file URLs themselves, /user_uploads/{path} with
+// HTTP Basic authentication (as Zulip serves them to API clients) and
+// /user_uploads/temporary/{token}/{name} for the temporary URLs.
+import { randomBytes } from 'node:crypto';
+import { Router, type Request, type Response } from 'express';
+import { authenticate, resolveRealm, userEndpoint } from '@parley/auth';
+import { getPrisma, type User } from '@parley/db';
+import { FileAccessDeniedError, JsonableError, ResourceNotFoundError } from '@parley/errors';
+import { getRedis, uploadTokenKey } from '@parley/events';
+import { defineRoute, p } from '@parley/http';
+import { doUploadFile, type UploadedFile } from '../actions/uploads';
+import { canAccessAttachment, type Attachment } from '../lib/attachments';
+import { uploadFilePath } from '../lib/upload-store';
+
+export const uploadRoutes = Router();
+
+defineRoute(uploadRoutes, '/user_uploads', {
+  POST: userEndpoint({}, async ({ user, realm, req }) => {
+    const files = (req.files as UploadedFile[] | undefined) ?? [];
+    if (files.length === 0) throw new JsonableError('You must specify a file to upload');
+    if (files.length > 1) throw new JsonableError('You may only upload one file at a time');
+    const attachment = await doUploadFile(user, realm, files[0]!);
+    const url = `/user_uploads/${attachment.pathId}`;
+    return { uri: url, url, filename: attachment.fileName };
+  }),
+});
+
+const TEMPORARY_URL_SECONDS = 60;
+const uploadPath = { realm_id: p.int({ min: 0 }), path: p.string({ maxLength: 1000 }) };
+
+// Express 5 gives the segments of a `*path` wildcard as an array; the endpoint helper wants
+// one string.
+function joinWildcard(req: Request): void {
+  const { path } = req.params as { path?: string | string[] };
+  if (Array.isArray(path)) (req.params as Record<string, string>).path = path.join('/');
+}
+
+/** Zulip's get-file-temporary-url: a link anyone may open for a minute. */
+defineRoute(uploadRoutes, '/user_uploads/:realm_id/*path', {
+  GET: async (req, res, next) => {
+    joinWildcard(req);
+    await userEndpoint({ path: uploadPath }, async ({ user, path }) => {
+      const attachment = await accessUpload(user, `${path.realm_id}/${path.path}`);
+      const token = randomBytes(24).toString('base64url');
+      await getRedis().set(uploadTokenKey(token), attachment.pathId, 'EX', TEMPORARY_URL_SECONDS);
+      return { url: `/user_uploads/temporary/${token}/${encodeURIComponent(attachment.fileName)}` };
+    })(req, res, next);
+  },
+});
+
+async function accessUpload(user: User, pathId: string): Promise<Attachment> {
+  const attachment = await getPrisma().attachment.findUnique({ where: { pathId } });
+  if (!attachment || attachment.realmId !== user.realmId)
+    throw new ResourceNotFoundError('File not found');
+  if (!(await canAccessAttachment(user, attachment))) throw new FileAccessDeniedError();
+  return attachment;
+}
+
+// Served in the page only when the browser cannot be made to run it.
+const INLINE_TYPES =
+  /^(?:image\/(?:png|jpeg|gif|webp|bmp)|audio\/|video\/|application\/pdf$|text\/plain$)/;
+
+function sendUpload(res: Response, attachment: Attachment): void {
+  const file = uploadFilePath(attachment.pathId);
+  if (!file) throw new ResourceNotFoundError('File not found');
+  const type = attachment.contentType ?? 'application/octet-stream';
+  const disposition = INLINE_TYPES.test(type) ? 'inline' : 'attachment';
+  res.sendFile(file, {
+    dotfiles: 'allow',
+    headers: {
+      'Content-Type': type,
+      'Content-Disposition': `${disposition}; filename*=UTF-8''${encodeURIComponent(attachment.fileName)}`,
+      'X-Content-Type-Options': 'nosniff',
+      'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'; sandbox",
+      'Cache-Control': 'private, max-age=86400',
+    },
+  });
+}
+
+/** The file URLs, outside /api/v1. */
+export function uploadFileRoutes(): Router {
+  const router = Router();
+  router.use('/user_uploads', resolveRealm);
+  router.get('/user_uploads/temporary/:token/:filename', async (req, res) => {
+    const pathId = await getRedis().get(uploadTokenKey(req.params.token));
+    const attachment = pathId
+      ? await getPrisma().attachment.findUnique({ where: { pathId } })
+      : null;
+    if (!attachment) throw new ResourceNotFoundError('File not found');
+    sendUpload(res, attachment);
+  });
+  router.get('/user_uploads/:realm_id/*path', async (req, res) => {
+    joinWildcard(req);
+    const user = await authenticate(req, res);
+    const pathId = `${req.params.realm_id}/${String(req.params.path)}`;
+    sendUpload(res, await accessUpload(user, pathId));
+  });
+  return router;
+}

@@ -1,0 +1,216 @@
+import request from 'supertest';
+import type { User } from '@parley/db';
+import { createMessageOrg, send, type MessageOrg } from './message-helpers';
+import { api, app, as, captureEvents, expectError, expectSuccess } from './helpers';
+
+/** The start of a PNG: signature and IHDR chunk, which is all image-size reads. */
+function png(width: number, height: number): Buffer {
+  const header = Buffer.alloc(25);
+  header.writeUInt32BE(13, 0);
+  header.write('IHDR', 4, 'ascii');
+  header.writeUInt32BE(width, 8);
+  header.writeUInt32BE(height, 12);
+  header.writeUInt8(8, 16);
+  header.writeUInt8(6, 17);
+  return Buffer.concat([Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]), header, Buffer.alloc(12)]);
+}
+
+describe('uploads', () => {
+  let org: MessageOrg;
+  beforeAll(async () => {
+    org = await createMessageOrg();
+  });
+
+  const upload = (user: User, name: string, data: Buffer) =>
+    api
+      .post(org.host, '/user_uploads')
+      .auth(user.deliveryEmail, user.apiKey)
+      .attach('filename', data, name);
+  const download = (user: User | null, url: string) => {
+    const test = request(app).get(url).set('Host', org.host);
+    return user ? test.auth(user.deliveryEmail, user.apiKey) : test;
+  };
+  const uploaded = async (user: User, name: string, data: Buffer) =>
+    expectSuccess(await upload(user, name, data)) as { url: string; uri: string; filename: string };
+
+  describe('POST /user_uploads', () => {
+    it('stores the file, answers url, uri and filename, and tells the uploader', async () => {
+      let result: { url: string; uri: string; filename: string } | undefined;
+      const published = await captureEvents(org.realm.id, async () => {
+        result = await uploaded(org.member, 'My Notes (final).txt', Buffer.from('hello'));
+      });
+      expect(result!.filename).toBe('My-Notes-final.txt');
+      expect(result!.url).toMatch(
+        new RegExp(`^/user_uploads/${org.realm.id}/[0-9a-f]{2}/[\\w-]{24}/My-Notes-final\\.txt$`),
+      );
+      expect(result!.uri).toBe(result!.url);
+      expect(published).toEqual([
+        {
+          event: {
+            type: 'attachment',
+            op: 'add',
+            attachment: expect.objectContaining({
+              name: 'My-Notes-final.txt',
+              path_id: result!.url.slice('/user_uploads/'.length),
+              size: 5,
+              messages: [],
+            }),
+            upload_space_used: expect.any(Number),
+          },
+          users: [org.member.id],
+        },
+      ]);
+      const file = await download(org.member, result!.url);
+      expect(file.status).toBe(200);
+      expect(file.text).toBe('hello');
+      expect(file.headers['x-content-type-options']).toBe('nosniff');
+    });
+
+    it('needs exactly one file', async () => {
+      expectError(
+        await as(org.member, org.host).post('/user_uploads', {}),
+        'You must specify a file to upload',
+      );
+      expectError(
+        await upload(org.member, 'a.txt', Buffer.from('a')).attach(
+          'second',
+          Buffer.from('b'),
+          'b.txt',
+        ),
+        'You may only upload one file at a time',
+      );
+    });
+  });
+
+  describe('opening uploads', () => {
+    it('is for the uploader until a message shares the file with its readers', async () => {
+      const { url } = await uploaded(org.member, 'plan.txt', Buffer.from('secret plan'));
+      expectError(await download(org.other, url), 'You are not authorized to view this file.', 403);
+      expectError(
+        await download(null, url),
+        'Missing authorization header for basic auth',
+        401,
+        'UNAUTHORIZED',
+      );
+
+      // Shared in the private channel: only its subscribers get it.
+      expectSuccess(
+        await send(org.member, org.host, {
+          type: 'stream',
+          to: 'secret',
+          topic: 't',
+          content: `[plan.txt](${url})`,
+        }),
+      );
+      expectError(await download(org.other, url), 'You are not authorized to view this file.', 403);
+
+      // Shared in a public channel: every member may open it, guests only if they received it.
+      const { url: publicUrl } = await uploaded(org.member, 'notes.txt', Buffer.from('notes'));
+      expectSuccess(
+        await send(org.member, org.host, {
+          type: 'stream',
+          to: 'general',
+          topic: 't',
+          content: `see [notes.txt](${publicUrl})`,
+        }),
+      );
+      expect((await download(org.other, publicUrl)).status).toBe(200);
+      expect((await download(org.guest, publicUrl)).status).toBe(200);
+      expect((await download(org.admin, publicUrl)).status).toBe(200);
+    });
+
+    it('gives a temporary URL that works without credentials', async () => {
+      const { url } = await uploaded(org.member, 'temp.txt', Buffer.from('temporary'));
+      const path = url.slice('/user_uploads/'.length);
+      const link = expectSuccess(await as(org.member, org.host).get(`/user_uploads/${path}`))
+        .url as string;
+      expect(link).toMatch(/^\/user_uploads\/temporary\/[\w-]+\/temp\.txt$/);
+      const file = await download(null, link);
+      expect(file.status).toBe(200);
+      expect(file.text).toBe('temporary');
+      expectError(
+        await as(org.other, org.host).get(`/user_uploads/${path}`),
+        'You are not authorized to view this file.',
+        403,
+      );
+      expectError(
+        await download(null, '/user_uploads/temporary/nope/temp.txt'),
+        'File not found',
+        404,
+      );
+    });
+
+    it('never leaves the uploads directory', async () => {
+      for (const url of [
+        `/user_uploads/${org.realm.id}/../../../../etc/passwd`,
+        `/user_uploads/${org.realm.id}/%2e%2e/%2e%2e/etc/passwd`,
+        `/user_uploads/${org.realm.id}/ab/none/missing.txt`,
+      ]) {
+        const res = await download(org.member, url);
+        expect(res.status).toBe(404);
+      }
+    });
+  });
+
+  describe('uploaded images in messages', () => {
+    it('get a preview with their dimensions, and the attachment records the message', async () => {
+      const { url } = await uploaded(org.member, 'cat.png', png(640, 480));
+      let id = 0;
+      const published = await captureEvents(org.realm.id, async () => {
+        id = expectSuccess(
+          await send(org.member, org.host, {
+            type: 'stream',
+            to: 'general',
+            topic: 'pets',
+            content: `[cat.png](${url})`,
+          }),
+        ).id as number;
+      });
+      const message = expectSuccess(await as(org.other, org.host).get(`/messages/${id}`))
+        .message as { content: string };
+      expect(message.content).toBe(
+        `<p><a href="${url}">cat.png</a></p>\n` +
+          `<div class="message_inline_image"><a href="${url}" title="cat.png">` +
+          `<img data-original-content-type="image/png" data-original-dimensions="640x480" ` +
+          `src="${url}"></a></div>`,
+      );
+      const update = published.find((p) => p.event.type === 'attachment')!;
+      expect(update.users).toEqual([org.member.id]);
+      expect(update.event).toEqual(
+        expect.objectContaining({
+          op: 'update',
+          attachment: expect.objectContaining({
+            messages: [{ id, date_sent: expect.any(Number) }],
+          }),
+        }),
+      );
+      const file = await download(org.other, url);
+      expect(file.status).toBe(200);
+      expect(file.headers['content-type']).toBe('image/png');
+      // has:attachment and has:image find it.
+      const found = expectSuccess(
+        await as(org.other, org.host).get('/messages', {
+          anchor: 'newest',
+          num_before: 5,
+          num_after: 0,
+          narrow: [
+            { operator: 'has', operand: 'attachment' },
+            { operator: 'has', operand: 'image' },
+          ],
+        }),
+      ).messages as { id: number }[];
+      expect(found.map((m) => m.id)).toContain(id);
+    });
+
+    it('are not previewed when the upload is not an image or another user’s private file', async () => {
+      const { url } = await uploaded(org.member, 'fake.png', Buffer.from('not an image'));
+      const rendered = expectSuccess(
+        await as(org.member, org.host).post('/messages/render', { content: `[fake.png](${url})` }),
+      ).rendered;
+      expect(rendered).toBe(`<p><a href="${url}">fake.png</a></p>`);
+      const file = await download(org.member, url);
+      expect(file.headers['content-type']).toBe('application/octet-stream');
+      expect(file.headers['content-disposition']).toMatch(/^attachment;/);
+    });
+  });
+});
