@@ -1,9 +1,10 @@
 // Zulip's block syntax on top of markdown-it: code blocks in Zulip's codehilite wrapper (with
 // the language's display name), and the special fences ```quote, ```spoiler <header> and
-// ```math. Fences are rendered from their raw content, so quotes and spoilers render their
-// inside as Markdown of their own.
+// ```math. Fences are found by Zulip's own rule (fences.ts) and rendered from their raw
+// content, so quotes and spoilers render their inside as Markdown of their own.
 import type { MarkdownIt, Token } from 'markdown-it';
-import { renderMath } from './math';
+import { fenceRule } from './fences';
+import { renderMathParagraphs } from './math';
 import { escapeHtml as escape } from './escape';
 
 /** Pygments display names for common fence languages (Zulip shows the lexer's name). */
@@ -37,12 +38,14 @@ const LANGUAGE_NAMES: Record<string, string> = {
   yaml: 'YAML',
 };
 
-/** Zulip's codehilite wrapper; trailing whitespace of each line is dropped. */
+/** Zulip's codehilite wrapper; trailing whitespace of each line and blank lines at either end
+ * are dropped (Pygments trims the code it is given). */
 export function codeBlock(code: string, language: string): string {
   const body = code
     .split('\n')
     .map((line) => line.replace(/\s+$/, ''))
     .join('\n')
+    .replace(/^\n+/, '')
     .replace(/\n*$/, '\n');
   const name = language === '' ? '' : (LANGUAGE_NAMES[language.toLowerCase()] ?? language);
   const attribute = name === '' ? '' : ` data-code-language="${escape(name)}"`;
@@ -50,14 +53,16 @@ export function codeBlock(code: string, language: string): string {
 }
 
 export function blocksPlugin(md: MarkdownIt): void {
+  md.block.ruler.at('fence', fenceRule, { alt: ['paragraph', 'reference', 'blockquote', 'list'] });
   md.renderer.rules.fence = (tokens, index, _options, env) => {
     const token = tokens[index]!;
-    const [kind = '', ...rest] = token.info.trim().split(/\s+/);
-    switch (kind.toLowerCase()) {
+    const language = token.info;
+    switch (language) {
       case 'quote':
+      case 'quoted':
         return `<blockquote>\n${md.render(token.content, env)}</blockquote>\n`;
       case 'spoiler': {
-        const header = rest.join(' ');
+        const header = (token.meta as { header: string }).header;
         const headerHtml = header === '' ? '' : md.render(header, env);
         return (
           `<div class="spoiler-block"><div class="spoiler-header">\n${headerHtml}` +
@@ -66,12 +71,9 @@ export function blocksPlugin(md: MarkdownIt): void {
         );
       }
       case 'math':
-      case 'latex':
-        return kind.toLowerCase() === 'math'
-          ? `<p>${renderMath(token.content.trim(), true)}</p>\n`
-          : codeBlock(token.content, kind);
+        return `<p>${renderMathParagraphs(token.content)}</p>\n`;
       default:
-        return codeBlock(token.content, kind);
+        return codeBlock(token.content, language);
     }
   };
   md.renderer.rules.code_block = (tokens: Token[], index: number) =>

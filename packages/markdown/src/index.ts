@@ -3,13 +3,19 @@
 // (Zulip's MentionData): `mentionCandidates` lists the names and ids the content refers to,
 // the caller looks them up, and `renderMarkdown` renders and reports who was mentioned.
 import MarkdownIt from 'markdown-it';
+import { bareLinksPlugin } from './bare-links';
 import { blocksPlugin } from './blocks';
 import { channelLinkPlugin } from './channels';
+import { codeSpansPlugin } from './code-spans';
 import { emojiPlugin } from './emoji';
 import { inlineExtrasPlugin } from './inline-extras';
+import { lineBreaksPlugin } from './line-breaks';
+import { listsPlugin } from './lists';
 import { linkifierPlugin } from './linkifiers';
 import { mathPlugin } from './math';
 import { mentionPlugin, type MentionData, type Mentions } from './mentions';
+import { paragraphsPlugin } from './paragraphs';
+import { quotesPlugin } from './quotes';
 
 export { mentionCandidates, type MentionCandidates, type MentionData } from './mentions';
 export { channelLinkCandidates } from './channels';
@@ -42,6 +48,12 @@ md.use(blocksPlugin);
 md.use(mathPlugin);
 md.use(inlineExtrasPlugin);
 md.use(emojiPlugin);
+md.use(listsPlugin);
+md.use(paragraphsPlugin);
+md.use(quotesPlugin);
+md.use(lineBreaksPlugin);
+md.use(codeSpansPlugin);
+md.use(bareLinksPlugin);
 md.use(linkifierPlugin);
 // Zulip's strikethrough is <del>, not markdown-it's <s>.
 md.renderer.rules.s_open = () => '<del>';

@@ -120,7 +120,8 @@ function linksRule(state: StateCore): void {
     const paragraphClose = tokens[i + 1];
     if (paragraphClose?.type === 'paragraph_close' && !paragraphClose.hidden) {
       const block = new state.Token('html_block', '', 0);
-      block.content = `${previews.join('')}\n`;
+      // Zulip adds previews after laying out the HTML: no newline follows them.
+      block.content = previews.join('');
       tokens.splice(i + 2, 0, block);
     } else {
       const html = new state.Token('html_inline', '', 0);

@@ -30,3 +30,17 @@ export function mathPlugin(md: MarkdownIt): void {
     return true;
   });
 }
+
+/** A ```math fence's content: like Zulip, each blank-line-separated part is typeset as its own
+ * display formula, from the lines as typed less their trailing whitespace. */
+export function renderMathParagraphs(content: string): string {
+  const text = content
+    .replace(/\n$/, '')
+    .split('\n')
+    .map((line) => line.trimEnd())
+    .join('\n');
+  return text
+    .split('\n\n')
+    .map((part) => renderMath(part, true))
+    .join('\n\n');
+}

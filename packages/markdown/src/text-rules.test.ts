@@ -1,0 +1,56 @@
+// Zulip's handling of line ends, code spans, bare URLs and empty quotes.
+import { renderMarkdown } from './index';
+
+const html = (content: string) => renderMarkdown(content).html;
+
+describe('line ends', () => {
+  it('keeps spaces at the end of a line and of a paragraph', () => {
+    expect(html('hello  \nworld  ')).toBe('<p>hello  <br>\nworld  </p>');
+  });
+
+  it('keeps the indentation of a continuation line', () => {
+    expect(html('top\n   indented')).toBe('<p>top<br>\n   indented</p>');
+  });
+
+  it('does not let emphasis, strong or strikethrough span lines', () => {
+    expect(html('*one\ntwo* **three\nfour** ~~five\nsix~~')).toBe(
+      '<p>*one<br>\ntwo* **three<br>\nfour** ~~five<br>\nsix~~</p>',
+    );
+    expect(html('**same line**')).toBe('<p><strong>same line</strong></p>');
+  });
+
+  it('strikes through only between runs of exactly two tildes', () => {
+    expect(html('~~~~gone~~~~ ~~yes~~')).toBe('<p>~~~~gone~~~~ <del>yes</del></p>');
+  });
+});
+
+describe('code spans', () => {
+  it('keeps padding spaces', () => {
+    expect(html('`` `tick` ``')).toBe('<p><code> `tick` </code></p>');
+  });
+
+  it('leaves an unmatched run of backticks as text', () => {
+    expect(html('a `` b ` c')).toBe('<p>a `` b ` c</p>');
+  });
+});
+
+describe('bare URLs', () => {
+  it('are linked after whitespace or an opening bracket, before closing punctuation', () => {
+    expect(html('(see https://example.org).')).toBe(
+      '<p>(see <a href="https://example.org">https://example.org</a>).</p>',
+    );
+  });
+
+  it('are not linked when glued to other text or markup', () => {
+    expect(html('href=https://example.org/a.js')).toBe('<p>href=https://example.org/a.js</p>');
+    expect(html('**https://example.org**')).toBe('<p><strong>https://example.org</strong></p>');
+  });
+});
+
+describe('block quotes', () => {
+  it('does not open a quote with nothing in it', () => {
+    expect(html('>')).toBe('<p>&gt;</p>');
+    expect(html('>>')).toBe('<blockquote>\n<p>&gt;</p>\n</blockquote>');
+    expect(html('line\n>')).toBe('<p>line<br>\n&gt;</p>');
+  });
+});
