@@ -34,9 +34,8 @@ function register(user: User, host: string, params: Record<string, unknown>) {
     .send(form(params));
 }
 
-/** Polls until `count` events pass `wanted`. A queue may also receive notifications published
- * just before it was registered (the fan-out had not reached them): tests that must ignore
- * those pass a filter. */
+/** Polls until `count` events pass `wanted` (tests pass a filter to skip events of other
+ * changes they are not about). */
 async function nextEvents(
   user: User,
   host: string,

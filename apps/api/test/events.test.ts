@@ -4,7 +4,7 @@ import { get as httpGet } from 'node:http';
 import request from 'supertest';
 import { getConfig } from '@parley/config';
 import { Role, runAction, type User } from '@parley/db';
-import { getRedis, publishNotification, QueueStore } from '@parley/events';
+import { defaultQueueOptions, getRedis, publishNotification, QueueStore } from '@parley/events';
 import { eventsRouter, startEventsService, type EventsService } from '@parley/events-app';
 import { doChangeFullName } from '../src/actions/users';
 import { createApp } from '../src/app';
@@ -513,6 +513,31 @@ describe('filters', () => {
       notHeartbeat(events).map((e) => (e.message as { id: number }).id);
     expect([...ids(inGeneral.events), ...ids(moreGeneral.events as Event[])]).toEqual([1]);
     expect([...ids(inDms.events), ...ids(moreDms.events as Event[])]).toEqual([3]);
+  });
+
+  it('never gives a queue notifications published before it was created', async () => {
+    const org = await createTestRealm();
+    const c = client(org.owner, org.host);
+    const store = new QueueStore(getRedis(), getConfig().EVENT_SHARDS);
+    const publish = (value: string) =>
+      publishNotification(getRedis(), getConfig().EVENT_SHARDS, {
+        event: { type: 'user_settings', op: 'update', property: 'timezone', value },
+        users: [org.owner.id],
+      });
+    // The first notification is usually still waiting for the fan-out when the queue appears:
+    // its change predates the registration, so the state already has it.
+    await publish('Europe/Paris');
+    const queueId = await store.create(org.owner.id, org.realm.id, {
+      ...defaultQueueOptions(),
+      event_types: ['user_settings'],
+    });
+    await publish('Asia/Tokyo');
+    const { events } = await pollUntil(c, queueId, (seen) => notHeartbeat(seen).length >= 1);
+    await new Promise((r) => setTimeout(r, 200));
+    const more = expectSuccess(
+      await c.events({ queue_id: queueId, last_event_id: events.at(-1)!.id, dont_block: true }),
+    ).events as Event[];
+    expect(notHeartbeat([...events, ...more]).map((e) => e.value)).toEqual(['Asia/Tokyo']);
   });
 
   it('nulls avatar_url in realm_user add events for client_gravatar queues', async () => {

@@ -176,7 +176,7 @@ class ShardWorker {
   private running = false;
   private done: Promise<void> = Promise.resolve();
   private readonly connection: Redis;
-  private readonly optionsCache = new Map<string, QueueOptions | null>();
+  private readonly optionsCache = new Map<string, QueueInfo | null>();
 
   constructor(
     readonly shard: number,
@@ -259,9 +259,10 @@ class ShardWorker {
     const queueIds = (queueLists ?? []).flatMap(([, ids]) => (ids as string[] | null) ?? []);
     const targets: { queueId: string; json: string }[] = [];
     for (const queueId of queueIds) {
-      const queueOptions = await this.queueOptions(queueId);
-      if (!queueOptions) continue;
-      const events = eventForQueue(notification.event, queueOptions, queueId) ?? [];
+      const queue = await this.queueInfo(queueId);
+      // Entries from before the queue existed are already in its registration's state.
+      if (!queue || compareIds(entryId, queue.since) <= 0) continue;
+      const events = eventForQueue(notification.event, queue.options, queueId) ?? [];
       for (const event of Array.isArray(events) ? events : [events])
         targets.push({ queueId, json: JSON.stringify(event) });
     }
@@ -283,15 +284,26 @@ class ShardWorker {
     return result !== -1;
   }
 
-  /** A queue's options never change after registration, so they are read once. */
-  private async queueOptions(queueId: string): Promise<QueueOptions | null> {
+  /** A queue's options and starting point never change after registration, so they are
+   * read once. */
+  private async queueInfo(queueId: string): Promise<QueueInfo | null> {
     if (this.optionsCache.has(queueId)) return this.optionsCache.get(queueId)!;
-    const raw = await this.options.redis.hget(keys.queueMeta(this.shard, queueId), 'options');
-    const parsed = raw ? (JSON.parse(raw) as QueueOptions) : null;
+    const [raw, since] = await this.options.redis.hmget(
+      keys.queueMeta(this.shard, queueId),
+      'options',
+      'since',
+    );
+    const info = raw ? { options: JSON.parse(raw) as QueueOptions, since: since ?? '0-0' } : null;
     if (this.optionsCache.size > 50_000) this.optionsCache.clear();
-    if (parsed) this.optionsCache.set(queueId, parsed);
-    return parsed;
+    if (info) this.optionsCache.set(queueId, info);
+    return info;
   }
+}
+
+interface QueueInfo {
+  options: QueueOptions;
+  /** The newest log entry when the queue was created (see QueueStore.create). */
+  since: string;
 }
 
 function compareIds(a: string, b: string): number {

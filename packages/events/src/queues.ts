@@ -56,6 +56,20 @@ export function defaultQueueOptions(): QueueOptions {
   };
 }
 
+// Creates a queue and records the newest entry of its shard's log at that moment: the
+// fan-out gives the queue only later entries. Earlier ones were published after commits that
+// precede the registration, so the state /register reads already holds them; applying them
+// again could undo a later change (a subscription added, then removed).
+const CREATE_QUEUE = `
+local newest = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+local since = '0-0'
+if newest[1] then since = newest[1][1] end
+redis.call('HSET', KEYS[2], 'user_id', ARGV[1], 'realm_id', ARGV[2], 'options', ARGV[3],
+  'next_id', 0, 'pruned', -1, 'poll_gen', 0, 'since', since)
+redis.call('SADD', KEYS[3], ARGV[4])
+redis.call('ZADD', KEYS[4], ARGV[5], ARGV[4])
+return since`;
+
 const APPEND_HEARTBEAT = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 local id = redis.call('HINCRBY', KEYS[1], 'next_id', 1) - 1
@@ -114,19 +128,19 @@ export class QueueStore {
     const shard = userId % this.shards;
     const queueId = makeQueueId(shard);
     const deadline = Date.now() + options.lifespan_secs * 1000;
-    await this.redis
-      .multi()
-      .hset(keys.queueMeta(shard, queueId), {
-        user_id: userId,
-        realm_id: realmId,
-        options: JSON.stringify(options),
-        next_id: 0,
-        pruned: -1,
-        poll_gen: 0,
-      })
-      .sadd(keys.userQueues(shard, userId), queueId)
-      .zadd(keys.queueExpiry(shard), deadline, queueId)
-      .exec();
+    await this.redis.eval(
+      CREATE_QUEUE,
+      4,
+      keys.shardLog(shard),
+      keys.queueMeta(shard, queueId),
+      keys.userQueues(shard, userId),
+      keys.queueExpiry(shard),
+      userId,
+      realmId,
+      JSON.stringify(options),
+      queueId,
+      deadline,
+    );
     if (options.all_public_streams) await this.redis.sadd(allPublicStreamsKey(realmId), userId);
     return queueId;
   }
