@@ -11,6 +11,7 @@ import { botRoutes } from './routes/bots';
 import { flagRoutes } from './routes/flags';
 import { linkifierRoutes } from './routes/linkifiers';
 import { messageRoutes } from './routes/messages';
+import { realmEmojiRoutes, emojiImageRoutes } from './routes/realm-emoji';
 import { registerRoutes } from './routes/register';
 import { serverRoutes } from './routes/server';
 import { settingsRoutes } from './routes/settings';
@@ -49,6 +50,7 @@ export function apiRouter(): Router {
     messageRoutes,
     linkifierRoutes,
     uploadRoutes,
+    realmEmojiRoutes,
   );
   return router;
 }
@@ -66,7 +68,7 @@ export function createApp(options: ApiAppOptions = {}): express.Express {
   );
   for (const router of options.mount ?? []) app.use('/api/v1', router);
   app.use('/api/v1', apiRouter());
-  app.use(uploadFileRoutes());
+  app.use(uploadFileRoutes(), emojiImageRoutes());
   app.use(notFound);
   app.use(errorHandler);
   return app;

@@ -5,6 +5,7 @@
 // emoji Zulip knows (Emoji 15.0) stay as typed.
 import type { MarkdownIt, StateCore, Token } from 'markdown-it';
 import byEmoji from 'unicode-emoji-json/data-by-emoji.json';
+import { escapeHtml } from './escape';
 
 /** Zulip's names for emoji whose Unicode short name Zulip does not use. */
 const ZULIP_NAMES: Record<string, string> = {
@@ -73,7 +74,33 @@ interface Options {
   translateEmoticons?: boolean;
 }
 
-function replaceInText(text: string, options: Options): { html: string; changed: boolean } {
+/** An organization's custom emoji, as rendering needs it. */
+export interface RealmEmojiImage {
+  sourceUrl: string;
+}
+
+/** Zulip's own custom emoji, present in every organization. */
+const ZULIP_EMOJI_URL = '/static/generated/emoji/images/emoji/unicode/zulip.png';
+
+/** Zulip's make_realm_emoji: an image with the :name: as its text alternative. */
+function imageEmojiHtml(name: string, src: string): string {
+  return `<img alt=":${name}:" class="emoji" src="${escapeHtml(src)}" title="${name.replace(/_/g, ' ')}">`;
+}
+
+/** Custom emoji win over Unicode ones of the same name, as in Zulip. */
+function namedEmojiHtml(name: string, realmEmoji: Map<string, RealmEmojiImage>): string | null {
+  const custom = realmEmoji.get(name);
+  if (custom) return imageEmojiHtml(name, custom.sourceUrl);
+  if (name === 'zulip') return imageEmojiHtml(name, ZULIP_EMOJI_URL);
+  const code = nameToCode.get(name);
+  return code ? emojiHtml(name, code) : null;
+}
+
+function replaceInText(
+  text: string,
+  options: Options,
+  realmEmoji: Map<string, RealmEmojiImage>,
+): { html: string; changed: boolean } {
   let changed = false;
   const escapeText = (value: string) =>
     value.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
@@ -91,13 +118,8 @@ function replaceInText(text: string, options: Options): { html: string; changed:
   let last = 0;
   const pieces: { start: number; end: number; html: string }[] = [];
   for (const match of source.matchAll(NAMED)) {
-    const code = nameToCode.get(match[1]!);
-    if (code)
-      pieces.push({
-        start: match.index,
-        end: match.index + match[0].length,
-        html: emojiHtml(match[1]!, code),
-      });
+    const html = namedEmojiHtml(match[1]!, realmEmoji);
+    if (html) pieces.push({ start: match.index, end: match.index + match[0].length, html });
   }
   // Named matches overlap (":cat:hello:dog:"): keep them left to right, skipping overlaps.
   const accepted: typeof pieces = [];
@@ -124,8 +146,15 @@ function replaceInText(text: string, options: Options): { html: string; changed:
   return { html, changed };
 }
 
+const NO_REALM_EMOJI = new Map<string, RealmEmojiImage>();
+
 function emojiRule(state: StateCore): void {
-  const options = ((state.env as { options?: Options }).options ?? {}) as Options;
+  const env = state.env as {
+    options?: Options;
+    mentionData?: { realmEmoji?: Map<string, RealmEmojiImage> };
+  };
+  const options = env.options ?? {};
+  const realmEmoji = env.mentionData?.realmEmoji ?? NO_REALM_EMOJI;
   for (const block of state.tokens) {
     if (block.type !== 'inline' || !block.children) continue;
     const children: Token[] = [];
@@ -137,7 +166,7 @@ function emojiRule(state: StateCore): void {
         children.push(child);
         continue;
       }
-      const { html, changed } = replaceInText(child.content, options);
+      const { html, changed } = replaceInText(child.content, options, realmEmoji);
       if (!changed) {
         children.push(child);
         continue;

@@ -165,3 +165,44 @@ describe('mentions', () => {
     });
   });
 });
+
+describe('custom emoji and uploads', () => {
+  const data = () => ({
+    usersByName: new Map(),
+    usersById: new Map(),
+    groupsByName: new Map(),
+  });
+
+  it('renders an organization’s emoji as an image, before a Unicode emoji of that name', () => {
+    const realmEmoji = new Map([
+      ['green_tick', { sourceUrl: '/user_avatars/2/emoji/images/7.png' }],
+      ['smile', { sourceUrl: '/user_avatars/2/emoji/images/8.png' }],
+    ]);
+    expect(renderMarkdown(':green_tick: :smile:', { ...data(), realmEmoji }).html).toBe(
+      '<p><img alt=":green_tick:" class="emoji" src="/user_avatars/2/emoji/images/7.png" ' +
+        'title="green tick"> <img alt=":smile:" class="emoji" ' +
+        'src="/user_avatars/2/emoji/images/8.png" title="smile"></p>',
+    );
+    expect(renderMarkdown(':green_tick:').html).toBe('<p>:green_tick:</p>');
+  });
+
+  it('renders Zulip’s own :zulip: emoji', () => {
+    expect(renderMarkdown(':zulip:').html).toBe(
+      '<p><img alt=":zulip:" class="emoji" ' +
+        'src="/static/generated/emoji/images/emoji/unicode/zulip.png" title="zulip"></p>',
+    );
+  });
+
+  it('previews a linked upload only when it is a known image', () => {
+    const url = '/user_uploads/2/ab/abcdefghijklmnopqrstuvwx/cat.png';
+    const uploads = new Map([
+      ['2/ab/abcdefghijklmnopqrstuvwx/cat.png', { contentType: 'image/png', width: 4, height: 3 }],
+    ]);
+    expect(renderMarkdown(`[cat.png](${url})`, { ...data(), uploads }).html).toBe(
+      `<p><a href="${url}">cat.png</a></p>\n<div class="message_inline_image">` +
+        `<a href="${url}" title="cat.png"><img data-original-content-type="image/png" ` +
+        `data-original-dimensions="4x3" src="${url}"></a></div>`,
+    );
+    expect(renderMarkdown(`[cat.png](${url})`).html).toBe(`<p><a href="${url}">cat.png</a></p>`);
+  });
+});

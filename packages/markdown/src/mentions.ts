@@ -3,6 +3,7 @@
 //   @**all** @**everyone** @**channel** @**stream** (channel wildcard)  @**topic** (topic wildcard)
 //   @*group*  @_*group* (silent)
 // Unknown names stay as typed.
+import type { RealmEmojiImage } from './emoji';
 import type { Linkifier } from './linkifiers';
 import type { MarkdownIt, StateInline } from 'markdown-it';
 import { escapeHtml as escape } from './escape';
@@ -27,6 +28,8 @@ export interface MentionData {
   channelsByName?: Map<string, { id: number; name: string }>;
   /** The organization's linkifiers, in their order. */
   linkifiers?: Linkifier[];
+  /** The organization's active custom emoji, by name. */
+  realmEmoji?: Map<string, RealmEmojiImage>;
   /** Uploaded images the content links to, by path id (what follows /user_uploads/). */
   uploads?: Map<string, UploadedImage>;
 }

@@ -22,14 +22,39 @@ export interface Emoji {
   type: ReactionType;
 }
 
-/** Zulip's check_emoji_request. Custom (realm) emoji are not stored yet, so none is valid. */
+export interface CustomEmoji {
+  id: number;
+  name: string;
+  deactivated: boolean;
+}
+
+/** Zulip's get_emoji_data and check_emoji_request: a name alone means the active custom
+ * emoji of that name, else Zulip's own, else the Unicode one. A deactivated custom emoji can
+ * still be removed from messages, but not added. */
 export function checkEmoji(
   name: string | undefined,
   code: string | undefined,
   type: ReactionType | undefined,
+  customEmoji: readonly CustomEmoji[],
+  adding: boolean,
 ): Emoji {
-  const reactionType = type ?? 'unicode_emoji';
-  if (reactionType === 'realm_emoji') throw new JsonableError('Invalid custom emoji.');
+  const activeByName =
+    name === undefined
+      ? undefined
+      : customEmoji.find((emoji) => emoji.name === name && !emoji.deactivated);
+  const reactionType =
+    type ??
+    (activeByName ? 'realm_emoji' : name === 'zulip' ? 'zulip_extra_emoji' : 'unicode_emoji');
+  if (reactionType === 'realm_emoji') {
+    const emoji =
+      code === undefined ? activeByName : customEmoji.find((e) => String(e.id) === code);
+    if (!emoji) throw new JsonableError('Invalid custom emoji.');
+    if (name !== undefined && emoji.name !== name)
+      throw new JsonableError('Invalid custom emoji name.');
+    if (adding && emoji.deactivated)
+      throw new JsonableError('This custom emoji has been deactivated.');
+    return { name: emoji.name, code: String(emoji.id), type: reactionType };
+  }
   if (reactionType === 'zulip_extra_emoji') {
     if ((code ?? 'zulip') !== 'zulip' || (name ?? 'zulip') !== 'zulip')
       throw new JsonableError('Invalid emoji code.');

@@ -11,6 +11,7 @@ import { presentUser } from '../presenters/users';
 import { applyChannelEvent, fetchChannelState, type ChannelStateOptions } from './channel-state';
 import { linkifierRows, presentLinkifier } from './linkifiers';
 import { loadProfileData } from './profile-fields';
+import { realmEmojiDict } from './realm-emoji';
 import { applyUnreadEvent, fetchUnreadMsgs, type UnreadState } from './unread';
 import { isAdmin, isGuest, isModerator } from './users';
 
@@ -27,6 +28,7 @@ export const STATE_TYPES = [
   'message',
   'update_message_flags',
   'realm_linkifiers',
+  'realm_emoji',
 ] as const;
 
 export const FIELD_TYPES = {
@@ -192,6 +194,7 @@ export async function fetchInitialState(
     });
     state.max_message_id = newest._max.messageId ?? -1;
   }
+  if (types.has('realm_emoji')) state.realm_emoji = await realmEmojiDict(realm.id);
   if (types.has('realm_linkifiers'))
     state.realm_linkifiers = options.linkifierUrlTemplate
       ? (await linkifierRows(realm.id)).map(presentLinkifier)
@@ -248,6 +251,9 @@ export function applyEvent(
     case 'stream':
     case 'default_streams':
       return applyChannelEvent(state, event, options);
+    case 'realm_emoji':
+      if (state.realm_emoji) state.realm_emoji = event.realm_emoji;
+      return;
     case 'realm_linkifiers':
       if (state.realm_linkifiers && options.linkifierUrlTemplate)
         state.realm_linkifiers = event.realm_linkifiers;

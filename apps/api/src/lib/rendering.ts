@@ -10,6 +10,7 @@ import {
 } from '@parley/markdown';
 import { linkedPathIds } from './attachments';
 import { linkifiersForRealm } from './linkifiers';
+import { activeRealmEmoji } from './realm-emoji';
 
 export async function renderContent(
   realmId: number,
@@ -59,6 +60,7 @@ export async function loadMentionData(
       data.groupsByName.set(group.name!.toLowerCase(), { id: group.id, name: group.name! });
   }
   data.linkifiers = await linkifiersForRealm(realmId, db);
+  if (/:[\w+-]+:/.test(content)) data.realmEmoji = await activeRealmEmoji(realmId, db);
   const pathIds = linkedPathIds(content);
   if (pathIds.length > 0) {
     // Previews need only the image's size and type; opening it still needs access.

@@ -29,6 +29,7 @@ import { loadPermissions } from '../lib/streams';
 import { fetchMessages } from '../lib/message-fetch';
 import { accessMessage, presentMessages } from '../lib/messages';
 import { narrowSchema, normalizeNarrow } from '../lib/narrow';
+import { customEmojiOf } from '../lib/realm-emoji';
 import { renderContent } from '../lib/rendering';
 
 export const messageRoutes = Router();
@@ -148,7 +149,13 @@ defineRoute(messageRoutes, '/messages/:message_id/reactions', {
   POST: userEndpoint(
     { path: messagePath, params: { ...reactionParams, emoji_name: p.string({ maxLength: 100 }) } },
     async ({ user, path, params }) => {
-      const emoji = checkEmoji(params.emoji_name, params.emoji_code, params.reaction_type);
+      const emoji = checkEmoji(
+        params.emoji_name,
+        params.emoji_code,
+        params.reaction_type,
+        await customEmojiOf(user.realmId),
+        true,
+      );
       await runAction(async (ctx) => {
         const { message, flags, stream } = await accessMessage(user, path.message_id, ctx.tx);
         await doAddReaction(ctx, user, message, stream, flags !== null, emoji);
@@ -163,7 +170,13 @@ defineRoute(messageRoutes, '/messages/:message_id/reactions', {
         throw new JsonableError(
           'At least one of the following arguments must be present: emoji_name, emoji_code',
         );
-      const emoji = checkEmoji(params.emoji_name, params.emoji_code, params.reaction_type);
+      const emoji = checkEmoji(
+        params.emoji_name,
+        params.emoji_code,
+        params.reaction_type,
+        await customEmojiOf(user.realmId),
+        false,
+      );
       await runAction(async (ctx) => {
         const { message, stream } = await accessMessage(user, path.message_id, ctx.tx);
         await doRemoveReaction(ctx, user, message, stream, emoji);

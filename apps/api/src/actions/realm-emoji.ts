@@ -1,0 +1,108 @@
+// Custom emoji administration (Zulip's check_add_realm_emoji, do_remove_realm_emoji): an
+// image per name, told to the whole organization as the full dict in a realm_emoji event.
+import { imageSize } from 'image-size';
+import {
+  AuditLogEvent,
+  isUniqueViolation,
+  Role,
+  runAction,
+  type ActionContext,
+  type User,
+} from '@parley/db';
+import { InsufficientPermissionError, JsonableError } from '@parley/errors';
+import { emojiCodeForName } from '@parley/markdown';
+import { sendEventOnCommit } from '../lib/events';
+import { emojiStorePath, realmEmojiDict } from '../lib/realm-emoji';
+import { removeUpload, storeUpload } from '../lib/upload-store';
+import { usersWhoCanAccess } from '../lib/users';
+import type { UploadedFile } from './uploads';
+
+/** Zulip's MAX_EMOJI_FILE_SIZE_MIB. */
+export const MAX_EMOJI_FILE_BYTES = 5 * 1024 * 1024;
+const EMOJI_TYPES: Record<string, string> = { png: 'png', gif: 'gif', jpg: 'jpg', webp: 'webp' };
+
+/** Zulip's check_valid_emoji_name. */
+export function checkEmojiName(name: string): void {
+  if (name === '') throw new JsonableError('Emoji name is missing');
+  if (name.length > 60 || !/^[0-9a-z_-]*[0-9a-z]$/.test(name))
+    throw new JsonableError('Invalid characters in emoji name');
+}
+
+async function notifyRealmEmoji(ctx: ActionContext, realmId: number): Promise<void> {
+  sendEventOnCommit(
+    ctx,
+    { type: 'realm_emoji', op: 'update', realm_emoji: await realmEmojiDict(realmId, ctx.tx) },
+    (await usersWhoCanAccess(realmId, ctx.tx)).map((user) => user.id),
+  );
+}
+
+export async function doAddRealmEmoji(
+  actor: User,
+  name: string,
+  file: UploadedFile,
+): Promise<void> {
+  checkEmojiName(name);
+  // Zulip's can_add_custom_emoji_group defaults to members: guests may not.
+  if (actor.role === Role.GUEST) throw new InsufficientPermissionError();
+  if (emojiCodeForName(name) !== undefined && actor.role > Role.ADMINISTRATOR)
+    throw new JsonableError('Only administrators can override default emoji.');
+  if (file.size > MAX_EMOJI_FILE_BYTES)
+    throw new JsonableError('Uploaded file is larger than the allowed limit of 5 MiB');
+  let type: string | undefined;
+  try {
+    type = EMOJI_TYPES[imageSize(file.buffer).type ?? ''];
+  } catch {
+    type = undefined;
+  }
+  if (!type) throw new JsonableError('Invalid image format');
+  let stored: string | null = null;
+  try {
+    await runAction(async (ctx) => {
+      const emoji = await ctx.tx.realmEmoji
+        .create({
+          data: { realmId: actor.realmId, authorId: actor.id, name, isAnimated: type === 'gif' },
+        })
+        .catch((error: unknown) => {
+          if (isUniqueViolation(error))
+            throw new JsonableError('A custom emoji with this name already exists.');
+          throw error;
+        });
+      const fileName = `${emoji.id}.${type}`;
+      stored = emojiStorePath(actor.realmId, fileName);
+      await storeUpload(stored, file.buffer);
+      await ctx.tx.realmEmoji.update({ where: { id: emoji.id }, data: { fileName } });
+      await ctx.tx.auditLog.create({
+        data: {
+          realmId: actor.realmId,
+          actingUserId: actor.id,
+          eventType: AuditLogEvent.REALM_EMOJI_ADDED,
+          extraData: { id: emoji.id, name },
+        },
+      });
+      await notifyRealmEmoji(ctx, actor.realmId);
+    });
+  } catch (error) {
+    if (stored) await removeUpload(stored);
+    throw error;
+  }
+}
+
+/** Zulip's check_remove_custom_emoji: administrators, or the emoji's author. */
+export async function doRemoveRealmEmoji(ctx: ActionContext, actor: User, name: string) {
+  const emoji = await ctx.tx.realmEmoji.findFirst({
+    where: { realmId: actor.realmId, name, deactivated: false },
+  });
+  if (!emoji) throw new JsonableError('Emoji does not exist');
+  if (actor.role > Role.ADMINISTRATOR && emoji.authorId !== actor.id)
+    throw new JsonableError('Must be an organization administrator or emoji author');
+  await ctx.tx.realmEmoji.update({ where: { id: emoji.id }, data: { deactivated: true } });
+  await ctx.tx.auditLog.create({
+    data: {
+      realmId: actor.realmId,
+      actingUserId: actor.id,
+      eventType: AuditLogEvent.REALM_EMOJI_REMOVED,
+      extraData: { id: emoji.id, name },
+    },
+  });
+  await notifyRealmEmoji(ctx, actor.realmId);
+}

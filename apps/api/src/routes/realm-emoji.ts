@@ -1,0 +1,52 @@
+// Custom emoji: GET /realm/emoji, POST and DELETE /realm/emoji/{emoji_name}, and the images at
+// /user_avatars/{realm_id}/emoji/images/{file} (public, as Zulip serves them).
+import { Router } from 'express';
+import { userEndpoint } from '@parley/auth';
+import { runAction } from '@parley/db';
+import { JsonableError, ResourceNotFoundError } from '@parley/errors';
+import { defineRoute, p } from '@parley/http';
+import { doAddRealmEmoji, doRemoveRealmEmoji } from '../actions/realm-emoji';
+import type { UploadedFile } from '../actions/uploads';
+import { emojiStorePath, realmEmojiDict } from '../lib/realm-emoji';
+import { uploadFilePath } from '../lib/upload-store';
+
+export const realmEmojiRoutes = Router();
+
+defineRoute(realmEmojiRoutes, '/realm/emoji', {
+  GET: userEndpoint({}, async ({ realm }) => ({ emoji: await realmEmojiDict(realm.id) })),
+});
+
+const emojiPath = { emoji_name: p.string({ maxLength: 100 }) };
+
+defineRoute(realmEmojiRoutes, '/realm/emoji/:emoji_name', {
+  POST: userEndpoint({ path: emojiPath }, async ({ user, path, req }) => {
+    const files = (req.files as UploadedFile[] | undefined) ?? [];
+    if (files.length !== 1) throw new JsonableError('You must upload exactly one file.');
+    await doAddRealmEmoji(user, path.emoji_name, files[0]!);
+    return {};
+  }),
+  DELETE: userEndpoint({ path: emojiPath }, async ({ user, path }) => {
+    await runAction((ctx) => doRemoveRealmEmoji(ctx, user, path.emoji_name));
+    return {};
+  }),
+});
+
+/** The emoji images, outside /api/v1. */
+export function emojiImageRoutes(): Router {
+  const router = Router();
+  router.get('/user_avatars/:realm_id/emoji/images/:file_name', (req, res) => {
+    const { realm_id: realmId, file_name: fileName } = req.params;
+    const file =
+      /^\d+$/.test(realmId) && /^\d+\.(?:png|gif|jpg|webp)$/.test(fileName)
+        ? uploadFilePath(emojiStorePath(Number(realmId), fileName))
+        : null;
+    if (!file) throw new ResourceNotFoundError('File not found');
+    res.sendFile(file, {
+      headers: {
+        'X-Content-Type-Options': 'nosniff',
+        'Cache-Control': 'public, max-age=86400',
+      },
+    });
+  });
+  return router;
+}

@@ -1,0 +1,196 @@
+import request from 'supertest';
+import { getPrisma, type User } from '@parley/db';
+import { createMessageOrg, send, type MessageOrg } from './message-helpers';
+import { api, app, as, captureEvents, expectError, expectSuccess } from './helpers';
+
+/** The start of a PNG: signature and IHDR chunk, which is all image-size reads. */
+function png(): Buffer {
+  const header = Buffer.alloc(25);
+  header.writeUInt32BE(13, 0);
+  header.write('IHDR', 4, 'ascii');
+  header.writeUInt32BE(64, 8);
+  header.writeUInt32BE(64, 12);
+  return Buffer.concat([Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]), header, Buffer.alloc(12)]);
+}
+
+describe('custom emoji', () => {
+  let org: MessageOrg;
+  beforeAll(async () => {
+    org = await createMessageOrg();
+  });
+  afterEach(async () => {
+    await getPrisma().realmEmoji.deleteMany({ where: { realmId: org.realm.id } });
+  });
+
+  const add = (user: User, name: string, data: Buffer = png()) =>
+    api
+      .post(org.host, `/realm/emoji/${name}`)
+      .auth(user.deliveryEmail, user.apiKey)
+      .attach('file', data, `${name}.png`);
+  const list = async () =>
+    expectSuccess(await as(org.member, org.host).get('/realm/emoji')).emoji as Record<
+      string,
+      { id: string; name: string; source_url: string; deactivated: boolean; author_id: number }
+    >;
+
+  describe('POST /realm/emoji/{emoji_name}', () => {
+    it('adds the emoji, serves its image and tells everyone the whole set', async () => {
+      const published = await captureEvents(org.realm.id, async () => {
+        expectSuccess(await add(org.member, 'party_parrot'));
+      });
+      const [entry] = Object.values(await list());
+      expect(entry).toEqual({
+        id: expect.stringMatching(/^\d+$/),
+        name: 'party_parrot',
+        source_url: `/user_avatars/${org.realm.id}/emoji/images/${entry!.id}.png`,
+        deactivated: false,
+        author_id: org.member.id,
+      });
+      expect(published).toHaveLength(1);
+      expect(published[0]!.event).toEqual({
+        type: 'realm_emoji',
+        op: 'update',
+        realm_emoji: { [entry!.id]: entry },
+      });
+      expect(published[0]!.users).toHaveLength(5);
+      const image = await request(app).get(entry!.source_url).set('Host', org.host);
+      expect(image.status).toBe(200);
+      expect(image.headers['content-type']).toBe('image/png');
+    });
+
+    it('checks the name, the file and who may add', async () => {
+      expectError(await add(org.member, 'Bad Name'), 'Invalid characters in emoji name');
+      expectError(await add(org.member, 'trailing_'), 'Invalid characters in emoji name');
+      expectError(
+        await add(org.member, 'notimage', Buffer.from('plain text')),
+        'Invalid image format',
+      );
+      expectError(
+        await add(org.member, 'huge', Buffer.concat([png(), Buffer.alloc(5 * 1024 * 1024)])),
+        'Uploaded file is larger than the allowed limit of 5 MiB',
+      );
+      expectError(
+        await as(org.member, org.host).post('/realm/emoji/nofile', {}),
+        'You must upload exactly one file.',
+      );
+      expectError(await add(org.guest, 'guesty'), 'Insufficient permission');
+      expectError(
+        await add(org.member, 'smile'),
+        'Only administrators can override default emoji.',
+      );
+      expectSuccess(await add(org.admin, 'smile'));
+      expectSuccess(await add(org.member, 'dup'));
+      expectError(await add(org.other, 'dup'), 'A custom emoji with this name already exists.');
+    });
+  });
+
+  describe('DELETE /realm/emoji/{emoji_name}', () => {
+    it('deactivates for the author or an administrator, and the name can be reused', async () => {
+      expectSuccess(await add(org.member, 'wave2'));
+      expectError(
+        await as(org.other, org.host).delete('/realm/emoji/wave2'),
+        'Must be an organization administrator or emoji author',
+      );
+      expectSuccess(await as(org.member, org.host).delete('/realm/emoji/wave2'));
+      expect(Object.values(await list())).toEqual([
+        expect.objectContaining({ name: 'wave2', deactivated: true }),
+      ]);
+      expectError(
+        await as(org.admin, org.host).delete('/realm/emoji/wave2'),
+        'Emoji does not exist',
+      );
+      expectSuccess(await add(org.other, 'wave2'));
+      expectSuccess(await as(org.admin, org.host).delete('/realm/emoji/wave2'));
+    });
+  });
+
+  describe('in messages and reactions', () => {
+    it('renders :name: as the image and reacts with it', async () => {
+      expectSuccess(await add(org.member, 'shipit'));
+      const [entry] = Object.values(await list());
+      const id = expectSuccess(
+        await send(org.member, org.host, {
+          type: 'stream',
+          to: 'general',
+          topic: 'emoji',
+          content: 'ready :shipit: :smile:',
+        }),
+      ).id as number;
+      const message = expectSuccess(await as(org.other, org.host).get(`/messages/${id}`))
+        .message as { content: string };
+      expect(message.content).toBe(
+        `<p>ready <img alt=":shipit:" class="emoji" src="${entry!.source_url}" title="shipit"> ` +
+          '<span aria-label="smile" class="emoji emoji-1f642" role="img" title="smile">:smile:</span></p>',
+      );
+
+      // By name alone, the custom emoji is meant.
+      expectSuccess(
+        await as(org.other, org.host).post(`/messages/${id}/reactions`, { emoji_name: 'shipit' }),
+      );
+      expectError(
+        await as(org.other, org.host).post(`/messages/${id}/reactions`, {
+          emoji_name: 'shipit',
+          emoji_code: entry!.id,
+          reaction_type: 'realm_emoji',
+        }),
+        'Reaction already exists.',
+        400,
+        'REACTION_ALREADY_EXISTS',
+      );
+      expectError(
+        await as(org.other, org.host).post(`/messages/${id}/reactions`, {
+          emoji_name: 'other',
+          emoji_code: entry!.id,
+          reaction_type: 'realm_emoji',
+        }),
+        'Invalid custom emoji name.',
+      );
+      const reactions = (
+        expectSuccess(await as(org.other, org.host).get(`/messages/${id}`)).message as {
+          reactions: unknown[];
+        }
+      ).reactions;
+      expect(reactions).toEqual([
+        {
+          emoji_name: 'shipit',
+          emoji_code: entry!.id,
+          reaction_type: 'realm_emoji',
+          user_id: org.other.id,
+        },
+      ]);
+
+      // Deactivated: no new reactions, but existing ones can go.
+      expectSuccess(await as(org.member, org.host).delete('/realm/emoji/shipit'));
+      expectError(
+        await as(org.member, org.host).post(`/messages/${id}/reactions`, {
+          emoji_name: 'shipit',
+          emoji_code: entry!.id,
+          reaction_type: 'realm_emoji',
+        }),
+        'This custom emoji has been deactivated.',
+      );
+      expectSuccess(
+        await as(org.other, org.host).delete(`/messages/${id}/reactions`, {
+          emoji_name: 'shipit',
+          emoji_code: entry!.id,
+          reaction_type: 'realm_emoji',
+        }),
+      );
+    });
+  });
+
+  it('appears in /register', async () => {
+    expectSuccess(await add(org.member, 'tada2'));
+    const state = expectSuccess(
+      await request(app)
+        .post('/api/v1/register')
+        .set('Host', org.host)
+        .auth(org.member.deliveryEmail, org.member.apiKey)
+        .type('form')
+        .send({ fetch_event_types: JSON.stringify(['realm_emoji']) }),
+    );
+    expect(Object.values(state.realm_emoji as object)).toEqual([
+      expect.objectContaining({ name: 'tada2', deactivated: false }),
+    ]);
+  });
+});
