@@ -1,9 +1,12 @@
 #!/usr/bin/env node
 // `npm start` and `npm test` on a fresh clone need nothing but Node.js 20+: this installs the
 // workspace with the pinned pnpm (through npx when pnpm is not installed) whenever the
-// lockfile changed since the last install, then runs the real command.
+// lockfile changed since the last install, regenerates the Prisma client whenever the schema
+// changed since it was generated (a pull can change one without the other), then runs the
+// real command.
 import { spawnSync } from 'node:child_process';
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, realpathSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -56,4 +59,27 @@ const lockfile = join(root, 'pnpm-lock.yaml');
 if (!existsSync(marker) || statSync(lockfile).mtimeMs > statSync(marker).mtimeMs) {
   run([...manager, 'install', '--frozen-lockfile'], { CI: 'true', CHECKPOINT_DISABLE: '1' });
 }
+const schema = join(root, 'prisma', 'schema.prisma');
+const generated = generatedSchema();
+if (!generated || statSync(schema).mtimeMs > statSync(generated).mtimeMs) {
+  run([...manager, 'exec', 'prisma', 'generate'], { CHECKPOINT_DISABLE: '1' });
+}
 for (const step of steps) run([...manager, ...step, ...process.argv.slice(3)]);
+
+/** The schema copy `prisma generate` leaves beside the client it generated, if any. */
+function generatedSchema() {
+  try {
+    const client = createRequire(join(root, 'package.json')).resolve('@prisma/client/package.json');
+    const copy = join(
+      realpathSync(dirname(client)),
+      '..',
+      '..',
+      '.prisma',
+      'client',
+      'schema.prisma',
+    );
+    return existsSync(copy) ? copy : null;
+  } catch {
+    return null;
+  }
+}
