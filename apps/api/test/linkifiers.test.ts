@@ -244,6 +244,23 @@ describe('linkifiers', () => {
     });
   });
 
+  describe('in channel descriptions', () => {
+    it('links matches, and mentions nobody', async () => {
+      expectSuccess(await add(org.admin, tracker));
+      expectSuccess(
+        await as(org.member, org.host).post('/users/me/subscriptions', {
+          subscriptions: [{ name: 'tickets', description: 'Triage #12 with @**Otto Other**' }],
+        }),
+      );
+      const stream = await getPrisma().stream.findFirstOrThrow({
+        where: { realmId: org.realm.id, name: 'tickets' },
+      });
+      expect(stream.renderedDescription).toBe(
+        '<p>Triage <a href="https://tracker.example/ticket/12">#12</a> with @<strong>Otto Other</strong></p>',
+      );
+    });
+  });
+
   describe('POST /register', () => {
     const register = (capabilities: Record<string, boolean>) =>
       request(app)

@@ -17,6 +17,7 @@ import {
   JsonableError,
   OrganizationOwnerRequiredError,
 } from '@parley/errors';
+import { renderDescriptionForRealm } from '../lib/rendering';
 import { sendEventOnCommit } from '../lib/events';
 import { checkGroupSetting, systemGroupIds, type GroupSettingValue } from '../lib/groups';
 import {
@@ -26,7 +27,6 @@ import {
   type Permissions,
 } from '../lib/streams';
 import { isAdmin, isOwner } from '../lib/users';
-import { renderDescription } from '../presenters/realm';
 import {
   presentStream,
   STREAM_GROUP_SETTINGS,
@@ -233,7 +233,7 @@ export async function doCreateStreams(
           realmId: realm.id,
           name: channel.name,
           description: channel.description,
-          renderedDescription: renderDescription(channel.description),
+          renderedDescription: await renderDescriptionForRealm(realm.id, channel.description, tx),
           creatorId,
           inviteOnly: settings.inviteOnly,
           isWebPublic: settings.isWebPublic,
@@ -365,7 +365,7 @@ export async function doChangeStreamDescription(
   description: string,
   actingUserId: number,
 ): Promise<Stream> {
-  const rendered = renderDescription(description);
+  const rendered = await renderDescriptionForRealm(stream.realmId, description, ctx.tx);
   return updateStream(
     ctx,
     stream,

@@ -15,7 +15,8 @@ import {
 import { InsufficientPermissionError, JsonableError } from '@parley/errors';
 import { generateApiKey, hashPassword } from '../lib/credentials';
 import { sendEventOnCommit } from '../lib/events';
-import { checkProfileValue, isRendered, renderProfileValue } from '../lib/profile-fields';
+import { checkProfileValue, isRendered } from '../lib/profile-fields';
+import { renderDescriptionForRealm } from '../lib/rendering';
 import {
   activeAdminIds,
   canSeeDeliveryEmail,
@@ -435,7 +436,7 @@ export async function doUpdateProfileData(
   for (const change of changes) {
     const renderedValue =
       change.value !== null && isRendered(change.fieldType)
-        ? renderProfileValue(change.value)
+        ? await renderDescriptionForRealm(target.realmId, change.value, tx)
         : null;
     if (change.value === null) {
       await tx.customProfileFieldValue.deleteMany({

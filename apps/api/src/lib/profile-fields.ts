@@ -31,19 +31,13 @@ export function isRendered(fieldType: number): boolean {
   return RENDERED_TYPES.has(fieldType);
 }
 
-/** Rendered HTML for a Markdown-capable value; plain escaped paragraphs until the Markdown
- * renderer lands. */
-export function renderProfileValue(value: string): string {
-  return renderDescription(value);
-}
-
 export function profileValue(
   fieldType: number,
   value: string,
   renderedValue: string | null,
 ): ProfileValue {
   return isRendered(fieldType)
-    ? { value, rendered_value: renderedValue ?? renderProfileValue(value) }
+    ? { value, rendered_value: renderedValue ?? renderDescription(value) }
     : { value };
 }
 

@@ -1,5 +1,6 @@
-// Rendering message content for an organization: loads the users and groups the content may
-// mention (Zulip's MentionData), then renders with packages/markdown.
+// Rendering Markdown for an organization: loads what the content may refer to (users and
+// groups it mentions, Zulip's MentionData; channels it links; the organization's linkifiers,
+// custom emoji and uploaded images), then renders with packages/markdown.
 import { getPrisma, idsByLowerEquals, type Tx } from '@parley/db';
 import {
   channelLinkCandidates,
@@ -20,12 +21,27 @@ export async function renderContent(
   return renderMarkdown(content, await loadMentionData(realmId, content, db));
 }
 
+/** A channel description or a Markdown profile value: the organization's linkifiers, emoji
+ * and channel links apply, but nobody is mentioned (Zulip's render_stream_description). */
+export async function renderDescriptionForRealm(
+  realmId: number,
+  markdown: string,
+  db: Tx = getPrisma(),
+): Promise<string> {
+  if (markdown.trim() === '') return '';
+  const data = await loadMentionData(realmId, markdown, db, { mentions: false });
+  return renderMarkdown(markdown, data).html;
+}
+
 export async function loadMentionData(
   realmId: number,
   content: string,
   db: Tx = getPrisma(),
+  { mentions = true }: { mentions?: boolean } = {},
 ): Promise<MentionData> {
-  const wanted = mentionCandidates(content);
+  const wanted = mentions
+    ? mentionCandidates(content)
+    : { names: new Set<string>(), ids: new Set<number>(), groupNames: new Set<string>() };
   const data: MentionData = {
     usersByName: new Map(),
     usersById: new Map(),
