@@ -52,21 +52,30 @@ export function codeBlock(code: string, language: string): string {
   return `<div class="codehilite"${attribute}><pre><span></span><code>${escape(body)}</code></pre></div>\n`;
 }
 
+// Quote and spoiler fences render their content as a whole message; a few thousand nested
+// ones would each parse the rest again. Deeper than this, the content shows as typed.
+const MAX_NESTED_FENCES = 16;
+
 export function blocksPlugin(md: MarkdownIt): void {
   md.block.ruler.at('fence', fenceRule, { alt: ['paragraph', 'reference', 'blockquote', 'list'] });
   md.renderer.rules.fence = (tokens, index, _options, env) => {
     const token = tokens[index]!;
     const language = token.info;
+    const depth = (env as { fenceDepth?: number }).fenceDepth ?? 0;
+    const nested = (content: string) =>
+      depth >= MAX_NESTED_FENCES
+        ? codeBlock(content, '')
+        : md.render(content, { ...env, fenceDepth: depth + 1 });
     switch (language) {
       case 'quote':
       case 'quoted':
-        return `<blockquote>\n${md.render(token.content, env)}</blockquote>\n`;
+        return `<blockquote>\n${nested(token.content)}</blockquote>\n`;
       case 'spoiler': {
         const header = (token.meta as { header: string }).header;
-        const headerHtml = header === '' ? '' : md.render(header, env);
+        const headerHtml = header === '' ? '' : nested(header);
         return (
           `<div class="spoiler-block"><div class="spoiler-header">\n${headerHtml}` +
-          `</div><div class="spoiler-content" aria-hidden="true">\n${md.render(token.content, env)}` +
+          `</div><div class="spoiler-content" aria-hidden="true">\n${nested(token.content)}` +
           `</div></div>\n`
         );
       }

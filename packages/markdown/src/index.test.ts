@@ -206,3 +206,18 @@ describe('custom emoji and uploads', () => {
     expect(renderMarkdown(`[cat.png](${url})`).html).toBe(`<p><a href="${url}">cat.png</a></p>`);
   });
 });
+
+describe('bounded work', () => {
+  it('renders a long run of bare quote lines in linear time', () => {
+    const html = renderMarkdown(`a\n${'>\n'.repeat(4999)}`).html;
+    expect(html.startsWith('<p>a<br>\n&gt;<br>')).toBe(true);
+  });
+
+  it('stops nesting quote fences after a fixed depth', () => {
+    const depth = 40;
+    const content = `${'```quote\n'.repeat(depth)}deep\n${'```\n'.repeat(depth)}`;
+    const html = renderMarkdown(content).html;
+    expect(html.match(/<blockquote>/g)!.length).toBeLessThan(20);
+    expect(html).toContain('<div class="codehilite">');
+  });
+});

@@ -52,6 +52,11 @@ describe('linkifiers in messages', () => {
     expect(render('find:a&b', [search])).toContain('href="https://s.example/?q=a%26b"');
     const raw: Linkifier = { pattern: 'go:(?P<target>\\S+)', urlTemplate: '{+target}' };
     expect(render('go:javascript:alert(1)', [raw])).not.toContain('<a');
+    // Browsers drop tabs inside URLs: "java\tscript:" must not become a javascript: link.
+    const tabbed: Linkifier = { ...tickets, urlTemplate: 'java\tscript:alert({id})' };
+    expect(render('#5', [tabbed])).not.toContain('javascript');
+    expect(render('#5', [tabbed])).not.toMatch(/href="java\s/);
+    expect(topicLinks('#5', [{ ...tickets, urlTemplate: 'javascript:alert({id})' }])).toEqual([]);
   });
 
   it('renders nothing special without linkifiers', () => {
@@ -96,6 +101,7 @@ describe('checkLinkifier', () => {
       'Bad regular expression: missing ): (foo',
     );
     expect(checkLinkifier('#(?P<id>[0-9]+)', '{id')).toBe('Invalid URL template.');
+    expect(checkLinkifier('#(?P<id>[0-9]+)', 'java\tscript:{id}')).toBe('Invalid URL template.');
     expect(checkLinkifier('#(?P<id>[0-9]+)', 'https://x.example/{hello}')).toBe(
       "Group 'hello' in URL template is not present in linkifier pattern.",
     );

@@ -82,6 +82,17 @@ function findMatches(text: string, compiled: Compiled): Match[] {
   return matches;
 }
 
+// One markdown-it instance for URL handling outside a render: normalizeLink percent-encodes
+// what a browser would otherwise strip or reinterpret (tabs, controls, spaces), and
+// validateLink then refuses javascript:, vbscript:, file: and data: URLs.
+const urls = new MarkdownIt();
+
+/** A linkifier's expansion as a safe href, or null. */
+function safeUrl(url: string): string | null {
+  const href = urls.normalizeLink(url);
+  return urls.validateLink(href) ? href : null;
+}
+
 // ---- validation (POST/PATCH /realm/filters) ----
 
 // re2js reports Go's wording; Zulip shows RE2's (C++) wording after "Bad regular expression: ".
@@ -114,8 +125,10 @@ export function checkLinkifierPattern(pattern: string): { groups: string[] } | {
   }
 }
 
-/** The variables of an RFC 6570 template, or null if it is not one. */
+/** The variables of an RFC 6570 template, or null if it is not one (white space and control
+ * characters are never part of one). */
 export function templateVariables(template: string): Set<string> | null {
+  if (/[\s\p{Cc}]/u.test(template)) return null;
   try {
     const names = new Set<string>();
     for (const part of parseTemplate(template).ast.parts)
@@ -177,7 +190,7 @@ export function fillReverseTemplate(
       const close = template.indexOf('}', i);
       if (close === -1) return null;
       const name = template.slice(i + 1, close);
-      if (!(name in values)) return null;
+      if (!Object.hasOwn(values, name)) return null;
       output += values[name];
       i = close;
     } else if (char === '}') return null;
@@ -188,31 +201,29 @@ export function fillReverseTemplate(
 
 // ---- message rendering ----
 
-function linkifierRule(md: Md) {
-  return (state: StateCore): void => {
-    const linkifiers = (state.env as { mentionData?: { linkifiers?: Linkifier[] } }).mentionData
-      ?.linkifiers;
-    if (!linkifiers || linkifiers.length === 0) return;
-    const compiled = linkifiers.map(compile).filter((c): c is Compiled => c !== null);
-    for (const block of state.tokens) {
-      if (block.type !== 'inline' || !block.children) continue;
-      const children: Token[] = [];
-      let insideLink = 0;
-      for (const child of block.children) {
-        if (child.type === 'link_open') insideLink += 1;
-        if (child.type === 'link_close') insideLink -= 1;
-        if (child.type !== 'text' || insideLink > 0) children.push(child);
-        else children.push(...linkifyText(state, md, child.content, compiled));
-      }
-      block.children = children;
+function linkifierRule(state: StateCore): void {
+  const linkifiers = (state.env as { mentionData?: { linkifiers?: Linkifier[] } }).mentionData
+    ?.linkifiers;
+  if (!linkifiers || linkifiers.length === 0) return;
+  const compiled = linkifiers.map(compile).filter((c): c is Compiled => c !== null);
+  for (const block of state.tokens) {
+    if (block.type !== 'inline' || !block.children) continue;
+    const children: Token[] = [];
+    let insideLink = 0;
+    for (const child of block.children) {
+      if (child.type === 'link_open') insideLink += 1;
+      if (child.type === 'link_close') insideLink -= 1;
+      if (child.type !== 'text' || insideLink > 0) children.push(child);
+      else children.push(...linkifyText(state, child.content, compiled));
     }
-  };
+    block.children = children;
+  }
 }
 
 type Piece = { text: string } | { text: string; url: string };
 
 /** Each linkifier in order takes its matches from the text earlier ones left unlinked. */
-function linkifyText(state: StateCore, md: Md, text: string, all: Compiled[]): Token[] {
+function linkifyText(state: StateCore, text: string, all: Compiled[]): Token[] {
   let pieces: Piece[] = [{ text }];
   for (const compiled of all) {
     const next: Piece[] = [];
@@ -223,9 +234,10 @@ function linkifyText(state: StateCore, md: Md, text: string, all: Compiled[]): T
       }
       let last = 0;
       for (const match of findMatches(piece.text, compiled)) {
-        if (!md.validateLink(match.url)) continue;
+        const url = safeUrl(match.url);
+        if (url === null) continue;
         if (match.start > last) next.push({ text: piece.text.slice(last, match.start) });
-        next.push({ text: match.text, url: match.url });
+        next.push({ text: match.text, url });
         last = match.end;
       }
       if (last < piece.text.length) next.push({ text: piece.text.slice(last) });
@@ -244,7 +256,7 @@ function linkifyText(state: StateCore, md: Md, text: string, all: Compiled[]): T
 
 export function linkifierPlugin(md: Md): void {
   // Before emoji: the text of a linkified match stays as typed.
-  md.core.ruler.before('zulip_emoji', 'zulip_linkifiers', linkifierRule(md));
+  md.core.ruler.before('zulip_emoji', 'zulip_linkifiers', linkifierRule);
 }
 
 // ---- topic_links ----
@@ -262,7 +274,10 @@ export function topicLinks(topic: string, linkifiers: readonly Linkifier[]): Top
   for (const linkifier of linkifiers) {
     const compiled = compile(linkifier);
     if (!compiled) continue;
-    candidates.push(...findMatches(topic, compiled).sort((a, b) => a.start - b.start));
+    for (const match of findMatches(topic, compiled)) {
+      const url = safeUrl(match.url);
+      if (url !== null) candidates.push({ ...match, url });
+    }
   }
   let position = 0;
   for (const split of [...topic.matchAll(URL_SPLITTER), null]) {

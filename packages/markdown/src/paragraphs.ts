@@ -4,7 +4,7 @@
 // would only open an empty quote does not end a paragraph either (see quotes.ts).
 import type { MarkdownIt, StateBlock } from 'markdown-it';
 import { itemTextIndent } from './lists';
-import { startsEmptyQuote } from './quotes';
+import { emptyQuoteEnd } from './quotes';
 
 function paragraphRule(state: StateBlock, startLine: number, endLine: number): boolean {
   const terminators = state.md.block.ruler.getRules('paragraph');
@@ -15,7 +15,13 @@ function paragraphRule(state: StateBlock, startLine: number, endLine: number): b
     // Lines indented like code, and lazy lines of a block quote, only continue the paragraph.
     if (state.sCount[nextLine]! - state.blkIndent > 3) continue;
     if (state.sCount[nextLine]! < 0) continue;
-    if (startsEmptyQuote(state, nextLine, endLine)) continue;
+    // A run of bare `>` lines to the end of the block continues it, all at once (checking
+    // each line of the run again would be quadratic).
+    const bareQuotesEnd = emptyQuoteEnd(state, nextLine, endLine);
+    if (bareQuotesEnd !== -1) {
+      nextLine = bareQuotesEnd - 1;
+      continue;
+    }
     if (terminators.some((rule) => rule(state, nextLine, endLine, true))) break;
   }
 

@@ -11,17 +11,13 @@ function isBareQuoteLine(state: StateBlock, line: number): boolean {
 
 /** Where the run of bare `>` lines from `startLine` to the end of the block ends, or -1 when
  * some line of the block has more. */
-function emptyQuoteEnd(state: StateBlock, startLine: number, endLine: number): number {
+export function emptyQuoteEnd(state: StateBlock, startLine: number, endLine: number): number {
   let end = startLine;
   while (end < endLine && !state.isEmpty(end)) {
     if (!isBareQuoteLine(state, end)) return -1;
     end += 1;
   }
   return end === startLine ? -1 : end;
-}
-
-export function startsEmptyQuote(state: StateBlock, line: number, endLine: number): boolean {
-  return emptyQuoteEnd(state, line, endLine) !== -1;
 }
 
 function emptyQuoteRule(state: StateBlock, startLine: number, endLine: number): boolean {
