@@ -11,13 +11,13 @@ import { botRoutes } from './routes/bots';
 import { flagRoutes } from './routes/flags';
 import { linkifierRoutes } from './routes/linkifiers';
 import { messageRoutes } from './routes/messages';
-import { realmEmojiRoutes, emojiImageRoutes } from './routes/realm-emoji';
+import { emojiImageRoutes, emojiUploadRoutes, realmEmojiRoutes } from './routes/realm-emoji';
 import { registerRoutes } from './routes/register';
 import { serverRoutes } from './routes/server';
 import { settingsRoutes } from './routes/settings';
 import { streamRoutes } from './routes/streams';
 import { subscriptionRoutes } from './routes/subscriptions';
-import { uploadFileRoutes, uploadRoutes } from './routes/uploads';
+import { uploadPostRoutes, servedUploadRoutes, uploadRoutes } from './routes/uploads';
 import { userRoutes } from './routes/users';
 
 export interface ApiAppOptions {
@@ -31,12 +31,10 @@ export interface ApiAppOptions {
 export function apiRouter(): Router {
   const config = getConfig();
   const router = Router();
-  router.use(
-    bodyParsers(config.MAX_REQUEST_BODY_MIB * 1024 * 1024, {
-      maxFileBytes: config.MAX_FILE_UPLOAD_SIZE_MIB * 1024 * 1024,
-    }),
-  );
   router.use(resolveRealm);
+  // Upload endpoints parse their own bodies, after authentication.
+  router.use(uploadPostRoutes, emojiUploadRoutes);
+  router.use(bodyParsers(config.MAX_REQUEST_BODY_MIB * 1024 * 1024));
   router.use(
     serverRoutes,
     authRoutes,
@@ -68,7 +66,7 @@ export function createApp(options: ApiAppOptions = {}): express.Express {
   );
   for (const router of options.mount ?? []) app.use('/api/v1', router);
   app.use('/api/v1', apiRouter());
-  app.use(uploadFileRoutes(), emojiImageRoutes());
+  app.use(servedUploadRoutes(), emojiImageRoutes());
   app.use(notFound);
   app.use(errorHandler);
   return app;

@@ -45,6 +45,7 @@ describe('custom emoji', () => {
         source_url: `/user_avatars/${org.realm.id}/emoji/images/${entry!.id}.png`,
         deactivated: false,
         author_id: org.member.id,
+        still_url: null,
       });
       expect(published).toHaveLength(1);
       expect(published[0]!.event).toEqual({

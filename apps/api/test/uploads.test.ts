@@ -66,6 +66,12 @@ describe('uploads', () => {
       expect(file.headers['x-content-type-options']).toBe('nosniff');
     });
 
+    it('keeps UTF-8 file names', async () => {
+      const { filename, url } = await uploaded(org.member, '日本語 ファイル.txt', Buffer.from('x'));
+      expect(filename).toBe('日本語-ファイル.txt');
+      expect((await download(org.member, encodeURI(url))).status).toBe(200);
+    });
+
     it('needs exactly one file', async () => {
       expectError(
         await as(org.member, org.host).post('/user_uploads', {}),
@@ -119,6 +125,52 @@ describe('uploads', () => {
       expect((await download(org.admin, publicUrl)).status).toBe(200);
     });
 
+    it('follows the message: moved to a private channel, only its readers keep access', async () => {
+      const { url } = await uploaded(org.member, 'moving.txt', Buffer.from('moving'));
+      const id = expectSuccess(
+        await send(org.member, org.host, {
+          type: 'stream',
+          to: 'general',
+          topic: 'move me',
+          content: `[moving.txt](${url})`,
+        }),
+      ).id as number;
+      expect((await download(org.other, url)).status).toBe(200);
+      expectSuccess(
+        await as(org.member, org.host).patch(`/messages/${id}`, { stream_id: org.secret.id }),
+      );
+      expectError(await download(org.other, url), 'You are not authorized to view this file.', 403);
+      expect((await download(org.member, url)).status).toBe(200);
+    });
+
+    it('reports uploads an edit leaves unlinked as detached_uploads', async () => {
+      const { url } = await uploaded(org.member, 'draft.txt', Buffer.from('draft'));
+      const id = expectSuccess(
+        await send(org.member, org.host, {
+          type: 'stream',
+          to: 'general',
+          topic: 'edits',
+          content: `[draft.txt](${url})`,
+        }),
+      ).id as number;
+      const kept = expectSuccess(
+        await as(org.member, org.host).patch(`/messages/${id}`, { content: `again ${url}` }),
+      );
+      expect(kept.detached_uploads).toEqual([]);
+      const dropped = expectSuccess(
+        await as(org.member, org.host).patch(`/messages/${id}`, { content: 'no file now' }),
+      );
+      expect(dropped.detached_uploads).toEqual([
+        expect.objectContaining({
+          name: 'draft.txt',
+          path_id: url.slice('/user_uploads/'.length),
+          messages: [],
+        }),
+      ]);
+      // Unlinked, the file is the uploader's alone again.
+      expectError(await download(org.other, url), 'You are not authorized to view this file.', 403);
+    });
+
     it('gives a temporary URL that works without credentials', async () => {
       const { url } = await uploaded(org.member, 'temp.txt', Buffer.from('temporary'));
       const path = url.slice('/user_uploads/'.length);
@@ -145,10 +197,15 @@ describe('uploads', () => {
         `/user_uploads/${org.realm.id}/../../../../etc/passwd`,
         `/user_uploads/${org.realm.id}/%2e%2e/%2e%2e/etc/passwd`,
         `/user_uploads/${org.realm.id}/ab/none/missing.txt`,
+        `/user_uploads/${org.realm.id}/%00`,
       ]) {
         const res = await download(org.member, url);
         expect(res.status).toBe(404);
       }
+      // Not UTF-8 once decoded: refused before any lookup.
+      const broken = await download(org.member, `/user_uploads/${org.realm.id}/%ED%A0%80`);
+      expect(broken.status).toBe(400);
+      expect(broken.body.result).toBe('error');
     });
   });
 

@@ -8,8 +8,11 @@ import {
   OrganizationAdministratorRequiredError,
 } from '@parley/errors';
 import {
+  bodyParsers,
   endpoint,
+  runMiddleware,
   type EndpointInput,
+  type UploadLimits,
   type EndpointSpec,
   type Json,
   type ParamShape,
@@ -31,6 +34,9 @@ export interface UserEndpointOptions {
   humansOnly?: boolean;
   /** Zulip's require_realm_admin: checked before the parameters. */
   adminOnly?: boolean;
+  /** An upload endpoint: its body (with files up to these limits) is parsed only once the
+   * user is authenticated. Its router must be mounted before the general body parsers. */
+  uploads?: () => UploadLimits & { maxBodyBytes: number };
 }
 
 export function userEndpoint<P extends ParamShape = NoParams, Q extends ParamShape = NoParams>(
@@ -46,6 +52,10 @@ export function userEndpoint<P extends ParamShape = NoParams, Q extends ParamSha
     if (spec.humansOnly && user.isBot) throw new HumanUsersOnlyError();
     if (spec.adminOnly && user.role > Role.ADMINISTRATOR)
       throw new OrganizationAdministratorRequiredError();
+    if (spec.uploads) {
+      const limits = spec.uploads();
+      await runMiddleware(bodyParsers(limits.maxBodyBytes, limits), req, res);
+    }
     await inner(req, res, next);
   };
 }

@@ -1,8 +1,17 @@
 export { sendError, sendSuccess, type Json } from './envelope';
 export { endpoint, type EndpointInput, type EndpointSpec } from './endpoint';
-export { bodyParsers, defineRoute, errorHandler, notFound, requestContext } from './middleware';
+export {
+  bodyParsers,
+  defineRoute,
+  errorHandler,
+  notFound,
+  requestContext,
+  runMiddleware,
+  type UploadLimits,
+} from './middleware';
 export {
   describeIssue,
+  isStorableText,
   p,
   Param,
   parseParams,

@@ -2,7 +2,13 @@
 // parsing for every method (urlencoded, multipart, JSON), and the handlers that turn any
 // failure — ours, the body parsers', multer's, or a bug — into a JSON envelope.
 import { randomUUID } from 'node:crypto';
-import express, { type ErrorRequestHandler, type RequestHandler, type Router } from 'express';
+import express, {
+  type ErrorRequestHandler,
+  type Request,
+  type RequestHandler,
+  type Response,
+  type Router,
+} from 'express';
 import multer from 'multer';
 import {
   ApiParamValidationError,
@@ -55,7 +61,9 @@ export function requestContext(): RequestHandler {
 /** Parses urlencoded, multipart and JSON bodies for every method (zulip-js posts multipart;
  * PATCH and DELETE bodies count too, as in Zulip's process_as_post). */
 export interface UploadLimits {
-  /** Largest file part accepted; 0 refuses files (the events tier takes none). */
+  /** Largest file part accepted; 0 refuses files. Only upload endpoints take files, and they
+   * parse their bodies after authentication (see userEndpoint's `uploads`), so nobody can make
+   * another endpoint hold files in memory. */
   maxFileBytes: number;
 }
 
@@ -71,6 +79,8 @@ export function bodyParsers(
   // Files stay in memory: they are bounded by maxFileBytes and go straight to storage.
   const fields = multer({
     storage: multer.memoryStorage(),
+    // File names are UTF-8 (busboy's default reads them as Latin-1).
+    defParamCharset: 'utf8',
     limits: {
       fieldSize: limitBytes,
       fields: 1000,
@@ -91,6 +101,12 @@ export function bodyParsers(
             new JsonableError(`Uploaded file is larger than the allowed limit of ${mib} MiB`),
           );
         }
+        if (err instanceof multer.MulterError && err.code === 'LIMIT_FILE_COUNT')
+          return next(
+            files === 0
+              ? new ApiParamValidationError('This endpoint takes no files')
+              : new JsonableError('You may only upload one file at a time'),
+          );
         if (err === undefined || err instanceof multer.MulterError) return next(err);
         // busboy's own failures (truncated body, missing boundary) are the client's.
         next(new ApiParamValidationError('Malformed multipart body'));
@@ -114,6 +130,18 @@ export function bodyParsers(
       next();
     },
   ];
+}
+
+/** Runs Express middleware in order outside the router (for parsing after authentication). */
+export async function runMiddleware(
+  handlers: RequestHandler[],
+  req: Request,
+  res: Response,
+): Promise<void> {
+  for (const handler of handlers)
+    await new Promise<void>((resolve, reject) => {
+      void handler(req, res, (err?: unknown) => (err ? reject(err) : resolve()));
+    });
 }
 
 /** Declares a path's handlers by method; other methods get Zulip's 405. */
@@ -160,9 +188,6 @@ function toJsonableError(err: unknown): JsonableError | undefined {
     switch (err.code) {
       case 'LIMIT_FIELD_VALUE':
         return new PayloadTooLargeError();
-      case 'LIMIT_FILE_COUNT':
-      case 'LIMIT_UNEXPECTED_FILE':
-        return new JsonableError('You may only upload one file at a time');
       default:
         return new ApiParamValidationError(`Malformed multipart body: ${err.message}`);
     }

@@ -186,6 +186,12 @@ function decode(decoding: Decoding, name: string, raw: string): unknown {
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
+/** Text Postgres can store: no null bytes, no lone UTF-16 surrogates (for values that do not
+ * come through a declared parameter, such as wildcard path segments). */
+export function isStorableText(value: string): boolean {
+  return !value.includes('\0') && !LONE_SURROGATE.test(value);
+}
+
 function containsLoneSurrogate(value: unknown): boolean {
   if (typeof value === 'string') return LONE_SURROGATE.test(value);
   if (Array.isArray(value)) return value.some(containsLoneSurrogate);

@@ -8,7 +8,6 @@ CREATE TABLE "attachment" (
     "size" INTEGER NOT NULL,
     "content_type" TEXT,
     "create_time" TIMESTAMPTZ(6) NOT NULL DEFAULT CURRENT_TIMESTAMP,
-    "is_realm_public" BOOLEAN NOT NULL DEFAULT false,
     "width" INTEGER,
     "height" INTEGER,
 
@@ -28,6 +27,9 @@ CREATE UNIQUE INDEX "attachment_path_id_key" ON "attachment"("path_id");
 
 -- CreateIndex
 CREATE INDEX "attachment_owner_id_idx" ON "attachment"("owner_id");
+
+-- CreateIndex
+CREATE INDEX "attachment_realm_id_idx" ON "attachment"("realm_id");
 
 -- CreateIndex
 CREATE INDEX "attachment_messages_message_id_idx" ON "attachment_messages"("message_id");

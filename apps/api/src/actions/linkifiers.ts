@@ -11,7 +11,8 @@ import {
   templateVariables,
 } from '@parley/markdown';
 import { sendEventOnCommit } from '../lib/events';
-import { linkifierRows, presentLinkifier } from '../lib/linkifiers';
+import { linkifierRows } from '../lib/linkifiers';
+import { presentLinkifier } from '../presenters/linkifiers';
 import { usersWhoCanAccess } from '../lib/users';
 
 export interface LinkifierInput {

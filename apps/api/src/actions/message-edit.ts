@@ -34,6 +34,7 @@ import {
 } from '../presenters/messages';
 import { streamUpdateEvent } from '../presenters/streams';
 import { checkContent, checkTopic, checkTopicPolicy } from './messages';
+import type { Attachment } from '../lib/attachments';
 import { doUpdateAttachmentLinks } from './uploads';
 
 export const PROPAGATE_MODES = ['change_one', 'change_later', 'change_all'] as const;
@@ -185,10 +186,11 @@ export async function doUpdateMessage(
   user: User,
   edit: CheckedEdit,
   rendered: Rendered | null,
-): Promise<number[]> {
+): Promise<{ ids: number[]; detached: Attachment[] }> {
   const { tx } = ctx;
   const { message, stream, target } = edit;
   const now = new Date();
+  let detached: Attachment[] = [];
   const timestamp = Math.floor(now.getTime() / 1000);
   const moved = (edit.topic !== undefined && !edit.resolving) || target !== null;
   const others = await topicMessagesToMove(tx, user, edit);
@@ -232,20 +234,14 @@ export async function doUpdateMessage(
 
   if (edit.content !== undefined && rendered) {
     await updateMentionFlags(tx, message, rendered);
-    const channel = target ?? stream;
-    const hasAttachment = await doUpdateAttachmentLinks(
-      ctx,
-      user,
-      message,
-      edit.content,
-      channel !== null && !channel.inviteOnly,
-    );
-    if (hasAttachment !== message.hasAttachment)
-      await tx.message.update({ where: { id: message.id }, data: { hasAttachment } });
+    const links = await doUpdateAttachmentLinks(ctx, user, message, edit.content);
+    detached = links.detached;
+    if (links.linked !== message.hasAttachment)
+      await tx.message.update({ where: { id: message.id }, data: { hasAttachment: links.linked } });
   }
   const lostAccess = target ? await moveUserMessages(tx, ids, target) : [];
   await sendUpdateEvents(ctx, user, edit, rendered, ids, timestamp, lostAccess);
-  return ids;
+  return { ids, detached };
 }
 
 /** The messages moved along with the edited one, in one statement whatever their number:

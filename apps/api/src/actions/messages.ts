@@ -233,13 +233,13 @@ export async function doSendMessage(
       hasImage: /<img /.test(rendered.html),
     },
   });
-  if (linkedPathIds(content).length > 0) {
-    const inPublicChannel = addressee.kind === 'channel' && !addressee.stream.inviteOnly;
-    if (await doUpdateAttachmentLinks(ctx, sender, message, content, inPublicChannel))
-      message.hasAttachment = (
-        await tx.message.update({ where: { id: message.id }, data: { hasAttachment: true } })
-      ).hasAttachment;
-  }
+  if (
+    linkedPathIds(content).length > 0 &&
+    (await doUpdateAttachmentLinks(ctx, sender, message, content)).linked
+  )
+    message.hasAttachment = (
+      await tx.message.update({ where: { id: message.id }, data: { hasAttachment: true } })
+    ).hasAttachment;
   const flags = await recipientFlags(tx, message, sender, userIds, rendered, options);
   if (addressee.kind === 'channel') checkWildcardMention(sender, rendered, userIds, flags);
   // One INSERT … SELECT unnest(…) for every recipient's row: Prisma's createMany costs

@@ -8,7 +8,7 @@ import {
   canAccessAttachment,
   linkedPathIds,
   newPathId,
-  presentAttachment,
+  attachmentObject,
   sanitizeFileName,
   uploadSpaceUsed,
   type Attachment,
@@ -86,49 +86,62 @@ async function sendAttachmentEvent(
     {
       type: 'attachment',
       op,
-      attachment: await presentAttachment(attachment, ctx.tx),
+      attachment: await attachmentObject(attachment, ctx.tx),
       upload_space_used: await uploadSpaceUsed(attachment.realmId, ctx.tx),
     },
     [attachment.ownerId],
   );
 }
 
+export interface AttachmentLinks {
+  /** Whether the message links any upload (Message.has_attachment). */
+  linked: boolean;
+  /** The sender's uploads this change unlinked that no message links any more (Zulip's
+   * detached_uploads, offered for deletion). */
+  detached: Attachment[];
+}
+
 /** Zulip's do_claim_attachments and check_attachment_reference_change: links the uploads
- * `content` refers to that the sender may share (their own, or ones they can open), drops
- * links the content no longer has, and marks uploads linked from a public channel as
- * visible to the whole organization. Returns whether the message links any upload. */
+ * `content` refers to that the sender may share (their own, or ones they can open) and drops
+ * links the content no longer has. Who may open an upload follows from the messages that
+ * link it (lib/attachments canAccessAttachment). */
 export async function doUpdateAttachmentLinks(
   ctx: ActionContext,
   sender: User,
   message: Pick<Message, 'id'>,
   content: string,
-  inPublicChannel: boolean,
-): Promise<boolean> {
+): Promise<AttachmentLinks> {
   const { tx } = ctx;
   const pathIds = linkedPathIds(content);
-  await tx.attachmentMessage.deleteMany({
+  const dropped = await tx.attachmentMessage.findMany({
     where: { messageId: message.id, attachment: { pathId: { notIn: pathIds } } },
+    select: { attachmentId: true },
   });
-  if (pathIds.length === 0) return false;
-  const attachments = await tx.attachment.findMany({
-    where: { realmId: sender.realmId, pathId: { in: pathIds } },
-  });
-  let linked = false;
-  for (const attachment of attachments) {
-    if (!(await canAccessAttachment(sender, attachment, tx))) continue;
-    linked = true;
-    const created = await tx.attachmentMessage.createMany({
-      data: [{ attachmentId: attachment.id, messageId: message.id }],
-      skipDuplicates: true,
+  let detached: Attachment[] = [];
+  if (dropped.length > 0) {
+    const ids = dropped.map((row) => row.attachmentId);
+    await tx.attachmentMessage.deleteMany({
+      where: { messageId: message.id, attachmentId: { in: ids } },
     });
-    const updated =
-      inPublicChannel && !attachment.isRealmPublic
-        ? await tx.attachment.update({
-            where: { id: attachment.id },
-            data: { isRealmPublic: true },
-          })
-        : attachment;
-    if (created.count > 0) await sendAttachmentEvent(ctx, 'update', updated);
+    detached = await tx.attachment.findMany({
+      where: { id: { in: ids }, ownerId: sender.id, messages: { none: {} } },
+      orderBy: { id: 'asc' },
+    });
   }
-  return linked;
+  let linked = false;
+  if (pathIds.length > 0) {
+    const attachments = await tx.attachment.findMany({
+      where: { realmId: sender.realmId, pathId: { in: pathIds } },
+    });
+    for (const attachment of attachments) {
+      if (!(await canAccessAttachment(sender, attachment, tx))) continue;
+      linked = true;
+      const created = await tx.attachmentMessage.createMany({
+        data: [{ attachmentId: attachment.id, messageId: message.id }],
+        skipDuplicates: true,
+      });
+      if (created.count > 0) await sendAttachmentEvent(ctx, 'update', attachment);
+    }
+  }
+  return { linked, detached };
 }

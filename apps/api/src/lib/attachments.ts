@@ -2,9 +2,11 @@
 // attachment objects of `attachment` events.
 import { randomBytes } from 'node:crypto';
 import { getPrisma, Role, type Tx, type User } from '@parley/db';
+import { FileAccessDeniedError, ResourceNotFoundError } from '@parley/errors';
+import { isStorableText } from '@parley/http';
+import { presentAttachment, type Attachment } from '../presenters/attachments';
 
-// `Prisma.Attachment` without importing the generated namespace everywhere.
-export type Attachment = NonNullable<Awaited<ReturnType<Tx['attachment']['findUnique']>>>;
+export type { Attachment } from '../presenters/attachments';
 
 const MAX_NAME_LENGTH = 200;
 
@@ -39,7 +41,9 @@ const UPLOAD_LINK = /\/user_uploads\/(\d+\/[0-9a-f]{2}\/[\w-]{24}\/[^\s"'()<>[\]
 /** Path ids of the uploads a message's content links to (Zulip's
  * potential_attachment_path_ids). */
 export function linkedPathIds(content: string): string[] {
-  return [...new Set([...content.matchAll(UPLOAD_LINK)].map((m) => decodePath(m[1]!)))];
+  const ids = [...content.matchAll(UPLOAD_LINK)].map((m) => decodePath(m[1]!));
+  // A decoded %00 or broken UTF-8 cannot be one of our path ids (nor reach Postgres).
+  return [...new Set(ids.filter(isStorableText))];
 }
 
 function decodePath(path: string): string {
@@ -50,9 +54,10 @@ function decodePath(path: string): string {
   }
 }
 
-/** Zulip's validate_attachment_request: the owner; any non-guest once a public-channel
- * message links it; whoever received a message linking it; subscribers of a channel with
- * shared history where it was linked. */
+/** Zulip's validate_attachment_request: the owner; any non-guest while a message linking it
+ * is in a public channel; whoever has a message linking it; subscribers of a channel with
+ * shared history where it is linked. Worked out from where the messages are now, so moving a
+ * message to a private channel or making its channel private narrows access at once. */
 export async function canAccessAttachment(
   user: User,
   attachment: Attachment,
@@ -60,26 +65,45 @@ export async function canAccessAttachment(
 ): Promise<boolean> {
   if (attachment.realmId !== user.realmId) return false;
   if (attachment.ownerId === user.id) return true;
-  if (attachment.isRealmPublic && user.role !== Role.GUEST) return true;
-  const received = await db.userMessage.findFirst({
-    where: { userId: user.id, message: { attachments: { some: { attachmentId: attachment.id } } } },
-    select: { messageId: true },
-  });
-  if (received) return true;
-  const shared = await db.$queryRaw<{ found: number }[]>`
+  const isGuest = user.role === Role.GUEST;
+  const found = await db.$queryRaw<{ found: number }[]>`
     SELECT 1 AS found
     FROM attachment_messages am
     JOIN message m ON m.id = am.message_id
-    JOIN stream s ON s.recipient_id = m.recipient_id AND s.history_public_to_subscribers
-    JOIN subscription sub ON sub.recipient_id = m.recipient_id
-      AND sub.user_profile_id = ${user.id} AND sub.active
+    LEFT JOIN stream s ON s.recipient_id = m.recipient_id
     WHERE am.attachment_id = ${attachment.id}
+      AND (
+        (NOT ${isGuest} AND s.id IS NOT NULL AND NOT s.invite_only AND NOT s.deactivated)
+        OR EXISTS (
+          SELECT 1 FROM user_message um
+          WHERE um.message_id = m.id AND um.user_profile_id = ${user.id})
+        OR (s.history_public_to_subscribers AND EXISTS (
+          SELECT 1 FROM subscription sub
+          WHERE sub.recipient_id = m.recipient_id AND sub.user_profile_id = ${user.id}
+            AND sub.active))
+      )
     LIMIT 1`;
-  return shared.length > 0;
+  return found.length > 0;
 }
 
-/** The attachment object of `attachment` events and GET /attachments. */
-export async function presentAttachment(
+/** Path ids are the server's own: text that could not be one (null bytes, broken UTF-16,
+ * absurd lengths) is simply not found, and never reaches the database. */
+function plausiblePathId(pathId: string): boolean {
+  return pathId.length <= 1000 && isStorableText(pathId);
+}
+
+/** Zulip's validate_attachment_request for a path id: the attachment, or 404 / 403. */
+export async function accessAttachmentByPath(user: User, pathId: string): Promise<Attachment> {
+  if (!plausiblePathId(pathId)) throw new ResourceNotFoundError('File not found');
+  const attachment = await getPrisma().attachment.findUnique({ where: { pathId } });
+  if (!attachment || attachment.realmId !== user.realmId)
+    throw new ResourceNotFoundError('File not found');
+  if (!(await canAccessAttachment(user, attachment))) throw new FileAccessDeniedError();
+  return attachment;
+}
+
+/** The attachment object with the messages that link it now. */
+export async function attachmentObject(
   attachment: Attachment,
   db: Tx = getPrisma(),
 ): Promise<Record<string, unknown>> {
@@ -88,17 +112,10 @@ export async function presentAttachment(
     select: { message: { select: { id: true, dateSent: true } } },
     orderBy: { messageId: 'asc' },
   });
-  return {
-    id: attachment.id,
-    name: attachment.fileName,
-    path_id: attachment.pathId,
-    size: attachment.size,
-    create_time: attachment.createTime.getTime(),
-    messages: links.map(({ message }) => ({
-      id: message.id,
-      date_sent: message.dateSent.getTime(),
-    })),
-  };
+  return presentAttachment(
+    attachment,
+    links.map((link) => link.message),
+  );
 }
 
 /** Bytes of everything the organization has uploaded (upload_space_used). */

@@ -1,5 +1,5 @@
 // Reading an organization's linkifiers (spec 2.10): in their order, for rendering, topic_links
-// and GET /realm/linkifiers.
+// and GET /realm/linkifiers (shaped by presenters/linkifiers).
 import { getPrisma, type Linkifier as LinkifierRow, type Tx } from '@parley/db';
 import type { Linkifier } from '@parley/markdown';
 
@@ -16,16 +16,4 @@ export async function linkifiersForRealm(
     pattern: row.pattern,
     urlTemplate: row.urlTemplate,
   }));
-}
-
-/** Zulip's LinkifierDict, with the reverse-linkification fields of feature level 471. */
-export function presentLinkifier(row: LinkifierRow): Record<string, unknown> {
-  return {
-    id: row.id,
-    pattern: row.pattern,
-    url_template: row.urlTemplate,
-    example_input: row.exampleInput,
-    reverse_template: row.reverseTemplate,
-    alternative_url_templates: row.alternativeUrlTemplates,
-  };
 }

@@ -1,27 +1,11 @@
 // An organization's custom emoji (Zulip's RealmEmoji): the dict of GET /realm/emoji and the
 // realm_emoji event, and the lookups rendering and reactions need.
 import { getPrisma, type Tx } from '@parley/db';
-
-export type RealmEmoji = NonNullable<Awaited<ReturnType<Tx['realmEmoji']['findUnique']>>>;
-
-/** Where the image is served, without authentication, as Zulip serves avatars and emoji. */
-export function emojiSourceUrl(emoji: Pick<RealmEmoji, 'realmId' | 'fileName'>): string {
-  return `/user_avatars/${emoji.realmId}/emoji/images/${encodeURIComponent(emoji.fileName ?? '')}`;
-}
+import { emojiSourceUrl, presentRealmEmoji } from '../presenters/realm-emoji';
 
 /** The store path of an emoji image (see lib/upload-store). */
 export function emojiStorePath(realmId: number, fileName: string): string {
   return `user_avatars/${realmId}/emoji/images/${fileName}`;
-}
-
-export function presentRealmEmoji(emoji: RealmEmoji): Record<string, unknown> {
-  return {
-    id: String(emoji.id),
-    name: emoji.name,
-    source_url: emojiSourceUrl(emoji),
-    deactivated: emoji.deactivated,
-    author_id: emoji.authorId,
-  };
 }
 
 /** Every custom emoji of the organization, deactivated ones too, keyed by id (as text). */

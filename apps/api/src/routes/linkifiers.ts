@@ -11,7 +11,8 @@ import {
   doReorderLinkifiers,
   doUpdateLinkifier,
 } from '../actions/linkifiers';
-import { linkifierRows, presentLinkifier } from '../lib/linkifiers';
+import { linkifierRows } from '../lib/linkifiers';
+import { presentLinkifier } from '../presenters/linkifiers';
 
 export const linkifierRoutes = Router();
 

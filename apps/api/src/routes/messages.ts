@@ -29,6 +29,7 @@ import { loadPermissions } from '../lib/streams';
 import { fetchMessages } from '../lib/message-fetch';
 import { accessMessage, presentMessages } from '../lib/messages';
 import { narrowSchema, normalizeNarrow } from '../lib/narrow';
+import { attachmentObject } from '../lib/attachments';
 import { customEmojiOf } from '../lib/realm-emoji';
 import { renderContent } from '../lib/rendering';
 
@@ -235,7 +236,7 @@ defineRoute(messageRoutes, '/messages/:message_id', {
       },
     },
     async ({ user, realm, path, params }) => {
-      await runAction(async (ctx) => {
+      const detached = await runAction(async (ctx) => {
         const { tx } = ctx;
         const { message, stream } = await accessMessage(user, path.message_id, tx, { lock: true });
         const edit = await checkUpdateMessage(tx, user, realm, message, stream, {
@@ -246,10 +247,13 @@ defineRoute(messageRoutes, '/messages/:message_id', {
         });
         const rendered =
           edit.content === undefined ? null : await renderContent(realm.id, edit.content, tx);
-        await doUpdateMessage(ctx, user, edit, rendered);
+        return (await doUpdateMessage(ctx, user, edit, rendered)).detached;
       });
-      // No uploads are attached to messages yet, so an edit never detaches any.
-      return { detached_uploads: [] };
+      return {
+        detached_uploads: await Promise.all(
+          detached.map((attachment) => attachmentObject(attachment)),
+        ),
+      };
     },
   ),
   DELETE: userEndpoint({ path: messagePath }, async ({ user, realm, path }) => {

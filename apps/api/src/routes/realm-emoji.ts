@@ -5,10 +5,10 @@ import { userEndpoint } from '@parley/auth';
 import { runAction } from '@parley/db';
 import { JsonableError, ResourceNotFoundError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
-import { doAddRealmEmoji, doRemoveRealmEmoji } from '../actions/realm-emoji';
-import type { UploadedFile } from '../actions/uploads';
+import { doAddRealmEmoji, doRemoveRealmEmoji, MAX_EMOJI_FILE_BYTES } from '../actions/realm-emoji';
 import { emojiStorePath, realmEmojiDict } from '../lib/realm-emoji';
 import { uploadFilePath } from '../lib/upload-store';
+import { uploadedFiles, uploadLimits } from './uploads';
 
 export const realmEmojiRoutes = Router();
 
@@ -18,13 +18,23 @@ defineRoute(realmEmojiRoutes, '/realm/emoji', {
 
 const emojiPath = { emoji_name: p.string({ maxLength: 100 }) };
 
+/** Adding one: mounted before the general body parsers (see routes/uploads). */
+export const emojiUploadRoutes = Router();
+
+emojiUploadRoutes.post(
+  '/realm/emoji/:emoji_name',
+  userEndpoint(
+    { path: emojiPath, uploads: () => uploadLimits(MAX_EMOJI_FILE_BYTES) },
+    async ({ user, path, req }) => {
+      const files = uploadedFiles(req);
+      if (files.length !== 1) throw new JsonableError('You must upload exactly one file.');
+      await doAddRealmEmoji(user, path.emoji_name, files[0]!);
+      return {};
+    },
+  ),
+);
+
 defineRoute(realmEmojiRoutes, '/realm/emoji/:emoji_name', {
-  POST: userEndpoint({ path: emojiPath }, async ({ user, path, req }) => {
-    const files = (req.files as UploadedFile[] | undefined) ?? [];
-    if (files.length !== 1) throw new JsonableError('You must upload exactly one file.');
-    await doAddRealmEmoji(user, path.emoji_name, files[0]!);
-    return {};
-  }),
   DELETE: userEndpoint({ path: emojiPath }, async ({ user, path }) => {
     await runAction((ctx) => doRemoveRealmEmoji(ctx, user, path.emoji_name));
     return {};

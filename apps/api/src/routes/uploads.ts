@@ -4,27 +4,42 @@
 // /user_uploads/temporary/{token}/{name} for the temporary URLs.
 import { randomBytes } from 'node:crypto';
 import { Router, type Request, type Response } from 'express';
+import { getConfig } from '@parley/config';
 import { authenticate, resolveRealm, userEndpoint } from '@parley/auth';
-import { getPrisma, type User } from '@parley/db';
-import { FileAccessDeniedError, JsonableError, ResourceNotFoundError } from '@parley/errors';
+import { getPrisma } from '@parley/db';
+import { JsonableError, ResourceNotFoundError } from '@parley/errors';
 import { getRedis, uploadTokenKey } from '@parley/events';
 import { defineRoute, p } from '@parley/http';
 import { doUploadFile, type UploadedFile } from '../actions/uploads';
-import { canAccessAttachment, type Attachment } from '../lib/attachments';
+import { accessAttachmentByPath, type Attachment } from '../lib/attachments';
 import { uploadFilePath } from '../lib/upload-store';
 
 export const uploadRoutes = Router();
 
-defineRoute(uploadRoutes, '/user_uploads', {
-  POST: userEndpoint({}, async ({ user, realm, req }) => {
-    const files = (req.files as UploadedFile[] | undefined) ?? [];
+/** The upload itself: mounted before the general body parsers, so its body (with the file) is
+ * parsed only after authentication. */
+export const uploadPostRoutes = Router();
+
+export function uploadLimits(maxFileBytes = getConfig().MAX_FILE_UPLOAD_SIZE_MIB * 1024 * 1024) {
+  return { maxBodyBytes: getConfig().MAX_REQUEST_BODY_MIB * 1024 * 1024, maxFileBytes };
+}
+
+/** The uploaded files of a request parsed with `uploads`. */
+export function uploadedFiles(req: Request): UploadedFile[] {
+  return (req.files as UploadedFile[] | undefined) ?? [];
+}
+
+uploadPostRoutes.post(
+  '/user_uploads',
+  userEndpoint({ uploads: () => uploadLimits() }, async ({ user, realm, req }) => {
+    const files = uploadedFiles(req);
     if (files.length === 0) throw new JsonableError('You must specify a file to upload');
     if (files.length > 1) throw new JsonableError('You may only upload one file at a time');
     const attachment = await doUploadFile(user, realm, files[0]!);
     const url = `/user_uploads/${attachment.pathId}`;
     return { uri: url, url, filename: attachment.fileName };
   }),
-});
+);
 
 const TEMPORARY_URL_SECONDS = 60;
 const uploadPath = { realm_id: p.int({ min: 0 }), path: p.string({ maxLength: 1000 }) };
@@ -41,21 +56,13 @@ defineRoute(uploadRoutes, '/user_uploads/:realm_id/*path', {
   GET: async (req, res, next) => {
     joinWildcard(req);
     await userEndpoint({ path: uploadPath }, async ({ user, path }) => {
-      const attachment = await accessUpload(user, `${path.realm_id}/${path.path}`);
+      const attachment = await accessAttachmentByPath(user, `${path.realm_id}/${path.path}`);
       const token = randomBytes(24).toString('base64url');
       await getRedis().set(uploadTokenKey(token), attachment.pathId, 'EX', TEMPORARY_URL_SECONDS);
       return { url: `/user_uploads/temporary/${token}/${encodeURIComponent(attachment.fileName)}` };
     })(req, res, next);
   },
 });
-
-async function accessUpload(user: User, pathId: string): Promise<Attachment> {
-  const attachment = await getPrisma().attachment.findUnique({ where: { pathId } });
-  if (!attachment || attachment.realmId !== user.realmId)
-    throw new ResourceNotFoundError('File not found');
-  if (!(await canAccessAttachment(user, attachment))) throw new FileAccessDeniedError();
-  return attachment;
-}
 
 // Served in the page only when the browser cannot be made to run it.
 const INLINE_TYPES =
@@ -79,11 +86,12 @@ function sendUpload(res: Response, attachment: Attachment): void {
 }
 
 /** The file URLs, outside /api/v1. */
-export function uploadFileRoutes(): Router {
+export function servedUploadRoutes(): Router {
   const router = Router();
   router.use('/user_uploads', resolveRealm);
   router.get('/user_uploads/temporary/:token/:filename', async (req, res) => {
-    const pathId = await getRedis().get(uploadTokenKey(req.params.token));
+    const token = req.params.token;
+    const pathId = token.length <= 64 ? await getRedis().get(uploadTokenKey(token)) : null;
     const attachment = pathId
       ? await getPrisma().attachment.findUnique({ where: { pathId } })
       : null;
@@ -94,7 +102,7 @@ export function uploadFileRoutes(): Router {
     joinWildcard(req);
     const user = await authenticate(req, res);
     const pathId = `${req.params.realm_id}/${String(req.params.path)}`;
-    sendUpload(res, await accessUpload(user, pathId));
+    sendUpload(res, await accessAttachmentByPath(user, pathId));
   });
   return router;
 }
