@@ -1,7 +1,7 @@
 import request from 'supertest';
-import type { User } from '@parley/db';
+import { Role, type User } from '@parley/db';
 import { createMessageOrg, send, type MessageOrg } from './message-helpers';
-import { api, app, as, captureEvents, expectError, expectSuccess } from './helpers';
+import { api, app, as, captureEvents, createTestUser, expectError, expectSuccess } from './helpers';
 
 /** The start of a PNG: signature and IHDR chunk, which is all image-size reads. */
 function png(width: number, height: number): Buffer {
@@ -206,6 +206,41 @@ describe('uploads', () => {
       const broken = await download(org.member, `/user_uploads/${org.realm.id}/%ED%A0%80`);
       expect(broken.status).toBe(400);
       expect(broken.body.result).toBe('error');
+    });
+  });
+
+  describe('GET /attachments and DELETE /attachments/{attachment_id}', () => {
+    it('lists the user’s own uploads and deletes them, file and all', async () => {
+      const owner = await createTestUser(org.realm, Role.MEMBER);
+      const { url } = await uploaded(owner, 'mine.txt', Buffer.from('mine'));
+      const listed = expectSuccess(await as(owner, org.host).get('/attachments'));
+      const attachments = listed.attachments as { id: number; name: string }[];
+      expect(attachments).toEqual([
+        expect.objectContaining({ name: 'mine.txt', path_id: url.slice('/user_uploads/'.length) }),
+      ]);
+      expect(listed.upload_space_used).toEqual(expect.any(Number));
+      const id = attachments[0]!.id;
+      expectError(
+        await as(org.member, org.host).delete(`/attachments/${id}`),
+        'Invalid attachment',
+      );
+      const published = await captureEvents(org.realm.id, async () => {
+        expectSuccess(await as(owner, org.host).delete(`/attachments/${id}`));
+      });
+      expect(published).toEqual([
+        {
+          event: {
+            type: 'attachment',
+            op: 'remove',
+            attachment: { id },
+            upload_space_used: expect.any(Number),
+          },
+          users: [owner.id],
+        },
+      ]);
+      expect(expectSuccess(await as(owner, org.host).get('/attachments')).attachments).toEqual([]);
+      expect((await download(owner, url)).status).toBe(404);
+      expectError(await as(owner, org.host).delete(`/attachments/${id}`), 'Invalid attachment');
     });
   });
 

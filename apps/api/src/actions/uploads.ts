@@ -3,6 +3,7 @@
 import { imageSize } from 'image-size';
 import type { ActionContext, Message, Realm, User } from '@parley/db';
 import { runAction } from '@parley/db';
+import { JsonableError } from '@parley/errors';
 import { sendEventOnCommit } from '../lib/events';
 import {
   canAccessAttachment,
@@ -74,6 +75,31 @@ export async function doUploadFile(
     await removeUpload(pathId);
     throw error;
   }
+}
+
+/** Zulip's do_delete_old_unclaimed_attachments for one file, on request (DELETE
+ * /attachments/{id}): the owner's only; the bytes go once the row is gone. */
+export async function doRemoveAttachment(
+  ctx: ActionContext,
+  user: User,
+  attachmentId: number,
+): Promise<void> {
+  const attachment = await ctx.tx.attachment.findFirst({
+    where: { id: attachmentId, ownerId: user.id },
+  });
+  if (!attachment) throw new JsonableError('Invalid attachment');
+  await ctx.tx.attachment.delete({ where: { id: attachment.id } });
+  sendEventOnCommit(
+    ctx,
+    {
+      type: 'attachment',
+      op: 'remove',
+      attachment: { id: attachment.id },
+      upload_space_used: await uploadSpaceUsed(attachment.realmId, ctx.tx),
+    },
+    [user.id],
+  );
+  ctx.onCommit(() => removeUpload(attachment.pathId));
 }
 
 async function sendAttachmentEvent(

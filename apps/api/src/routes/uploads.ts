@@ -1,17 +1,22 @@
-// Uploads: POST /user_uploads (spec 4.22) and GET /user_uploads/{realm_id}/{path} (a
-// temporary URL) under /api/v1; and the file URLs themselves, /user_uploads/{path} with
+// Uploads: POST /user_uploads (spec 4.22), GET /user_uploads/{realm_id}/{path} (a temporary
+// URL), GET /attachments and DELETE /attachments/{id} under /api/v1; and the file URLs themselves, /user_uploads/{path} with
 // HTTP Basic authentication (as Zulip serves them to API clients) and
 // /user_uploads/temporary/{token}/{name} for the temporary URLs.
 import { randomBytes } from 'node:crypto';
 import { Router, type Request, type Response } from 'express';
 import { getConfig } from '@parley/config';
 import { authenticate, resolveRealm, userEndpoint } from '@parley/auth';
-import { getPrisma } from '@parley/db';
+import { getPrisma, runAction } from '@parley/db';
 import { JsonableError, ResourceNotFoundError } from '@parley/errors';
 import { getRedis, uploadTokenKey } from '@parley/events';
 import { defineRoute, p } from '@parley/http';
-import { doUploadFile, type UploadedFile } from '../actions/uploads';
-import { accessAttachmentByPath, type Attachment } from '../lib/attachments';
+import { doRemoveAttachment, doUploadFile, type UploadedFile } from '../actions/uploads';
+import {
+  accessAttachmentByPath,
+  attachmentObject,
+  uploadSpaceUsed,
+  type Attachment,
+} from '../lib/attachments';
 import { uploadFilePath } from '../lib/upload-store';
 
 export const uploadRoutes = Router();
@@ -40,6 +45,26 @@ uploadPostRoutes.post(
     return { uri: url, url, filename: attachment.fileName };
   }),
 );
+
+defineRoute(uploadRoutes, '/attachments', {
+  GET: userEndpoint({}, async ({ user, realm }) => {
+    const attachments = await getPrisma().attachment.findMany({
+      where: { ownerId: user.id },
+      orderBy: { id: 'asc' },
+    });
+    return {
+      attachments: await Promise.all(attachments.map((attachment) => attachmentObject(attachment))),
+      upload_space_used: await uploadSpaceUsed(realm.id),
+    };
+  }),
+});
+
+defineRoute(uploadRoutes, '/attachments/:attachment_id', {
+  DELETE: userEndpoint({ path: { attachment_id: p.int({ min: 0 }) } }, async ({ user, path }) => {
+    await runAction((ctx) => doRemoveAttachment(ctx, user, path.attachment_id));
+    return {};
+  }),
+});
 
 const TEMPORARY_URL_SECONDS = 60;
 const uploadPath = { realm_id: p.int({ min: 0 }), path: p.string({ maxLength: 1000 }) };
