@@ -49,3 +49,15 @@ export async function createMessageOrg(): Promise<MessageOrg> {
 export function send(user: User, host: string, form: Record<string, unknown>) {
   return as(user, host).post('/messages', form);
 }
+
+/** The start of a PNG: signature and IHDR chunk, which is all image-size reads. */
+export function png(width: number, height: number): Buffer {
+  const header = Buffer.alloc(25);
+  header.writeUInt32BE(13, 0);
+  header.write('IHDR', 4, 'ascii');
+  header.writeUInt32BE(width, 8);
+  header.writeUInt32BE(height, 12);
+  header.writeUInt8(8, 16);
+  header.writeUInt8(6, 17);
+  return Buffer.concat([Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]), header, Buffer.alloc(12)]);
+}

@@ -1,17 +1,7 @@
 import request from 'supertest';
 import { getPrisma, type User } from '@parley/db';
-import { createMessageOrg, send, type MessageOrg } from './message-helpers';
+import { createMessageOrg, png, send, type MessageOrg } from './message-helpers';
 import { api, app, as, captureEvents, expectError, expectSuccess } from './helpers';
-
-/** The start of a PNG: signature and IHDR chunk, which is all image-size reads. */
-function png(): Buffer {
-  const header = Buffer.alloc(25);
-  header.writeUInt32BE(13, 0);
-  header.write('IHDR', 4, 'ascii');
-  header.writeUInt32BE(64, 8);
-  header.writeUInt32BE(64, 12);
-  return Buffer.concat([Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]), header, Buffer.alloc(12)]);
-}
 
 describe('custom emoji', () => {
   let org: MessageOrg;
@@ -22,7 +12,7 @@ describe('custom emoji', () => {
     await getPrisma().realmEmoji.deleteMany({ where: { realmId: org.realm.id } });
   });
 
-  const add = (user: User, name: string, data: Buffer = png()) =>
+  const add = (user: User, name: string, data: Buffer = png(64, 64)) =>
     api
       .post(org.host, `/realm/emoji/${name}`)
       .auth(user.deliveryEmail, user.apiKey)
@@ -67,7 +57,7 @@ describe('custom emoji', () => {
         'Invalid image format',
       );
       expectError(
-        await add(org.member, 'huge', Buffer.concat([png(), Buffer.alloc(5 * 1024 * 1024)])),
+        await add(org.member, 'huge', Buffer.concat([png(64, 64), Buffer.alloc(5 * 1024 * 1024)])),
         'Uploaded file is larger than the allowed limit of 5 MiB',
       );
       expectError(

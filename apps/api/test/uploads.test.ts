@@ -1,19 +1,7 @@
 import request from 'supertest';
 import { Role, type User } from '@parley/db';
-import { createMessageOrg, send, type MessageOrg } from './message-helpers';
+import { createMessageOrg, png, send, type MessageOrg } from './message-helpers';
 import { api, app, as, captureEvents, createTestUser, expectError, expectSuccess } from './helpers';
-
-/** The start of a PNG: signature and IHDR chunk, which is all image-size reads. */
-function png(width: number, height: number): Buffer {
-  const header = Buffer.alloc(25);
-  header.writeUInt32BE(13, 0);
-  header.write('IHDR', 4, 'ascii');
-  header.writeUInt32BE(width, 8);
-  header.writeUInt32BE(height, 12);
-  header.writeUInt8(8, 16);
-  header.writeUInt8(6, 17);
-  return Buffer.concat([Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]), header, Buffer.alloc(12)]);
-}
 
 describe('uploads', () => {
   let org: MessageOrg;

@@ -3,9 +3,10 @@
 // emoji data of the unicode-emoji-json package; where Zulip's canonical name differs from
 // the Unicode one for a common emoji, Zulip's wins (ZULIP_NAMES). Sequences newer than the
 // emoji Zulip knows (Emoji 15.0) stay as typed.
-import type { MarkdownIt, StateCore, Token } from 'markdown-it';
+import type { MarkdownIt, StateCore } from 'markdown-it';
 import byEmoji from 'unicode-emoji-json/data-by-emoji.json';
 import { escapeHtml } from './escape';
+import { rewriteTextOutsideLinks } from './text-tokens';
 
 /** Zulip's names for emoji whose Unicode short name Zulip does not use. */
 const ZULIP_NAMES: Record<string, string> = {
@@ -155,28 +156,13 @@ function emojiRule(state: StateCore): void {
   };
   const options = env.options ?? {};
   const realmEmoji = env.mentionData?.realmEmoji ?? NO_REALM_EMOJI;
-  for (const block of state.tokens) {
-    if (block.type !== 'inline' || !block.children) continue;
-    const children: Token[] = [];
-    let insideLink = 0;
-    for (const child of block.children) {
-      if (child.type === 'link_open') insideLink += 1;
-      if (child.type === 'link_close') insideLink -= 1;
-      if (child.type !== 'text' || insideLink > 0) {
-        children.push(child);
-        continue;
-      }
-      const { html, changed } = replaceInText(child.content, options, realmEmoji);
-      if (!changed) {
-        children.push(child);
-        continue;
-      }
-      const token = new state.Token('html_inline', '', 0);
-      token.content = html;
-      children.push(token);
-    }
-    block.children = children;
-  }
+  rewriteTextOutsideLinks(state, (text) => {
+    const { html, changed } = replaceInText(text, options, realmEmoji);
+    if (!changed) return null;
+    const token = new state.Token('html_inline', '', 0);
+    token.content = html;
+    return [token];
+  });
 }
 
 export function emojiPlugin(md: MarkdownIt): void {

@@ -5,6 +5,7 @@
 import MarkdownIt, { type MarkdownIt as Md, type StateCore, type Token } from 'markdown-it';
 import { RE2JS, RE2JSSyntaxException } from 're2js';
 import { parse as parseTemplate } from 'uri-template';
+import { rewriteTextOutsideLinks } from './text-tokens';
 
 export interface Linkifier {
   pattern: string;
@@ -206,24 +207,14 @@ function linkifierRule(state: StateCore): void {
     ?.linkifiers;
   if (!linkifiers || linkifiers.length === 0) return;
   const compiled = linkifiers.map(compile).filter((c): c is Compiled => c !== null);
-  for (const block of state.tokens) {
-    if (block.type !== 'inline' || !block.children) continue;
-    const children: Token[] = [];
-    let insideLink = 0;
-    for (const child of block.children) {
-      if (child.type === 'link_open') insideLink += 1;
-      if (child.type === 'link_close') insideLink -= 1;
-      if (child.type !== 'text' || insideLink > 0) children.push(child);
-      else children.push(...linkifyText(state, child.content, compiled));
-    }
-    block.children = children;
-  }
+  rewriteTextOutsideLinks(state, (text) => linkifyText(state, text, compiled));
 }
 
 type Piece = { text: string } | { text: string; url: string };
 
 /** Each linkifier in order takes its matches from the text earlier ones left unlinked. */
-function linkifyText(state: StateCore, text: string, all: Compiled[]): Token[] {
+/** The text with each linkifier's matches as links, or null when nothing matched. */
+function linkifyText(state: StateCore, text: string, all: Compiled[]): Token[] | null {
   let pieces: Piece[] = [{ text }];
   for (const compiled of all) {
     const next: Piece[] = [];
@@ -244,6 +235,7 @@ function linkifyText(state: StateCore, text: string, all: Compiled[]): Token[] {
     }
     pieces = next;
   }
+  if (pieces.length === 1 && !('url' in pieces[0]!)) return null;
   return pieces.flatMap((piece) => {
     const content = new state.Token('text', '', 0);
     content.content = piece.text;

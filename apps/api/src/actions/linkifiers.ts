@@ -11,6 +11,7 @@ import {
   templateVariables,
 } from '@parley/markdown';
 import { sendEventOnCommit } from '../lib/events';
+import { auditRealmChange } from './audit';
 import { linkifierRows } from '../lib/linkifiers';
 import { presentLinkifier } from '../presenters/linkifiers';
 import { usersWhoCanAccess } from '../lib/users';
@@ -104,7 +105,10 @@ export async function doAddLinkifier(
       data: { realmId: actor.realmId, order: (last._max.order ?? -1) + 1, ...checked },
     })
     .catch(duplicate);
-  await audit(ctx, actor, AuditLogEvent.REALM_LINKIFIER_ADDED, { id: row.id, ...checked });
+  await auditRealmChange(ctx, actor, AuditLogEvent.REALM_LINKIFIER_ADDED, {
+    id: row.id,
+    ...checked,
+  });
   await notifyLinkifiers(ctx, actor.realmId);
   return row.id;
 }
@@ -124,7 +128,7 @@ export async function doUpdateLinkifier(
   const current = await accessLinkifier(ctx, actor, id);
   const checked = checkLinkifierInput(input, current);
   await ctx.tx.linkifier.update({ where: { id }, data: checked }).catch(duplicate);
-  await audit(ctx, actor, AuditLogEvent.REALM_LINKIFIER_CHANGED, { id, ...checked });
+  await auditRealmChange(ctx, actor, AuditLogEvent.REALM_LINKIFIER_CHANGED, { id, ...checked });
   await notifyLinkifiers(ctx, actor.realmId);
 }
 
@@ -135,7 +139,7 @@ export async function doRemoveLinkifier(
 ): Promise<void> {
   const row = await accessLinkifier(ctx, actor, id);
   await ctx.tx.linkifier.delete({ where: { id } });
-  await audit(ctx, actor, AuditLogEvent.REALM_LINKIFIER_REMOVED, {
+  await auditRealmChange(ctx, actor, AuditLogEvent.REALM_LINKIFIER_REMOVED, {
     id,
     pattern: row.pattern,
     url_template: row.urlTemplate,
@@ -163,21 +167,7 @@ export async function doReorderLinkifiers(
     FROM unnest(${orderedIds}::int[]) WITH ORDINALITY AS ordered(id, position)
     WHERE realm_filter.id = ordered.id`;
   const list = await notifyLinkifiers(ctx, actor.realmId);
-  await audit(ctx, actor, AuditLogEvent.REALM_LINKIFIERS_REORDERED, { realm_linkifiers: list });
-}
-
-async function audit(
-  ctx: ActionContext,
-  actor: User,
-  eventType: number,
-  extraData: Record<string, unknown>,
-): Promise<void> {
-  await ctx.tx.auditLog.create({
-    data: {
-      realmId: actor.realmId,
-      actingUserId: actor.id,
-      eventType,
-      extraData: JSON.parse(JSON.stringify(extraData)),
-    },
+  await auditRealmChange(ctx, actor, AuditLogEvent.REALM_LINKIFIERS_REORDERED, {
+    realm_linkifiers: list,
   });
 }

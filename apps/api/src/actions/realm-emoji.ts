@@ -15,6 +15,7 @@ import { sendEventOnCommit } from '../lib/events';
 import { emojiStorePath, realmEmojiDict } from '../lib/realm-emoji';
 import { removeUpload, storeUpload } from '../lib/upload-store';
 import { usersWhoCanAccess } from '../lib/users';
+import { auditRealmChange } from './audit';
 import type { UploadedFile } from './uploads';
 
 /** Zulip's MAX_EMOJI_FILE_SIZE_MIB. */
@@ -71,14 +72,7 @@ export async function doAddRealmEmoji(
       stored = emojiStorePath(actor.realmId, fileName);
       await storeUpload(stored, file.buffer);
       await ctx.tx.realmEmoji.update({ where: { id: emoji.id }, data: { fileName } });
-      await ctx.tx.auditLog.create({
-        data: {
-          realmId: actor.realmId,
-          actingUserId: actor.id,
-          eventType: AuditLogEvent.REALM_EMOJI_ADDED,
-          extraData: { id: emoji.id, name },
-        },
-      });
+      await auditRealmChange(ctx, actor, AuditLogEvent.REALM_EMOJI_ADDED, { id: emoji.id, name });
       await notifyRealmEmoji(ctx, actor.realmId);
     });
   } catch (error) {
@@ -96,13 +90,6 @@ export async function doRemoveRealmEmoji(ctx: ActionContext, actor: User, name: 
   if (actor.role > Role.ADMINISTRATOR && emoji.authorId !== actor.id)
     throw new JsonableError('Must be an organization administrator or emoji author');
   await ctx.tx.realmEmoji.update({ where: { id: emoji.id }, data: { deactivated: true } });
-  await ctx.tx.auditLog.create({
-    data: {
-      realmId: actor.realmId,
-      actingUserId: actor.id,
-      eventType: AuditLogEvent.REALM_EMOJI_REMOVED,
-      extraData: { id: emoji.id, name },
-    },
-  });
+  await auditRealmChange(ctx, actor, AuditLogEvent.REALM_EMOJI_REMOVED, { id: emoji.id, name });
   await notifyRealmEmoji(ctx, actor.realmId);
 }
