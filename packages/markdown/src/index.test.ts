@@ -184,6 +184,9 @@ describe('custom emoji and uploads', () => {
         'src="/user_avatars/2/emoji/images/8.png" title="smile"></p>',
     );
     expect(renderMarkdown(':green_tick:').html).toBe('<p>:green_tick:</p>');
+    // An emoji image is not an image for has:image.
+    expect(renderMarkdown(':green_tick:', { ...data(), realmEmoji }).hasImage).toBe(false);
+    expect(renderMarkdown('https://example.com/cat.png').hasImage).toBe(true);
   });
 
   it('renders Zulip’s own :zulip: emoji', () => {

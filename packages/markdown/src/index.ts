@@ -34,6 +34,8 @@ export interface Rendered {
   html: string;
   /** `/me` messages (Zulip's is_me_message). */
   isMeMessage: boolean;
+  /** Has an image preview (has:image); custom emoji images do not count. */
+  hasImage: boolean;
   mentions: Mentions;
 }
 
@@ -78,7 +80,9 @@ export function renderMarkdown(
     wildcard: null,
   };
   const html = md.render(content, { mentionData: data, mentions, options }).trimEnd();
-  return { html, isMeMessage: ME_MESSAGE.test(content), mentions };
+  // Users' text never holds a raw quote here (it is escaped), so this finds only previews.
+  const hasImage = html.includes('<div class="message_inline_image">');
+  return { html, isMeMessage: ME_MESSAGE.test(content), hasImage, mentions };
 }
 
 /** Markdown inside one paragraph's worth of text, without the wrapping <p> (topic names and

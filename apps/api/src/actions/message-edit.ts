@@ -220,7 +220,7 @@ export async function doUpdateMessage(
               content: edit.content,
               renderedContent: rendered!.html,
               hasLink: /<a /.test(rendered!.html),
-              hasImage: /<img /.test(rendered!.html),
+              hasImage: rendered!.hasImage,
             }
           : {}),
         ...(edit.topic !== undefined ? { subject: edit.topic } : {}),

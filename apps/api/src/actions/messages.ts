@@ -230,7 +230,7 @@ export async function doSendMessage(
       sendingClient: options.client,
       isChannelMessage: addressee.kind === 'channel',
       hasLink: /<a /.test(rendered.html),
-      hasImage: /<img /.test(rendered.html),
+      hasImage: rendered.hasImage,
     },
   });
   if (
