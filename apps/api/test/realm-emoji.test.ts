@@ -50,8 +50,17 @@ describe('custom emoji', () => {
     });
 
     it('checks the name, the file and who may add', async () => {
-      expectError(await add(org.member, 'Bad Name'), 'Invalid characters in emoji name');
-      expectError(await add(org.member, 'trailing_'), 'Invalid characters in emoji name');
+      expectError(
+        await add(org.member, 'Bad Name'),
+        'Emoji names must contain only lowercase English letters, digits, spaces, dashes, and underscores.',
+      );
+      expectError(
+        await add(org.member, 'trailing_'),
+        'Emoji names must end with either a letter or digit.',
+      );
+      expectError(await add(org.member, '%20'), 'Emoji name is missing');
+      expectSuccess(await add(org.member, 'two%20words'));
+      expect(Object.values(await list()).map((emoji) => emoji.name)).toContain('two_words');
       expectError(
         await add(org.member, 'notimage', Buffer.from('plain text')),
         'Invalid image format',

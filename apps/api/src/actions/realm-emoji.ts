@@ -25,8 +25,12 @@ const EMOJI_TYPES: Record<string, string> = { png: 'png', gif: 'gif', jpg: 'jpg'
 /** Zulip's check_valid_emoji_name. */
 export function checkEmojiName(name: string): void {
   if (name === '') throw new JsonableError('Emoji name is missing');
-  if (name.length > 60 || !/^[0-9a-z_-]*[0-9a-z]$/.test(name))
-    throw new JsonableError('Invalid characters in emoji name');
+  if (/^[0-9a-z_-]+$/.test(name) && !/[0-9a-z]$/.test(name))
+    throw new JsonableError('Emoji names must end with either a letter or digit.');
+  if (name.length > 60 || !/^[0-9a-z_-]+$/.test(name))
+    throw new JsonableError(
+      'Emoji names must contain only lowercase English letters, digits, spaces, dashes, and underscores.',
+    );
 }
 
 async function notifyRealmEmoji(ctx: ActionContext, realmId: number): Promise<void> {
@@ -39,9 +43,11 @@ async function notifyRealmEmoji(ctx: ActionContext, realmId: number): Promise<vo
 
 export async function doAddRealmEmoji(
   actor: User,
-  name: string,
+  requestedName: string,
   file: UploadedFile,
 ): Promise<void> {
+  // As Zulip's upload_emoji view: spaces are typed for underscores.
+  const name = requestedName.trim().replace(/ /g, '_');
   checkEmojiName(name);
   // Zulip's can_add_custom_emoji_group defaults to members: guests may not.
   if (actor.role === Role.GUEST) throw new InsufficientPermissionError();

@@ -1,7 +1,7 @@
 // Uploads: POST /user_uploads (spec 4.22), GET /user_uploads/{realm_id}/{path} (a temporary
-// URL), GET /attachments and DELETE /attachments/{id} under /api/v1; and the file URLs themselves, /user_uploads/{path} with
-// HTTP Basic authentication (as Zulip serves them to API clients) and
-// /user_uploads/temporary/{token}/{name} for the temporary URLs.
+// URL), GET /attachments and DELETE /attachments/{id} under /api/v1; and the file URLs
+// themselves: /user_uploads/{path} with HTTP Basic authentication (as Zulip serves them to API
+// clients) and /user_uploads/temporary/{token}/{name} for the temporary URLs.
 import { randomBytes } from 'node:crypto';
 import { Router, type Request, type Response } from 'express';
 import { getConfig } from '@parley/config';
@@ -11,12 +11,8 @@ import { JsonableError, ResourceNotFoundError } from '@parley/errors';
 import { getRedis, uploadTokenKey } from '@parley/events';
 import { defineRoute, p } from '@parley/http';
 import { doRemoveAttachment, doUploadFile, type UploadedFile } from '../actions/uploads';
-import {
-  accessAttachmentByPath,
-  attachmentObject,
-  uploadSpaceUsed,
-  type Attachment,
-} from '../lib/attachments';
+import { accessAttachmentByPath, uploadSpaceUsed, type Attachment } from '../lib/attachments';
+import { presentAttachment } from '../presenters/attachments';
 import { uploadFilePath } from '../lib/upload-store';
 
 export const uploadRoutes = Router();
@@ -51,9 +47,20 @@ defineRoute(uploadRoutes, '/attachments', {
     const attachments = await getPrisma().attachment.findMany({
       where: { ownerId: user.id },
       orderBy: { id: 'asc' },
+      include: {
+        messages: {
+          select: { message: { select: { id: true, dateSent: true } } },
+          orderBy: { messageId: 'asc' },
+        },
+      },
     });
     return {
-      attachments: await Promise.all(attachments.map((attachment) => attachmentObject(attachment))),
+      attachments: attachments.map(({ messages, ...attachment }) =>
+        presentAttachment(
+          attachment,
+          messages.map((link) => link.message),
+        ),
+      ),
       upload_space_used: await uploadSpaceUsed(realm.id),
     };
   }),
