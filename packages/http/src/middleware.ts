@@ -185,12 +185,9 @@ export const errorHandler: ErrorRequestHandler = (err: unknown, _req, res, _next
 function toJsonableError(err: unknown): JsonableError | undefined {
   if (err instanceof JsonableError) return err;
   if (err instanceof multer.MulterError) {
-    switch (err.code) {
-      case 'LIMIT_FIELD_VALUE':
-        return new PayloadTooLargeError();
-      default:
-        return new ApiParamValidationError(`Malformed multipart body: ${err.message}`);
-    }
+    return err.code === 'LIMIT_FIELD_VALUE'
+      ? new PayloadTooLargeError()
+      : new ApiParamValidationError(`Malformed multipart body: ${err.message}`);
   }
   const httpError = err as HttpErrorLike | null;
   const status = httpError?.status ?? httpError?.statusCode;
