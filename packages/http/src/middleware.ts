@@ -69,7 +69,7 @@ export interface UploadLimits {
 
 /** One file is what every upload endpoint takes; a second is parsed only so the endpoint can
  * say "one file at a time" (a third fails in the parser with the same message). */
-export const MAX_FILE_PARTS = 2;
+const MAX_FILE_PARTS = 2;
 
 export function bodyParsers(
   limitBytes: number,

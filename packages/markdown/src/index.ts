@@ -85,12 +85,6 @@ export function renderMarkdown(
   return { html, isMeMessage: ME_MESSAGE.test(content), hasImage, mentions };
 }
 
-/** Markdown inside one paragraph's worth of text, without the wrapping <p> (topic names and
- * other inline contexts). */
-export function renderInline(content: string): string {
-  return md.renderInline(content);
-}
-
 export function emptyMentionData(): MentionData {
   return { usersByName: new Map(), usersById: new Map(), groupsByName: new Map() };
 }

@@ -26,10 +26,20 @@ export async function activeRealmEmoji(
   return new Map(rows.map((row) => [row.name, { sourceUrl: emojiSourceUrl(row) }]));
 }
 
-/** Every custom emoji of the organization, for reaction checks. */
-export function customEmojiOf(realmId: number, db: Tx = getPrisma()) {
+/** The custom emoji a reaction request can mean: the one named (Zulip looks names up among
+ * active emoji) or the one whose id is the code. */
+export function customEmojiFor(
+  realmId: number,
+  name: string | undefined,
+  code: string | undefined,
+  db: Tx = getPrisma(),
+) {
+  const id = code !== undefined && /^\d{1,9}$/.test(code) ? Number(code) : undefined;
   return db.realmEmoji.findMany({
-    where: { realmId },
+    where: {
+      realmId,
+      OR: [...(name !== undefined ? [{ name }] : []), ...(id !== undefined ? [{ id }] : [])],
+    },
     select: { id: true, name: true, deactivated: true },
   });
 }

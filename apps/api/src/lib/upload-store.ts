@@ -5,7 +5,7 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { dirname, resolve, sep } from 'node:path';
 import { getConfig } from '@parley/config';
 
-export function uploadsRoot(): string {
+function uploadsRoot(): string {
   return resolve(getConfig().LOCAL_UPLOADS_DIR);
 }
 

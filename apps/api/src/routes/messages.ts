@@ -3,7 +3,7 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { userEndpoint } from '@parley/auth';
-import { runAction } from '@parley/db';
+import { runAction, type User } from '@parley/db';
 import { JsonableError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
 import {
@@ -22,7 +22,14 @@ import {
   doUpdateMessage,
   PROPAGATE_MODES,
 } from '../actions/message-edit';
-import { checkEmoji, doAddReaction, doRemoveReaction, REACTION_TYPES } from '../actions/reactions';
+import {
+  checkEmoji,
+  doAddReaction,
+  doRemoveReaction,
+  REACTION_TYPES,
+  type Emoji,
+  type ReactionType,
+} from '../actions/reactions';
 import { clientName, sentByHuman } from '../lib/clients';
 import { editHistorySnapshots } from '../lib/edit-history';
 import { loadPermissions } from '../lib/streams';
@@ -30,7 +37,7 @@ import { fetchMessages } from '../lib/message-fetch';
 import { accessMessage, presentMessages } from '../lib/messages';
 import { narrowSchema, normalizeNarrow } from '../lib/narrow';
 import { attachmentObject } from '../lib/attachments';
-import { customEmojiOf } from '../lib/realm-emoji';
+import { customEmojiFor } from '../lib/realm-emoji';
 import { renderContent } from '../lib/rendering';
 
 export const messageRoutes = Router();
@@ -146,17 +153,21 @@ const reactionParams = {
   reaction_type: p.enum(REACTION_TYPES).optional(),
 };
 
+/** The emoji a reaction request names (spec 4.15), checked against Zulip's rules. */
+async function reactionEmoji(
+  user: User,
+  params: { emoji_name?: string; emoji_code?: string; reaction_type?: ReactionType },
+  adding: boolean,
+): Promise<Emoji> {
+  const custom = await customEmojiFor(user.realmId, params.emoji_name, params.emoji_code);
+  return checkEmoji(params.emoji_name, params.emoji_code, params.reaction_type, custom, adding);
+}
+
 defineRoute(messageRoutes, '/messages/:message_id/reactions', {
   POST: userEndpoint(
     { path: messagePath, params: { ...reactionParams, emoji_name: p.string({ maxLength: 100 }) } },
     async ({ user, path, params }) => {
-      const emoji = checkEmoji(
-        params.emoji_name,
-        params.emoji_code,
-        params.reaction_type,
-        await customEmojiOf(user.realmId),
-        true,
-      );
+      const emoji = await reactionEmoji(user, params, true);
       await runAction(async (ctx) => {
         const { message, flags, stream } = await accessMessage(user, path.message_id, ctx.tx);
         await doAddReaction(ctx, user, message, stream, flags !== null, emoji);
@@ -171,13 +182,7 @@ defineRoute(messageRoutes, '/messages/:message_id/reactions', {
         throw new JsonableError(
           'At least one of the following arguments must be present: emoji_name, emoji_code',
         );
-      const emoji = checkEmoji(
-        params.emoji_name,
-        params.emoji_code,
-        params.reaction_type,
-        await customEmojiOf(user.realmId),
-        false,
-      );
+      const emoji = await reactionEmoji(user, params, false);
       await runAction(async (ctx) => {
         const { message, stream } = await accessMessage(user, path.message_id, ctx.tx);
         await doRemoveReaction(ctx, user, message, stream, emoji);
