@@ -12,11 +12,13 @@ import { flagRoutes } from './routes/flags';
 import { linkifierRoutes } from './routes/linkifiers';
 import { messageRoutes } from './routes/messages';
 import { emojiImageRoutes, emojiUploadRoutes, realmEmojiRoutes } from './routes/realm-emoji';
+import { presenceRoutes } from './routes/presence';
 import { registerRoutes } from './routes/register';
 import { serverRoutes } from './routes/server';
 import { settingsRoutes } from './routes/settings';
 import { streamRoutes } from './routes/streams';
 import { subscriptionRoutes } from './routes/subscriptions';
+import { typingRoutes } from './routes/typing';
 import { uploadPostRoutes, servedUploadRoutes, uploadRoutes } from './routes/uploads';
 import { userRoutes } from './routes/users';
 
@@ -49,6 +51,8 @@ export function apiRouter(): Router {
     linkifierRoutes,
     uploadRoutes,
     realmEmojiRoutes,
+    typingRoutes,
+    presenceRoutes,
   );
   return router;
 }

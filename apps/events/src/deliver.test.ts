@@ -166,4 +166,74 @@ describe('eventForQueue', () => {
         .content,
     ).toBe('<p><strong>hi</strong></p>');
   });
+
+  it('gives channel typing only to clients that handle it, with the empty topic named for older clients', () => {
+    const event = {
+      type: 'typing',
+      op: 'start',
+      message_type: 'stream',
+      sender: { user_id: 1, email: 'a@x' },
+      stream_id: 5,
+      topic: '',
+    };
+    expect(deliverOne(event, options())).toBeNull();
+    expect(
+      deliverOne(event, options({ client_capabilities: { stream_typing_notifications: true } })),
+    ).toEqual({ ...event, topic: 'general chat' });
+    expect(
+      deliverOne(
+        event,
+        options({
+          client_capabilities: { stream_typing_notifications: true, empty_topic_name: true },
+        }),
+      ),
+    ).toEqual(event);
+    const direct = { ...event, message_type: 'direct', stream_id: undefined, recipients: [] };
+    delete direct.stream_id;
+    expect(deliverOne(direct, options())).toEqual(direct);
+  });
+
+  it('formats presence per client: modern, slim or legacy', () => {
+    const legacy = {
+      type: 'presence',
+      user_id: 7,
+      email: 'seven@x',
+      server_timestamp: 1700000000.5,
+      presence: {
+        website: { client: 'website', status: 'active', timestamp: 1700000000, pushable: false },
+      },
+    };
+    const event = {
+      ...legacy,
+      internal_data: {
+        modern_presence: { active_timestamp: 1700000000, idle_timestamp: 1700000000 },
+      },
+    };
+    expect(deliverOne(event, options())).toEqual(legacy);
+    const { email: _email, ...slim } = legacy;
+    expect(deliverOne(event, options({ slim_presence: true }))).toEqual(slim);
+    expect(
+      deliverOne(event, options({ client_capabilities: { simplified_presence_events: true } })),
+    ).toEqual({
+      type: 'presence',
+      presences: { '7': { active_timestamp: 1700000000, idle_timestamp: 1700000000 } },
+    });
+  });
+
+  it('drops muted_topics for clients that follow user_topic, and names the empty topic', () => {
+    const muted = { type: 'muted_topics', muted_topics: [] };
+    expect(deliverOne(muted, options({ event_types: ['user_topic', 'muted_topics'] }))).toBeNull();
+    expect(deliverOne(muted, options())).toEqual(muted);
+    const topic = {
+      type: 'user_topic',
+      stream_id: 1,
+      topic_name: '',
+      last_updated: 1,
+      visibility_policy: 1,
+    };
+    expect(deliverOne(topic, options())).toEqual({ ...topic, topic_name: 'general chat' });
+    expect(deliverOne(topic, options({ client_capabilities: { empty_topic_name: true } }))).toEqual(
+      topic,
+    );
+  });
 });

@@ -19,6 +19,8 @@ interface InternalData {
   /** Local echo: the sending queue's message event gets local_message_id. */
   sender_queue_id?: string;
   local_id?: string;
+  /** A presence change in the modern form, for clients with simplified_presence_events. */
+  modern_presence?: { active_timestamp: number; idle_timestamp: number };
 }
 
 /** Zulip's realm_empty_topic_display_name, for clients without the empty_topic_name
@@ -74,7 +76,33 @@ export function eventForQueue(
     return result;
   }
 
+  // Presence: modern clients get {presences: {id: timestamps}}, slim ones the legacy form
+  // without the address (Zulip's process_presence_event).
+  if (visible.type === 'presence') {
+    if (options.client_capabilities.simplified_presence_events === true && internal.modern_presence)
+      return {
+        type: 'presence',
+        presences: { [String(visible.user_id)]: internal.modern_presence },
+      };
+    if (options.slim_presence) {
+      const { email: _email, ...slim } = visible;
+      return slim;
+    }
+    return visible;
+  }
+
   const emptyTopicAware = options.client_capabilities.empty_topic_name === true;
+  // Clients that follow user_topic have no use for the legacy muted_topics list.
+  if (visible.type === 'muted_topics' && options.event_types?.includes('user_topic')) return null;
+  if (visible.type === 'user_topic' && visible.topic_name === '' && !emptyTopicAware)
+    return { ...visible, topic_name: EMPTY_TOPIC_DISPLAY_NAME };
+  // Channel typing is for clients that declared they handle it (feature level 58).
+  if (visible.type === 'typing' && visible.stream_id !== undefined) {
+    if (options.client_capabilities.stream_typing_notifications !== true) return null;
+    return visible.topic === '' && !emptyTopicAware
+      ? { ...visible, topic: EMPTY_TOPIC_DISPLAY_NAME }
+      : visible;
+  }
   if (visible.type === 'update_message' && !emptyTopicAware && visible.stream_id !== undefined) {
     const renamed: ZulipEvent = { ...visible };
     for (const key of ['orig_subject', 'subject'])

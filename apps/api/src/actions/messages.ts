@@ -121,7 +121,7 @@ export async function checkChannelAddressee(
 }
 
 /** Zulip's access_stream_for_send_message and can_send_message_group. */
-async function checkCanPost(tx: Tx, sender: User, stream: Stream): Promise<void> {
+export async function checkCanPost(tx: Tx, sender: User, stream: Stream): Promise<void> {
   const perms = await loadPermissions(sender, tx);
   const subscribed = (await subscriptionOf(sender.id, stream, tx)) !== null;
   if (stream.deactivated || !hasContentAccess(perms, stream, subscribed))

@@ -28,6 +28,7 @@ import {
 import { loadPermissions } from '../lib/streams';
 import { presentUserWithVisibility } from '../presenters/users';
 import { presentBot } from '../presenters/bots';
+import { USER_SETTINGS, type SettingName } from '../lib/user-settings';
 import {
   doAddSubscriptions,
   sendChannelVisibilityChanges,
@@ -507,34 +508,16 @@ export async function doChangeEmailVisibility(
   );
 }
 
-/** Settings stored as plain columns: column name by API property. */
-export const SIMPLE_SETTINGS = {
-  default_language: 'defaultLanguage',
-  enable_stream_desktop_notifications: 'enableStreamDesktopNotifications',
-  enable_stream_email_notifications: 'enableStreamEmailNotifications',
-  enable_stream_push_notifications: 'enableStreamPushNotifications',
-  enable_stream_audible_notifications: 'enableStreamAudibleNotifications',
-  wildcard_mentions_notify: 'wildcardMentionsNotify',
-  enable_desktop_notifications: 'enableDesktopNotifications',
-  enable_sounds: 'enableSounds',
-  enable_offline_email_notifications: 'enableOfflineEmailNotifications',
-  enable_offline_push_notifications: 'enableOfflinePushNotifications',
-  send_private_typing_notifications: 'sendPrivateTypingNotifications',
-  send_stream_typing_notifications: 'sendStreamTypingNotifications',
-  send_read_receipts: 'sendReadReceipts',
-  twenty_four_hour_time: 'twentyFourHourTime',
-} as const satisfies Record<string, keyof User>;
-
-export type SimpleSetting = keyof typeof SIMPLE_SETTINGS;
-
+/** A setting of the catalogue without side effects of its own: its column changes and the
+ * user's clients hear of it. */
 export async function doChangeSetting(
   ctx: ActionContext,
   user: User,
-  property: SimpleSetting,
-  value: string | boolean,
+  property: SettingName,
+  value: string | number | boolean,
   extra: Record<string, unknown> = {},
 ): Promise<void> {
-  const column = SIMPLE_SETTINGS[property];
+  const column = USER_SETTINGS[property].column;
   if (user[column] === value) return;
   await ctx.tx.user.update({ where: { id: user.id }, data: { [column]: value } });
   sendUserSettingsUpdate(ctx, user, property, value, extra);

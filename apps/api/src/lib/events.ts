@@ -1,4 +1,6 @@
 // Publishing from actions: events are handed to Redis only after the transaction commits.
+// Events about state nobody stores (typing) are published at once, like Zulip's
+// send_event_rollback_unsafe.
 import { getConfig } from '@parley/config';
 import type { ActionContext } from '@parley/db';
 import { getRedis, publishNotification, type ZulipEvent } from '@parley/events';
@@ -10,7 +12,29 @@ export function sendEventOnCommit(
 ): void {
   const recipients = [...new Set(users)];
   if (recipients.length === 0) return;
-  ctx.onCommit(() =>
-    publishNotification(getRedis(), getConfig().EVENT_SHARDS, { event, users: recipients }),
-  );
+  ctx.onCommit(() => sendEventNow(event, recipients));
+}
+
+/** Publishes at once: only for events that describe no database change. */
+export async function sendEventNow(event: ZulipEvent, users: Iterable<number>): Promise<void> {
+  const recipients = [...new Set(users)];
+  if (recipients.length === 0) return;
+  await publishNotification(getRedis(), getConfig().EVENT_SHARDS, { event, users: recipients });
+}
+
+/** Groups viewers who get the same form of an event (addresses differ with email
+ * visibility), so each distinct form is published once. */
+export function eventsByForm<V extends { id: number }>(
+  viewers: Iterable<V>,
+  build: (viewer: V) => ZulipEvent,
+): { event: ZulipEvent; users: number[] }[] {
+  const forms = new Map<string, { event: ZulipEvent; users: number[] }>();
+  for (const viewer of viewers) {
+    const event = build(viewer);
+    const key = JSON.stringify(event);
+    const form = forms.get(key);
+    if (form) form.users.push(viewer.id);
+    else forms.set(key, { event, users: [viewer.id] });
+  }
+  return [...forms.values()];
 }

@@ -1,9 +1,12 @@
 // PATCH /settings: the caller's own settings; each change sends a user_settings event (and a
-// realm_user event where others see it).
+// realm_user event where others see it). Every setting of Zulip's catalogue is accepted
+// (lib/user-settings.ts).
 import { Router } from 'express';
+import { userEndpoint } from '@parley/auth';
 import { runAction } from '@parley/db';
 import { JsonableError } from '@parley/errors';
-import { defineRoute, p } from '@parley/http';
+import { defineRoute, p, type Param } from '@parley/http';
+import { doSetPresenceEnabled } from '../actions/presence';
 import {
   checkFullName,
   doChangeEmailVisibility,
@@ -12,20 +15,18 @@ import {
   doChangeTimezone,
   doSetPassword,
   passwordHashFor,
-  SIMPLE_SETTINGS,
-  type SimpleSetting,
 } from '../actions/users';
 import { verifyPassword } from '../lib/credentials';
-import { userEndpoint } from '@parley/auth';
 import { isValidTimezone, LANGUAGES } from '../lib/languages';
+import { checkSetting, SETTING_NAMES, USER_SETTINGS, type SettingName } from '../lib/user-settings';
 
 export const settingsRoutes = Router();
 
-const booleanSettings = Object.fromEntries(
-  Object.keys(SIMPLE_SETTINGS)
-    .filter((name) => name !== 'default_language')
-    .map((name) => [name, p.bool().optional()]),
-) as Record<Exclude<SimpleSetting, 'default_language'>, ReturnType<typeof p.bool>>;
+type SettingValue = string | number | boolean | undefined;
+
+const settingParams = Object.fromEntries(
+  SETTING_NAMES.map((name) => [name, USER_SETTINGS[name].param]),
+) as Record<SettingName, Param<SettingValue>>;
 
 defineRoute(settingsRoutes, '/settings', {
   PATCH: userEndpoint(
@@ -35,25 +36,20 @@ defineRoute(settingsRoutes, '/settings', {
         full_name: p.string().optional(),
         old_password: p.string().optional(),
         new_password: p.string().optional(),
-        email_address_visibility: p.int().optional(),
-        timezone: p.string({ maxLength: 40 }).optional(),
-        default_language: p.string({ maxLength: 50 }).optional(),
-        ...booleanSettings,
+        ...settingParams,
       },
     },
     async ({ user, realm, params }) => {
       const fullName = params.full_name === undefined ? undefined : checkFullName(params.full_name);
-      if (
-        params.email_address_visibility !== undefined &&
-        ![1, 2, 3, 4, 5].includes(params.email_address_visibility)
-      ) {
-        throw new JsonableError('Invalid email_address_visibility');
+      const changes: [SettingName, string | number | boolean][] = [];
+      for (const name of SETTING_NAMES) {
+        const value = params[name];
+        if (value === undefined) continue;
+        checkSetting(name, value);
+        changes.push([name, value]);
       }
-      if (params.timezone !== undefined && !isValidTimezone(params.timezone))
+      if (params.timezone !== undefined && !isValidTimezone(params.timezone as string))
         throw new JsonableError('Not a recognized time zone');
-      if (params.default_language !== undefined && !(params.default_language in LANGUAGES)) {
-        throw new JsonableError('Invalid default_language');
-      }
       let passwordHash: string | null = null;
       if (params.new_password !== undefined) {
         if (params.old_password === undefined)
@@ -65,18 +61,25 @@ defineRoute(settingsRoutes, '/settings', {
       await runAction(async (ctx) => {
         if (fullName !== undefined) await doChangeFullName(ctx, user, fullName, user.id);
         if (passwordHash !== null) await doSetPassword(ctx, user, passwordHash, user.id);
-        if (params.email_address_visibility !== undefined)
-          await doChangeEmailVisibility(ctx, user, params.email_address_visibility);
-        if (params.timezone !== undefined)
-          await doChangeTimezone(ctx, realm, user, params.timezone);
-        if (params.default_language !== undefined) {
-          await doChangeSetting(ctx, user, 'default_language', params.default_language, {
-            language_name: LANGUAGES[params.default_language],
-          });
-        }
-        for (const name of Object.keys(booleanSettings) as (keyof typeof booleanSettings)[]) {
-          const value = params[name];
-          if (value !== undefined) await doChangeSetting(ctx, user, name, value);
+        for (const [name, value] of changes) {
+          switch (name) {
+            case 'email_address_visibility':
+              await doChangeEmailVisibility(ctx, user, value as number);
+              break;
+            case 'timezone':
+              await doChangeTimezone(ctx, realm, user, value as string);
+              break;
+            case 'default_language':
+              await doChangeSetting(ctx, user, name, value, {
+                language_name: LANGUAGES[value as string],
+              });
+              break;
+            case 'presence_enabled':
+              await doSetPresenceEnabled(ctx, realm, user, value as boolean);
+              break;
+            default:
+              await doChangeSetting(ctx, user, name, value);
+          }
         }
       });
       return {};

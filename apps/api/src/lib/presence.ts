@@ -1,0 +1,130 @@
+// Reading presence (Zulip's zerver/lib/presence.py): the organization's presence in the modern
+// form (by user id, two timestamps) or the legacy one (by API email, a status per client), and
+// one user's presence for GET /users/{user}/presence.
+import { getPrisma, type Realm, type User } from '@parley/db';
+import { canSeeDeliveryEmail, dummyEmail } from './users';
+
+/** Zulip's OFFLINE_THRESHOLD_SECS and PRESENCE_PING_INTERVAL_SECS (advertised in /register). */
+export const OFFLINE_THRESHOLD_SECS = 200;
+export const PRESENCE_PING_INTERVAL_SECS = 60;
+/** A stored timestamp is rewritten only when the new one is this much newer. */
+export const PRESENCE_UPDATE_MIN_FREQ_SECS = 55;
+/** Legacy status: "active" when the last activity is this close to the last connection. */
+const LEGACY_ACTIVITY_OFFSET_SECS = 70;
+/** Without last_update_id, presence older than this many days is left out. */
+export const DEFAULT_HISTORY_LIMIT_DAYS = 14;
+
+export interface PresenceRow {
+  user_id: number;
+  last_active_time: Date | null;
+  last_connected_time: Date | null;
+  last_update_id: bigint;
+  date_joined: Date;
+  delivery_email: string;
+  is_bot: boolean;
+  email_address_visibility: number;
+}
+
+export interface ModernPresence {
+  active_timestamp: number;
+  idle_timestamp: number;
+}
+
+export interface LegacyClientPresence {
+  client: 'website';
+  status: 'active' | 'idle';
+  timestamp: number;
+  pushable: false;
+}
+
+const seconds = (date: Date) => Math.floor(date.getTime() / 1000);
+
+/** Missing timestamps read as the day the user joined, as in Zulip. */
+export function modernPresence(
+  row: Pick<PresenceRow, 'last_active_time' | 'last_connected_time' | 'date_joined'>,
+): ModernPresence {
+  return {
+    active_timestamp: seconds(row.last_active_time ?? row.date_joined),
+    idle_timestamp: seconds(row.last_connected_time ?? row.date_joined),
+  };
+}
+
+/** Zulip's format_legacy_presence_dict: one status from the two timestamps. */
+export function legacyPresence(modern: ModernPresence): LegacyClientPresence {
+  const active = modern.active_timestamp + LEGACY_ACTIVITY_OFFSET_SECS >= modern.idle_timestamp;
+  return {
+    client: 'website',
+    status: active ? 'active' : 'idle',
+    timestamp: active ? modern.active_timestamp : modern.idle_timestamp,
+    pushable: false,
+  };
+}
+
+export interface PresenceQuery {
+  /** Only rows changed after this id (modern clients' incremental polling). */
+  lastUpdateId?: number;
+  historyLimitDays?: number;
+}
+
+/** Presence of the organization's active humans (Zulip's get_presence_dict_by_realm). */
+export async function presenceRows(realmId: number, query: PresenceQuery): Promise<PresenceRow[]> {
+  const { lastUpdateId, historyLimitDays } = query;
+  if (lastUpdateId !== undefined && lastUpdateId > 0) {
+    return getPrisma().$queryRaw<PresenceRow[]>`
+      SELECT up.user_profile_id AS user_id, up.last_active_time, up.last_connected_time,
+             up.last_update_id, u.date_joined, u.delivery_email, u.is_bot,
+             u.email_address_visibility
+      FROM user_presence up JOIN user_profile u ON u.id = up.user_profile_id
+      WHERE up.realm_id = ${realmId} AND up.last_update_id > ${lastUpdateId}
+        AND u.is_active AND NOT u.is_bot`;
+  }
+  const days = historyLimitDays ?? DEFAULT_HISTORY_LIMIT_DAYS;
+  if (days === 0) return [];
+  const since = new Date(Date.now() - days * 24 * 60 * 60 * 1000);
+  return getPrisma().$queryRaw<PresenceRow[]>`
+    SELECT up.user_profile_id AS user_id, up.last_active_time, up.last_connected_time,
+           up.last_update_id, u.date_joined, u.delivery_email, u.is_bot,
+           u.email_address_visibility
+    FROM user_presence up JOIN user_profile u ON u.id = up.user_profile_id
+    WHERE up.realm_id = ${realmId} AND up.last_connected_time >= ${since}
+      AND u.is_active AND NOT u.is_bot`;
+}
+
+/** The presence dict one viewer gets: by user id (modern, "slim") or by the API email the
+ * viewer sees (legacy). */
+export function presentPresences(
+  rows: PresenceRow[],
+  viewer: Pick<User, 'id' | 'role'>,
+  realm: Pick<Realm, 'stringId'>,
+  slim: boolean,
+): Record<string, unknown> {
+  const result: Record<string, unknown> = {};
+  for (const row of rows) {
+    const modern = modernPresence(row);
+    if (slim) {
+      result[String(row.user_id)] = modern;
+      continue;
+    }
+    const target = {
+      id: row.user_id,
+      isBot: row.is_bot,
+      emailAddressVisibility: row.email_address_visibility,
+    };
+    const email = canSeeDeliveryEmail(viewer, target)
+      ? row.delivery_email
+      : dummyEmail(target, realm);
+    const { pushable: _pushable, ...aggregated } = legacyPresence(modern);
+    result[email] = { aggregated, website: legacyPresence(modern) };
+  }
+  return result;
+}
+
+/** The newest change id among `rows`, else the client's own id, else -1. */
+export function lastUpdateIdOf(rows: PresenceRow[], clientLastUpdateId?: number): number {
+  if (rows.length === 0) return clientLastUpdateId ?? -1;
+  return Math.max(...rows.map((row) => Number(row.last_update_id)));
+}
+
+export function serverTimestamp(): number {
+  return Date.now() / 1000;
+}

@@ -1,0 +1,92 @@
+// Presence: POST /users/me/presence (every client, every minute), GET /realm/presence and
+// GET /users/{user_id|email}/presence.
+import { Router } from 'express';
+import { z } from 'zod';
+import { userEndpoint } from '@parley/auth';
+import { getPrisma } from '@parley/db';
+import { JsonableError } from '@parley/errors';
+import { defineRoute, p } from '@parley/http';
+import { doUpdatePresence } from '../actions/presence';
+import {
+  lastUpdateIdOf,
+  legacyPresence,
+  modernPresence,
+  OFFLINE_THRESHOLD_SECS,
+  presenceRows,
+  presentPresences,
+  serverTimestamp,
+} from '../lib/presence';
+import { accessUserByEmail, accessUserById } from '../lib/users';
+
+export const presenceRoutes = Router();
+
+defineRoute(presenceRoutes, '/users/me/presence', {
+  POST: userEndpoint(
+    {
+      humansOnly: true,
+      params: {
+        status: p.string({ maxLength: 20 }),
+        ping_only: p.json(z.boolean()).default(false),
+        new_user_input: p.json(z.boolean()).default(false),
+        slim_presence: p.json(z.boolean()).default(false),
+        last_update_id: p.json(z.number().int().min(-1).max(Number.MAX_SAFE_INTEGER)).optional(),
+        history_limit_days: p.json(z.number().int().min(0).max(3650)).optional(),
+      },
+    },
+    async ({ user, realm, params }) => {
+      if (params.status !== 'active' && params.status !== 'idle')
+        throw new JsonableError(`Invalid status: ${params.status}`);
+      await doUpdatePresence(realm, user, params.status);
+      if (params.ping_only) return {};
+      // Asking by change id is the modern protocol, whatever slim_presence says.
+      const slim = params.slim_presence || params.last_update_id !== undefined;
+      const rows = await presenceRows(realm.id, {
+        lastUpdateId: params.last_update_id,
+        historyLimitDays: params.history_limit_days,
+      });
+      return {
+        presences: presentPresences(rows, user, realm, slim),
+        server_timestamp: serverTimestamp(),
+        presence_last_update_id: lastUpdateIdOf(rows, params.last_update_id),
+      };
+    },
+  ),
+});
+
+defineRoute(presenceRoutes, '/realm/presence', {
+  GET: userEndpoint({}, async ({ user, realm }) => {
+    const rows = await presenceRows(realm.id, {});
+    return {
+      presences: presentPresences(rows, user, realm, false),
+      server_timestamp: serverTimestamp(),
+    };
+  }),
+});
+
+defineRoute(presenceRoutes, '/users/:user/presence', {
+  GET: userEndpoint(
+    { path: { user: p.string({ maxLength: 254 }) } },
+    async ({ user, realm, path }) => {
+      const target = /^\d+$/.test(path.user)
+        ? await accessUserById(user, Number(path.user)).catch(() => null)
+        : await accessUserByEmail(user, realm, path.user).catch(() => null);
+      if (!target || !target.isActive) throw new JsonableError('No such user');
+      if (target.isBot) throw new JsonableError('Presence is not supported for bot users.');
+      const row = await getPrisma().userPresence.findUnique({ where: { userId: target.id } });
+      if (!row) throw new JsonableError(`No presence data for ${path.user}`);
+      const modern = modernPresence({
+        last_active_time: row.lastActiveTime,
+        last_connected_time: row.lastConnectedTime,
+        date_joined: target.dateJoined,
+      });
+      const { status, timestamp } = legacyPresence(modern);
+      const offline = Date.now() / 1000 - timestamp > OFFLINE_THRESHOLD_SECS;
+      return {
+        presence: {
+          website: { status, timestamp },
+          aggregated: { status: offline ? 'offline' : status, timestamp },
+        },
+      };
+    },
+  ),
+});
