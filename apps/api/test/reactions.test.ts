@@ -148,6 +148,95 @@ describe('message reactions', () => {
     expectError(await react(late, { emoji_name: 'smile' }), 'Invalid message(s)');
   });
 
+  it('knows every Zulip emoji name, aliases too, and keeps the name as sent', async () => {
+    const post = async () =>
+      expectSuccess(
+        await send(org.member, org.host, {
+          type: 'stream',
+          to: 'general',
+          topic: 'r',
+          content: 'x',
+        }),
+      ).id as number;
+    const reactionsOf = async (messageId: number) =>
+      (
+        expectSuccess(await as(org.member, org.host).get(`/messages/${messageId}`)).message as {
+          reactions: { emoji_name: string; emoji_code: string; user_id: number }[];
+        }
+      ).reactions.map(({ emoji_name, emoji_code, user_id }) => ({
+        emoji_name,
+        emoji_code,
+        user_id,
+      }));
+
+    const first = await post();
+    expectSuccess(await react(org.member, { emoji_name: '+1' }, first));
+    expect(await reactionsOf(first)).toEqual([
+      { emoji_name: '+1', emoji_code: '1f44d', user_id: org.member.id },
+    ]);
+
+    const second = await post();
+    const published = await captureEvents(org.realm.id, async () => {
+      expectSuccess(await react(org.member, { emoji_name: 'thumbs_up' }, second));
+    });
+    expect(published[0]!.event).toMatchObject({ emoji_name: 'thumbs_up', emoji_code: '1f44d' });
+    expectSuccess(await react(org.member, { emoji_name: 'grinning', emoji_code: '1f600' }, second));
+    // Joining someone's reaction under another name of the same emoji is a vote for it: it
+    // takes the earlier reaction's name.
+    expectSuccess(await react(org.other, { emoji_name: '+1' }, second));
+    expect(await reactionsOf(second)).toEqual([
+      { emoji_name: 'thumbs_up', emoji_code: '1f44d', user_id: org.member.id },
+      { emoji_name: 'grinning', emoji_code: '1f600', user_id: org.member.id },
+      { emoji_name: 'thumbs_up', emoji_code: '1f44d', user_id: org.other.id },
+    ]);
+    expectError(
+      await react(org.member, { emoji_name: 'like' }, second),
+      'Reaction already exists.',
+      400,
+      'REACTION_ALREADY_EXISTS',
+    );
+  });
+
+  it("checks names and codes against Zulip's emoji table", async () => {
+    expectError(
+      await react(org.other, { emoji_name: 'grinning', emoji_code: '1f601' }),
+      'Invalid emoji name.',
+    );
+    expectError(
+      await react(org.other, { emoji_name: '+1', emoji_code: 'zzzz' }),
+      'Invalid emoji code.',
+    );
+    // Zulip's codes have no U+FE0F.
+    expectError(
+      await react(org.other, { emoji_name: 'heart', emoji_code: '2764-fe0f' }),
+      'Invalid emoji code.',
+    );
+    expectError(
+      await react(org.other, { emoji_name: 'nope_not_emoji' }),
+      "Emoji 'nope_not_emoji' does not exist",
+    );
+    // Without a reaction_type, the name is looked up even beside a code.
+    expectError(
+      await react(org.other, { emoji_name: 'nope_not_emoji', emoji_code: '1f600' }),
+      "Emoji 'nope_not_emoji' does not exist",
+    );
+    expectError(
+      await react(org.other, {
+        emoji_name: 'nope_not_emoji',
+        emoji_code: '1f600',
+        reaction_type: 'unicode_emoji',
+      }),
+      'Invalid emoji name.',
+    );
+    // Removing does not validate the code: there is simply no such reaction.
+    expectError(
+      await unreact(org.other, { emoji_code: 'zzzz' }),
+      "Reaction doesn't exist.",
+      400,
+      'REACTION_DOES_NOT_EXIST',
+    );
+  });
+
   it('gives a historical copy to members reacting to public history', async () => {
     const late = await createTestUser(org.realm, Role.MEMBER);
     expectSuccess(await react(late, { emoji_name: 'heart' }));

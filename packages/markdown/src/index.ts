@@ -19,7 +19,7 @@ import { quotesPlugin } from './quotes';
 
 export { mentionCandidates, type MentionCandidates, type MentionData } from './mentions';
 export { channelLinkCandidates } from './channels';
-export { emojiCodeForName, isEmojiCode } from './emoji';
+export { canonicalEmojiName, emojiCodeForName, isEmojiCode } from './emoji';
 export {
   checkLinkifier,
   fillReverseTemplate,

@@ -10,7 +10,7 @@ import {
   type User,
 } from '@parley/db';
 import { JsonableError, ReactionDoesNotExistError, ReactionExistsError } from '@parley/errors';
-import { emojiCodeForName, isEmojiCode } from '@parley/markdown';
+import { canonicalEmojiName, emojiCodeForName, isEmojiCode } from '@parley/markdown';
 import { sendEventOnCommit } from '../lib/events';
 
 export const REACTION_TYPES = ['unicode_emoji', 'realm_emoji', 'zulip_extra_emoji'] as const;
@@ -60,16 +60,37 @@ export function checkEmoji(
       throw new JsonableError('Invalid emoji code.');
     return { name: 'zulip', code: 'zulip', type: reactionType };
   }
-  if (code === undefined) {
-    const found = name === undefined ? undefined : emojiCodeForName(name);
-    if (name === undefined || found === undefined)
-      throw new JsonableError(`Emoji '${name ?? ''}' does not exist`);
-    return { name, code: found, type: reactionType };
-  }
+  // Adding looks the name up whenever the code or the type is missing (so an unknown name
+  // fails even beside a code); removing only when the code is.
+  const dataCode =
+    code === undefined || (adding && type === undefined) ? emojiDataCode(name, activeByName) : code;
+  const unicodeCode = code ?? dataCode;
+  if (adding) checkUnicodeEmoji(name, unicodeCode);
+  // The name as sent is kept, so an alias (thumbs_up) stays that alias.
+  return {
+    name: name ?? canonicalEmojiName(unicodeCode) ?? unicodeCode,
+    code: unicodeCode,
+    type: reactionType,
+  };
+}
+
+/** Zulip's get_emoji_data for a name that is neither Zulip's own emoji nor typed as custom:
+ * an active custom emoji still shadows the Unicode name (its id then fails as a Unicode code),
+ * and any Zulip emoji name, canonical or alias, is known. */
+function emojiDataCode(name: string | undefined, activeByName: CustomEmoji | undefined): string {
+  if (activeByName) return String(activeByName.id);
+  const code = name === undefined ? undefined : emojiCodeForName(name);
+  if (code === undefined) throw new JsonableError(`Emoji '${name ?? ''}' does not exist`);
+  return code;
+}
+
+/** Zulip's check_emoji_request for unicode_emoji: the code must be one Zulip names (lowercase,
+ * without U+FE0F), and the name one of that code's names. Removing skips this: the row, if
+ * any, was valid when it was added. */
+function checkUnicodeEmoji(name: string | undefined, code: string): void {
   if (!isEmojiCode(code)) throw new JsonableError('Invalid emoji code.');
-  if (name !== undefined && emojiCodeForName(name) !== code)
+  if (name === undefined || emojiCodeForName(name) !== code)
     throw new JsonableError('Invalid emoji name.');
-  return { name: name ?? code, code, type: reactionType };
 }
 
 /** Users who can see the message: those with a copy, plus the subscribers of a channel that
@@ -120,16 +141,15 @@ export async function doAddReaction(
   emoji: Emoji,
 ): Promise<void> {
   const { tx } = ctx;
-  const existing = await tx.reaction.findFirst({
-    where: {
-      messageId: message.id,
-      userId: user.id,
-      emojiCode: emoji.code,
-      reactionType: emoji.type,
-    },
-    select: { id: true },
+  const same = await tx.reaction.findMany({
+    where: { messageId: message.id, emojiCode: emoji.code, reactionType: emoji.type },
+    orderBy: { id: 'asc' },
+    select: { userId: true, emojiName: true },
   });
-  if (existing) throw new ReactionExistsError();
+  if (same.some((reaction) => reaction.userId === user.id)) throw new ReactionExistsError();
+  // As in Zulip, joining someone else's reaction is a vote for it and takes that reaction's
+  // name, so one image never shows under two names (+1 and thumbs_up) on a message.
+  const stored: Emoji = same[0] ? { ...emoji, name: same[0].emojiName } : emoji;
   // Reacting to a message only in the user's history gives them a (historical) copy.
   if (!hasCopy)
     await tx.userMessage.createMany({
@@ -143,9 +163,9 @@ export async function doAddReaction(
       data: {
         messageId: message.id,
         userId: user.id,
-        emojiName: emoji.name,
-        emojiCode: emoji.code,
-        reactionType: emoji.type,
+        emojiName: stored.name,
+        emojiCode: stored.code,
+        reactionType: stored.type,
       },
     })
     .catch((error: unknown) => {
@@ -153,7 +173,7 @@ export async function doAddReaction(
     });
   sendEventOnCommit(
     ctx,
-    reactionEvent('add', user, message, emoji),
+    reactionEvent('add', user, message, stored),
     await audience(ctx, message, stream),
   );
 }
