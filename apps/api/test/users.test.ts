@@ -1,4 +1,5 @@
 import { getPrisma, Role, type User } from '@parley/db';
+import { isEmailDomain, realmBotDomain } from '@parley/auth';
 import { hashPassword, verifyPassword } from '../src/lib/credentials';
 import {
   as,
@@ -54,7 +55,6 @@ describe('GET /users/me', () => {
       is_admin: true,
       is_guest: false,
       is_bot: false,
-      bot_type: null,
       role: 100,
       is_active: true,
       timezone: '',
@@ -63,6 +63,7 @@ describe('GET /users/me', () => {
       profile_data: {},
       max_message_id: -1,
     });
+    expect(body).not.toHaveProperty('bot_type');
     expect(body.avatar_url).toMatch(
       /^https:\/\/secure\.gravatar\.com\/avatar\/[0-9a-f]{32}\?d=identicon&version=1$/,
     );
@@ -362,7 +363,8 @@ describe('bots', () => {
       isBot: true,
       botType: 1,
       botOwnerId: member.id,
-      deliveryEmail: `helper-bot@${org.realm.stringId}.localhost`,
+      // The organization host has a port: Zulip's FAKE_EMAIL_DOMAIN rule applies.
+      deliveryEmail: 'helper-bot@localhost',
       fullName: 'Helper',
     });
     expect(created.api_key).toBe(bot.apiKey);
@@ -419,7 +421,7 @@ describe('bots', () => {
     );
     expectError(
       await as(org.owner, org.host).post('/bots', { full_name: 'One again', short_name: 'one' }),
-      'Username already in use',
+      'Email is already in use.',
     );
     expectError(
       await as(org.owner, org.host).post('/bots', { full_name: 'X', short_name: 'bad name!' }),
@@ -1008,5 +1010,38 @@ describe('PATCH /settings', () => {
       await as(botUser, org.host).patch('/settings', { enable_sounds: false }),
       'This endpoint does not accept bot requests.',
     );
+  });
+});
+
+describe('bot addresses and own profiles', () => {
+  it('gives bots an address on any host: the organization host, else the fake email domain', async () => {
+    // Test organizations live at <sub>.localhost:9991, a host with a port: Zulip then uses
+    // FAKE_EMAIL_DOMAIN, EXTERNAL_HOST without its port by default.
+    const org = await createTestRealm();
+    const created = expectSuccess(
+      await as(org.owner, org.host).post('/bots', { full_name: 'Host bot', short_name: 'host' }),
+    );
+    const bot = await prisma().user.findUniqueOrThrow({ where: { id: created.user_id as number } });
+    expect(bot.deliveryEmail).toBe('host-bot@localhost');
+    expect(realmBotDomain({ stringId: org.realm.stringId })).toBe('localhost');
+    expect(isEmailDomain('chat.example.com')).toBe(true);
+    expect(isEmailDomain('localhost:9991')).toBe(false);
+    expect(isEmailDomain('127.0.0.1')).toBe(false);
+  });
+
+  it('answers GET /users/me with the fields Zulip sends for people and for bots', async () => {
+    const org = await createTestRealm();
+    const me = expectSuccess(await as(org.owner, org.host).get('/users/me'));
+    expect(me).not.toHaveProperty('bot_type');
+    expect(me).not.toHaveProperty('bot_owner_id');
+    expect(me.profile_data).toEqual({});
+    expect(me.max_message_id).toBe(-1);
+    const created = expectSuccess(
+      await as(org.owner, org.host).post('/bots', { full_name: 'Me bot', short_name: 'me' }),
+    );
+    const bot = await prisma().user.findUniqueOrThrow({ where: { id: created.user_id as number } });
+    const botMe = expectSuccess(await as(bot, org.host).get('/users/me'));
+    expect(botMe).toMatchObject({ is_bot: true, bot_type: 1, bot_owner_id: org.owner.id });
+    expect(botMe).not.toHaveProperty('profile_data');
   });
 });

@@ -1,7 +1,15 @@
 // Who is asking, for both tiers: the organization of the Host header and the user of the HTTP
 // Basic credentials.
 export { authenticate, validateApiKey } from './basic';
-export { realmEmailDomain, realmHost, realmUrl, resolveRealm, subdomainFromHost } from './realm';
+export {
+  isEmailDomain,
+  realmBotDomain,
+  realmEmailDomain,
+  realmHost,
+  realmUrl,
+  resolveRealm,
+  subdomainFromHost,
+} from './realm';
 export {
   realmEndpoint,
   userEndpoint,

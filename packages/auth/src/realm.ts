@@ -36,6 +36,26 @@ export function realmEmailDomain(realm: Pick<Realm, 'stringId'>): string {
   return realmHost(realm).replace(/:\d+$/, '');
 }
 
+/** Zulip's email domain rule (Django's validate_email): "localhost", or dotted labels ending in
+ * a top-level domain of two or more characters; a port does not qualify. */
+export function isEmailDomain(domain: string): boolean {
+  return (
+    domain.toLowerCase() === 'localhost' ||
+    /^([\p{L}\p{N}]([\p{L}\p{N}-]{0,61}[\p{L}\p{N}])?\.)+[\p{L}\p{N}-]{1,62}[\p{L}\p{N}]$/u.test(
+      domain,
+    )
+  );
+}
+
+/** Zulip's get_bot_domain: the organization's host when an address can carry it, else
+ * FAKE_EMAIL_DOMAIN (EXTERNAL_HOST without its port unless configured). */
+export function realmBotDomain(realm: Pick<Realm, 'stringId'>): string {
+  const host = realmHost(realm);
+  if (isEmailDomain(host)) return host;
+  const config = getConfig();
+  return config.FAKE_EMAIL_DOMAIN ?? config.EXTERNAL_HOST.replace(/:\d+$/, '');
+}
+
 export function realmUrl(realm: Pick<Realm, 'stringId'>): string {
   return `${getConfig().EXTERNAL_URL_SCHEME}://${realmHost(realm)}`;
 }

@@ -22,6 +22,15 @@ const schema = z.object({
     .regex(/^[a-z0-9.-]+(:\d+)?$/i, 'must be a host name with an optional :port')
     .default('localhost:9991'),
   EXTERNAL_URL_SCHEME: z.enum(['http', 'https']).default('http'),
+  /** Domain of bot addresses when the organization's host cannot be one (it has a port):
+   * Zulip's FAKE_EMAIL_DOMAIN, by default EXTERNAL_HOST without its port. */
+  FAKE_EMAIL_DOMAIN: z
+    .string()
+    .regex(
+      /^(localhost|([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63})$/i,
+      'must be a domain an email address can have',
+    )
+    .optional(),
   DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/ }),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(500).default(10),
   REDIS_URL: z.url({ protocol: /^rediss?$/ }),

@@ -12,6 +12,7 @@ import {
   type Tx,
   type User,
 } from '@parley/db';
+import { isEmailDomain } from '@parley/auth';
 import { InsufficientPermissionError, JsonableError } from '@parley/errors';
 import { generateApiKey, hashPassword } from '../lib/credentials';
 import { sendEventOnCommit } from '../lib/events';
@@ -37,7 +38,8 @@ import {
 import { SYSTEM_GROUPS, systemGroupsForRole } from './system-groups';
 
 // Django's EmailValidator accepts more, but every address it accepts has this shape.
-const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+/** A local part, then a domain Zulip (Django) accepts: dotted, or "localhost". */
+const EMAIL = /^[^\s@]+@([^\s@]+)$/;
 
 export interface NewUser {
   email: string;
@@ -54,7 +56,8 @@ export interface NewUser {
 
 export function checkEmail(email: string): string {
   const trimmed = email.trim();
-  if (trimmed.length > 254 || !EMAIL.test(trimmed) || trimmed.includes('\0')) {
+  const domain = EMAIL.exec(trimmed)?.[1];
+  if (trimmed.length > 254 || !domain || !isEmailDomain(domain) || trimmed.includes('\0')) {
     throw new JsonableError(`Invalid email '${email}'`);
   }
   return trimmed;

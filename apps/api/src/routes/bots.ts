@@ -6,7 +6,7 @@ import { InsufficientPermissionError, JsonableError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
 import { checkCreateUser, doCreateUser } from '../actions/users';
 import { userEndpoint } from '@parley/auth';
-import { realmEmailDomain } from '@parley/auth';
+import { realmBotDomain } from '@parley/auth';
 import { isAdmin, isGuest } from '../lib/users';
 import { presentBot } from '../presenters/bots';
 
@@ -40,7 +40,7 @@ defineRoute(botRoutes, '/bots', {
       }
       const shortName = params.short_name.trim().toLowerCase().replace(/-bot$/, '');
       if (!/^[a-z0-9_.-]+$/.test(shortName)) throw new JsonableError('Bad name or username');
-      const email = `${shortName}-bot@${realmEmailDomain(realm)}`;
+      const email = `${shortName}-bot@${realmBotDomain(realm)}`;
       const bot = await runAction(async (ctx) => {
         const fields = await checkCreateUser(ctx.tx, realm, {
           email,
@@ -50,11 +50,6 @@ defineRoute(botRoutes, '/bots', {
           isBot: true,
           botType: params.bot_type,
           botOwnerId: user.id,
-        }).catch((error: unknown) => {
-          if (error instanceof JsonableError && error.message === 'Email is already in use.') {
-            throw new JsonableError('Username already in use');
-          }
-          throw error;
         });
         return doCreateUser(ctx, realm, fields, null, user.id);
       });

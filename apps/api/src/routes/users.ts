@@ -135,8 +135,16 @@ defineRoute(userRoutes, '/users/me', {
       orderBy: { messageId: 'desc' },
       select: { messageId: true },
     });
+    // Zulip's get_profile_backend (format_user_row): bot_type and bot_owner_id only for bots,
+    // profile_data only for people.
+    const {
+      bot_type: botType,
+      profile_data: profileData,
+      ...own
+    } = await presentOne(user, realm, user, false, !user.isBot);
     return {
-      ...(await presentOne(user, realm, user, false, true)),
+      ...own,
+      ...(user.isBot ? { bot_type: botType } : { profile_data: profileData }),
       max_message_id: last?.messageId ?? -1,
     };
   }),
