@@ -6,11 +6,14 @@ import { pingDatabase } from '@parley/db';
 import { pingRedis } from '@parley/events';
 import { bodyParsers, errorHandler, healthRoutes, notFound, requestContext } from '@parley/http';
 import { resolveRealm } from '@parley/auth';
+import { alertWordRoutes } from './routes/alert-words';
 import { authRoutes } from './routes/auth';
+import { botStorageRoutes } from './routes/bot-storage';
 import { botRoutes } from './routes/bots';
 import { flagRoutes } from './routes/flags';
 import { linkifierRoutes } from './routes/linkifiers';
 import { messageRoutes } from './routes/messages';
+import { mutedUserRoutes } from './routes/muted-users';
 import { emojiImageRoutes, emojiUploadRoutes, realmEmojiRoutes } from './routes/realm-emoji';
 import { presenceRoutes } from './routes/presence';
 import { registerRoutes } from './routes/register';
@@ -19,6 +22,7 @@ import { settingsRoutes } from './routes/settings';
 import { streamRoutes } from './routes/streams';
 import { subscriptionRoutes } from './routes/subscriptions';
 import { typingRoutes } from './routes/typing';
+import { userTopicRoutes } from './routes/user-topics';
 import { uploadPostRoutes, servedUploadRoutes, uploadRoutes } from './routes/uploads';
 import { userRoutes } from './routes/users';
 
@@ -44,6 +48,8 @@ export function apiRouter(): Router {
     botRoutes,
     settingsRoutes,
     registerRoutes,
+    // Before subscriptionRoutes: /users/me/subscriptions/muted_topics is not a channel id.
+    userTopicRoutes,
     subscriptionRoutes,
     streamRoutes,
     flagRoutes,
@@ -53,6 +59,9 @@ export function apiRouter(): Router {
     realmEmojiRoutes,
     typingRoutes,
     presenceRoutes,
+    alertWordRoutes,
+    mutedUserRoutes,
+    botStorageRoutes,
   );
   return router;
 }

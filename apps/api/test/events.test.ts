@@ -101,7 +101,7 @@ describe('POST /register', () => {
     expect((body.realm_users as { user_id: number }[]).map((u) => u.user_id)).toEqual([
       org.owner.id,
     ]);
-    expect(body.user_settings).toMatchObject({ full_name: 'Olivia Owner', default_language: 'en' });
+    expect(body.user_settings).toMatchObject({ default_language: 'en', enable_sounds: true });
     expect(body.custom_profile_field_types).toMatchObject({ SHORT_TEXT: { id: 1 } });
   });
 
@@ -118,19 +118,19 @@ describe('POST /register', () => {
     expect(fetched).not.toHaveProperty('user_settings');
   });
 
-  it('puts settings at the top level only for clients without user_settings_object', async () => {
+  it('keeps settings in user_settings only: the legacy top-level copies went at feature level 439', async () => {
     const org = await createTestRealm();
     const c = client(org.owner, org.host);
-    expect(
-      expectSuccess(await c.register({ fetch_event_types: ['user_settings'] })),
-    ).toHaveProperty('enable_sounds', true);
-    const modern = expectSuccess(
-      await c.register({
-        fetch_event_types: ['user_settings'],
-        client_capabilities: { user_settings_object: true },
-      }),
-    );
-    expect(modern).not.toHaveProperty('enable_sounds');
+    for (const capabilities of [{}, { user_settings_object: true }]) {
+      const state = expectSuccess(
+        await c.register({
+          fetch_event_types: ['user_settings', 'update_display_settings'],
+          client_capabilities: capabilities,
+        }),
+      );
+      expect(state.user_settings).toHaveProperty('enable_sounds', true);
+      expect(state).not.toHaveProperty('enable_sounds');
+    }
   });
 
   it('lets members but not guests register for all public channels', async () => {

@@ -63,6 +63,7 @@ export const api = {
   get: (host: string, url: string) => request(app).get(`/api/v1${url}`).set('Host', host),
   post: (host: string, url: string) => request(app).post(`/api/v1${url}`).set('Host', host),
   patch: (host: string, url: string) => request(app).patch(`/api/v1${url}`).set('Host', host),
+  put: (host: string, url: string) => request(app).put(`/api/v1${url}`).set('Host', host),
   delete: (host: string, url: string) => request(app).delete(`/api/v1${url}`).set('Host', host),
 };
 
@@ -77,6 +78,8 @@ export function as(user: Pick<User, 'deliveryEmail' | 'apiKey'>, host: string) {
       authed(api.post(host, url)).type('form').send(stringify(form)),
     patch: (url: string, form: Record<string, unknown> = {}) =>
       authed(api.patch(host, url)).type('form').send(stringify(form)),
+    put: (url: string, form: Record<string, unknown> = {}) =>
+      authed(api.put(host, url)).type('form').send(stringify(form)),
     delete: (url: string, form: Record<string, unknown> = {}) =>
       authed(api.delete(host, url)).type('form').send(stringify(form)),
   };

@@ -16,6 +16,7 @@ import { JsonableError } from '@parley/errors';
 import { sendEventOnCommit } from '../lib/events';
 import { canReadChannelHistory, displayRecipients, InvalidMessageError } from '../lib/messages';
 import { loadPermissions, subscriptionOf } from '../lib/streams';
+import { isTopicMuted, loadMuting } from '../lib/user-topics';
 
 export const EDITABLE_FLAGS = ['read', 'starred', 'collapsed'] as const;
 export type EditableFlag = (typeof EDITABLE_FLAGS)[number];
@@ -182,6 +183,7 @@ async function messageDetails(
     flagBit('stream_wildcard_mentioned') |
     flagBit('topic_wildcard_mentioned');
   const displayFor = await displayRecipients(user, realm, messages, tx);
+  const muting = await loadMuting(user, tx);
   const details: Record<string, Record<string, unknown>> = {};
   for (const message of messages) {
     const display = displayFor(message);
@@ -189,7 +191,11 @@ async function messageDetails(
     details[String(message.id)] = {
       type: message.isChannelMessage ? 'stream' : 'private',
       ...(message.isChannelMessage
-        ? { stream_id: display.streamId, topic: message.subject }
+        ? {
+            stream_id: display.streamId,
+            topic: message.subject,
+            unmuted_stream_msg: !isTopicMuted(muting, display.streamId!, message.subject),
+          }
         : {
             user_ids: (display.display as { id: number }[])
               .map((u) => u.id)

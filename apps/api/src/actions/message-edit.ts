@@ -16,6 +16,7 @@ import {
 import { JsonableError } from '@parley/errors';
 import { topicLinks, type Rendered } from '@parley/markdown';
 import { linkifiersForRealm } from '../lib/linkifiers';
+import { usersAlertedBy } from '../lib/alert-words';
 import { sendEventOnCommit } from '../lib/events';
 import { activeMemberIds } from '../lib/groups';
 import { flagNames, InvalidMessageError } from '../lib/messages';
@@ -234,6 +235,7 @@ export async function doUpdateMessage(
 
   if (edit.content !== undefined && rendered) {
     await updateMentionFlags(tx, message, rendered);
+    await updateAlertWordFlags(tx, message, edit.content);
     const links = await doUpdateAttachmentLinks(ctx, user, message, edit.content);
     detached = links.detached;
     if (links.linked !== message.hasAttachment)
@@ -311,6 +313,26 @@ async function updateMentionFlags(tx: Tx, message: Message, rendered: Rendered):
   if (mentions.wildcard === 'topic')
     await tx.$executeRaw`UPDATE user_message SET flags = flags | ${flagBit('topic_wildcard_mentioned')}
       WHERE message_id = ${message.id}`;
+}
+
+/** A content edit sets or clears has_alert_word for everyone with a copy, by the new text. */
+async function updateAlertWordFlags(tx: Tx, message: Message, content: string): Promise<void> {
+  const holders = await tx.userMessage.findMany({
+    where: { messageId: message.id },
+    select: { userId: true },
+  });
+  const alerted = [
+    ...(await usersAlertedBy(
+      content,
+      holders.map((row) => row.userId),
+      tx,
+    )),
+  ];
+  const bit = flagBit('has_alert_word');
+  await tx.$executeRaw`UPDATE user_message
+    SET flags = CASE WHEN user_profile_id = ANY(${alerted}::int[]) THEN flags | ${bit}
+                     ELSE flags & ${~bit} END
+    WHERE message_id = ${message.id}`;
 }
 
 /** A channel move: users not subscribed to the new channel lose their copies (they get a

@@ -24,7 +24,9 @@ import {
 import type { Rendered } from '@parley/markdown';
 import { allPublicStreamsKey, getRedis } from '@parley/events';
 import { linkedPathIds } from '../lib/attachments';
+import { usersAlertedBy } from '../lib/alert-words';
 import { sendEventOnCommit } from '../lib/events';
+import { mutersAmong } from '../lib/muted-users';
 import { activeMemberIds } from '../lib/groups';
 import { apiFlags, presentMessagesForEvent } from '../lib/messages';
 import { loadPermissions, hasContentAccess, subscriptionOf } from '../lib/streams';
@@ -344,9 +346,10 @@ function checkWildcardMention(
   }
 }
 
-/** Each recipient's flags: read for the sender when sent by a person, is_private for direct
- * messages, mentioned for direct and group mentions, the wildcard flags for everyone a
- * wildcard reaches (a topic wildcard: those who have posted in the topic). */
+/** Each recipient's flags: read for the sender when sent by a person and for those who muted
+ * the sender, is_private for direct messages, mentioned for direct and group mentions, the
+ * wildcard flags for everyone a wildcard reaches (a topic wildcard: those who have posted in
+ * the topic), has_alert_word for those with one of their alert words in it. */
 async function recipientFlags(
   tx: Tx,
   message: Message,
@@ -366,10 +369,12 @@ async function recipientFlags(
       WHERE recipient_id = ${message.recipientId} AND upper(subject) = upper(${message.subject})`;
     topicParticipants = new Set(posters.map((p) => p.sender_id));
   }
+  const muters = await mutersAmong(sender.id, userIds, tx);
+  const alerted = await usersAlertedBy(message.content, userIds, tx);
   const flags = new Map<number, UserMessageFlag[]>();
   for (const userId of userIds) {
     const list: UserMessageFlag[] = [];
-    if (userId === sender.id && options.readBySender) list.push('read');
+    if ((userId === sender.id && options.readBySender) || muters.has(userId)) list.push('read');
     if (mentioned.has(userId)) list.push('mentioned');
     if (mentions.wildcard === 'channel') list.push('stream_wildcard_mentioned');
     if (
@@ -378,6 +383,7 @@ async function recipientFlags(
     )
       list.push('topic_wildcard_mentioned');
     if (!message.isChannelMessage) list.push('is_private');
+    if (alerted.has(userId)) list.push('has_alert_word');
     flags.set(userId, list);
   }
   return flags;

@@ -13,7 +13,25 @@ import { applyChannelEvent, fetchChannelState, type ChannelStateOptions } from '
 import { linkifierRows } from './linkifiers';
 import { loadProfileData } from './profile-fields';
 import { realmEmojiDict } from './realm-emoji';
+import { alertWordsOf } from './alert-words';
+import { mutedUsersOf } from './muted-users';
+import {
+  lastUpdateIdOf,
+  presenceRows,
+  presentPresences,
+  serverTimestamp,
+  type LegacyClientPresence,
+  type ModernPresence,
+} from './presence';
 import { applyUnreadEvent, fetchUnreadMsgs, type UnreadState } from './unread';
+import { presentUserSettings } from './user-settings';
+import {
+  mutedTopicsLegacy,
+  userTopics,
+  VisibilityPolicy,
+  type UserTopicEntry,
+} from './user-topics';
+import { EMPTY_TOPIC_DISPLAY_NAME } from '../presenters/messages';
 import { isAdmin, isGuest, isModerator } from './users';
 
 /** Event types whose state /register can return (later issues add theirs). */
@@ -30,6 +48,11 @@ export const STATE_TYPES = [
   'update_message_flags',
   'realm_linkifiers',
   'realm_emoji',
+  'presence',
+  'user_topic',
+  'muted_topics',
+  'muted_users',
+  'alert_words',
 ] as const;
 
 export const FIELD_TYPES = {
@@ -47,7 +70,14 @@ type State = Record<string, unknown>;
 
 export interface StateOptions extends ChannelStateOptions {
   clientGravatar: boolean;
-  userSettingsObject: boolean;
+  /** The modern presence form: slim_presence or the simplified_presence_events capability. */
+  slimPresence: boolean;
+  presenceHistoryLimitDays?: number;
+  /** The empty_topic_name capability: without it "" topics read realm_empty_topic_display_name. */
+  emptyTopicName: boolean;
+  /** Whether fetch_event_types was given (Zulip leaves muted_topics out when it names
+   * user_topic). */
+  explicitTypes: boolean;
   /** The linkifier_url_template capability: without it realm_linkifiers is always []. */
   linkifierUrlTemplate: boolean;
 }
@@ -71,28 +101,6 @@ export function baseState(): State {
     server_typing_started_wait_period_milliseconds: 30000,
     server_presence_ping_interval_seconds: 60,
     server_presence_offline_threshold_seconds: 200,
-  };
-}
-
-export function userSettings(user: User): Record<string, unknown> {
-  return {
-    full_name: user.fullName,
-    email_address_visibility: user.emailAddressVisibility,
-    timezone: user.timezone,
-    default_language: user.defaultLanguage,
-    enable_stream_desktop_notifications: user.enableStreamDesktopNotifications,
-    enable_stream_email_notifications: user.enableStreamEmailNotifications,
-    enable_stream_push_notifications: user.enableStreamPushNotifications,
-    enable_stream_audible_notifications: user.enableStreamAudibleNotifications,
-    wildcard_mentions_notify: user.wildcardMentionsNotify,
-    enable_desktop_notifications: user.enableDesktopNotifications,
-    enable_sounds: user.enableSounds,
-    enable_offline_email_notifications: user.enableOfflineEmailNotifications,
-    enable_offline_push_notifications: user.enableOfflinePushNotifications,
-    send_private_typing_notifications: user.sendPrivateTypingNotifications,
-    send_stream_typing_notifications: user.sendStreamTypingNotifications,
-    send_read_receipts: user.sendReadReceipts,
-    twenty_four_hour_time: user.twentyFourHourTime,
   };
 }
 
@@ -162,12 +170,8 @@ export async function fetchInitialState(
     });
     state.realm_bots = bots.map((bot) => presentBot(bot, realm));
   }
-  if (types.has('user_settings')) {
-    const settings = userSettings(user);
-    state.user_settings = settings;
-    // Clients without user_settings_object read the settings at the top level (legacy).
-    if (!options.userSettingsObject) Object.assign(state, settings);
-  }
+  // The legacy top-level copies of the settings went at feature level 439.
+  if (types.has('user_settings')) state.user_settings = presentUserSettings(user);
   if (types.has('custom_profile_fields')) {
     const fields = await prisma.customProfileField.findMany({
       where: { realmId: realm.id },
@@ -200,6 +204,26 @@ export async function fetchInitialState(
     state.realm_linkifiers = options.linkifierUrlTemplate
       ? (await linkifierRows(realm.id)).map(presentLinkifier)
       : [];
+  if (types.has('presence')) {
+    const rows = await presenceRows(realm.id, {
+      historyLimitDays: options.presenceHistoryLimitDays,
+    });
+    Object.assign(state, {
+      presences: presentPresences(rows, user, realm, options.slimPresence),
+      presence_last_update_id: lastUpdateIdOf(rows),
+      server_timestamp: serverTimestamp(),
+    });
+  }
+  if (types.has('user_topic'))
+    state.user_topics = (await userTopics(user)).map((entry) =>
+      entry.topic_name === '' && !options.emptyTopicName
+        ? { ...entry, topic_name: EMPTY_TOPIC_DISPLAY_NAME }
+        : entry,
+    );
+  if (types.has('muted_topics') && !(options.explicitTypes && types.has('user_topic')))
+    state.muted_topics = await mutedTopicsLegacy(user);
+  if (types.has('muted_users')) state.muted_users = await mutedUsersOf(user.id);
+  if (types.has('alert_words')) state.alert_words = await alertWordsOf(user.id);
   // Zulip sends unread_msgs to clients that follow both messages and their flags.
   if (types.has('message') && types.has('update_message_flags'))
     state.unread_msgs = await fetchUnreadMsgs(user);
@@ -230,11 +254,19 @@ export function applyEvent(
     }
     case 'user_settings': {
       const settings = state.user_settings as Record<string, unknown> | undefined;
-      if (!settings || event.op !== 'update') return;
-      settings[event.property as string] = event.value;
-      if (!options.userSettingsObject) state[event.property as string] = event.value;
+      if (settings && event.op === 'update') settings[event.property as string] = event.value;
       return;
     }
+    case 'presence':
+      return applyPresence(state, event, options);
+    case 'user_topic':
+      return applyUserTopic(state, event, options);
+    case 'muted_topics':
+    case 'muted_users':
+    case 'alert_words':
+      // These events carry the whole list.
+      if (event.type in state) state[event.type] = event[event.type];
+      return;
     case 'custom_profile_fields':
       if (state.custom_profile_fields) state.custom_profile_fields = event.fields;
       return;
@@ -312,4 +344,48 @@ function applyRealmUser(state: State, event: QueuedEvent, user: User): void {
   }
   if (person.user_id === user.id && typeof fields.full_name === 'string' && 'full_name' in state)
     state.full_name = fields.full_name;
+}
+
+/** A raced presence event replaces that user's entry. Queued events are already in the form
+ * the queue asked for: modern ({presences}) or legacy (one user's website status). The change
+ * id stays: the client's next poll by id just fetches the entry again. */
+function applyPresence(state: State, event: QueuedEvent, options: StateOptions): void {
+  const presences = state.presences as Record<string, unknown> | undefined;
+  if (!presences) return;
+  if (event.presences) {
+    if (options.slimPresence) Object.assign(presences, event.presences);
+    return;
+  }
+  const website = (event.presence as { website?: LegacyClientPresence } | undefined)?.website;
+  if (!website) return;
+  if (options.slimPresence) {
+    const key = String(event.user_id);
+    const previous = presences[key] as ModernPresence | undefined;
+    presences[key] = {
+      active_timestamp:
+        website.status === 'active' ? website.timestamp : (previous?.active_timestamp ?? 0),
+      idle_timestamp: website.timestamp,
+    };
+  } else if (typeof event.email === 'string') {
+    const { pushable: _pushable, ...aggregated } = website;
+    presences[event.email] = { aggregated, website };
+  }
+}
+
+function applyUserTopic(state: State, event: QueuedEvent, options: StateOptions): void {
+  const topics = state.user_topics as UserTopicEntry[] | undefined;
+  if (!topics) return;
+  const name = event.topic_name as string;
+  const shown = name === '' && !options.emptyTopicName ? EMPTY_TOPIC_DISPLAY_NAME : name;
+  const rest = topics.filter(
+    (t) => !(t.stream_id === event.stream_id && t.topic_name.toLowerCase() === shown.toLowerCase()),
+  );
+  if (event.visibility_policy !== VisibilityPolicy.INHERIT)
+    rest.push({
+      stream_id: event.stream_id as number,
+      topic_name: shown,
+      visibility_policy: event.visibility_policy as number,
+      last_updated: event.last_updated as number,
+    });
+  state.user_topics = rest;
 }

@@ -5,6 +5,7 @@ import { IncompatibleParametersError, JsonableError } from '@parley/errors';
 import { presentMessages, type PresentOptions } from './messages';
 import { buildNarrow, highlight, type NarrowTerm } from './narrow';
 import { hasContentAccess, loadPermissions, type Permissions } from './streams';
+import { mutedCondition } from './user-topics';
 import { topicName } from '../presenters/messages';
 import { escapeHtml } from '../presenters/realm';
 
@@ -77,7 +78,8 @@ export async function fetchMessages(
   } else {
     const anchor = await resolveAnchor(request, async () => {
       const [first] = await select(
-        Prisma.sql`AND um.flags IS NOT NULL AND (um.flags & 1) = 0 ORDER BY m.id ASC LIMIT 1`,
+        Prisma.sql`AND um.flags IS NOT NULL AND (um.flags & 1) = 0
+          AND ${firstUnreadMuting(viewer.id, request.narrow)} ORDER BY m.id ASC LIMIT 1`,
       );
       return first?.id ?? null;
     });
@@ -189,4 +191,22 @@ async function readableHistoryRecipients(realm: Realm, perms: Permissions): Prom
 async function loadMessages(ids: number[]): Promise<Map<number, Message>> {
   const messages = await getPrisma().message.findMany({ where: { id: { in: ids } } });
   return new Map(messages.map((message) => [message.id, message]));
+}
+
+/** Zulip's first_unread skips muted conversations, except in a direct-message narrow; a
+ * narrow to one channel ignores that the channel itself is muted. */
+function firstUnreadMuting(viewerId: number, narrow: NarrowTerm[]): Prisma.Sql {
+  const positive = narrow.filter((term) => !term.negated);
+  if (
+    positive.some(
+      (t) =>
+        t.operator === 'dm' ||
+        (t.operator === 'is' && ['dm', 'private'].includes(String(t.operand))),
+    )
+  )
+    return Prisma.sql`TRUE`;
+  return Prisma.sql`NOT ${mutedCondition(
+    viewerId,
+    positive.some((t) => t.operator === 'channel'),
+  )}`;
 }

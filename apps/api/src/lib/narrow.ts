@@ -19,6 +19,7 @@ import { EMPTY_TOPIC_DISPLAY_NAME } from '../presenters/messages';
 import { canReadChannelHistory } from './messages';
 import type { Permissions } from './streams';
 import { accessUserByEmail, isGuest } from './users';
+import { mutedCondition, topicPolicyIn, VisibilityPolicy } from './user-topics';
 
 // Bounds keep any narrow within what one query can take.
 const MAX_TERMS = 50;
@@ -155,17 +156,21 @@ export async function buildNarrow(
         break;
       }
       case 'is':
-        condition = isCondition(String(term.operand));
+        condition = isCondition(viewer.id, String(term.operand));
         if (String(term.operand) !== 'resolved') blocksHistory = true;
         break;
       case 'in': {
         const where = String(term.operand);
         if (where !== 'home' && where !== 'all') bad(`unknown 'in' operand ${where}`);
+        // Zulip's exclude_muting_conditions: a narrow to one channel ignores that the channel
+        // is muted, but not its muted topics.
         condition =
           where === 'all'
             ? TRUE
-            : Prisma.sql`m.recipient_id NOT IN (SELECT recipient_id FROM subscription
-                WHERE user_profile_id = ${viewer.id} AND is_muted)`;
+            : Prisma.sql`NOT ${mutedCondition(
+                viewer.id,
+                terms.some((t) => positive(t) && t.operator === 'channel'),
+              )}`;
         break;
       }
       case 'has':
@@ -309,7 +314,7 @@ function flagSet(flag: Parameters<typeof flagBit>[0]): Prisma.Sql {
   return Prisma.sql`(COALESCE(um.flags, 0) & ${Number(flagBit(flag))}) <> 0`;
 }
 
-function isCondition(value: string): Prisma.Sql {
+function isCondition(viewerId: number, value: string): Prisma.Sql {
   switch (value) {
     case 'dm':
     case 'private':
@@ -327,11 +332,9 @@ function isCondition(value: string): Prisma.Sql {
     case 'resolved':
       return Prisma.sql`(m.is_channel_message AND m.subject LIKE ${'✔ %'})`;
     case 'followed':
-      // Topic follow state (user_topic) is not stored yet: nothing is followed.
-      return FALSE;
+      return topicPolicyIn(viewerId, [VisibilityPolicy.FOLLOWED]);
     case 'muted':
-      return Prisma.sql`m.recipient_id IN (SELECT recipient_id FROM subscription
-        WHERE user_profile_id = um.user_profile_id AND is_muted)`;
+      return mutedCondition(viewerId);
     default:
       return bad(`unknown 'is' operand ${value}`);
   }

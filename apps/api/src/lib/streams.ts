@@ -128,6 +128,34 @@ export async function accessStreamById(
   return { stream, subscription };
 }
 
+/** Zulip's access_stream_by_name: an active channel the user can read, else
+ * "Invalid channel name '…'" (whether it exists or not). */
+export async function accessStreamByName(
+  perms: Permissions,
+  name: string,
+  db: Tx = getPrisma(),
+): Promise<AccessedStream> {
+  const [id] = await idsByLowerEquals(db, 'stream', 'name', perms.user.realmId, [name.trim()]);
+  const stream =
+    id === undefined ? null : await db.stream.findFirst({ where: { id, deactivated: false } });
+  const subscription = stream ? await subscriptionOf(perms.user.id, stream, db) : null;
+  if (!stream || !hasContentAccess(perms, stream, subscription !== null))
+    throw new JsonableError(`Invalid channel name '${name}'`);
+  return { stream, subscription };
+}
+
+/** A channel of the organization by id or name, archived or not, visible or not: enough to
+ * take back a personal setting about it (Zulip's access_stream_to_remove_visibility_policy). */
+export async function channelInRealm(
+  realmId: number,
+  where: { id: number } | { name: string },
+  db: Tx = getPrisma(),
+): Promise<Stream | null> {
+  if ('id' in where) return db.stream.findFirst({ where: { id: where.id, realmId } });
+  const [id] = await idsByLowerEquals(db, 'stream', 'name', realmId, [where.name.trim()]);
+  return id === undefined ? null : db.stream.findUnique({ where: { id } });
+}
+
 /** Active channels by name, case-insensitively, in the order of `names`. */
 export async function streamsByName(
   realmId: number,

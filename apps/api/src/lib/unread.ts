@@ -3,6 +3,7 @@
 // unread mentions; and how message and flag events that raced the registration fold in.
 import { flagBit, getPrisma, RecipientType, type User } from '@parley/db';
 import type { QueuedEvent } from '@parley/events';
+import { isTopicMuted, loadMuting, type Muting } from './user-topics';
 
 /** Zulip's MAX_UNREAD_MESSAGES: beyond it old_unreads_missing is set. */
 const MAX_UNREAD_MESSAGES = 50_000;
@@ -27,8 +28,22 @@ export interface UnreadState {
   old_unreads_missing: boolean;
 }
 
+/** What count and mentions must leave out: muted conversations (Zulip counts them in
+ * `streams` but not in `count`). Kept beside the state for folding raced events in. */
+interface MutedUnread {
+  muting: Muting;
+  ids: Set<number>;
+}
+const mutedUnread = new WeakMap<UnreadState, MutedUnread>();
+
+const countOf = (state: UnreadState) => {
+  const muted = mutedUnread.get(state)?.ids;
+  return [...allIds(state)].filter((id) => !muted?.has(id)).length;
+};
+
 export async function fetchUnreadMsgs(user: User): Promise<UnreadState> {
   const prisma = getPrisma();
+  const muting = await loadMuting(user);
   const rows = await prisma.$queryRaw<UnreadRow[]>`
     SELECT um.message_id, um.flags, m.sender_id, m.recipient_id, m.subject,
            m.is_channel_message, r.type AS recipient_type, r.type_id AS recipient_type_id
@@ -63,12 +78,17 @@ export async function fetchUnreadMsgs(user: User): Promise<UnreadState> {
     mentions: [],
     old_unreads_missing: missing,
   };
-  const mentionBits =
-    flagBit('mentioned') |
-    flagBit('stream_wildcard_mentioned') |
-    flagBit('topic_wildcard_mentioned');
+  const wildcardBits = flagBit('stream_wildcard_mentioned') | flagBit('topic_wildcard_mentioned');
+  const mutedIds = new Set<number>();
+  mutedUnread.set(state, { muting, ids: mutedIds });
   for (const row of kept) {
-    if ((row.flags & mentionBits) !== 0n) state.mentions.push(row.message_id);
+    const muted =
+      row.recipient_type === RecipientType.STREAM &&
+      isTopicMuted(muting, row.recipient_type_id, row.subject);
+    if (muted) mutedIds.add(row.message_id);
+    // Direct mentions count even in muted conversations; wildcard mentions do not.
+    if ((row.flags & flagBit('mentioned')) !== 0n || ((row.flags & wildcardBits) !== 0n && !muted))
+      state.mentions.push(row.message_id);
     if (row.recipient_type === RecipientType.STREAM) {
       addStream(state, row.recipient_type_id, row.subject, row.message_id);
     } else if (row.recipient_type === RecipientType.PERSONAL) {
@@ -79,7 +99,7 @@ export async function fetchUnreadMsgs(user: User): Promise<UnreadState> {
       addHuddle(state, ids.join(','), row.message_id);
     }
   }
-  state.count = kept.length;
+  state.count = countOf(state);
   return state;
 }
 
@@ -125,6 +145,12 @@ export function applyUnreadEvent(state: UnreadState, event: QueuedEvent, user: U
       display_recipient: string | { id: number }[];
     };
     if (flags.includes('read') || allIds(state).has(message.id)) return;
+    const tracked = mutedUnread.get(state);
+    const muted =
+      message.type === 'stream' &&
+      tracked !== undefined &&
+      isTopicMuted(tracked.muting, message.stream_id!, message.subject);
+    if (muted) tracked!.ids.add(message.id);
     if (message.type === 'stream')
       addStream(state, message.stream_id!, message.subject, message.id);
     else {
@@ -133,9 +159,12 @@ export function applyUnreadEvent(state: UnreadState, event: QueuedEvent, user: U
       if (ids.length <= 2) addPrivate(state, others[0] ?? user.id, message.id);
       else addHuddle(state, [...ids].sort((a, b) => a - b).join(','), message.id);
     }
-    if (flags.some((f) => f === 'mentioned' || f.endsWith('wildcard_mentioned')))
+    if (
+      flags.includes('mentioned') ||
+      (!muted && flags.some((f) => f.endsWith('wildcard_mentioned')))
+    )
       state.mentions.push(message.id);
-    state.count = allIds(state).size;
+    state.count = countOf(state);
     return;
   }
   if (event.type === 'update_message_flags' && event.flag === 'read' && event.op === 'add') {
@@ -151,6 +180,6 @@ export function applyUnreadEvent(state: UnreadState, event: QueuedEvent, user: U
     state.pms = drop(state.pms);
     state.huddles = drop(state.huddles);
     state.mentions = state.mentions.filter((id) => !read.has(id));
-    state.count = allIds(state).size;
+    state.count = countOf(state);
   }
 }

@@ -33,12 +33,16 @@ defineRoute(registerRoutes, '/register', {
       const store = new QueueStore(getRedis(), getConfig().EVENT_SHARDS);
       const queueId = await store.create(user.id, realm.id, options);
       const fetchTypes = params.fetch_event_types ?? params.event_types ?? [...STATE_TYPES];
+      const capabilities = options.client_capabilities;
       const stateOptions = {
         clientGravatar: options.client_gravatar,
-        userSettingsObject: options.client_capabilities.user_settings_object === true,
+        slimPresence: options.slim_presence || capabilities.simplified_presence_events === true,
+        presenceHistoryLimitDays: params.presence_history_limit_days,
+        emptyTopicName: capabilities.empty_topic_name === true,
+        explicitTypes: (params.fetch_event_types ?? params.event_types) !== undefined,
         includeSubscribers: params.include_subscribers !== false,
-        archivedChannels: options.client_capabilities.archived_channels === true,
-        linkifierUrlTemplate: options.client_capabilities.linkifier_url_template === true,
+        archivedChannels: capabilities.archived_channels === true,
+        linkifierUrlTemplate: capabilities.linkifier_url_template === true,
         peers: new Map<number, Set<number>>(),
       };
       const state = await fetchInitialState(user, realm, new Set(fetchTypes), stateOptions);

@@ -1,0 +1,248 @@
+import { Role, type User } from '@parley/db';
+import { createMessageOrg, send, type MessageOrg } from './message-helpers';
+import { as, captureEvents, createTestUser, expectError, expectSuccess } from './helpers';
+
+describe('topic visibility', () => {
+  let org: MessageOrg;
+  let user: User;
+  beforeAll(async () => {
+    org = await createMessageOrg();
+  });
+  beforeEach(async () => {
+    // A fresh subscriber of #general per test: policies are personal.
+    user = await createTestUser(org.realm, Role.MEMBER);
+    expectSuccess(
+      await as(org.owner, org.host).post('/users/me/subscriptions', {
+        subscriptions: [{ name: 'general' }],
+        principals: [user.id],
+      }),
+    );
+  });
+  const setPolicy = (topic: string, visibility_policy: number, stream_id = org.general.id) =>
+    as(user, org.host).post('/user_topics', { stream_id, topic, visibility_policy });
+  const post = (topic: string, content = 'hello') =>
+    send(org.member, org.host, { type: 'stream', to: 'general', topic, content });
+  const fetch = (narrow: unknown[], anchor = 'newest') =>
+    as(user, org.host).get('/messages', {
+      anchor,
+      num_before: 50,
+      num_after: 50,
+      narrow: JSON.stringify(narrow),
+    });
+  const ids = (res: { body: { messages: { id: number }[] } }) => res.body.messages.map((m) => m.id);
+  const register = async (types: string[], capabilities: Record<string, boolean> = {}) =>
+    expectSuccess(
+      await as(user, org.host).post('/register', {
+        fetch_event_types: types,
+        event_types: types,
+        client_capabilities: capabilities,
+      }),
+    );
+
+  it('mutes a topic: legacy list and user_topic event to the user, state in /register', async () => {
+    const published = await captureEvents(org.realm.id, async () => {
+      expectSuccess(await setPolicy('Lunch', 1));
+    });
+    expect(published).toEqual([
+      {
+        event: { type: 'muted_topics', muted_topics: [['general', 'Lunch', expect.any(Number)]] },
+        users: [user.id],
+      },
+      {
+        event: {
+          type: 'user_topic',
+          stream_id: org.general.id,
+          topic_name: 'Lunch',
+          last_updated: expect.any(Number),
+          visibility_policy: 1,
+        },
+        users: [user.id],
+      },
+    ]);
+    const state = await register(['user_topic', 'muted_topics']);
+    expect(state.user_topics).toEqual([
+      {
+        stream_id: org.general.id,
+        topic_name: 'Lunch',
+        visibility_policy: 1,
+        last_updated: expect.any(Number),
+      },
+    ]);
+    // Zulip sends muted_topics only to clients that do not follow user_topic.
+    expect(state.muted_topics).toBeUndefined();
+    const legacy = await register(['muted_topics']);
+    expect(legacy.muted_topics).toEqual([['general', 'Lunch', expect.any(Number)]]);
+  });
+
+  it('changes nothing, silently, when the policy is already set (topics compared ignoring case)', async () => {
+    expectSuccess(await setPolicy('Plans', 3));
+    const published = await captureEvents(org.realm.id, async () => {
+      expectSuccess(await setPolicy('PLANS', 3));
+      expectSuccess(await setPolicy('never set', 0));
+    });
+    expect(published).toEqual([]);
+    expect((await register(['user_topic'])).user_topics).toEqual([
+      expect.objectContaining({ topic_name: 'Plans', visibility_policy: 3 }),
+    ]);
+  });
+
+  it('follows topics for is:followed, and inherit removes the policy', async () => {
+    const followed = expectSuccess(await post('Followed')).id as number;
+    const other = expectSuccess(await post('Other')).id as number;
+    expectSuccess(await setPolicy('followed', 3));
+    const onlyFollowed = await fetch([{ operator: 'is', operand: 'followed' }]);
+    expect(ids(onlyFollowed)).toEqual([followed]);
+    const notFollowed = ids(await fetch([{ operator: 'is', operand: 'followed', negated: true }]));
+    expect(notFollowed).toContain(other);
+    expect(notFollowed).not.toContain(followed);
+    expectSuccess(await setPolicy('Followed', 0));
+    expect(ids(await fetch([{ operator: 'is', operand: 'followed' }]))).toEqual([]);
+    expect((await register(['user_topic'])).user_topics).toEqual([]);
+  });
+
+  it('keeps muted topics out of in:home, is:muted finds them, and unread counts skip them', async () => {
+    const muted = expectSuccess(await post('Muted topic', '@**Olivia Owner** hi')).id as number;
+    const wildcard = expectSuccess(await post('muted topic', '@**all** hi')).id as number;
+    const visible = expectSuccess(await post('Visible')).id as number;
+    expectSuccess(await setPolicy('muted TOPIC', 1));
+    const home = ids(await fetch([{ operator: 'in', operand: 'home' }]));
+    expect(home).toContain(visible);
+    expect(home).not.toContain(muted);
+    expect(ids(await fetch([{ operator: 'is', operand: 'muted' }]))).toEqual([muted, wildcard]);
+    // A narrow to the channel still hides its muted topics from in:home.
+    expect(
+      ids(
+        await fetch([
+          { operator: 'channel', operand: 'general' },
+          { operator: 'in', operand: 'home' },
+        ]),
+      ),
+    ).not.toContain(muted);
+    const state = await register(['message', 'update_message_flags']);
+    const unread = state.unread_msgs as {
+      count: number;
+      streams: { topic: string; unread_message_ids: number[] }[];
+      mentions: number[];
+    };
+    // Listed under streams, but not counted; its wildcard mention does not count either.
+    expect(unread.streams.flatMap((s) => s.unread_message_ids)).toEqual(
+      expect.arrayContaining([muted, wildcard, visible]),
+    );
+    expect(unread.count).toBe(unread.streams.flatMap((s) => s.unread_message_ids).length - 2);
+    expect(unread.mentions).not.toContain(wildcard);
+    // The first unread message skips muted topics.
+    const first = await as(user, org.host).get('/messages', {
+      anchor: 'first_unread',
+      num_before: 0,
+      num_after: 1,
+      narrow: JSON.stringify([{ operator: 'channel', operand: 'general' }]),
+    });
+    expect(first.body.anchor).not.toBe(muted);
+  });
+
+  it('treats a muted channel as muted except for topics unmuted or followed in it', async () => {
+    const loud = expectSuccess(await post('Loud')).id as number;
+    const quiet = expectSuccess(await post('Quiet')).id as number;
+    expectSuccess(
+      await as(user, org.host).patch(`/users/me/subscriptions/${org.general.id}`, {
+        property: 'is_muted',
+        value: true,
+      }),
+    );
+    expectSuccess(await setPolicy('Loud', 2));
+    const mutedIds = ids(await fetch([{ operator: 'is', operand: 'muted' }]));
+    expect(mutedIds).toContain(quiet);
+    expect(mutedIds).not.toContain(loud);
+    const unread = (await register(['message', 'update_message_flags'])).unread_msgs as {
+      count: number;
+    };
+    expect(unread.count).toBe(1);
+    // Marking a muted-channel message unread tells the client it is muted.
+    expectSuccess(
+      await as(user, org.host).post('/messages/flags', {
+        messages: [quiet, loud],
+        op: 'add',
+        flag: 'read',
+      }),
+    );
+    const published = await captureEvents(org.realm.id, async () => {
+      expectSuccess(
+        await as(user, org.host).post('/messages/flags', {
+          messages: [quiet, loud],
+          op: 'remove',
+          flag: 'read',
+        }),
+      );
+    });
+    const details = published[0]!.event.message_details as Record<string, object>;
+    expect(details[String(quiet)]).toMatchObject({ unmuted_stream_msg: false });
+    expect(details[String(loud)]).toMatchObject({ unmuted_stream_msg: true });
+  });
+
+  it('reads "general chat" as the empty topic, and names it so for older clients', async () => {
+    const published = await captureEvents(org.realm.id, async () => {
+      expectSuccess(await setPolicy('general chat', 1));
+    });
+    expect(published[1]!.event).toMatchObject({ type: 'user_topic', topic_name: '' });
+    expect((await register(['muted_topics'])).muted_topics).toEqual([
+      ['general', '', expect.any(Number)],
+    ]);
+  });
+
+  it('refuses bad policies, long topics and channels the user cannot reach', async () => {
+    expectError(
+      await setPolicy('x', 7),
+      'Invalid visibility_policy: Value error, Not in the list of possible values',
+    );
+    expectError(await setPolicy('x'.repeat(61), 1), 'topic is too long (limit: 60 characters)');
+    expectError(await setPolicy('x', 1, org.secret.id), 'Invalid channel ID');
+    expectError(await setPolicy('x', 1, 999999), 'Invalid channel ID');
+    expectError(await setPolicy('x', 0, 999999), 'Invalid channel ID');
+    expectError(
+      await as(user, org.host).post('/user_topics', {
+        stream_id: 'abc',
+        topic: 'x',
+        visibility_policy: 1,
+      }),
+      'stream_id is not valid JSON',
+    );
+    expectError(
+      await as(user, org.host).post('/user_topics', { topic: 'x', visibility_policy: 1 }),
+      "Missing 'stream_id' argument",
+      400,
+      'REQUEST_VARIABLE_MISSING',
+    );
+  });
+
+  describe('PATCH /users/me/subscriptions/muted_topics (legacy)', () => {
+    const legacy = (form: Record<string, unknown>) =>
+      as(user, org.host).patch('/users/me/subscriptions/muted_topics', form);
+
+    it('mutes by channel name or id and unmutes', async () => {
+      expectSuccess(await legacy({ stream: 'general', topic: 'Old way', op: 'add' }));
+      expectSuccess(await legacy({ stream_id: org.general.id, topic: 'Old way', op: 'add' }));
+      expect((await register(['muted_topics'])).muted_topics).toEqual([
+        ['general', 'Old way', expect.any(Number)],
+      ]);
+      expectSuccess(await legacy({ stream: 'general', topic: 'old WAY', op: 'remove' }));
+      expect((await register(['muted_topics'])).muted_topics).toEqual([]);
+    });
+
+    it('refuses what Zulip refuses', async () => {
+      expectError(await legacy({ topic: 't', op: 'add' }), "Missing 'stream_id' argument");
+      expectError(
+        await legacy({ stream: 'general', stream_id: org.general.id, topic: 't', op: 'add' }),
+        'Unsupported parameter combination: stream_id, stream',
+      );
+      expectError(
+        await legacy({ stream: 'nowhere', topic: 't', op: 'add' }),
+        "Invalid channel name 'nowhere'",
+      );
+      expectError(
+        await legacy({ stream: 'nowhere', topic: 't', op: 'remove' }),
+        'Topic is not muted',
+      );
+      expectError(await legacy({ stream: 'general', topic: 't', op: 'mute' }), 'Invalid op');
+    });
+  });
+});
