@@ -2,12 +2,11 @@
 // subscribers while N of them long-poll. Prints messages/s, POST /messages p50/p99 and
 // send → event p50/p99 over every (message, polling client) pair. Not a test: run with
 // `pnpm bench:messages` (needs PostgreSQL, Redis and nginx, found or started as for tests).
-import { randomBytes } from 'node:crypto';
 import { Agent } from 'node:http';
 import { cpus, loadavg } from 'node:os';
-import { disconnectPrisma, getPrisma, RecipientType, runAction, type User } from '@parley/db';
+import { disconnectPrisma, runAction, type User } from '@parley/db';
 import { requestJson, startStack } from '@parley/devservices';
-import { createBenchOrganization, prepareBench } from './setup';
+import { createBenchOrganization, createMembers, prepareBench } from './setup';
 import { doCreateStreams } from '../apps/api/src/actions/streams';
 import { doAddSubscriptions } from '../apps/api/src/actions/subscriptions';
 
@@ -20,38 +19,10 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
-/** Members inserted in bulk: creating them one by one would announce each to all others. */
-async function createMembers(realmId: number, subdomain: string): Promise<User[]> {
-  const prisma = getPrisma();
-  await prisma.user.createMany({
-    data: Array.from({ length: SUBSCRIBERS }, (_, i) => ({
-      realmId,
-      email: `m${i}@${subdomain}.test`,
-      deliveryEmail: `m${i}@${subdomain}.test`,
-      fullName: `Member ${i}`,
-      apiKey: randomBytes(16).toString('hex'),
-    })),
-  });
-  const users = await prisma.user.findMany({
-    where: { realmId, email: { startsWith: 'm' } },
-    orderBy: { id: 'asc' },
-  });
-  await prisma.recipient.createMany({
-    data: users.map((u) => ({ type: RecipientType.PERSONAL, typeId: u.id })),
-  });
-  const groups = await prisma.userGroup.findMany({
-    where: { realmId, name: { in: ['role:members', 'role:fullmembers'] } },
-  });
-  await prisma.userGroupMembership.createMany({
-    data: users.flatMap((u) => groups.map((g) => ({ userGroupId: g.id, userId: u.id }))),
-  });
-  return users;
-}
-
 async function main(): Promise<void> {
   const services = await prepareBench();
   const { realm, owner, subdomain } = await createBenchOrganization();
-  const members = await createMembers(realm.id, subdomain);
+  const members = await createMembers(realm.id, subdomain, SUBSCRIBERS);
   await runAction(async (ctx) => {
     const [stream] = await doCreateStreams(
       ctx,

@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { resetConfig } from '@parley/config';
-import { runAction, type Realm, type User } from '@parley/db';
+import { getPrisma, RecipientType, runAction, type Realm, type User } from '@parley/db';
 import { repoRoot, resolveServices, runMigrations } from '@parley/devservices';
 import { createRedis } from '@parley/events';
 import { doCreateOrganization } from '../apps/api/src/actions/realms';
@@ -52,4 +52,36 @@ export async function createBenchOrganization(): Promise<{
     ),
   );
   return { realm, owner, subdomain };
+}
+
+/** Members inserted in bulk: creating them one by one would announce each to all others. */
+export async function createMembers(
+  realmId: number,
+  subdomain: string,
+  count: number,
+): Promise<User[]> {
+  const prisma = getPrisma();
+  await prisma.user.createMany({
+    data: Array.from({ length: count }, (_, i) => ({
+      realmId,
+      email: `m${i}@${subdomain}.test`,
+      deliveryEmail: `m${i}@${subdomain}.test`,
+      fullName: `Member ${i}`,
+      apiKey: randomBytes(16).toString('hex'),
+    })),
+  });
+  const users = await prisma.user.findMany({
+    where: { realmId, email: { startsWith: 'm' } },
+    orderBy: { id: 'asc' },
+  });
+  await prisma.recipient.createMany({
+    data: users.map((u) => ({ type: RecipientType.PERSONAL, typeId: u.id })),
+  });
+  const groups = await prisma.userGroup.findMany({
+    where: { realmId, name: { in: ['role:members', 'role:fullmembers'] } },
+  });
+  await prisma.userGroupMembership.createMany({
+    data: users.flatMap((u) => groups.map((g) => ({ userGroupId: g.id, userId: u.id }))),
+  });
+  return users;
 }

@@ -1,5 +1,5 @@
 import { getPrisma, Role } from '@parley/db';
-import { createMessageOrg, type MessageOrg } from './message-helpers';
+import { createMessageOrg, send, type MessageOrg } from './message-helpers';
 import { as, captureEvents, createTestUser, expectError, expectSuccess } from './helpers';
 
 const sorted = (ids: number[]) => [...ids].sort((a, b) => a - b);
@@ -150,6 +150,64 @@ describe('POST /typing', () => {
     expectError(
       await typing({ op: 'start', type: 'channel', stream_id: org.general.id, topic: 't' }, user),
       'User has disabled typing notifications for channel messages',
+    );
+  });
+});
+
+describe('POST /messages/{id}/typing', () => {
+  let org: MessageOrg;
+  beforeAll(async () => {
+    org = await createMessageOrg();
+  });
+
+  it('tells the channel who is editing which message', async () => {
+    const id = expectSuccess(
+      await send(org.member, org.host, {
+        type: 'stream',
+        to: 'general',
+        topic: 'draft',
+        content: 'x',
+      }),
+    ).id as number;
+    const published = await captureEvents(org.realm.id, async () => {
+      expectSuccess(await as(org.member, org.host).post(`/messages/${id}/typing`, { op: 'start' }));
+    });
+    expect(published).toEqual([
+      {
+        event: {
+          type: 'typing_edit_message',
+          op: 'start',
+          sender_id: org.member.id,
+          message_id: id,
+          recipient: { type: 'channel', channel_id: org.general.id, topic: 'draft' },
+        },
+        users: sorted([org.owner.id, org.member.id, org.other.id, org.guest.id]),
+      },
+    ]);
+  });
+
+  it('tells the participants of a direct message, and refuses what cannot be edited', async () => {
+    const id = expectSuccess(
+      await send(org.member, org.host, { type: 'direct', to: [org.other.id], content: 'x' }),
+    ).id as number;
+    const published = await captureEvents(org.realm.id, async () => {
+      expectSuccess(await as(org.member, org.host).post(`/messages/${id}/typing`, { op: 'stop' }));
+    });
+    expect(published[0]!.event).toMatchObject({
+      type: 'typing_edit_message',
+      recipient: { type: 'direct', user_ids: sorted([org.member.id, org.other.id]) },
+    });
+    expectError(
+      await as(org.other, org.host).post(`/messages/${id}/typing`, { op: 'start' }),
+      "You don't have permission to edit this message",
+    );
+    expectError(
+      await as(org.guest, org.host).post(`/messages/${id}/typing`, { op: 'start' }),
+      'Invalid message(s)',
+    );
+    expectError(
+      await as(org.member, org.host).post(`/messages/${id}/typing`, { op: 'go' }),
+      'Invalid op',
     );
   });
 });

@@ -66,6 +66,25 @@ export interface CheckedEdit {
 }
 
 /** Zulip's check_update_message: access, what may be changed, and by whom. */
+/** Zulip's validate_user_can_edit_message for content: the organization allows editing, the
+ * user sent the message, and the time limit (plus a grace period for edits already typed,
+ * none for typing notifications) has not passed. */
+export function checkCanEditContent(
+  realm: Realm,
+  user: User,
+  message: Message,
+  bufferSeconds = EDIT_LIMIT_BUFFER_SECONDS,
+): void {
+  if (!realm.allowMessageEditing)
+    throw new JsonableError('Your organization has turned off message editing');
+  if (message.senderId !== user.id)
+    throw new JsonableError("You don't have permission to edit this message");
+  const age = Date.now() / 1000 - message.dateSent.getTime() / 1000;
+  const limit = realm.messageContentEditLimitSeconds;
+  if (limit !== null && age > limit + bufferSeconds)
+    throw new JsonableError('The time limit for editing this message has passed');
+}
+
 export async function checkUpdateMessage(
   tx: Tx,
   user: User,
@@ -77,15 +96,7 @@ export async function checkUpdateMessage(
   if (stream?.deactivated) throw new InvalidMessageError();
   const now = Date.now() / 1000;
   const age = now - message.dateSent.getTime() / 1000;
-  if (request.content !== undefined) {
-    if (!realm.allowMessageEditing)
-      throw new JsonableError('Your organization has turned off message editing');
-    if (message.senderId !== user.id)
-      throw new JsonableError("You don't have permission to edit this message");
-    const limit = realm.messageContentEditLimitSeconds;
-    if (limit !== null && age > limit + EDIT_LIMIT_BUFFER_SECONDS)
-      throw new JsonableError('The time limit for editing this message has passed');
-  }
+  if (request.content !== undefined) checkCanEditContent(realm, user, message);
   let topic = request.topic?.trim();
   if (topic === EMPTY_TOPIC_DISPLAY_NAME) topic = '';
   if (topic !== undefined && topic === message.subject) topic = undefined;

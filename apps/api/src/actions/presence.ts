@@ -1,9 +1,15 @@
 // Presence updates (Zulip's do_update_user_presence). Every client pings every minute, so a ping
 // is one SQL statement: it reads the stored timestamps, applies Zulip's rules, and only when
-// something changed takes the organization's next change id and writes the row. Events go out
-// only when a user comes online (or first appears), and only to organizations small enough for
-// that to be worth it; everyone else learns by polling, as in Zulip.
-import { getPrisma, type ActionContext, type Realm, type Tx, type User } from '@parley/db';
+// something changed takes the next change id and writes the row. Events go out only when a
+// user comes online (or first appears), and only to organizations small enough for that to be
+// worth it; everyone else learns by polling, as in Zulip.
+//
+// Change ids come from one Postgres sequence, not Zulip's locked per-organization counter: the
+// lock serialized every ping of an organization behind the previous commit. Without it, a
+// change committed after a later id was read can be missed by one incremental poll; the user's
+// next ping (a minute later) is a new change, well inside the 200 s offline threshold, so
+// presence heals itself.
+import { getPrisma, Prisma, type ActionContext, type Realm, type Tx, type User } from '@parley/db';
 import type { ZulipEvent } from '@parley/events';
 import { sendEventNow, sendEventOnCommit } from '../lib/events';
 import {
@@ -33,14 +39,9 @@ interface PresenceWrite {
 }
 
 /** One statement: the stored row (if any) → the new timestamps → when they differ, the next
- * id from the organization's sequence (its row lock orders concurrent changes) and the upsert. */
-async function writePresence(
-  db: Tx,
-  user: User,
-  now: Date,
-  active: boolean,
-): Promise<PresenceWrite> {
-  const [row] = await db.$queryRaw<PresenceWrite[]>`
+ * change id and the upsert. */
+function presenceWrite(user: User, now: Date, active: boolean): Prisma.Sql {
+  return Prisma.sql`
     WITH prior AS (
       SELECT up.user_profile_id IS NULL AS creating,
              up.last_active_time AS a, up.last_connected_time AS c
@@ -66,17 +67,11 @@ async function writePresence(
         (creating OR refresh_active OR refresh_connected) AS changed
       FROM calc
     ),
-    seq AS (
-      INSERT INTO presence_sequence (realm_id, last_update_id)
-      SELECT ${user.realmId}, 1 FROM next WHERE changed
-      ON CONFLICT (realm_id) DO UPDATE SET last_update_id = presence_sequence.last_update_id + 1
-      RETURNING last_update_id
-    ),
     written AS (
       INSERT INTO user_presence
         (user_profile_id, realm_id, last_active_time, last_connected_time, last_update_id)
-      SELECT ${user.id}, ${user.realmId}, next.new_a, next.new_c, seq.last_update_id
-      FROM next, seq
+      SELECT ${user.id}, ${user.realmId}, new_a, new_c, nextval('user_presence_update_id_seq')
+      FROM next WHERE changed
       ON CONFLICT (user_profile_id) DO UPDATE SET
         last_active_time = EXCLUDED.last_active_time,
         last_connected_time = EXCLUDED.last_connected_time,
@@ -86,6 +81,10 @@ async function writePresence(
     SELECT creating, changed, became_online,
            new_a AS last_active_time, new_c AS last_connected_time
     FROM next`;
+}
+
+async function writePresence(db: Tx, user: User, now: Date, active: boolean) {
+  const [row] = await db.$queryRaw<PresenceWrite[]>(presenceWrite(user, now, active));
   return row!;
 }
 
@@ -122,17 +121,11 @@ export async function doSetPresenceEnabled(
       now.getTime() - (OFFLINE_THRESHOLD_SECS + PRESENCE_UPDATE_MIN_FREQ_SECS + 10) * 1000,
     );
     const [row] = await ctx.tx.$queryRaw<PresenceWrite[]>`
-      WITH seq AS (
-        INSERT INTO presence_sequence (realm_id, last_update_id)
-        SELECT ${user.realmId}, 1 FROM user_presence WHERE user_profile_id = ${user.id}
-        ON CONFLICT (realm_id) DO UPDATE SET last_update_id = presence_sequence.last_update_id + 1
-        RETURNING last_update_id
-      )
       UPDATE user_presence SET
         last_active_time = LEAST(last_active_time, ${cutoff}::timestamptz),
         last_connected_time = LEAST(last_connected_time, ${cutoff}::timestamptz),
-        last_update_id = seq.last_update_id
-      FROM seq WHERE user_profile_id = ${user.id}
+        last_update_id = nextval('user_presence_update_id_seq')
+      WHERE user_profile_id = ${user.id}
       RETURNING false AS creating, true AS changed, false AS became_online,
                 last_active_time, last_connected_time`;
     write = row ?? null;

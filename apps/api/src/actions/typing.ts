@@ -1,7 +1,7 @@
 // Typing notifications (POST /typing, Zulip's check_send_typing_notification and
 // do_send_stream_typing_notification). Nothing is stored: the events are published at once to
 // the people who would see the message, and only to those who want typing notifications.
-import type { Stream, User } from '@parley/db';
+import type { Message, Stream, User } from '@parley/db';
 import { getPrisma } from '@parley/db';
 import { JsonableError } from '@parley/errors';
 import type { ZulipEvent } from '@parley/events';
@@ -52,6 +52,54 @@ export async function doSendDirectTyping(
     await sendEventNow(event, users);
 }
 
+/** Someone is editing a message (Zulip's do_send_*_message_edit_typing_notification): the
+ * people who see the message, among those who want typing notifications. */
+export async function doSendEditTyping(
+  sender: User,
+  message: Message,
+  stream: Stream | null,
+  op: TypingOp,
+): Promise<void> {
+  const base = { type: 'typing_edit_message', op, sender_id: sender.id, message_id: message.id };
+  if (stream) {
+    const notified = await channelAudience(stream);
+    if (notified === null) return;
+    await sendEventNow(
+      {
+        ...base,
+        recipient: { type: 'channel', channel_id: stream.id, topic: message.subject },
+      },
+      notified.map((user) => user.id),
+    );
+    return;
+  }
+  const participants = await getPrisma().user.findMany({
+    where: {
+      isActive: true,
+      receivesTypingNotifications: true,
+      userMessages: { some: { messageId: message.id } },
+    },
+    select: { id: true },
+    orderBy: { id: 'asc' },
+  });
+  const userIds = participants.map((user) => user.id);
+  await sendEventNow({ ...base, recipient: { type: 'direct', user_ids: userIds } }, userIds);
+}
+
+/** Active subscribers who want typing notifications, or null when the channel is too big for
+ * typing notifications to mean anything. */
+async function channelAudience(stream: Stream): Promise<User[] | null> {
+  const subscribers = await getPrisma().user.findMany({
+    where: {
+      isActive: true,
+      subscriptions: { some: { recipientId: stream.recipientId!, active: true } },
+    },
+    take: MAX_CHANNEL_SIZE_FOR_TYPING + 1,
+  });
+  if (subscribers.length > MAX_CHANNEL_SIZE_FOR_TYPING) return null;
+  return subscribers.filter((user) => user.receivesTypingNotifications);
+}
+
 /** Channel typing goes to the channel's active subscribers (the sender too, if subscribed),
  * and only while the channel is small enough for it to mean something. */
 export async function doSendChannelTyping(
@@ -61,15 +109,8 @@ export async function doSendChannelTyping(
   topic: string,
   op: TypingOp,
 ): Promise<void> {
-  const subscribers = await getPrisma().user.findMany({
-    where: {
-      isActive: true,
-      subscriptions: { some: { recipientId: stream.recipientId!, active: true } },
-    },
-    take: MAX_CHANNEL_SIZE_FOR_TYPING + 1,
-  });
-  if (subscribers.length > MAX_CHANNEL_SIZE_FOR_TYPING) return;
-  const notified = subscribers.filter((user) => user.receivesTypingNotifications);
+  const notified = await channelAudience(stream);
+  if (notified === null) return;
   for (const { event, users } of eventsByForm(notified, (viewer): ZulipEvent => ({
     type: 'typing',
     op,

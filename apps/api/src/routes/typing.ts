@@ -6,7 +6,14 @@ import { getPrisma } from '@parley/db';
 import { JsonableError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
 import { checkCanPost } from '../actions/messages';
-import { checkDirectTyping, doSendChannelTyping, doSendDirectTyping } from '../actions/typing';
+import { checkCanEditContent } from '../actions/message-edit';
+import {
+  checkDirectTyping,
+  doSendChannelTyping,
+  doSendDirectTyping,
+  doSendEditTyping,
+} from '../actions/typing';
+import { accessMessage, InvalidMessageError } from '../lib/messages';
 import { accessStreamById, loadPermissions } from '../lib/streams';
 import { EMPTY_TOPIC_DISPLAY_NAME } from '../presenters/messages';
 
@@ -49,6 +56,26 @@ defineRoute(typingRoutes, '/typing', {
       const trimmed = params.topic.trim();
       const topic = trimmed === EMPTY_TOPIC_DISPLAY_NAME || trimmed === '(no topic)' ? '' : trimmed;
       await doSendChannelTyping(realm, user, stream, topic, params.op);
+      return {};
+    },
+  ),
+});
+
+defineRoute(typingRoutes, '/messages/:message_id/typing', {
+  POST: userEndpoint(
+    { path: { message_id: p.int({ min: 1 }) }, params: { op: p.enum(['start', 'stop']) } },
+    async ({ user, realm, path, params }) => {
+      const { message, stream } = await accessMessage(user, path.message_id);
+      if (stream?.deactivated) throw new InvalidMessageError();
+      // No grace period: typing comes before the edit.
+      checkCanEditContent(realm, user, message, 0);
+      if (stream ? !user.sendStreamTypingNotifications : !user.sendPrivateTypingNotifications)
+        throw new JsonableError(
+          stream
+            ? 'User has disabled typing notifications for channel messages'
+            : 'User has disabled typing notifications for direct messages',
+        );
+      await doSendEditTyping(user, message, stream, params.op);
       return {};
     },
   ),
