@@ -22,7 +22,7 @@ const DESCRIPTIONS: Record<string, string> = {
     'Members of this organization, not including new accounts and guests',
   [SYSTEM_GROUPS.MEMBERS]: 'Members of this organization, not including guests',
   [SYSTEM_GROUPS.EVERYONE]: 'Everyone in this organization, including guests',
-  [SYSTEM_GROUPS.EVERYONE_ON_INTERNET]: 'Everyone on the internet',
+  [SYSTEM_GROUPS.EVERYONE_ON_INTERNET]: 'Everyone on the Internet',
   [SYSTEM_GROUPS.NOBODY]: 'Nobody',
 };
 

@@ -1,14 +1,13 @@
 // The state POST /register returns (Zulip's fetch_initial_state_data), one section per event
 // type the client fetches, and the folding of events that raced the registration
 // (apply_events), so the client's state and its queue agree.
-import { ZULIP_FEATURE_LEVEL, ZULIP_MERGE_BASE, ZULIP_VERSION, getConfig } from '@parley/config';
+import { ZULIP_FEATURE_LEVEL, ZULIP_MERGE_BASE, ZULIP_VERSION } from '@parley/config';
 import { getPrisma, type Realm, type User } from '@parley/db';
 import type { QueuedEvent } from '@parley/events';
-import { realmUrl } from '@parley/auth';
 import { presentBot } from '../presenters/bots';
 import { presentLinkifier } from '../presenters/linkifiers';
-import { renderDescription } from '../presenters/realm';
 import { presentUser } from '../presenters/users';
+import { ABSENT_FEATURE_SECTIONS } from './absent-features-state';
 import { applyChannelEvent, fetchChannelState, type ChannelStateOptions } from './channel-state';
 import { linkifierRows } from './linkifiers';
 import { loadProfileData } from './profile-fields';
@@ -24,7 +23,21 @@ import {
   type ModernPresence,
 } from './presence';
 import { applyUnreadEvent, fetchUnreadMsgs, type UnreadState } from './unread';
-import { presentUserSettings } from './user-settings';
+import {
+  applyRecentConversationMessage,
+  recentPrivateConversations,
+  starredMessageIds,
+  type RecentConversation,
+} from './message-state';
+import {
+  alwaysSentLimits,
+  realmSettingGroupIds,
+  realmState,
+  realmUserPermissions,
+} from './realm-state';
+import { STOP_WORDS } from './stop-words';
+import { loadRealmGroups, membershipOf, presentRealmUserGroups } from './user-groups-state';
+import { presentUserSettings, realmUserSettingsDefaults } from './user-settings';
 import {
   mutedTopicsLegacy,
   userTopics,
@@ -32,13 +45,17 @@ import {
   type UserTopicEntry,
 } from './user-topics';
 import { EMPTY_TOPIC_DISPLAY_NAME } from '../presenters/messages';
-import { isAdmin, isGuest, isModerator } from './users';
+import { isAdmin, isGuest, isModerator, isOwner } from './users';
 
-/** Event types whose state /register can return (later issues add theirs). */
+/** Every fetch_event_types value /register answers: all that Zulip documents (docs/register.md
+ * says where each section's values come from). Without fetch_event_types or event_types the
+ * client gets them all. */
 export const STATE_TYPES = [
   'realm',
   'realm_user',
   'realm_bot',
+  'realm_user_groups',
+  'realm_user_settings_defaults',
   'user_settings',
   'custom_profile_fields',
   'subscription',
@@ -46,6 +63,8 @@ export const STATE_TYPES = [
   'default_streams',
   'message',
   'update_message_flags',
+  'starred_messages',
+  'recent_private_conversations',
   'realm_linkifiers',
   'realm_emoji',
   'presence',
@@ -53,7 +72,9 @@ export const STATE_TYPES = [
   'muted_topics',
   'muted_users',
   'alert_words',
-] as const;
+  'stop_words',
+  ...Object.keys(ABSENT_FEATURE_SECTIONS),
+];
 
 export const FIELD_TYPES = {
   SHORT_TEXT: { id: 1, name: 'Text (short)' },
@@ -80,6 +101,8 @@ export interface StateOptions extends ChannelStateOptions {
   explicitTypes: boolean;
   /** The linkifier_url_template capability: without it realm_linkifiers is always []. */
   linkifierUrlTemplate: boolean;
+  /** The include_deactivated_groups capability: realm_user_groups lists deactivated groups. */
+  includeDeactivatedGroups: boolean;
 }
 
 /** Values every registration returns, whatever it fetches. */
@@ -88,19 +111,7 @@ export function baseState(): State {
     zulip_feature_level: ZULIP_FEATURE_LEVEL,
     zulip_version: ZULIP_VERSION,
     zulip_merge_base: ZULIP_MERGE_BASE,
-    max_message_length: 10000,
-    max_topic_length: 60,
-    max_stream_name_length: 60,
-    max_stream_description_length: 1024,
-    max_file_upload_size_mib: getConfig().MAX_FILE_UPLOAD_SIZE_MIB,
-    max_bulk_new_subscription_messages: 100,
-    realm_empty_topic_display_name: 'general chat',
-    event_queue_longpoll_timeout_seconds: 90,
-    server_typing_started_expiry_period_milliseconds: 45000,
-    server_typing_stopped_wait_period_milliseconds: 12000,
-    server_typing_started_wait_period_milliseconds: 30000,
-    server_presence_ping_interval_seconds: 60,
-    server_presence_offline_threshold_seconds: 200,
+    ...alwaysSentLimits(),
   };
 }
 
@@ -112,32 +123,14 @@ export async function fetchInitialState(
 ): Promise<State> {
   const prisma = getPrisma();
   const state: State = baseState();
-  if (types.has('realm')) {
-    Object.assign(state, {
-      realm_name: realm.name,
-      realm_description: renderDescription(realm.description),
-      realm_url: realmUrl(realm),
-      realm_uri: realmUrl(realm),
-      realm_date_created: Math.floor(realm.dateCreated.getTime() / 1000),
-      realm_default_language: realm.defaultLanguage,
-      realm_invite_required: realm.inviteRequired,
-      realm_emails_restricted_to_domains: realm.emailsRestrictedToDomains,
-      realm_waiting_period_threshold: realm.waitingPeriodThreshold,
-      realm_allow_message_editing: realm.allowMessageEditing,
-      realm_message_content_edit_limit_seconds: realm.messageContentEditLimitSeconds,
-      realm_message_content_delete_limit_seconds: realm.messageContentDeleteLimitSeconds,
-      realm_message_retention_days: realm.messageRetentionDays,
-      realm_mandatory_topics: realm.mandatoryTopics,
-      realm_enable_spectator_access: realm.webPublicAccessEnabled,
-      realm_password_auth_enabled: realm.passwordAuthEnabled,
-      realm_push_notifications_enabled: getConfig().PUSH_NOTIFICATIONS_ENABLED,
-      realm_is_zephyr_mirror_realm: false,
-      realm_can_create_public_channel_group: realm.canCreatePublicChannelGroupId,
-      realm_can_create_private_channel_group: realm.canCreatePrivateChannelGroupId,
-      realm_can_create_web_public_channel_group: realm.canCreateWebPublicChannelGroupId,
-      realm_can_add_subscribers_group: realm.canAddSubscribersGroupId,
-    });
-  }
+  // One query serves the organization's group settings and realm_user_groups.
+  const groups =
+    types.has('realm') || types.has('realm_user_groups')
+      ? await loadRealmGroups(realm, realmSettingGroupIds(realm), types.has('realm_user_groups'))
+      : null;
+  if (types.has('realm')) Object.assign(state, realmState(realm, groups!));
+  if (types.has('realm_user_groups'))
+    state.realm_user_groups = presentRealmUserGroups(groups!, options.includeDeactivatedGroups);
   if (types.has('realm_user')) {
     const users = await prisma.user.findMany({
       where: { realmId: realm.id },
@@ -146,6 +139,10 @@ export async function fetchInitialState(
     const profileData = await loadProfileData(realm.id, undefined);
     const present = (target: User) =>
       presentUser(target, user, realm, { clientGravatar: options.clientGravatar, profileData });
+    // The user's own avatar never leaves the URL to the client (Zulip forces
+    // client_gravatar off here).
+    const ownAvatar = presentUser(user, user, realm, { clientGravatar: false })
+      .avatar_url as string;
     Object.assign(state, {
       realm_users: users.filter((u) => u.isActive).map(present),
       realm_non_active_users: users.filter((u) => !u.isActive).map(present),
@@ -154,13 +151,15 @@ export async function fetchInitialState(
       email: user.deliveryEmail,
       delivery_email: user.deliveryEmail,
       full_name: user.fullName,
-      is_owner: user.role === 100,
+      is_owner: isOwner(user),
       is_admin: isAdmin(user),
       is_moderator: isModerator(user),
       is_guest: isGuest(user),
       avatar_source: user.avatarSource,
       avatar_version: user.avatarVersion,
-      avatar_url: presentUser(user, user, realm, { clientGravatar: false }).avatar_url,
+      avatar_url: ownAvatar,
+      avatar_url_medium: mediumAvatarUrl(ownAvatar),
+      ...realmUserPermissions(realm, await membershipOf(user.id)),
     });
   }
   if (types.has('realm_bot')) {
@@ -172,6 +171,12 @@ export async function fetchInitialState(
   }
   // The legacy top-level copies of the settings went at feature level 439.
   if (types.has('user_settings')) state.user_settings = presentUserSettings(user);
+  // Organizations cannot change their defaults yet, except the email visibility of new users.
+  if (types.has('realm_user_settings_defaults'))
+    state.realm_user_settings_defaults = {
+      ...realmUserSettingsDefaults(),
+      email_address_visibility: realm.defaultEmailAddressVisibility,
+    };
   if (types.has('custom_profile_fields')) {
     const fields = await prisma.customProfileField.findMany({
       where: { realmId: realm.id },
@@ -227,10 +232,64 @@ export async function fetchInitialState(
   // Zulip sends unread_msgs to clients that follow both messages and their flags.
   if (types.has('message') && types.has('update_message_flags'))
     state.unread_msgs = await fetchUnreadMsgs(user);
+  if (types.has('starred_messages')) state.starred_messages = await starredMessageIds(user.id);
+  if (types.has('recent_private_conversations'))
+    state.recent_private_conversations = await recentPrivateConversations(user.id);
+  if (types.has('stop_words')) state.stop_words = STOP_WORDS;
+  for (const [type, section] of Object.entries(ABSENT_FEATURE_SECTIONS))
+    if (types.has(type)) Object.assign(state, section());
   return state;
 }
 
+/** Zulip's 500-pixel avatar for settings pages: Gravatar's `s` parameter (every Parley avatar
+ * is a Gravatar URL so far). */
+function mediumAvatarUrl(url: string): string {
+  const medium = new URL(url);
+  medium.searchParams.set('s', '500');
+  return medium.toString();
+}
+
 type Person = Record<string, unknown> & { user_id: number };
+
+function applyStarred(starred: number[], add: boolean, ids: number[]): number[] {
+  const changed = new Set(ids);
+  const rest = starred.filter((id) => !changed.has(id));
+  return add ? [...rest, ...ids].sort((a, b) => a - b) : rest;
+}
+
+/** Sections Zulip's apply_event re-reads instead of patching: recent_private_conversations
+ * after a direct message is deleted (its newest message may be gone), the user's permission
+ * flags after their own role changed (they follow group membership), and the groups' member
+ * lists after anyone's role or activity changed. Runs after the raced events are folded. */
+export async function refreshAfterEvents(
+  state: State,
+  raced: QueuedEvent[],
+  user: User,
+  realm: Realm,
+  options: StateOptions,
+): Promise<void> {
+  const personChanges = raced.filter((e) => e.type === 'realm_user');
+  const changed = (e: QueuedEvent, field: string) =>
+    e.op === 'update' && field in (e.person as Person);
+  if (
+    state.recent_private_conversations &&
+    raced.some((e) => e.type === 'delete_message' && e.message_type === 'private')
+  )
+    state.recent_private_conversations = await recentPrivateConversations(user.id);
+  if (
+    'can_create_streams' in state &&
+    personChanges.some((e) => changed(e, 'role') && (e.person as Person).user_id === user.id)
+  )
+    Object.assign(state, realmUserPermissions(realm, await membershipOf(user.id)));
+  if (
+    state.realm_user_groups &&
+    personChanges.some((e) => e.op !== 'update' || changed(e, 'role') || changed(e, 'is_active'))
+  )
+    state.realm_user_groups = presentRealmUserGroups(
+      await loadRealmGroups(realm, realmSettingGroupIds(realm), true),
+      options.includeDeactivatedGroups,
+    );
+}
 
 /** Applies one queued event to the state (Zulip's apply_event) for the sections present. */
 export function applyEvent(
@@ -271,14 +330,30 @@ export function applyEvent(
       if (state.custom_profile_fields) state.custom_profile_fields = event.fields;
       return;
     case 'message': {
-      const id = (event.message as { id: number }).id;
-      if (typeof state.max_message_id === 'number' && id > state.max_message_id)
-        state.max_message_id = id;
+      const message = event.message as {
+        id: number;
+        type: string;
+        display_recipient: unknown;
+      };
+      if (typeof state.max_message_id === 'number' && message.id > state.max_message_id)
+        state.max_message_id = message.id;
       if (state.unread_msgs) applyUnreadEvent(state.unread_msgs as UnreadState, event, user);
+      if (message.type === 'private' && state.recent_private_conversations)
+        applyRecentConversationMessage(
+          state.recent_private_conversations as RecentConversation[],
+          message as { id: number; display_recipient: { id: number }[] },
+          user.id,
+        );
       return;
     }
     case 'update_message_flags':
       if (state.unread_msgs) applyUnreadEvent(state.unread_msgs as UnreadState, event, user);
+      if (event.flag === 'starred' && state.starred_messages)
+        state.starred_messages = applyStarred(
+          state.starred_messages as number[],
+          event.op === 'add',
+          event.messages as number[],
+        );
       return;
     case 'subscription':
     case 'stream':
@@ -344,6 +419,16 @@ function applyRealmUser(state: State, event: QueuedEvent, user: User): void {
   }
   if (person.user_id === user.id && typeof fields.full_name === 'string' && 'full_name' in state)
     state.full_name = fields.full_name;
+  // The permission flags that follow from the role are recomputed by refreshAfterEvents.
+  if (person.user_id === user.id && 'role' in fields && 'is_admin' in state) {
+    const role = { role: fields.role as number };
+    Object.assign(state, {
+      is_owner: isOwner(role),
+      is_admin: isAdmin(role),
+      is_moderator: isModerator(role),
+      is_guest: isGuest(role),
+    });
+  }
 }
 
 /** A raced presence event replaces that user's entry. Queued events are already in the form

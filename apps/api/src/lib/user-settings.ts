@@ -238,7 +238,8 @@ export const USER_SETTINGS = {
   web_escape_navigates_to_home_view: bool('webEscapeNavigatesToHomeView', true),
   // Zulip takes any integer; these bounds keep a typo from making the web app unusable.
   web_font_size_px: int('webFontSizePx', 8, 64, 16),
-  web_home_view: text('webHomeView', ['recent_topics', 'inbox', 'all_messages'], 'inbox'),
+  // "recent" replaced "recent_topics" at feature level 454; both are accepted.
+  web_home_view: text('webHomeView', ['recent', 'recent_topics', 'inbox', 'all_messages'], 'inbox'),
   web_inbox_show_channel_folders: bool('webInboxShowChannelFolders', true),
   web_left_sidebar_show_channel_folders: bool('webLeftSidebarShowChannelFolders', true),
   web_left_sidebar_unreads_count_summary: bool('webLeftSidebarUnreadsCountSummary', true),

@@ -14,7 +14,12 @@ import {
 } from '@parley/events';
 import { defineRoute, p } from '@parley/http';
 import { includeSubscribersParam } from '../lib/channel-params';
-import { applyEvent, fetchInitialState, STATE_TYPES } from '../lib/initial-state';
+import {
+  applyEvent,
+  fetchInitialState,
+  refreshAfterEvents,
+  STATE_TYPES,
+} from '../lib/initial-state';
 
 export const registerRoutes = Router();
 
@@ -43,6 +48,7 @@ defineRoute(registerRoutes, '/register', {
         includeSubscribers: params.include_subscribers !== false,
         archivedChannels: capabilities.archived_channels === true,
         linkifierUrlTemplate: capabilities.linkifier_url_template === true,
+        includeDeactivatedGroups: capabilities.include_deactivated_groups === true,
         peers: new Map<number, Set<number>>(),
       };
       const state = await fetchInitialState(user, realm, new Set(fetchTypes), stateOptions);
@@ -55,6 +61,7 @@ defineRoute(registerRoutes, '/register', {
         applyEvent(state, event, user, stateOptions);
         lastEventId = event.id;
       }
+      if (raced.length > 0) await refreshAfterEvents(state, raced, user, realm, stateOptions);
       return { ...state, queue_id: queueId, last_event_id: lastEventId };
     },
   ),

@@ -1,9 +1,9 @@
 // GET /server_settings: what a client asks before logging in (no authentication).
-import { createHash } from 'node:crypto';
 import { Router } from 'express';
 import { getConfig, ZULIP_FEATURE_LEVEL, ZULIP_MERGE_BASE, ZULIP_VERSION } from '@parley/config';
 import { defineRoute, endpoint } from '@parley/http';
 import { realmUrl } from '@parley/auth';
+import { realmIconUrl } from '../lib/realm-state';
 import { renderDescription } from '../presenters/realm';
 
 export const serverRoutes = Router();
@@ -43,7 +43,7 @@ defineRoute(serverRoutes, '/server_settings', {
         realm_uri: url,
         realm_url: url,
         realm_name: realm.name,
-        realm_icon: `https://secure.gravatar.com/avatar/${createHash('md5').update(url).digest('hex')}?d=identicon`,
+        realm_icon: realmIconUrl(realm),
         realm_description: renderDescription(realm.description),
         realm_web_public_access_enabled: realm.webPublicAccessEnabled,
       });
