@@ -7,12 +7,12 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { getPrisma, Role, type User } from '@parley/db';
-import { repoRoot } from '@parley/devservices';
 import { eventsRouter, startEventsService, type EventsService } from '@parley/events-app';
 import { createApp } from '../src/app';
 import { createTestUser, ensureRootRealm, uniqueSubdomain } from './helpers';
+import { sharedPath } from './shared-dir';
 
-const CLIENT_DIR = join(repoRoot(), '..', 'shared', 'clients', 'python-zulip-api');
+const CLIENT_DIR = sharedPath('clients', 'python-zulip-api');
 const SCENARIO = join(__dirname, 'fixtures', 'python_client_scenario.py');
 /** Debian's interpreter, where python3-requests & co. are installed (.ci/run installs them). */
 const PYTHON = existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';

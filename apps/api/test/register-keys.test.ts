@@ -3,15 +3,15 @@
 // where each value comes from). The checklist is read from ../shared/reference at test time,
 // never copied into the project. Then: the values follow the data Parley stores.
 import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+
 import { parse } from 'yaml';
 import { getPrisma, Role, type User } from '@parley/db';
-import { repoRoot } from '@parley/devservices';
 import type { QueuedEvent } from '@parley/events';
 import { SYSTEM_GROUPS } from '../src/actions/system-groups';
 import { applyEvent, refreshAfterEvents, type StateOptions } from '../src/lib/initial-state';
 import { STOP_WORDS } from '../src/lib/stop-words';
 import { as, createTestRealm, createTestUser, expectSuccess, type TestRealm } from './helpers';
+import { sharedPath } from './shared-dir';
 
 // ---- The checklist, extracted from Zulip's OpenAPI description ----------------------------
 // The response schema has no `required` list: presence is only in each description's first
@@ -19,7 +19,7 @@ import { as, createTestRealm, createTestUser, expectSuccess, type TestRealm } fr
 // if `X` and `Y` are both present ..."). Keys without such a sentence are either always sent
 // or one of four the wording leaves unclassified.
 
-const SPEC_PATH = join(repoRoot(), '..', 'shared', 'reference', 'zulip-openapi.yaml');
+const SPEC_PATH = sharedPath('reference', 'zulip-openapi.yaml');
 
 type Node = Record<string, unknown>;
 
