@@ -3,10 +3,11 @@
 //   1. the database part alone (Parley's presence write, called in process, same concurrency)
 //      — the ceiling the HTTP path can approach;
 //   2. POST /users/me/presence through one API replica, as modern clients send it
-//      (last_update_id: only changes come back) and as ping_only;
+//      (last_update_id: only changes come back) and as ping_only, beside the replica's floor
+//      (GET /server_settings, unauthenticated) measured the same way;
 // and prints pings/s, p50/p99 and the HTTP/database ratio. Every ping writes (the stored
-// times are aged between passes), as at steady state. Not a test: `pnpm bench:presence`
-// (BENCH_USERS, BENCH_CONNECTIONS, BENCH_PINGS change the sizes).
+// times are set a minute back before each pass), as at steady state. Not a test:
+// `pnpm bench:presence` (BENCH_USERS, BENCH_CONNECTIONS, BENCH_PINGS change the sizes).
 import { Agent } from 'node:http';
 import { cpus, loadavg } from 'node:os';
 import { disconnectPrisma, getPrisma, type Realm, type User } from '@parley/db';
@@ -24,10 +25,11 @@ function percentile(sorted: number[], p: number): number {
 
 /** Runs `ping` PINGS times over CONNECTIONS concurrent workers, each on the next user. */
 async function measure(users: User[], ping: (user: User, worker: number) => Promise<void>) {
-  // Age every stored presence past Zulip's 55 s rewrite threshold: each ping then writes.
+  // Steady state: everyone pinged a minute ago (past Zulip's 55 s rewrite threshold, so each
+  // ping writes, and well short of the 130 s after which a ping means "came back online").
   await getPrisma().$executeRaw`UPDATE user_presence SET
-    last_active_time = last_active_time - interval '2 minutes',
-    last_connected_time = last_connected_time - interval '2 minutes'`;
+    last_active_time = now() - interval '61 seconds',
+    last_connected_time = now() - interval '61 seconds'`;
   const latencies: number[] = [];
   let next = 0;
   const started = process.hrtime.bigint();
@@ -113,6 +115,21 @@ async function main(): Promise<void> {
       }),
       database.rate,
     );
+    // The floor of any request on this replica: no authentication, no SQL beyond the realm.
+    report(
+      'GET /server_settings (floor)',
+      await measure(users, async (user) => {
+        const answer = await requestJson(apiBase, {
+          host,
+          user,
+          method: 'GET',
+          path: '/api/v1/server_settings',
+          agent,
+        });
+        if (answer.status !== 200) throw new Error(`server_settings: ${answer.status}`);
+      }),
+      database.rate,
+    );
     report(
       'POST, ping_only',
       await measure(users, (user) =>
@@ -133,6 +150,7 @@ async function warmUp(realm: Realm, users: User[]): Promise<void> {
     await Promise.all(
       users.slice(i, i + 50).map((user) => doUpdatePresence(realm, user, 'active')),
     );
+  await getPrisma().$executeRaw`ANALYZE user_presence`;
 }
 
 main().catch((error: unknown) => {

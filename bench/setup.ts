@@ -83,5 +83,7 @@ export async function createMembers(
   await prisma.userGroupMembership.createMany({
     data: users.flatMap((u) => groups.map((g) => ({ userGroupId: g.id, userId: u.id }))),
   });
+  // Planner statistics as a database in use has them (autovacuum lags behind bulk inserts).
+  await prisma.$executeRaw`ANALYZE user_profile, user_group_membership, recipient`;
   return users;
 }

@@ -145,12 +145,18 @@ async function presenceEvents(
   write: PresenceWrite,
   force: boolean,
 ): Promise<{ event: ZulipEvent; users: number[] }[]> {
+  if (!force) {
+    // Counted without ordering or fetching: in a large organization this is the whole cost of
+    // a comeback ping.
+    const [{ n }] = await db.$queryRaw<[{ n: number }]>`
+      SELECT count(*)::int AS n FROM (SELECT 1 FROM user_profile
+        WHERE realm_id = ${realm.id} AND is_active LIMIT ${MAX_PRESENCE_EVENT_RECIPIENTS + 1}) s`;
+    if (n > MAX_PRESENCE_EVENT_RECIPIENTS) return [];
+  }
   const viewers = await db.user.findMany({
     where: { realmId: realm.id, isActive: true },
     select: { id: true, role: true },
-    take: force ? undefined : MAX_PRESENCE_EVENT_RECIPIENTS + 1,
   });
-  if (!force && viewers.length > MAX_PRESENCE_EVENT_RECIPIENTS) return [];
   const modern = modernPresence({ ...write, date_joined: user.dateJoined });
   const build = (visible: boolean): ZulipEvent => ({
     type: 'presence',
