@@ -214,6 +214,64 @@ describe('topic visibility', () => {
     );
   });
 
+  describe('automatic policies on send (Zulip defaults)', () => {
+    const sendAs = (sender: User, topic: string, content = 'hi') =>
+      send(sender, org.host, { type: 'stream', to: 'general', topic, content });
+
+    it('follows a topic its sender starts, once, and says so in the response', async () => {
+      const topic = `started ${Math.random()}`;
+      const published = await captureEvents(org.realm.id, async () => {
+        const first = expectSuccess(await sendAs(user, topic));
+        expect(first.automatic_new_visibility_policy).toBe(3);
+      });
+      expect(
+        published.filter((entry) => entry.event.type === 'user_topic').map((entry) => entry.users),
+      ).toEqual([[user.id]]);
+      const second = expectSuccess(await sendAs(user, topic));
+      expect(second).not.toHaveProperty('automatic_new_visibility_policy');
+      // Someone else's topic is not started by a reply.
+      const replier = await createTestUser(org.realm, Role.MEMBER);
+      expectSuccess(
+        await as(org.owner, org.host).post('/users/me/subscriptions', {
+          subscriptions: [{ name: 'general' }],
+          principals: [replier.id],
+        }),
+      );
+      expect(expectSuccess(await sendAs(replier, topic))).not.toHaveProperty(
+        'automatic_new_visibility_policy',
+      );
+    });
+
+    it('unmutes a topic the sender writes in within a muted channel', async () => {
+      const topic = `muted ${Math.random()}`;
+      expectSuccess(await post(topic));
+      expectSuccess(
+        await as(user, org.host).patch(`/users/me/subscriptions/${org.general.id}`, {
+          property: 'is_muted',
+          value: true,
+        }),
+      );
+      expect(expectSuccess(await sendAs(user, topic)).automatic_new_visibility_policy).toBe(2);
+    });
+
+    it('follows topics where a user is mentioned, if they want to, and never for bots or NEVER', async () => {
+      const topic = `mention ${Math.random()}`;
+      expectSuccess(await sendAs(org.member, topic, `@**${user.fullName}|${user.id}** look`));
+      expect((await register(['user_topic'])).user_topics).toEqual([
+        expect.objectContaining({ topic_name: topic, visibility_policy: 3 }),
+      ]);
+      expectSuccess(
+        await as(user, org.host).patch('/settings', {
+          automatically_follow_topics_policy: 4,
+          automatically_unmute_topics_in_muted_streams_policy: 4,
+        }),
+      );
+      expect(expectSuccess(await sendAs(user, `quiet ${Math.random()}`))).not.toHaveProperty(
+        'automatic_new_visibility_policy',
+      );
+    });
+  });
+
   describe('PATCH /users/me/subscriptions/muted_topics (legacy)', () => {
     const legacy = (form: Record<string, unknown>) =>
       as(user, org.host).patch('/users/me/subscriptions/muted_topics', form);

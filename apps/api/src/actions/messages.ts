@@ -27,6 +27,8 @@ import { linkedPathIds } from '../lib/attachments';
 import { usersAlertedBy } from '../lib/alert-words';
 import { sendEventOnCommit } from '../lib/events';
 import { mutersAmong } from '../lib/muted-users';
+import type { VisibilityPolicyValue } from '../lib/user-topics';
+import { doAutoFollowOnSend } from './user-topics';
 import { activeMemberIds } from '../lib/groups';
 import { apiFlags, presentMessagesForEvent } from '../lib/messages';
 import { loadPermissions, hasContentAccess, subscriptionOf } from '../lib/streams';
@@ -206,6 +208,13 @@ export interface SendOptions {
   localEcho?: { queueId: string; localId: string };
 }
 
+export interface SentMessage {
+  message: Message;
+  /** The sender's new policy for the topic, when sending changed it (Zulip's
+   * automatic_new_visibility_policy). */
+  automaticPolicy: VisibilityPolicyValue | null;
+}
+
 export async function doSendMessage(
   ctx: ActionContext,
   realm: Realm,
@@ -214,7 +223,7 @@ export async function doSendMessage(
   content: string,
   rendered: Rendered,
   options: SendOptions,
-): Promise<Message> {
+): Promise<SentMessage> {
   const { tx } = ctx;
   const { recipientId, userIds } =
     addressee.kind === 'channel'
@@ -260,7 +269,18 @@ export async function doSendMessage(
   await sendMessageEvents(ctx, realm, message, flags, options);
   if (addressee.kind === 'channel' && !addressee.stream.inviteOnly)
     await sendToAllPublicStreamsQueues(ctx, realm, message, flags);
-  return message;
+  const automaticPolicy =
+    addressee.kind === 'channel'
+      ? await doAutoFollowOnSend(
+          ctx,
+          sender,
+          addressee.stream,
+          addressee.topic,
+          message.id,
+          [...rendered.mentions.userIds].filter((id) => flags.has(id)),
+        )
+      : null;
+  return { message, automaticPolicy };
 }
 
 async function channelRecipients(

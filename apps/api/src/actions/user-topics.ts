@@ -4,8 +4,11 @@
 // to the user's clients.
 import type { ActionContext, Stream, User } from '@parley/db';
 import { sendEventOnCommit } from '../lib/events';
+import { AutoPolicy } from '../lib/user-settings';
 import {
   mutedTopicsLegacy,
+  policyOnSend,
+  sendContext,
   VisibilityPolicy,
   type VisibilityPolicyValue,
 } from '../lib/user-topics';
@@ -58,4 +61,52 @@ export async function doSetUserTopicPolicy(
     [user.id],
   );
   return true;
+}
+
+/** Zulip's automatic topic policies on send: the sender may follow (or, in a muted channel,
+ * unmute) the topic per their settings, and people mentioned by name follow it when they
+ * asked to. Returns the sender's new policy, for POST /messages's
+ * automatic_new_visibility_policy. Bots never change policies. */
+export async function doAutoFollowOnSend(
+  ctx: ActionContext,
+  sender: User,
+  stream: Stream,
+  topic: string,
+  messageId: number,
+  mentionedIds: Iterable<number>,
+): Promise<VisibilityPolicyValue | null> {
+  let senderPolicy: VisibilityPolicyValue | null = null;
+  const automatic =
+    sender.automaticallyFollowTopicsPolicy !== AutoPolicy.NEVER ||
+    sender.automaticallyUnmuteTopicsInMutedStreamsPolicy !== AutoPolicy.NEVER;
+  if (!sender.isBot && automatic) {
+    const context = await sendContext(
+      ctx.tx,
+      sender.id,
+      stream.recipientId!,
+      topic,
+      messageId,
+      stream.historyPublicToSubscribers,
+    );
+    const policy = policyOnSend(sender, context);
+    if (policy !== null && (await doSetUserTopicPolicy(ctx, sender, stream, topic, policy)))
+      senderPolicy = policy;
+  }
+  const mentioned = [...mentionedIds].filter((id) => id !== sender.id);
+  if (mentioned.length > 0) {
+    // Those who already muted or follow the topic keep their choice.
+    const followers = await ctx.tx.$queryRaw<{ id: number }[]>`
+      SELECT u.id FROM user_profile u
+      WHERE u.id = ANY(${mentioned}::int[]) AND u.realm_id = ${sender.realmId}
+        AND u.is_active AND NOT u.is_bot AND u.automatically_follow_topics_where_mentioned
+        AND NOT EXISTS (SELECT 1 FROM user_topic ut WHERE ut.user_profile_id = u.id
+          AND ut.recipient_id = ${stream.recipientId} AND lower(ut.topic_name) = lower(${topic})
+          AND ut.visibility_policy IN (${VisibilityPolicy.MUTED}, ${VisibilityPolicy.FOLLOWED}))`;
+    if (followers.length > 0)
+      for (const user of await ctx.tx.user.findMany({
+        where: { id: { in: followers.map((row) => row.id) } },
+      }))
+        await doSetUserTopicPolicy(ctx, user, stream, topic, VisibilityPolicy.FOLLOWED);
+  }
+  return senderPolicy;
 }

@@ -2,6 +2,7 @@
 // /register lists them, and as SQL conditions for narrows (is:followed, is:muted, in:home).
 // Topics are compared case-insensitively, as everywhere in Zulip.
 import { getPrisma, Prisma, type Tx, type User } from '@parley/db';
+import { AutoPolicy } from './user-settings';
 
 export const VisibilityPolicy = { INHERIT: 0, MUTED: 1, UNMUTED: 2, FOLLOWED: 3 } as const;
 export type VisibilityPolicyValue = (typeof VisibilityPolicy)[keyof typeof VisibilityPolicy];
@@ -97,4 +98,74 @@ export function isTopicMuted(muting: Muting, streamId: number, topic: string): b
   if (muting.mutedChannels.has(streamId))
     return policy !== VisibilityPolicy.UNMUTED && policy !== VisibilityPolicy.FOLLOWED;
   return policy === VisibilityPolicy.MUTED;
+}
+
+/** What decides whether sending a message changes the sender's policy for its topic. */
+export interface SendContext {
+  current: number;
+  /** The sender's subscription to the channel is muted (false when not subscribed). */
+  channelMuted: boolean;
+  /** No other message of the topic that the sender can see: the sender starts the topic. */
+  initiation: boolean;
+}
+
+type AutoSettings = Pick<
+  User,
+  'automaticallyFollowTopicsPolicy' | 'automaticallyUnmuteTopicsInMutedStreamsPolicy'
+>;
+
+/** Zulip's visibility_policy_for_send_message: the policy sending should set, or null. The
+ * settings say when to follow (and, in muted channels, unmute): on participation, on send, on
+ * initiation (first message of the topic) or never; a policy only ever increases. */
+export function policyOnSend(
+  settings: AutoSettings,
+  context: SendContext,
+): VisibilityPolicyValue | null {
+  const follow = settings.automaticallyFollowTopicsPolicy;
+  const unmute = settings.automaticallyUnmuteTopicsInMutedStreamsPolicy;
+  const { current, channelMuted, initiation } = context;
+  if (current === VisibilityPolicy.FOLLOWED) return null;
+  // Participation and send are the same moment for a sent message.
+  const onSend = (policy: number) =>
+    policy === AutoPolicy.ON_PARTICIPATION || policy === AutoPolicy.ON_SEND;
+  if (onSend(follow)) return VisibilityPolicy.FOLLOWED;
+  let candidate: VisibilityPolicyValue | null =
+    channelMuted && onSend(unmute) ? VisibilityPolicy.UNMUTED : null;
+  if (current !== VisibilityPolicy.INHERIT) return candidate === current ? null : candidate;
+  if (!initiation) return candidate;
+  if (follow === AutoPolicy.ON_INITIATION) return VisibilityPolicy.FOLLOWED;
+  if (channelMuted && unmute === AutoPolicy.ON_INITIATION) candidate = VisibilityPolicy.UNMUTED;
+  return candidate;
+}
+
+/** The sender's policy, channel muting and whether the message starts its topic, in one
+ * query. With `sharedHistory` the sender sees the whole topic; otherwise only their copies. */
+export async function sendContext(
+  db: Tx,
+  userId: number,
+  recipientId: number,
+  topic: string,
+  messageId: number,
+  sharedHistory: boolean,
+): Promise<SendContext> {
+  const [row] = await db.$queryRaw<
+    { current: number | null; channel_muted: boolean | null; others: boolean }[]
+  >`
+    SELECT
+      (SELECT visibility_policy FROM user_topic WHERE user_profile_id = ${userId}
+         AND recipient_id = ${recipientId} AND lower(topic_name) = lower(${topic})) AS current,
+      (SELECT is_muted FROM subscription WHERE user_profile_id = ${userId}
+         AND recipient_id = ${recipientId} AND active) AS channel_muted,
+      CASE WHEN ${sharedHistory}
+        THEN EXISTS (SELECT 1 FROM message WHERE recipient_id = ${recipientId}
+               AND upper(subject) = upper(${topic}) AND id <> ${messageId})
+        ELSE EXISTS (SELECT 1 FROM user_message um JOIN message m ON m.id = um.message_id
+               WHERE um.user_profile_id = ${userId} AND m.recipient_id = ${recipientId}
+                 AND upper(m.subject) = upper(${topic}) AND m.id <> ${messageId})
+      END AS others`;
+  return {
+    current: row?.current ?? VisibilityPolicy.INHERIT,
+    channelMuted: row?.channel_muted === true,
+    initiation: row?.others !== true,
+  };
 }

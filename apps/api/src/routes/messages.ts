@@ -105,7 +105,7 @@ defineRoute(messageRoutes, '/messages', {
       const content = checkContent(params.content);
       const client = clientName(req, undefined);
       const isChannel = params.type === 'stream' || params.type === 'channel';
-      const id = await runAction(async (ctx) => {
+      const sent = await runAction(async (ctx) => {
         const { tx } = ctx;
         let addressee;
         if (isChannel) {
@@ -123,16 +123,20 @@ defineRoute(messageRoutes, '/messages', {
           addressee = await checkDirectAddressee(tx, user, realm, params.to);
         }
         const rendered = await renderContent(realm.id, content, tx);
-        const message = await doSendMessage(ctx, realm, user, addressee, content, rendered, {
+        return doSendMessage(ctx, realm, user, addressee, content, rendered, {
           client,
           readBySender: params.read_by_sender ?? sentByHuman(client),
           ...(params.queue_id !== undefined && params.local_id !== undefined
             ? { localEcho: { queueId: params.queue_id, localId: params.local_id } }
             : {}),
         });
-        return message.id;
       });
-      return { id };
+      return {
+        id: sent.message.id,
+        ...(sent.automaticPolicy !== null
+          ? { automatic_new_visibility_policy: sent.automaticPolicy }
+          : {}),
+      };
     },
   ),
 });
