@@ -97,6 +97,11 @@ describe('alert words', () => {
     expect(await flagsOf(miss)).toContain('has_alert_word');
   });
 
+  it('removes words whatever their case rules, as the database folds them', async () => {
+    expectSuccess(await add(['İstanbul', 'ΟΔΟΣ', 'plain']));
+    expect(expectSuccess(await remove(['İstanbul', 'ΟΔΟΣ'])).alert_words).toEqual(['plain']);
+  });
+
   it('refuses words over 100 characters and input that is not a list of strings', async () => {
     expectError(
       await add(['ok', 'x'.repeat(101)]),

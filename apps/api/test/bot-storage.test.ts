@@ -43,6 +43,14 @@ describe('bot storage', () => {
     expect(expectSuccess(await storage().get('/bot_storage')).storage).toEqual({});
   });
 
+  it('keeps any key, "__proto__" included', async () => {
+    expectSuccess(await storage().put('/bot_storage', { storage: '{"__proto__":"x"}' }));
+    expect(
+      expectSuccess(await storage().get('/bot_storage', { keys: ['__proto__'] })).storage,
+    ).toEqual(JSON.parse('{"__proto__":"x"}'));
+    expectSuccess(await storage().delete('/bot_storage', { keys: ['__proto__'] }));
+  });
+
   it('refuses values that are not strings, and humans', async () => {
     const put = (storage: string) => as(bot, org.host).put('/bot_storage', { storage });
     expectError(await put(JSON.stringify({ a: 1 })), "storage['a'] is not a string");

@@ -181,6 +181,16 @@ describe('presence', () => {
     expect(after.lastActiveTime).toEqual(row.lastActiveTime);
   });
 
+  it('bounds the history a registration may ask for', async () => {
+    expectError(
+      await as(alice, org.host).post('/register', {
+        fetch_event_types: ['presence'],
+        presence_history_limit_days: 800000,
+      }),
+      'presence_history_limit_days is too large',
+    );
+  });
+
   it('refuses bad input and bots', async () => {
     expectError(await ping(alice, { status: 'away' }), 'Invalid status: away');
     expectError(

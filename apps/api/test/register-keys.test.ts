@@ -522,3 +522,55 @@ describe('POST /register values come from the data Parley stores', () => {
     expect(owners.members).toEqual([realm.owner.id, alice.id].sort((a, b) => a - b));
   });
 });
+
+describe('unread_msgs folding of raced events', () => {
+  it('adds messages marked unread from their message_details, and drops deleted ones', () => {
+    const state = {
+      unread_msgs: {
+        count: 1,
+        pms: [{ other_user_id: 7, sender_id: 7, unread_message_ids: [10] }],
+        streams: [],
+        huddles: [],
+        mentions: [],
+        old_unreads_missing: false,
+      },
+    };
+    const user = { id: 1 } as User;
+    const options = {} as StateOptions;
+    const event = (fields: Record<string, unknown>) => ({ id: 0, ...fields }) as QueuedEvent;
+    applyEvent(
+      state,
+      event({
+        type: 'update_message_flags',
+        op: 'remove',
+        flag: 'read',
+        messages: [11, 12, 13],
+        message_details: {
+          '11': {
+            type: 'stream',
+            stream_id: 5,
+            topic: 'T',
+            unmuted_stream_msg: true,
+            mentioned: true,
+          },
+          '12': { type: 'private', user_ids: [8, 9] },
+          '13': { type: 'private', user_ids: [] },
+        },
+      }),
+      user,
+      options,
+    );
+    expect(state.unread_msgs).toMatchObject({
+      count: 4,
+      streams: [{ stream_id: 5, topic: 'T', unread_message_ids: [11] }],
+      huddles: [{ user_ids_string: '1,8,9', unread_message_ids: [12] }],
+      mentions: [11],
+    });
+    expect(state.unread_msgs.pms).toEqual([
+      { other_user_id: 7, sender_id: 7, unread_message_ids: [10] },
+      { other_user_id: 1, sender_id: 1, unread_message_ids: [13] },
+    ]);
+    applyEvent(state, event({ type: 'delete_message', message_ids: [10, 11] }), user, options);
+    expect(state.unread_msgs).toMatchObject({ count: 2, mentions: [] });
+  });
+});

@@ -885,10 +885,11 @@ describe('PATCH /settings', () => {
         language_name: 'German',
       },
     ]);
-    expectError(
-      await as(user, org.host).patch('/settings', { default_language: 'klingon' }),
-      'Invalid default_language',
-    );
+    for (const language of ['klingon', 'constructor', '__proto__'])
+      expectError(
+        await as(user, org.host).patch('/settings', { default_language: language }),
+        'Invalid default_language',
+      );
   });
 
   it('changes the timezone for the user and everyone who sees them', async () => {
@@ -1027,6 +1028,24 @@ describe('bot addresses and own profiles', () => {
     expect(isEmailDomain('chat.example.com')).toBe(true);
     expect(isEmailDomain('localhost:9991')).toBe(false);
     expect(isEmailDomain('127.0.0.1')).toBe(false);
+  });
+
+  it('refuses bot names already in use and addresses Django would refuse', async () => {
+    const org = await createTestRealm();
+    expectSuccess(
+      await as(org.owner, org.host).post('/bots', { full_name: 'Twin', short_name: 'twin1' }),
+    );
+    expectError(
+      await as(org.owner, org.host).post('/bots', { full_name: 'twin', short_name: 'twin2' }),
+      'Name is already in use.',
+    );
+    for (const short_name of ['..', '.a', 'a..b', 'a.'])
+      expectError(
+        await as(org.owner, org.host).post('/bots', { full_name: `N ${short_name}`, short_name }),
+        'Bad name or username',
+      );
+    expect(isEmailDomain('10.0.0.12')).toBe(false);
+    expect(isEmailDomain('xn--p1ai.xn--p1ai')).toBe(true);
   });
 
   it('answers GET /users/me with the fields Zulip sends for people and for bots', async () => {

@@ -37,15 +37,13 @@ export function realmEmailDomain(realm: Pick<Realm, 'stringId'>): string {
 }
 
 /** Zulip's email domain rule (Django's validate_email): "localhost", or dotted labels ending in
- * a top-level domain of two or more characters; a port does not qualify. */
+ * a top-level domain of letters (or punycode); a port or an IP address does not qualify. */
 export function isEmailDomain(domain: string): boolean {
-  return (
-    domain.toLowerCase() === 'localhost' ||
-    /^([\p{L}\p{N}]([\p{L}\p{N}-]{0,61}[\p{L}\p{N}])?\.)+[\p{L}\p{N}-]{1,62}[\p{L}\p{N}]$/u.test(
-      domain,
-    )
-  );
+  return domain.toLowerCase() === 'localhost' || EMAIL_DOMAIN.test(domain);
 }
+
+const EMAIL_DOMAIN =
+  /^([\p{L}\p{N}]([\p{L}\p{N}-]{0,61}[\p{L}\p{N}])?\.)+(\p{L}{2,63}|xn--[a-z0-9-]{1,59})$/iu;
 
 /** Zulip's get_bot_domain: the organization's host when an address can carry it, else
  * FAKE_EMAIL_DOMAIN (EXTERNAL_HOST without its port unless configured). */

@@ -10,14 +10,15 @@ export async function doAddAlertWords(
   user: User,
   words: string[],
 ): Promise<string[]> {
-  // Within one request the last spelling of a word wins; existing words keep theirs.
-  const byLower = new Map<string, string>();
-  for (const word of words.map((w) => w.trim()).filter((w) => w !== ''))
-    byLower.set(word.toLowerCase(), word);
-  for (const word of byLower.values())
+  // Within one request the last spelling of a word wins; existing words keep theirs. Case is
+  // folded by the database's lower(), the same that indexes the words.
+  const cleaned = words.map((w) => w.trim()).filter((w) => w !== '');
+  if (cleaned.length > 0)
     await ctx.tx.$executeRaw`
       INSERT INTO alert_word (realm_id, user_profile_id, word)
-      VALUES (${user.realmId}, ${user.id}, ${word})
+      SELECT DISTINCT ON (lower(w)) ${user.realmId}, ${user.id}, w
+      FROM unnest(${cleaned}::text[]) WITH ORDINALITY AS t(w, n)
+      ORDER BY lower(w), n DESC
       ON CONFLICT (user_profile_id, lower(word)) DO NOTHING`;
   return sendAlertWords(ctx, user);
 }
@@ -27,11 +28,11 @@ export async function doRemoveAlertWords(
   user: User,
   words: string[],
 ): Promise<string[]> {
-  const lowered = words.map((word) => word.toLowerCase());
-  if (lowered.length > 0)
+  if (words.length > 0)
     await ctx.tx.$executeRaw`
       DELETE FROM alert_word
-      WHERE user_profile_id = ${user.id} AND lower(word) = ANY(${lowered}::text[])`;
+      WHERE user_profile_id = ${user.id}
+        AND lower(word) IN (SELECT lower(w) FROM unnest(${words}::text[]) AS t(w))`;
   return sendAlertWords(ctx, user);
 }
 

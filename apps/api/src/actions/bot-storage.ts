@@ -7,7 +7,7 @@ import { BOT_STORAGE_LIMIT, KeyDoesNotExistError, storageSizeAfter } from '../li
 export async function doSetBotStorage(
   ctx: ActionContext,
   bot: User,
-  entries: Record<string, string>,
+  entries: Map<string, string>,
 ): Promise<void> {
   // Serializes concurrent writes of one bot, so the size check holds.
   await ctx.tx.$queryRaw`SELECT id FROM user_profile WHERE id = ${bot.id} FOR UPDATE`;
@@ -16,11 +16,11 @@ export async function doSetBotStorage(
     throw new JsonableError(
       `Request exceeds storage limit by ${size - BOT_STORAGE_LIMIT} characters. The limit is ${BOT_STORAGE_LIMIT} characters.`,
     );
-  const keys = Object.keys(entries);
-  if (keys.length === 0) return;
+  if (entries.size === 0) return;
   await ctx.tx.$executeRaw`
     INSERT INTO bot_storage_data (bot_profile_id, key, value)
-    SELECT ${bot.id}, k, v FROM unnest(${keys}::text[], ${Object.values(entries)}::text[]) AS t(k, v)
+    SELECT ${bot.id}, k, v
+    FROM unnest(${[...entries.keys()]}::text[], ${[...entries.values()]}::text[]) AS t(k, v)
     ON CONFLICT (bot_profile_id, key) DO UPDATE SET value = EXCLUDED.value`;
 }
 

@@ -340,10 +340,11 @@ async function updateAlertWordFlags(tx: Tx, message: Message, content: string): 
     )),
   ];
   const bit = flagBit('has_alert_word');
+  // Only the rows whose flag changes are written (usually none).
   await tx.$executeRaw`UPDATE user_message
-    SET flags = CASE WHEN user_profile_id = ANY(${alerted}::int[]) THEN flags | ${bit}
-                     ELSE flags & ${~bit} END
-    WHERE message_id = ${message.id}`;
+    SET flags = flags # ${bit}
+    WHERE message_id = ${message.id}
+      AND (user_profile_id = ANY(${alerted}::int[])) <> ((flags & ${bit}) <> 0)`;
 }
 
 /** A channel move: users not subscribed to the new channel lose their copies (they get a

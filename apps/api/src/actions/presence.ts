@@ -72,9 +72,12 @@ function presenceWrite(user: User, now: Date, active: boolean): Prisma.Sql {
         (user_profile_id, realm_id, last_active_time, last_connected_time, last_update_id)
       SELECT ${user.id}, ${user.realmId}, new_a, new_c, nextval('user_presence_update_id_seq')
       FROM next WHERE changed
+      -- Concurrent pings of one user (a web and a desktop client) both read the old row: the
+      -- merge keeps the newest of each time, so an idle ping cannot undo an active one.
       ON CONFLICT (user_profile_id) DO UPDATE SET
-        last_active_time = EXCLUDED.last_active_time,
-        last_connected_time = EXCLUDED.last_connected_time,
+        last_active_time = GREATEST(user_presence.last_active_time, EXCLUDED.last_active_time),
+        last_connected_time =
+          GREATEST(user_presence.last_connected_time, EXCLUDED.last_connected_time),
         last_update_id = EXCLUDED.last_update_id
       RETURNING user_profile_id
     )

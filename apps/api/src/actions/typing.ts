@@ -6,10 +6,20 @@ import { getPrisma } from '@parley/db';
 import { JsonableError } from '@parley/errors';
 import type { ZulipEvent } from '@parley/events';
 import { eventsByForm, sendEventNow } from '../lib/events';
-import { apiEmailFor } from '../lib/users';
+import { accessStreamById, loadPermissions } from '../lib/streams';
+import { apiEmailFor, canSeeDeliveryEmail } from '../lib/users';
+import { EMPTY_TOPIC_DISPLAY_NAME } from '../presenters/messages';
+import { checkCanPost } from './messages';
 import type { Realm } from '@parley/db';
 
 export type TypingOp = 'start' | 'stop';
+
+/** Which addresses a viewer sees depends on their role, and on whether they are the one user
+ * whose own (hidden) address they see anyway: viewers with the same key get the same event. */
+function addressKey(viewer: User): string {
+  const peerSeesOwnAddress = canSeeDeliveryEmail({ id: -1, role: viewer.role }, viewer);
+  return peerSeesOwnAddress ? `role ${viewer.role}` : `role ${viewer.role} self ${viewer.id}`;
+}
 
 /** Zulip's MAX_STREAM_SIZE_FOR_TYPING_NOTIFICATIONS: larger channels get no typing events. */
 export const MAX_CHANNEL_SIZE_FOR_TYPING = 100;
@@ -20,7 +30,8 @@ export async function checkDirectTyping(sender: User, to: number[]): Promise<Use
   if (to.length === 0) throw new JsonableError("Empty 'to' list");
   if (!sender.sendPrivateTypingNotifications)
     throw new JsonableError('User has disabled typing notifications for direct messages');
-  const ids = to.includes(sender.id) ? to : [...to, sender.id];
+  const unique = [...new Set(to)];
+  const ids = unique.includes(sender.id) ? unique : [...unique, sender.id];
   const rows = await getPrisma().user.findMany({
     where: { id: { in: ids }, realmId: sender.realmId },
   });
@@ -32,6 +43,25 @@ export async function checkDirectTyping(sender: User, to: number[]): Promise<Use
   });
 }
 
+/** A channel topic the user may post in, with "general chat" and "(no topic)" read as the
+ * empty topic. */
+export async function checkChannelTyping(
+  user: User,
+  streamId: number,
+  rawTopic: string,
+): Promise<{ stream: Stream; topic: string }> {
+  if (!user.sendStreamTypingNotifications)
+    throw new JsonableError('User has disabled typing notifications for channel messages');
+  const perms = await loadPermissions(user);
+  const { stream } = await accessStreamById(perms, streamId, { allowArchived: false });
+  await checkCanPost(getPrisma(), user, stream);
+  const trimmed = rawTopic.trim();
+  return {
+    stream,
+    topic: trimmed === EMPTY_TOPIC_DISPLAY_NAME || trimmed === '(no topic)' ? '' : trimmed,
+  };
+}
+
 export async function doSendDirectTyping(
   realm: Realm,
   sender: User,
@@ -39,7 +69,7 @@ export async function doSendDirectTyping(
   op: TypingOp,
 ): Promise<void> {
   const notified = recipients.filter((user) => user.isActive && user.receivesTypingNotifications);
-  for (const { event, users } of eventsByForm(notified, (viewer) => ({
+  for (const { event, users } of eventsByForm(notified, addressKey, (viewer) => ({
     type: 'typing',
     op,
     message_type: 'direct',
@@ -111,7 +141,7 @@ export async function doSendChannelTyping(
 ): Promise<void> {
   const notified = await channelAudience(stream);
   if (notified === null) return;
-  for (const { event, users } of eventsByForm(notified, (viewer): ZulipEvent => ({
+  for (const { event, users } of eventsByForm(notified, addressKey, (viewer): ZulipEvent => ({
     type: 'typing',
     op,
     message_type: 'stream',

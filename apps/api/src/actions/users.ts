@@ -86,6 +86,14 @@ async function checkEmailAvailable(tx: Tx, realm: Realm, email: string): Promise
   if (existing.length > 0) throw new JsonableError('Email is already in use.');
 }
 
+/** Zulip's check_bot_name_available: a bot may not share an active user's name. */
+export async function checkBotNameAvailable(tx: Tx, realm: Realm, fullName: string) {
+  const [taken] = await tx.$queryRaw<{ id: number }[]>`
+    SELECT id FROM user_profile WHERE realm_id = ${realm.id} AND is_active
+      AND lower(full_name) = lower(${fullName.trim()}) LIMIT 1`;
+  if (taken) throw new JsonableError('Name is already in use.');
+}
+
 /** Validates a new user against the organization; returns the normalized fields. */
 export async function checkCreateUser(tx: Tx, realm: Realm, user: NewUser): Promise<NewUser> {
   const email = checkEmail(user.email);

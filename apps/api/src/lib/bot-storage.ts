@@ -36,16 +36,16 @@ export async function botStorageEntries(
 /** The storage size after replacing the given entries. */
 export async function storageSizeAfter(
   botId: number,
-  entries: Record<string, string>,
+  entries: Map<string, string>,
   db: Tx,
 ): Promise<number> {
-  const keys = Object.keys(entries);
+  const keys = [...entries.keys()];
   const [totals] = await db.$queryRaw<{ total: bigint | null; replaced: bigint | null }[]>`
     SELECT sum(char_length(key) + char_length(value)) AS total,
            sum(char_length(key) + char_length(value))
              FILTER (WHERE key = ANY(${keys}::text[])) AS replaced
     FROM bot_storage_data WHERE bot_profile_id = ${botId}`;
-  const added = Object.entries(entries).reduce(
+  const added = [...entries].reduce(
     (sum, [key, value]) => sum + characters(key) + characters(value),
     0,
   );

@@ -23,18 +23,19 @@ export async function sendEventNow(event: ZulipEvent, users: Iterable<number>): 
 }
 
 /** Groups viewers who get the same form of an event (addresses differ with email
- * visibility), so each distinct form is published once. */
+ * visibility): `keyOf` names the form a viewer gets, so each form is built and published
+ * once, however many viewers share it. */
 export function eventsByForm<V extends { id: number }>(
   viewers: Iterable<V>,
+  keyOf: (viewer: V) => string,
   build: (viewer: V) => ZulipEvent,
 ): { event: ZulipEvent; users: number[] }[] {
   const forms = new Map<string, { event: ZulipEvent; users: number[] }>();
   for (const viewer of viewers) {
-    const event = build(viewer);
-    const key = JSON.stringify(event);
+    const key = keyOf(viewer);
     const form = forms.get(key);
     if (form) form.users.push(viewer.id);
-    else forms.set(key, { event, users: [viewer.id] });
+    else forms.set(key, { event: build(viewer), users: [viewer.id] });
   }
   return [...forms.values()];
 }

@@ -355,6 +355,15 @@ export function applyEvent(
           event.messages as number[],
         );
       return;
+    case 'delete_message':
+      if (state.unread_msgs) applyUnreadEvent(state.unread_msgs as UnreadState, event, user);
+      if (state.starred_messages) {
+        const gone = new Set(
+          (event.message_ids as number[] | undefined) ?? [event.message_id as number],
+        );
+        state.starred_messages = (state.starred_messages as number[]).filter((id) => !gone.has(id));
+      }
+      return;
     case 'subscription':
     case 'stream':
     case 'default_streams':
@@ -446,11 +455,11 @@ function applyPresence(state: State, event: QueuedEvent, options: StateOptions):
   if (options.slimPresence) {
     const key = String(event.user_id);
     const previous = presences[key] as ModernPresence | undefined;
-    presences[key] = {
-      active_timestamp:
-        website.status === 'active' ? website.timestamp : (previous?.active_timestamp ?? 0),
-      idle_timestamp: website.timestamp,
-    };
+    if (website.status === 'active')
+      presences[key] = { active_timestamp: website.timestamp, idle_timestamp: website.timestamp };
+    // An idle status does not say when the user was last active: keep what was read, and
+    // leave a user not read yet to the client's next presence poll.
+    else if (previous) presences[key] = { ...previous, idle_timestamp: website.timestamp };
   } else if (typeof event.email === 'string') {
     const { pushable: _pushable, ...aggregated } = website;
     presences[event.email] = { aggregated, website };

@@ -13,6 +13,8 @@ export const PRESENCE_UPDATE_MIN_FREQ_SECS = 55;
 const LEGACY_ACTIVITY_OFFSET_SECS = 70;
 /** Without last_update_id, presence older than this many days is left out. */
 export const DEFAULT_HISTORY_LIMIT_DAYS = 14;
+/** Bound of history_limit_days (any more is all of it; dates must stay representable). */
+export const MAX_HISTORY_LIMIT_DAYS = 3650;
 
 export interface PresenceRow {
   user_id: number;
@@ -78,7 +80,7 @@ export async function presenceRows(realmId: number, query: PresenceQuery): Promi
       WHERE up.realm_id = ${realmId} AND up.last_update_id > ${lastUpdateId}
         AND u.is_active AND NOT u.is_bot`;
   }
-  const days = historyLimitDays ?? DEFAULT_HISTORY_LIMIT_DAYS;
+  const days = Math.min(historyLimitDays ?? DEFAULT_HISTORY_LIMIT_DAYS, MAX_HISTORY_LIMIT_DAYS);
   if (days === 0) return [];
   const since = new Date(Date.now() - days * 24 * 60 * 60 * 1000);
   return getPrisma().$queryRaw<PresenceRow[]>`
@@ -119,10 +121,25 @@ export function presentPresences(
   return result;
 }
 
+/** One user's stored presence, or null when none of their clients ever pinged. */
+export async function storedPresence(
+  user: Pick<User, 'id' | 'dateJoined'>,
+): Promise<ModernPresence | null> {
+  const row = await getPrisma().userPresence.findUnique({ where: { userId: user.id } });
+  return row
+    ? modernPresence({
+        last_active_time: row.lastActiveTime,
+        last_connected_time: row.lastConnectedTime,
+        date_joined: user.dateJoined,
+      })
+    : null;
+}
+
 /** The newest change id among `rows`, else the client's own id, else -1. */
 export function lastUpdateIdOf(rows: PresenceRow[], clientLastUpdateId?: number): number {
   if (rows.length === 0) return clientLastUpdateId ?? -1;
-  return Math.max(...rows.map((row) => Number(row.last_update_id)));
+  // A loop, not Math.max(...rows): an organization can have more rows than call arguments fit.
+  return rows.reduce((max, row) => Math.max(max, Number(row.last_update_id)), -1);
 }
 
 export function serverTimestamp(): number {

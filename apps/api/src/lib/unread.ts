@@ -167,8 +167,18 @@ export function applyUnreadEvent(state: UnreadState, event: QueuedEvent, user: U
     state.count = countOf(state);
     return;
   }
-  if (event.type === 'update_message_flags' && event.flag === 'read' && event.op === 'add') {
-    const read = new Set(event.messages as number[]);
+  if (event.type === 'update_message_flags' && event.flag === 'read' && event.op === 'remove') {
+    markUnread(state, event, user);
+    return;
+  }
+  const removed =
+    event.type === 'delete_message'
+      ? ((event.message_ids as number[] | undefined) ?? [event.message_id as number])
+      : event.type === 'update_message_flags' && event.flag === 'read' && event.op === 'add'
+        ? (event.messages as number[])
+        : null;
+  if (removed) {
+    const read = new Set(removed);
     const drop = <T extends { unread_message_ids: number[] }>(list: T[]) =>
       list
         .map((entry) => ({
@@ -182,4 +192,38 @@ export function applyUnreadEvent(state: UnreadState, event: QueuedEvent, user: U
     state.mentions = state.mentions.filter((id) => !read.has(id));
     state.count = countOf(state);
   }
+}
+
+interface MessageDetails {
+  type: 'stream' | 'private';
+  stream_id?: number;
+  topic?: string;
+  user_ids?: number[];
+  mentioned?: boolean;
+  unmuted_stream_msg?: boolean;
+}
+
+/** A raced mark-as-unread: its message_details say where each message belongs (Zulip's
+ * apply_unread_message_event for flag removal). */
+function markUnread(state: UnreadState, event: QueuedEvent, user: User): void {
+  const details = (event.message_details ?? {}) as Record<string, MessageDetails>;
+  const present = allIds(state);
+  const tracked = mutedUnread.get(state);
+  for (const id of event.messages as number[]) {
+    const detail = details[String(id)];
+    if (!detail || present.has(id)) continue;
+    if (detail.type === 'stream') {
+      addStream(state, detail.stream_id!, detail.topic ?? '', id);
+      if (detail.unmuted_stream_msg === false) tracked?.ids.add(id);
+    } else {
+      const others = detail.user_ids ?? [];
+      if (others.length <= 1) addPrivate(state, others[0] ?? user.id, id);
+      else addHuddle(state, [...others, user.id].sort((a, b) => a - b).join(','), id);
+    }
+    if (detail.mentioned) state.mentions.push(id);
+  }
+  for (const list of [state.streams, state.pms, state.huddles])
+    for (const entry of list) entry.unread_message_ids.sort((a, b) => a - b);
+  state.mentions.sort((a, b) => a - b);
+  state.count = countOf(state);
 }

@@ -1,7 +1,7 @@
 // Zulip's personal settings (UserBaseSettings), declared once: the column each is stored in,
 // how PATCH /settings validates it, and how /register and user_settings events present it.
 // Settings with side effects of their own (email_address_visibility, timezone, presence_enabled)
-// are declared here too; their actions live in actions/users.ts.
+// are declared here too; their actions live in actions/users.ts and actions/presence.ts.
 import type { User } from '@parley/db';
 import { JsonableError } from '@parley/errors';
 import { p, type Param } from '@parley/http';
@@ -125,7 +125,7 @@ export const USER_SETTINGS = {
     default: 'en',
     param: p.string({ maxLength: 50 }).optional() as Param<Value | undefined>,
     check: (value: string) => {
-      if (!(value in LANGUAGES)) throw new JsonableError('Invalid default_language');
+      if (!Object.hasOwn(LANGUAGES, value)) throw new JsonableError('Invalid default_language');
     },
   },
   demote_inactive_streams: choice('demoteInactiveStreams', 'demote_inactive_streams', [1, 2, 3], 1),

@@ -62,7 +62,7 @@ export function mutedCondition(userId: number, topicsOnly = false): Prisma.Sql {
   const mutedTopic = topicPolicyIn(userId, [VisibilityPolicy.MUTED]);
   if (topicsOnly) return mutedTopic;
   return Prisma.sql`(${mutedTopic} OR (m.recipient_id IN (SELECT s.recipient_id
-      FROM subscription s WHERE s.user_profile_id = ${userId} AND s.is_muted)
+      FROM subscription s WHERE s.user_profile_id = ${userId} AND s.active AND s.is_muted)
     AND NOT ${topicPolicyIn(userId, [VisibilityPolicy.UNMUTED, VisibilityPolicy.FOLLOWED])}))`;
 }
 

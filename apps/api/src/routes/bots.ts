@@ -4,7 +4,7 @@ import { Router } from 'express';
 import { getPrisma, Role, runAction } from '@parley/db';
 import { InsufficientPermissionError, JsonableError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
-import { checkCreateUser, doCreateUser } from '../actions/users';
+import { checkBotNameAvailable, checkCreateUser, doCreateUser } from '../actions/users';
 import { userEndpoint } from '@parley/auth';
 import { realmBotDomain } from '@parley/auth';
 import { isAdmin, isGuest } from '../lib/users';
@@ -39,7 +39,9 @@ defineRoute(botRoutes, '/bots', {
         throw new JsonableError('Invalid bot_type');
       }
       const shortName = params.short_name.trim().toLowerCase().replace(/-bot$/, '');
-      if (!/^[a-z0-9_.-]+$/.test(shortName)) throw new JsonableError('Bad name or username');
+      // A local part Django's validator accepts: no leading, trailing or doubled dots.
+      if (!/^[a-z0-9_-]+(\.[a-z0-9_-]+)*$/.test(shortName))
+        throw new JsonableError('Bad name or username');
       const email = `${shortName}-bot@${realmBotDomain(realm)}`;
       const bot = await runAction(async (ctx) => {
         const fields = await checkCreateUser(ctx.tx, realm, {
@@ -51,6 +53,7 @@ defineRoute(botRoutes, '/bots', {
           botType: params.bot_type,
           botOwnerId: user.id,
         });
+        await checkBotNameAvailable(ctx.tx, realm, fields.fullName);
         return doCreateUser(ctx, realm, fields, null, user.id);
       });
       const presented = presentBot(bot, realm);

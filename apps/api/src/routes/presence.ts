@@ -3,18 +3,18 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { userEndpoint } from '@parley/auth';
-import { getPrisma } from '@parley/db';
 import { JsonableError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
 import { doUpdatePresence } from '../actions/presence';
 import {
   lastUpdateIdOf,
   legacyPresence,
-  modernPresence,
+  MAX_HISTORY_LIMIT_DAYS,
   OFFLINE_THRESHOLD_SECS,
   presenceRows,
   presentPresences,
   serverTimestamp,
+  storedPresence,
 } from '../lib/presence';
 import { accessUserByEmail, accessUserById } from '../lib/users';
 
@@ -30,7 +30,7 @@ defineRoute(presenceRoutes, '/users/me/presence', {
         new_user_input: p.json(z.boolean()).default(false),
         slim_presence: p.json(z.boolean()).default(false),
         last_update_id: p.json(z.number().int().min(-1).max(Number.MAX_SAFE_INTEGER)).optional(),
-        history_limit_days: p.json(z.number().int().min(0).max(3650)).optional(),
+        history_limit_days: p.json(z.number().int().min(0).max(MAX_HISTORY_LIMIT_DAYS)).optional(),
       },
     },
     async ({ user, realm, params }) => {
@@ -67,18 +67,18 @@ defineRoute(presenceRoutes, '/users/:user/presence', {
   GET: userEndpoint(
     { path: { user: p.string({ maxLength: 254 }) } },
     async ({ user, realm, path }) => {
+      // Only "not found" becomes "No such user": an outage must stay an outage.
+      const notFound = (error: unknown) => {
+        if (error instanceof JsonableError) return null;
+        throw error;
+      };
       const target = /^\d+$/.test(path.user)
-        ? await accessUserById(user, Number(path.user)).catch(() => null)
-        : await accessUserByEmail(user, realm, path.user).catch(() => null);
+        ? await accessUserById(user, Number(path.user)).catch(notFound)
+        : await accessUserByEmail(user, realm, path.user).catch(notFound);
       if (!target || !target.isActive) throw new JsonableError('No such user');
       if (target.isBot) throw new JsonableError('Presence is not supported for bot users.');
-      const row = await getPrisma().userPresence.findUnique({ where: { userId: target.id } });
-      if (!row) throw new JsonableError(`No presence data for ${path.user}`);
-      const modern = modernPresence({
-        last_active_time: row.lastActiveTime,
-        last_connected_time: row.lastConnectedTime,
-        date_joined: target.dateJoined,
-      });
+      const modern = await storedPresence(target);
+      if (!modern) throw new JsonableError(`No presence data for ${path.user}`);
       const { status, timestamp } = legacyPresence(modern);
       const offline = Date.now() / 1000 - timestamp > OFFLINE_THRESHOLD_SECS;
       return {

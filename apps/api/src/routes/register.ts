@@ -14,6 +14,7 @@ import {
 } from '@parley/events';
 import { defineRoute, p } from '@parley/http';
 import { includeSubscribersParam } from '../lib/channel-params';
+import { MAX_HISTORY_LIMIT_DAYS } from '../lib/presence';
 import {
   applyEvent,
   fetchInitialState,
@@ -30,7 +31,7 @@ defineRoute(registerRoutes, '/register', {
         ...queueParams,
         fetch_event_types: p.json(z.array(z.string())).optional(),
         include_subscribers: includeSubscribersParam,
-        presence_history_limit_days: p.int({ min: 0 }).optional(),
+        presence_history_limit_days: p.int({ min: 0, max: MAX_HISTORY_LIMIT_DAYS }).optional(),
       },
     },
     async ({ user, realm, params }) => {

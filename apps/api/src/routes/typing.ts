@@ -2,20 +2,17 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { userEndpoint } from '@parley/auth';
-import { getPrisma } from '@parley/db';
 import { JsonableError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
-import { checkCanPost } from '../actions/messages';
 import { checkCanEditContent } from '../actions/message-edit';
 import {
+  checkChannelTyping,
   checkDirectTyping,
   doSendChannelTyping,
   doSendDirectTyping,
   doSendEditTyping,
 } from '../actions/typing';
 import { accessMessage, InvalidMessageError } from '../lib/messages';
-import { accessStreamById, loadPermissions } from '../lib/streams';
-import { EMPTY_TOPIC_DISPLAY_NAME } from '../presenters/messages';
 
 export const typingRoutes = Router();
 
@@ -48,13 +45,7 @@ defineRoute(typingRoutes, '/typing', {
       if (params.stream_id === undefined || params.stream_id === null)
         throw new JsonableError("Missing 'stream_id' argument");
       if (params.topic === undefined) throw new JsonableError('Missing topic');
-      if (!user.sendStreamTypingNotifications)
-        throw new JsonableError('User has disabled typing notifications for channel messages');
-      const perms = await loadPermissions(user);
-      const { stream } = await accessStreamById(perms, params.stream_id, { allowArchived: false });
-      await checkCanPost(getPrisma(), user, stream);
-      const trimmed = params.topic.trim();
-      const topic = trimmed === EMPTY_TOPIC_DISPLAY_NAME || trimmed === '(no topic)' ? '' : trimmed;
+      const { stream, topic } = await checkChannelTyping(user, params.stream_id, params.topic);
       await doSendChannelTyping(realm, user, stream, topic, params.op);
       return {};
     },
