@@ -23,6 +23,32 @@ const redact = winston.format((info) => {
   return info;
 });
 
+/** An Error as JSON can carry it: winston serializes an Error given as a field to `{}`, which
+ * loses exactly what a failure needs (message, stack, code, cause). */
+export function serializeError(error: unknown, depth = 0): unknown {
+  if (!(error instanceof Error) || depth > 5) return error;
+  const fields: Record<string, unknown> = {
+    name: error.name,
+    message: error.message,
+    stack: error.stack,
+  };
+  for (const key of ['code', 'errno', 'syscall', 'address', 'port'] as const) {
+    const value = (error as unknown as Record<string, unknown>)[key];
+    if (value !== undefined) fields[key] = value;
+  }
+  if (error.cause !== undefined) fields.cause = serializeError(error.cause, depth + 1);
+  if (error instanceof AggregateError)
+    fields.errors = error.errors.map((inner) => serializeError(inner, depth + 1));
+  return fields;
+}
+
+const errorFields = winston.format((info) => {
+  for (const key of Object.keys(info)) {
+    if (info[key] instanceof Error) info[key] = serializeError(info[key]);
+  }
+  return info;
+});
+
 export interface LoggerOptions {
   level: string;
   format: 'json' | 'pretty';
@@ -43,6 +69,7 @@ export function createLogger({ level, format, silent = false }: LoggerOptions): 
     silent,
     format: winston.format.combine(
       redact(),
+      errorFields(),
       winston.format.errors({ stack: true }),
       winston.format.timestamp(),
       rendering,
