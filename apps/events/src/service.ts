@@ -29,7 +29,10 @@ export async function startEventsService(
   const log = getLogger();
   const redis = getRedis();
   const store = new QueueStore(redis, config.EVENT_SHARDS);
-  const subscriber = createRedis(config.REDIS_URL, { maxRetriesPerRequest: null });
+  const subscriber = createRedis(config.REDIS_URL, {
+    maxRetriesPerRequest: null,
+    commandTimeout: undefined,
+  });
   const poller = new Poller({
     store,
     subscriber,
@@ -45,7 +48,13 @@ export async function startEventsService(
       ? null
       : new Fanout({
           redis,
-          connect: () => createRedis(config.REDIS_URL, { maxRetriesPerRequest: null }),
+          // A shard's blocking reads wait up to a second by design: no command timeout there;
+          // the worker's connection is dropped and renewed when its lease is.
+          connect: () =>
+            createRedis(config.REDIS_URL, {
+              maxRetriesPerRequest: null,
+              commandTimeout: undefined,
+            }),
           shards: config.EVENT_SHARDS,
           leaseMs: options.leaseMs ?? config.EVENTS_LEASE_MS,
           retainMs: config.EVENTS_LOG_RETAIN_MS,

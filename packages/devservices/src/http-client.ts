@@ -12,6 +12,7 @@ export interface JsonAnswer {
   /** null when the answer was not JSON (the caller decides whether that is a failure). */
   body: Record<string, unknown> | null;
   raw: string;
+  headers: Record<string, string | string[] | undefined>;
 }
 
 export function requestJson(
@@ -57,7 +58,7 @@ export function requestJson(
               parsed = null;
             }
           }
-          resolve({ status: res.statusCode ?? 0, body: parsed, raw });
+          resolve({ status: res.statusCode ?? 0, body: parsed, raw, headers: res.headers });
         });
       },
     );

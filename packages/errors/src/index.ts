@@ -331,6 +331,18 @@ export class InvitationError extends JsonableError {
   }
 }
 
+/** A dependency (PostgreSQL, Redis) cannot be reached: a quick 503 the client may retry,
+ * instead of a 500 or a hang. */
+export class ServiceUnavailableError extends JsonableError {
+  override readonly code = 'SERVER_NOT_READY';
+  override readonly httpStatus = 503;
+  override readonly headers: Record<string, string>;
+  constructor(retryAfterSeconds = 2) {
+    super('The server is temporarily unavailable; try again in a moment.');
+    this.headers = { 'Retry-After': String(retryAfterSeconds) };
+  }
+}
+
 // ---- Transport-level errors (no Zulip class of their own; Zulip's nginx/Django answer these) --
 
 export class PayloadTooLargeError extends JsonableError {

@@ -23,3 +23,4 @@ export {
 } from './params';
 export { healthRoutes } from './health';
 export { serve, type ServeOptions } from './serve';
+export { isDependencyDown } from './dependency-errors';

@@ -17,8 +17,10 @@ import {
   MethodNotAllowedError,
   NotFoundError,
   PayloadTooLargeError,
+  ServiceUnavailableError,
 } from '@parley/errors';
 import { getLogger, type Logger } from '@parley/logger';
+import { isDependencyDown } from './dependency-errors';
 import { sendError } from './envelope';
 
 declare module 'express-serve-static-core' {
@@ -175,6 +177,11 @@ export const errorHandler: ErrorRequestHandler = (err: unknown, _req, res, _next
   const error = toJsonableError(err);
   if (error) {
     sendError(res, error);
+    return;
+  }
+  if (isDependencyDown(err)) {
+    (res.locals.log ?? getLogger()).warn('dependency unavailable', { error: err });
+    if (!res.headersSent) sendError(res, new ServiceUnavailableError());
     return;
   }
   (res.locals.log ?? getLogger()).error('unhandled error', { error: err });
