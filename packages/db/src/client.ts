@@ -8,9 +8,17 @@ export type Db = PrismaClient;
 
 let client: PrismaClient | undefined;
 
+/** A database that does not answer (rather than refusing) must not hold requests for long:
+ * past this, connecting fails and the request answers 503 (packages/http). */
+const CONNECT_TIMEOUT_MS = 2000;
+
 export function createPrisma(databaseUrl: string, poolSize: number): PrismaClient {
   return new PrismaClient({
-    adapter: new PrismaPg({ connectionString: databaseUrl, max: poolSize }),
+    adapter: new PrismaPg({
+      connectionString: databaseUrl,
+      max: poolSize,
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    }),
   });
 }
 
