@@ -13,6 +13,7 @@ import {
   type QueueOptions,
 } from '@parley/events';
 import type { Logger } from '@parley/logger';
+import { isDependencyDown } from '@parley/http';
 import { eventForQueue } from './deliver';
 
 const ACQUIRE = `return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])`;
@@ -38,6 +39,17 @@ for i = 1, n do
 end
 redis.call('SET', KEYS[2], ARGV[2])
 return n`;
+
+// Moves a poison entry to the dead letters and past the checkpoint, if the lease still holds.
+// KEYS: lease, checkpoint, dead letters. ARGV: token, entry id, notification, error.
+const DEAD_LETTER = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
+redis.call('XADD', KEYS[3], 'MAXLEN', '~', 10000, '*', 'entry', ARGV[2], 'n', ARGV[3], 'error', ARGV[4])
+redis.call('SET', KEYS[2], ARGV[2])
+return 1`;
+
+/** Attempts at one log entry before it is set aside (failures of Redis itself never count). */
+export const MAX_DELIVERY_ATTEMPTS = 3;
 
 export interface FanoutOptions {
   /** Command connection (shared). */
@@ -224,7 +236,7 @@ class ShardWorker {
       for (const [, entries] of batch ?? []) {
         for (const [id, fields] of entries) {
           if (!this.running) return;
-          if (!(await this.deliver(id, fields))) {
+          if (!(await this.deliverOrSetAside(id, fields))) {
             // Fenced: another replica holds the lease now. Stop without touching anything.
             this.failed = true;
             this.running = false;
@@ -242,6 +254,47 @@ class ShardWorker {
           'MINID',
           compareIds(retained, last) < 0 ? retained : last,
         );
+      }
+    }
+  }
+
+  /** Fans out one entry, retrying a failure a few times; an entry that keeps failing for a
+   * reason of its own (not an unreachable Redis) goes to the dead letters, so one bad
+   * notification cannot stop the shard for good. False when the lease was lost. */
+  private async deliverOrSetAside(entryId: string, fields: string[]): Promise<boolean> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.deliver(entryId, fields);
+      } catch (error) {
+        if (!this.running || isDependencyDown(error)) throw error;
+        if (attempt < MAX_DELIVERY_ATTEMPTS) {
+          this.options.log.warn('fan-out of a log entry failed, retrying', {
+            shard: this.shard,
+            entry: entryId,
+            attempt,
+            error,
+          });
+          await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+          continue;
+        }
+        this.options.log.error('log entry set aside after repeated fan-out failures', {
+          shard: this.shard,
+          entry: entryId,
+          dead_letters: keys.deadLetters(this.shard),
+          error,
+        });
+        const moved = await this.options.redis.eval(
+          DEAD_LETTER,
+          3,
+          keys.lease(this.shard),
+          keys.checkpoint(this.shard),
+          keys.deadLetters(this.shard),
+          this.token,
+          entryId,
+          fields[1] ?? '',
+          error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+        );
+        return moved !== -1;
       }
     }
   }

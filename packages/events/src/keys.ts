@@ -13,6 +13,9 @@ export const keys = {
   shardLog: (shard: number) => `${tag(shard)}:log`,
   /** Token of the events replica that owns the shard's fan-out (SET NX PX). */
   lease: (shard: number) => `${tag(shard)}:lease`,
+  /** Log entries whose fan-out kept failing (a Redis Stream): kept for an operator to read,
+   * with the error, so the shard could move on. */
+  deadLetters: (shard: number) => `${tag(shard)}:dead`,
   /** Id of the last log entry fanned out. */
   checkpoint: (shard: number) => `${tag(shard)}:checkpoint`,
   /** Sorted set of the shard's queue ids, scored by the time they expire (ms). */
