@@ -5,11 +5,14 @@ import { disconnectRedis } from '@parley/events';
 import { serve } from '@parley/http';
 import { createLogger, setLogger } from '@parley/logger';
 import { createApp } from './app';
+import { OutboxRelay } from './outbox-relay';
 
 async function main(): Promise<void> {
   const config = getConfig();
   setLogger(createLogger({ level: config.LOG_LEVEL, format: config.LOG_FORMAT }));
   let draining = false;
+  const relay = new OutboxRelay();
+  relay.start();
   await serve(createApp({ isDraining: () => draining }), {
     name: 'api',
     port: config.PORT,
@@ -18,6 +21,7 @@ async function main(): Promise<void> {
       draining = true;
     },
     onClosed: async () => {
+      await relay.stop();
       await Promise.all([disconnectPrisma(), disconnectRedis()]);
     },
   });

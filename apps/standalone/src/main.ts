@@ -15,6 +15,7 @@ import { doCreateStreams } from '@parley/api/actions/streams';
 import { doAddSubscriptions } from '@parley/api/actions/subscriptions';
 import { generatePassword } from '@parley/api/lib/credentials';
 import { passwordHashFor } from '@parley/api/actions/users';
+import { OutboxRelay } from '@parley/api/outbox-relay';
 import { realmUrl } from '@parley/auth';
 import { eventsRouter, startEventsService } from '@parley/events-app';
 
@@ -51,6 +52,9 @@ async function main(): Promise<void> {
 
     // The events tier in the same process: long-polls and the fan-out of every shard.
     const events = await startEventsService();
+    // Publishes the events of changes whose request died between commit and publish.
+    const relay = new OutboxRelay();
+    relay.start();
     let draining = false;
     await serve(createApp({ mount: [eventsRouter(events)], isDraining: () => draining }), {
       name: 'parley',
@@ -61,6 +65,7 @@ async function main(): Promise<void> {
         events.poller.drain();
       },
       onClosed: async () => {
+        await relay.stop();
         await events.stop();
         await Promise.all([disconnectPrisma(), disconnectRedis()]);
         await stopServices();

@@ -11,6 +11,9 @@ export interface ActionContext {
   tx: Tx;
   /** Runs `callback` after the transaction commits; never if it rolls back. */
   onCommit(callback: () => Promise<void> | void): void;
+  /** Runs `callback` inside the transaction once the action is done, just before COMMIT
+   * (the event outbox writes what the action queued there). */
+  beforeCommit(callback: () => Promise<void>): void;
 }
 
 export interface RunActionOptions {
@@ -25,17 +28,34 @@ export async function runAction<T>(
 ): Promise<T> {
   const callbacks: Array<() => Promise<void> | void> = [];
   const result = await getPrisma().$transaction(
-    (tx) => action({ tx, onCommit: (callback) => callbacks.push(callback) }),
+    async (tx) => {
+      const finishing: Array<() => Promise<void>> = [];
+      const value = await action({
+        tx,
+        onCommit: (callback) => callbacks.push(callback),
+        beforeCommit: (callback) => finishing.push(callback),
+      });
+      for (const callback of finishing) await callback();
+      return value;
+    },
     { timeout: options.timeout ?? 15_000, isolationLevel: options.isolationLevel },
   );
+  crashHereIfAsked();
   for (const callback of callbacks) {
     try {
       await callback();
     } catch (error) {
       // The data is committed; failing the request now would invite a retry that repeats the
-      // change. This is the gap the architecture file documents until an outbox closes it.
+      // change. Events are safe in the outbox: its relay publishes what this did not.
       getLogger().error('after-commit callback failed', { error });
     }
   }
   return result;
+}
+
+/** Fault injection for the outbox's test: with PARLEY_FAULT_KILL_AFTER_COMMIT=1 the process
+ * dies the moment a transaction has committed, before anything is published, as an API
+ * replica killed at the worst time would. Never set outside that test. */
+function crashHereIfAsked(): void {
+  if (process.env.PARLEY_FAULT_KILL_AFTER_COMMIT === '1') process.kill(process.pid, 'SIGKILL');
 }

@@ -1,12 +1,13 @@
 export {
   allPublicStreamsKey,
   keys,
+  outboxRelayLeaseKey,
   rateLimitKeys,
   replicasKey,
   shardOf,
   uploadTokenKey,
 } from './keys';
-export { publishNotification } from './publish';
+export { publishNotification, publishOutboxRows } from './publish';
 export { makeQueueId, parseQueueId } from './queue-id';
 export { queueOptionsFromParams, queueParams, type QueueParamValues } from './queue-params';
 export {

@@ -16,6 +16,8 @@ export const keys = {
   /** Log entries whose fan-out kept failing (a Redis Stream): kept for an operator to read,
    * with the error, so the shard could move on. */
   deadLetters: (shard: number) => `${tag(shard)}:dead`,
+  /** Marks an outbox row as appended to this shard's log, so it is appended once. */
+  published: (shard: number, outboxId: string) => `${tag(shard)}:published:${outboxId}`,
   /** Id of the last log entry fanned out. */
   checkpoint: (shard: number) => `${tag(shard)}:checkpoint`,
   /** Sorted set of the shard's queue ids, scored by the time they expire (ms). */
@@ -29,6 +31,9 @@ export const keys = {
   /** List of the queue's events as JSON, oldest first. */
   queueEvents: (shard: number, queueId: string) => `${tag(shard)}:q:${queueId}:events`,
 };
+
+/** Lease of the API replica whose outbox relay is active (one at a time is enough). */
+export const outboxRelayLeaseKey = 'outbox:relay:lease';
 
 /** Live events replicas, scored by when their registration lapses (ms); used to share shards. */
 export const replicasKey = 'events:replicas';

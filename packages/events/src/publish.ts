@@ -31,3 +31,45 @@ export async function publishNotification(
   const failed = results?.find(([error]) => error);
   if (failed?.[0]) throw failed[0];
 }
+
+// Appends an outbox row's share of a notification to a shard's log unless it already was:
+// the after-commit fast path and the relay may both try the same row.
+// KEYS: log, published marker. ARGV: notification JSON, marker lifetime (s).
+const PUBLISH_ONCE = `
+if redis.call('SET', KEYS[2], '1', 'NX', 'EX', ARGV[2]) then
+  redis.call('XADD', KEYS[1], '*', 'n', ARGV[1])
+  return 1
+end
+return 0`;
+
+/** Long enough for any relay to have seen the row (it deletes rows once published). */
+const PUBLISHED_MARKER_SECONDS = 24 * 60 * 60;
+
+/** Publishes outbox rows, each exactly once per shard whoever calls (see PUBLISH_ONCE). */
+export async function publishOutboxRows(
+  redis: Redis,
+  shards: number,
+  rows: { id: string; notification: Notification }[],
+): Promise<void> {
+  if (rows.length === 0) return;
+  const pipeline = redis.pipeline();
+  for (const { id, notification } of rows) {
+    const byShard = new Map<number, number[]>();
+    for (const userId of notification.users) {
+      const shard = shardOf(userId, shards);
+      byShard.set(shard, [...(byShard.get(shard) ?? []), userId]);
+    }
+    for (const [shard, users] of byShard)
+      pipeline.eval(
+        PUBLISH_ONCE,
+        2,
+        keys.shardLog(shard),
+        keys.published(shard, id),
+        JSON.stringify({ event: notification.event, users }),
+        PUBLISHED_MARKER_SECONDS,
+      );
+  }
+  const results = await pipeline.exec();
+  const failed = results?.find(([error]) => error);
+  if (failed?.[0]) throw failed[0];
+}

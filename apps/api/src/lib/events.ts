@@ -1,18 +1,33 @@
-// Publishing from actions: events are handed to Redis only after the transaction commits.
-// Events about state nobody stores (typing) are published at once, like Zulip's
-// send_event_rollback_unsafe.
+// Publishing from actions: an action's events are written to the outbox in its transaction
+// and handed to Redis after it commits (lib/outbox.ts), so a committed change never loses
+// them. Events about state nobody stores (typing, presence) are published at once, like
+// Zulip's send_event_rollback_unsafe.
 import { getConfig } from '@parley/config';
 import type { ActionContext } from '@parley/db';
-import { getRedis, publishNotification, type ZulipEvent } from '@parley/events';
+import { getRedis, publishNotification, type Notification, type ZulipEvent } from '@parley/events';
+import { publishAndForget, writeOutbox } from './outbox';
+
+/** The notifications an action queued so far, written to the outbox just before COMMIT. */
+const pending = new WeakMap<object, Notification[]>();
 
 export function sendEventOnCommit(
-  ctx: Pick<ActionContext, 'onCommit'>,
+  ctx: Pick<ActionContext, 'tx' | 'onCommit' | 'beforeCommit'>,
   event: ZulipEvent,
   users: Iterable<number>,
 ): void {
   const recipients = [...new Set(users)];
   if (recipients.length === 0) return;
-  ctx.onCommit(() => sendEventNow(event, recipients));
+  let queued = pending.get(ctx.tx);
+  if (!queued) {
+    queued = [];
+    pending.set(ctx.tx, queued);
+    const notifications = queued;
+    ctx.beforeCommit(async () => {
+      const rows = await writeOutbox(ctx.tx, notifications);
+      ctx.onCommit(() => publishAndForget(rows));
+    });
+  }
+  queued.push({ event, users: recipients });
 }
 
 /** Publishes at once: only for events that describe no database change. */

@@ -1,0 +1,104 @@
+// The event outbox: a committed change's notifications survive the death of the process that
+// committed it, and are published exactly once however many publishers try.
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { getPrisma } from '@parley/db';
+import { freePort, requestJson } from '@parley/devservices';
+import { relayOutbox } from '../src/lib/outbox';
+import { as, captureEvents, createTestRealm, createTestUser, expectSuccess } from './helpers';
+
+const root = join(__dirname, '..', '..', '..');
+
+/** Outbox rows holding a user_settings event for `userId`. */
+const rowsFor = async (userId: number) =>
+  (
+    await getPrisma().$queryRaw<{ n: number }[]>`
+      SELECT count(*)::int AS n FROM event_outbox
+      WHERE notification->'event'->>'type' = 'user_settings'
+        AND notification->'users' @> ${JSON.stringify([userId])}::jsonb`
+  )[0]!.n;
+
+describe('the event outbox', () => {
+  it('publishes after commit and deletes the rows', async () => {
+    const org = await createTestRealm();
+    const published = await captureEvents(org.realm.id, async () => {
+      expectSuccess(await as(org.owner, org.host).patch('/settings', { enable_sounds: false }));
+    });
+    expect(published.map((entry) => entry.event.type)).toEqual(['user_settings']);
+    expect(await rowsFor(org.owner.id)).toBe(0);
+  });
+
+  it('publishes a row left behind exactly once, even with two relays at once', async () => {
+    const org = await createTestRealm();
+    const notification = {
+      event: { type: 'user_settings', op: 'update', property: 'enable_sounds', value: true },
+      users: [org.owner.id],
+    };
+    await getPrisma().$executeRaw`
+      INSERT INTO event_outbox (notification, created_at)
+      VALUES (${JSON.stringify(notification)}::jsonb, now() - interval '1 minute')`;
+    const published = await captureEvents(org.realm.id, async () => {
+      await Promise.all([relayOutbox(), relayOutbox()]);
+      await relayOutbox();
+    });
+    expect(published).toEqual([notification]);
+    expect(await rowsFor(org.owner.id)).toBe(0);
+  });
+
+  it('delivers the events of a change whose API process died right after commit', async () => {
+    const org = await createTestRealm();
+    const user = await createTestUser(org.realm);
+    const port = await freePort();
+    const replica = spawn(
+      process.execPath,
+      ['--import', 'tsx', join(root, 'apps', 'api', 'src', 'main.ts')],
+      {
+        cwd: root,
+        env: {
+          ...process.env,
+          NODE_ENV: 'production',
+          LOG_LEVEL: 'error',
+          PORT: String(port),
+          BIND_HOST: '127.0.0.1',
+          PARLEY_FAULT_KILL_AFTER_COMMIT: '1',
+        },
+        stdio: ['ignore', 'ignore', 'inherit'],
+      },
+    );
+    const exited = new Promise((resolve) => replica.once('exit', resolve));
+    try {
+      const started = Date.now();
+      while (!(await fetch(`http://127.0.0.1:${port}/ready`).catch(() => null))?.ok) {
+        if (Date.now() - started > 60_000) throw new Error('the API replica did not start');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      // The replica commits the change, then dies before publishing: the request fails.
+      const answer = await requestJson(`http://127.0.0.1:${port}`, {
+        host: org.host,
+        user,
+        method: 'PATCH',
+        path: '/api/v1/settings',
+        form: { enable_sounds: 'false' },
+      }).catch(() => null);
+      expect(answer).toBeNull();
+      await exited;
+    } finally {
+      replica.kill('SIGKILL');
+    }
+    const stored = await getPrisma().user.findUniqueOrThrow({ where: { id: user.id } });
+    expect(stored.enableSounds).toBe(false);
+    expect(await rowsFor(user.id)).toBe(1);
+    // Another replica's relay publishes it, once.
+    const published = await captureEvents(org.realm.id, async () => {
+      await relayOutbox({ olderThanMs: 0 });
+      await relayOutbox({ olderThanMs: 0 });
+    });
+    expect(published).toEqual([
+      {
+        event: { type: 'user_settings', op: 'update', property: 'enable_sounds', value: false },
+        users: [user.id],
+      },
+    ]);
+    expect(await rowsFor(user.id)).toBe(0);
+  }, 90_000);
+});
