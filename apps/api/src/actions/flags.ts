@@ -143,6 +143,18 @@ async function withoutUnsubscribedChannels(
   };
 }
 
+/** Marks the user's messages matching `which` (a condition on user_message) as read, and
+ * tells the user's clients (mark_*_as_read, and muting a user). */
+export async function doMarkAsRead(
+  ctx: ActionContext,
+  user: User,
+  realm: Realm,
+  which: Prisma.Sql,
+): Promise<void> {
+  const changed = await applyFlag(ctx.tx, user.id, 'add', 'read', which);
+  await sendFlagsEvent(ctx, user, realm, 'add', 'read', changed);
+}
+
 /** update_message_flags to the user's clients; marking unread carries message_details so
  * clients can rebuild their unread state for messages they may not have loaded. */
 export async function sendFlagsEvent(

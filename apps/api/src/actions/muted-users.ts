@@ -4,7 +4,7 @@ import { isUniqueViolation, Prisma, type ActionContext, type Realm, type User } 
 import { JsonableError } from '@parley/errors';
 import { sendEventOnCommit } from '../lib/events';
 import { mutedUsersOf } from '../lib/muted-users';
-import { applyFlag, sendFlagsEvent } from './flags';
+import { doMarkAsRead } from './flags';
 
 export async function doMuteUser(
   ctx: ActionContext,
@@ -18,14 +18,12 @@ export async function doMuteUser(
     .catch((error: unknown) => {
       throw isUniqueViolation(error) ? new JsonableError('User already muted') : error;
     });
-  const read = await applyFlag(
-    ctx.tx,
-    user.id,
-    'add',
-    'read',
+  await doMarkAsRead(
+    ctx,
+    user,
+    realm,
     Prisma.sql`message_id IN (SELECT id FROM message WHERE sender_id = ${muted.id})`,
   );
-  await sendFlagsEvent(ctx, user, realm, 'add', 'read', read);
   await sendMutedUsers(ctx, user);
 }
 

@@ -6,7 +6,7 @@ import { userEndpoint } from '@parley/auth';
 import { Prisma, runAction } from '@parley/db';
 import { JsonableError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
-import { applyFlag, checkFlag, doUpdateMessageFlags, sendFlagsEvent } from '../actions/flags';
+import { checkFlag, doMarkAsRead, doUpdateMessageFlags } from '../actions/flags';
 import { fetchMessages } from '../lib/message-fetch';
 import { narrowSchema, normalizeNarrow } from '../lib/narrow';
 import { accessStreamById, loadPermissions } from '../lib/streams';
@@ -94,10 +94,7 @@ defineRoute(flagRoutes, '/messages/flags/narrow', {
 
 defineRoute(flagRoutes, '/mark_all_as_read', {
   POST: userEndpoint({}, async ({ user, realm }) => {
-    await runAction(async (ctx) => {
-      const changed = await applyFlag(ctx.tx, user.id, 'add', 'read', Prisma.sql`TRUE`);
-      await sendFlagsEvent(ctx, user, realm, 'add', 'read', changed);
-    });
+    await runAction((ctx) => doMarkAsRead(ctx, user, realm, Prisma.sql`TRUE`));
     return { complete: true };
   }),
 });
@@ -109,14 +106,12 @@ defineRoute(flagRoutes, '/mark_stream_as_read', {
       await runAction(async (ctx) => {
         const perms = await loadPermissions(user, ctx.tx);
         const { stream } = await accessStreamById(perms, params.stream_id, { db: ctx.tx });
-        const changed = await applyFlag(
-          ctx.tx,
-          user.id,
-          'add',
-          'read',
+        await doMarkAsRead(
+          ctx,
+          user,
+          realm,
           Prisma.sql`message_id IN (SELECT id FROM message WHERE recipient_id = ${stream.recipientId})`,
         );
-        await sendFlagsEvent(ctx, user, realm, 'add', 'read', changed);
       });
       return {};
     },
@@ -135,15 +130,13 @@ defineRoute(flagRoutes, '/mark_topic_as_read', {
           SELECT id FROM message WHERE recipient_id = ${stream.recipientId}
             AND upper(subject) = upper(${topic}) LIMIT 1`;
         if (!exists) throw new JsonableError(`No such topic '${params.topic_name}'`);
-        const changed = await applyFlag(
-          ctx.tx,
-          user.id,
-          'add',
-          'read',
+        await doMarkAsRead(
+          ctx,
+          user,
+          realm,
           Prisma.sql`message_id IN (SELECT id FROM message WHERE recipient_id = ${stream.recipientId}
             AND upper(subject) = upper(${topic}))`,
         );
-        await sendFlagsEvent(ctx, user, realm, 'add', 'read', changed);
       });
       return {};
     },
