@@ -48,6 +48,9 @@ redis.call('XADD', KEYS[3], 'MAXLEN', '~', 10000, '*', 'entry', ARGV[2], 'n', AR
 redis.call('SET', KEYS[2], ARGV[2])
 return 1`;
 
+/** How long a shard's blocking read (BLOCK 1000) may take before its connection gives up. */
+export const SHARD_READ_TIMEOUT_MS = 2000;
+
 /** Attempts at one log entry before it is set aside (failures of Redis itself never count). */
 export const MAX_DELIVERY_ATTEMPTS = 3;
 
@@ -210,7 +213,21 @@ class ShardWorker {
     this.running = false;
     // Interrupts a blocking XREAD at once.
     this.connection.disconnect();
-    await this.done;
+    // Whatever the worker is waiting on, the tick that stops it must go on: a worker that has
+    // not finished within a lease period is left to finish (or fail) on its own; being fenced
+    // by its lease token, it can no longer write anything.
+    let timer: NodeJS.Timeout | undefined;
+    const finished = await Promise.race([
+      this.done.then(() => true),
+      new Promise<false>((resolve) => {
+        timer = setTimeout(() => resolve(false), this.options.leaseMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (!finished)
+      this.options.log.warn('shard worker did not stop within a lease period', {
+        shard: this.shard,
+      });
   }
 
   private async run(): Promise<void> {

@@ -3,7 +3,7 @@
 import { getConfig } from '@parley/config';
 import { createRedis, getRedis, QueueStore } from '@parley/events';
 import { getLogger } from '@parley/logger';
-import { Fanout } from './fanout';
+import { Fanout, SHARD_READ_TIMEOUT_MS } from './fanout';
 import { Poller } from './poller';
 
 export interface EventsService {
@@ -48,12 +48,15 @@ export async function startEventsService(
       ? null
       : new Fanout({
           redis,
-          // A shard's blocking reads wait up to a second by design: no command timeout there;
-          // the worker's connection is dropped and renewed when its lease is.
+          // A shard's blocking reads wait up to a second by design, so the usual command
+          // timeout does not fit them; blockingTimeout bounds them instead, including a read
+          // queued while Redis is away (ioredis would otherwise keep it forever, and the
+          // worker waiting on it with it). The connection is dropped and renewed with the lease.
           connect: () =>
             createRedis(config.REDIS_URL, {
               maxRetriesPerRequest: null,
               commandTimeout: undefined,
+              blockingTimeout: SHARD_READ_TIMEOUT_MS,
             }),
           shards: config.EVENT_SHARDS,
           leaseMs: options.leaseMs ?? config.EVENTS_LEASE_MS,

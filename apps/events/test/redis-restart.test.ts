@@ -2,14 +2,14 @@
 // without persistence, under a running events replica. The replica must take its shards back
 // and deliver again without being restarted; queues Redis lost answer BAD_EVENT_QUEUE_ID (so
 // clients register again); while Redis is down, polls get a quick JSON error, never a hang.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { getConfig } from '@parley/config';
 import { getPrisma, Role, type User } from '@parley/db';
-import { freePort, requestJson } from '@parley/devservices';
+import { freePort, requestJson, startOwnRedis, type OwnRedis } from '@parley/devservices';
 import {
   createRedis,
   defaultQueueOptions,
@@ -24,49 +24,8 @@ const SHARDS = 4;
 const LEASE_MS = 1000;
 
 const children: ChildProcess[] = [];
+let redis: OwnRedis;
 let redisPort: number;
-let redisProcess: ChildProcess | null = null;
-const redisDir = mkdtempSync(join(tmpdir(), 'parley-redis-restart-'));
-
-function redisServerBinary(): string {
-  for (const candidate of ['redis-server', '/usr/bin/redis-server', '/usr/local/bin/redis-server'])
-    if (spawnSync(candidate, ['--version']).status === 0) return candidate;
-  throw new Error('redis-server is needed for this test (apt-get install redis-server)');
-}
-
-async function startRedis(): Promise<void> {
-  redisProcess = spawn(
-    redisServerBinary(),
-    ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-    { cwd: redisDir, stdio: 'ignore' },
-  );
-  children.push(redisProcess);
-  await waitFor(
-    async () => {
-      const probe = createRedis(`redis://127.0.0.1:${redisPort}`, {
-        maxRetriesPerRequest: 0,
-        retryStrategy: () => null,
-      });
-      probe.on('error', () => undefined);
-      const ok = await probe.ping().then(
-        (answer) => answer === 'PONG',
-        () => false,
-      );
-      probe.disconnect();
-      return ok;
-    },
-    10_000,
-    'redis-server to answer',
-  );
-}
-
-async function killRedis(): Promise<void> {
-  const running = redisProcess!;
-  await new Promise((resolve) => {
-    running.once('exit', resolve);
-    running.kill('SIGKILL');
-  });
-}
 
 function startReplica(port: number): ChildProcess {
   const child = spawn(
@@ -107,6 +66,7 @@ async function waitFor(
 }
 
 afterAll(async () => {
+  await redis?.stop();
   await Promise.all(
     children
       .filter((child) => child.exitCode === null && child.signalCode === null)
@@ -123,7 +83,11 @@ afterAll(async () => {
 describe('an events replica across a Redis restart', () => {
   it('takes its shards back and delivers again; lost queues answer BAD_EVENT_QUEUE_ID', async () => {
     redisPort = await freePort();
-    await startRedis();
+    redis = await startOwnRedis({
+      port: redisPort,
+      dir: mkdtempSync(join(tmpdir(), 'parley-redis-restart-')),
+      appendOnly: false,
+    });
     const subdomain = `rr${randomBytes(5).toString('hex')}`;
     const realm = await getPrisma().realm.create({
       data: { name: 'Restart', stringId: subdomain },
@@ -187,7 +151,7 @@ describe('an events replica across a Redis restart', () => {
     await deliveredTo(client, before, 1);
     client.disconnect();
 
-    await killRedis();
+    await redis.kill();
     // Down: a poll answers quickly with a JSON error, never hangs and never crashes the replica.
     const started = Date.now();
     const down = await events(before, -1, true);
@@ -197,7 +161,7 @@ describe('an events replica across a Redis restart', () => {
     expect(down.headers['retry-after']).toBeDefined();
     expect((await fetch(`http://127.0.0.1:${port}/ready`)).status).toBe(503);
 
-    await startRedis();
+    await redis.start();
     client = connect();
     // The queue died with Redis's data: the client is told to register again.
     await waitFor(

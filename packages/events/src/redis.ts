@@ -43,7 +43,10 @@ export function getRedis(): Redis {
 export async function disconnectRedis(): Promise<void> {
   const current = client;
   client = undefined;
-  if (current) await current.quit().catch(() => current.disconnect());
+  if (!current) return;
+  // QUIT needs a connection; without one it would wait for a reconnection that may never come.
+  if (current.status === 'ready') await current.quit().catch(() => current.disconnect());
+  else current.disconnect();
 }
 
 export async function pingRedis(): Promise<boolean> {
