@@ -5,4 +5,6 @@ import { join } from 'node:path';
 
 process.env.NODE_ENV = 'test';
 process.env.LOG_LEVEL ??= 'error';
+// Every test client runs on localhost; rate-limits.test.ts turns the limits back on.
+process.env.RATE_LIMITING_EXEMPT_LOCALHOST ??= 'true';
 process.env.LOCAL_UPLOADS_DIR ??= join(tmpdir(), 'parley-test-uploads');

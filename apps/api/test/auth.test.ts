@@ -1,6 +1,6 @@
 import jwt from 'jsonwebtoken';
 import { getPrisma, Role } from '@parley/db';
-import { getRedis, rateLimitKeys } from '@parley/events';
+import { clearFailedLogins } from '@parley/auth';
 import { hashPassword } from '../src/lib/credentials';
 import {
   api,
@@ -255,7 +255,7 @@ describe('POST /fetch_api_key', () => {
       .type('form')
       .send({ username: org.owner.deliveryEmail, password: 'hunter2' });
     expectSuccess(other);
-    await getRedis().del(rateLimitKeys.failedLogins(org.realm.id, user.deliveryEmail));
+    await clearFailedLogins(org.realm.id, user.deliveryEmail);
   });
 
   it('turns an imported stub account into a regular one at its first login, and says so', async () => {

@@ -24,6 +24,7 @@ export function eventsRouter(service: EventsService): Router {
   defineRoute(router, '/events', {
     GET: userEndpoint(
       {
+        rateLimitScope: 'events',
         params: {
           queue_id: p.string({ maxLength: 100 }).optional(),
           last_event_id: p.int({ min: -1 }).optional(),
@@ -67,7 +68,7 @@ export function eventsRouter(service: EventsService): Router {
       },
     ),
     DELETE: userEndpoint(
-      { params: { queue_id: p.string({ maxLength: 100 }) } },
+      { rateLimitScope: 'events', params: { queue_id: p.string({ maxLength: 100 }) } },
       async ({ user, params }) => {
         const meta = await ownQueue(params.queue_id, user.id);
         await store.delete(meta);

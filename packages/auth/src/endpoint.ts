@@ -18,6 +18,7 @@ import {
   type ParamShape,
 } from '@parley/http';
 import { authenticate } from './basic';
+import { rateLimitIp, rateLimitUser } from './rate-limits';
 
 type NoParams = Record<never, never>;
 
@@ -37,6 +38,8 @@ export interface UserEndpointOptions {
   /** An upload endpoint: its body (with files up to these limits) is parsed only once the
    * user is authenticated. Its router must be mounted before the general body parsers. */
   uploads?: () => UploadLimits & { maxBodyBytes: number };
+  /** Whose api_by_user budget the request uses (the events tier keeps its own). */
+  rateLimitScope?: 'api' | 'events';
 }
 
 export function userEndpoint<P extends ParamShape = NoParams, Q extends ParamShape = NoParams>(
@@ -49,6 +52,7 @@ export function userEndpoint<P extends ParamShape = NoParams, Q extends ParamSha
   });
   return async (req, res, next) => {
     const user = await authenticate(req, res);
+    await rateLimitUser(req, res, user.id, spec.rateLimitScope ?? 'api');
     if (spec.humansOnly && user.isBot) throw new HumanUsersOnlyError();
     if (spec.adminOnly && user.role > Role.ADMINISTRATOR)
       throw new OrganizationAdministratorRequiredError();
@@ -60,12 +64,24 @@ export function userEndpoint<P extends ParamShape = NoParams, Q extends ParamSha
   };
 }
 
+/** An endpoint anyone may call: it counts against the caller's IP address (api_by_ip). */
+export function anonymousEndpoint<P extends ParamShape = NoParams, Q extends ParamShape = NoParams>(
+  spec: EndpointSpec<P, Q>,
+  handler: (input: EndpointInput<P, Q>) => Promise<Json> | Json,
+): RequestHandler {
+  const inner = endpoint(spec, handler);
+  return async (req, res, next) => {
+    await rateLimitIp(req, res);
+    await inner(req, res, next);
+  };
+}
+
 /** An unauthenticated endpoint that needs the organization of the Host header. */
 export function realmEndpoint<P extends ParamShape = NoParams, Q extends ParamShape = NoParams>(
   spec: EndpointSpec<P, Q>,
   handler: (input: EndpointInput<P, Q> & { realm: Realm }) => Promise<Json> | Json,
 ): RequestHandler {
-  return endpoint(spec, (input) => {
+  return anonymousEndpoint(spec, (input) => {
     const realm = input.res.locals.realm;
     if (!realm) throw new InvalidSubdomainError();
     return handler({ ...input, realm });

@@ -11,8 +11,16 @@ export {
   subdomainFromHost,
 } from './realm';
 export {
+  anonymousEndpoint,
   realmEndpoint,
   userEndpoint,
   type UserEndpointInput,
   type UserEndpointOptions,
 } from './endpoint';
+export {
+  checkLoginRateLimit,
+  clearFailedLogins,
+  rateLimitIp,
+  rateLimitUser,
+  recordFailedLogin,
+} from './rate-limits';

@@ -36,6 +36,31 @@ describe('parseConfig', () => {
     expect([config.PORT, config.TRUST_PROXY, config.EVENT_SHARDS]).toEqual([8080, true, 4]);
   });
 
+  it('merges RATE_LIMITING_RULES over Zulip’s defaults, by domain', () => {
+    expect(parseConfig(minimal).RATE_LIMITING_RULES).toEqual({
+      api_by_user: [[60, 200]],
+      api_by_ip: [[60, 100]],
+      authenticate_by_username: [[1800, 5]],
+    });
+    const rules = parseConfig({
+      ...minimal,
+      RATE_LIMITING_RULES: '{"api_by_user": [[3600, 5000], [60, 400]], "api_by_ip": []}',
+    }).RATE_LIMITING_RULES;
+    expect(rules).toEqual({
+      api_by_user: [
+        [60, 400],
+        [3600, 5000],
+      ],
+      api_by_ip: [],
+      authenticate_by_username: [[1800, 5]],
+    });
+    for (const bad of ['{', '{"api_by_users": [[60, 1]]}', '{"api_by_user": [[0, 1]]}']) {
+      expect(() => parseConfig({ ...minimal, RATE_LIMITING_RULES: bad })).toThrow(
+        /RATE_LIMITING_RULES/,
+      );
+    }
+  });
+
   it('treats empty variables as unset', () => {
     expect(parseConfig({ ...minimal, PORT: '' }).PORT).toBe(9991);
   });

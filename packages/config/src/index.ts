@@ -9,6 +9,46 @@ const bool = z
 
 const port = z.coerce.number().int().min(1).max(65535);
 
+export const RATE_LIMIT_DOMAINS = ['api_by_user', 'api_by_ip', 'authenticate_by_username'] as const;
+export type RateLimitDomain = (typeof RATE_LIMIT_DOMAINS)[number];
+type RateLimitRules = Record<RateLimitDomain, [seconds: number, requests: number][]>;
+
+/** Zulip's DEFAULT_RATE_LIMITING_RULES: (window in seconds, requests allowed in it). */
+const DEFAULT_RATE_LIMITING_RULES: RateLimitRules = {
+  api_by_user: [[60, 200]],
+  api_by_ip: [[60, 100]],
+  authenticate_by_username: [[1800, 5]],
+};
+
+/** RATE_LIMITING_RULES is JSON in Zulip's shape, merged over the defaults by domain:
+ * `{"api_by_user": [[60, 400], [3600, 10000]]}`; an empty list turns a domain's limit off. */
+const rateLimitingRules = z
+  .string()
+  .transform((text, ctx) => {
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      ctx.addIssue({ code: 'custom', message: 'must be JSON' });
+      return z.NEVER;
+    }
+  })
+  .pipe(
+    z.partialRecord(
+      z.enum(RATE_LIMIT_DOMAINS),
+      z.array(z.tuple([z.number().int().min(1), z.number().int().min(1)])),
+    ),
+  )
+  .default({})
+  .transform((rules): RateLimitRules => ({
+    ...DEFAULT_RATE_LIMITING_RULES,
+    ...Object.fromEntries(
+      Object.entries(rules).map(([domain, list]) => [
+        domain,
+        [...list].sort((a, b) => a[0] - b[0]),
+      ]),
+    ),
+  }));
+
 const schema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   /** Port of the API tier (and of the all-in-one server of the quick start). */
@@ -58,6 +98,12 @@ const schema = z.object({
   /** Trust X-Forwarded-* from the load balancer in front (nginx in infra/). */
   TRUST_PROXY: bool.default(false),
   PUSH_NOTIFICATIONS_ENABLED: bool.default(false),
+  /** Zulip's RATE_LIMITING switch. */
+  RATE_LIMITING: bool.default(true),
+  RATE_LIMITING_RULES: rateLimitingRules,
+  /** Skip the request-volume limits (not failed logins) for requests from 127.0.0.1 and ::1.
+   * Off unless set: the test suite sets it, since its clients all run on localhost. */
+  RATE_LIMITING_EXEMPT_LOCALHOST: bool.default(false),
 });
 
 export type Config = z.infer<typeof schema> & { LOG_FORMAT: 'json' | 'pretty' };

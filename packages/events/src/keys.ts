@@ -43,10 +43,10 @@ export const replicasKey = 'events:replicas';
  * gone costs the fan-out a lookup and receives nothing. */
 export const allPublicStreamsKey = (realmId: number) => `realm:${realmId}:all_public_streams_users`;
 
-/** Rate-limit counters (not per shard: any replica of the API tier reads them). */
+/** Rate-limit counters (not per shard: any replica reads them): one prefix per domain and
+ * window, followed by `:` and the counted entity (`api:<user id>`, an IP, `<realm>:<email>`). */
 export const rateLimitKeys = {
-  failedLogins: (realmId: number, username: string) =>
-    `ratelimit:authenticate_by_username:${realmId}:${username.toLowerCase()}`,
+  prefix: (domain: string, seconds: number) => `ratelimit:${domain}:${seconds}`,
 };
 
 /** A temporary download link for an upload (GET /user_uploads/{realm}/{path} in the API):

@@ -13,8 +13,8 @@ import {
 import { defineRoute, p } from '@parley/http';
 import { checkEmail, doCompleteFirstLogin, doRegenerateApiKey } from '../actions/users';
 import { verifyPassword } from '../lib/credentials';
-import { realmEndpoint, userEndpoint } from '@parley/auth';
-import { checkLoginRateLimit, recordFailedLogin } from '../lib/rate-limit';
+import { checkLoginRateLimit, realmEndpoint, recordFailedLogin, userEndpoint } from '@parley/auth';
+
 import { presentUser } from '../presenters/users';
 
 export const authRoutes = Router();

@@ -1,15 +1,15 @@
 // GET /server_settings: what a client asks before logging in (no authentication).
 import { Router } from 'express';
 import { getConfig, ZULIP_FEATURE_LEVEL, ZULIP_MERGE_BASE, ZULIP_VERSION } from '@parley/config';
-import { defineRoute, endpoint } from '@parley/http';
-import { realmUrl } from '@parley/auth';
+import { defineRoute } from '@parley/http';
+import { anonymousEndpoint, realmUrl } from '@parley/auth';
 import { realmIconUrl } from '../lib/realm-state';
 import { renderDescription } from '../presenters/realm';
 
 export const serverRoutes = Router();
 
 defineRoute(serverRoutes, '/server_settings', {
-  GET: endpoint({}, ({ req, res }) => {
+  GET: anonymousEndpoint({}, ({ req, res }) => {
     const realm = res.locals.realm;
     const passwordAuth = realm?.passwordAuthEnabled ?? true;
     const settings: Record<string, unknown> = {

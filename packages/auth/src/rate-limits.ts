@@ -1,0 +1,145 @@
+// Zulip's rate limits (its DEFAULT_RATE_LIMITING_RULES, overridable by RATE_LIMITING_RULES):
+// authenticated requests per user, unauthenticated ones per IP, failed password logins per
+// username. Counted in Redis by rate-limiter-flexible, so every replica of a tier shares one
+// count. Fixed windows: a window opens with the first request it counts.
+//
+// While Redis is down a replica counts in its own memory instead (the library's insurance
+// limiter): requests that do not otherwise need Redis keep working, still limited.
+import type { Request, Response } from 'express';
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { getConfig, type Config, type RateLimitDomain } from '@parley/config';
+import { RateLimitedError } from '@parley/errors';
+import { getRedis, rateLimitKeys } from '@parley/events';
+
+/** Each domain's rules, shortest window first; a request must pass all of them. */
+type Limiters = Record<RateLimitDomain, { seconds: number; limiter: RateLimiterRedis }[]>;
+
+let built: { config: Config; redis: ReturnType<typeof getRedis>; limiters: Limiters } | undefined;
+
+function limiters(): Limiters {
+  const config = getConfig();
+  const redis = getRedis();
+  if (built?.config === config && built.redis === redis) return built.limiters;
+  const limitersByDomain = Object.fromEntries(
+    Object.entries(config.RATE_LIMITING_RULES).map(([domain, rules]) => [
+      domain,
+      rules.map(([seconds, points]) => ({
+        seconds,
+        limiter: new RateLimiterRedis({
+          storeClient: redis,
+          keyPrefix: rateLimitKeys.prefix(domain, seconds),
+          points,
+          duration: seconds,
+          rejectIfRedisNotReady: true,
+          insuranceLimiter: new RateLimiterMemory({ points, duration: seconds }),
+        }),
+      })),
+    ]),
+  ) as Limiters;
+  built = { config, redis, limiters: limitersByDomain };
+  return limitersByDomain;
+}
+
+/** What Zulip's X-RateLimit-* headers report for the rules a request passed. */
+interface RateLimitState {
+  /** The request allowance of the longest window. */
+  limit: number;
+  remaining: number;
+  /** Seconds until every window that counted this request has closed. */
+  secondsToFreedom: number;
+}
+
+/** Counts one request for `key` under every rule of `domain`; throws RateLimitedError when a
+ * rule is exceeded. */
+async function consume(domain: RateLimitDomain, key: string): Promise<RateLimitState | null> {
+  const rules = limiters()[domain];
+  if (rules.length === 0) return null;
+  const results = await Promise.all(
+    rules.map(({ limiter }) =>
+      limiter.consume(key).catch((rejection: unknown) => {
+        if (rejection instanceof RateLimiterRes) return rejection;
+        throw rejection;
+      }),
+    ),
+  );
+  const exceeded = results.filter((res, i) => res.consumedPoints > rules[i]!.limiter.points);
+  if (exceeded.length > 0) {
+    throw new RateLimitedError(Math.max(...exceeded.map((res) => res.msBeforeNext)) / 1000);
+  }
+  return {
+    limit: rules[rules.length - 1]!.limiter.points,
+    remaining: Math.min(...results.map((res) => res.remainingPoints)),
+    secondsToFreedom: Math.max(...results.map((res) => res.msBeforeNext)) / 1000,
+  };
+}
+
+function exempt(req: Request, config: Config): boolean {
+  if (!config.RATE_LIMITING) return true;
+  return config.RATE_LIMITING_EXEMPT_LOCALHOST && isLocalAddress(req.ip);
+}
+
+function isLocalAddress(ip: string | undefined): boolean {
+  return ip === '127.0.0.1' || ip === '::1' || ip === '::ffff:127.0.0.1';
+}
+
+function setHeaders(res: Response, state: RateLimitState | null): void {
+  if (!state) return;
+  res.set({
+    'X-RateLimit-Limit': String(state.limit),
+    'X-RateLimit-Remaining': String(state.remaining),
+    'X-RateLimit-Reset': String(Math.floor(Date.now() / 1000 + state.secondsToFreedom)),
+  });
+}
+
+/** Zulip's api_by_user. `scope` separates the tiers' budgets: as in Zulip, where Tornado
+ * counts its own long-polls, polling for events does not use up the budget for API calls. */
+export async function rateLimitUser(
+  req: Request,
+  res: Response,
+  userId: number,
+  scope: 'api' | 'events',
+): Promise<void> {
+  const config = getConfig();
+  if (exempt(req, config)) return;
+  setHeaders(res, await consume('api_by_user', `${scope}:${userId}`));
+}
+
+/** Zulip's api_by_ip, for requests made without credentials. */
+export async function rateLimitIp(req: Request, res: Response): Promise<void> {
+  const config = getConfig();
+  if (exempt(req, config)) return;
+  setHeaders(res, await consume('api_by_ip', req.ip ?? 'unknown'));
+}
+
+/** Zulip's authenticate_by_username: only failures count, and localhost is never exempt
+ * (a guessed password is as bad from anywhere). */
+export async function checkLoginRateLimit(realmId: number, username: string): Promise<void> {
+  if (!getConfig().RATE_LIMITING) return;
+  const key = loginKey(realmId, username);
+  for (const { limiter } of limiters().authenticate_by_username) {
+    const res = await limiter.get(key);
+    if (res && res.consumedPoints >= limiter.points) {
+      throw new RateLimitedError(res.msBeforeNext / 1000);
+    }
+  }
+}
+
+export async function recordFailedLogin(realmId: number, username: string): Promise<void> {
+  if (!getConfig().RATE_LIMITING) return;
+  const key = loginKey(realmId, username);
+  await Promise.all(
+    limiters().authenticate_by_username.map(({ limiter }) =>
+      limiter.consume(key).catch((rejection: unknown) => {
+        if (!(rejection instanceof RateLimiterRes)) throw rejection;
+      }),
+    ),
+  );
+}
+
+/** Forgets a user's failed logins (tests, and an operator unlocking an account). */
+export async function clearFailedLogins(realmId: number, username: string): Promise<void> {
+  const key = loginKey(realmId, username);
+  await Promise.all(limiters().authenticate_by_username.map(({ limiter }) => limiter.delete(key)));
+}
+
+const loginKey = (realmId: number, username: string) => `${realmId}:${username.toLowerCase()}`;
