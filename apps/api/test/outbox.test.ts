@@ -45,6 +45,28 @@ describe('the event outbox', () => {
     expect(await rowsFor(org.owner.id)).toBe(0);
   });
 
+  it('publishes rows still waiting from before ahead of a new change, in commit order', async () => {
+    const org = await createTestRealm();
+    // A row whose publish failed a moment ago (too recent for the relay to take yet).
+    const waiting = {
+      event: { type: 'user_settings', op: 'update', property: 'enable_sounds', value: true },
+      users: [org.owner.id],
+    };
+    await getPrisma().$executeRaw`
+      INSERT INTO event_outbox (notification) VALUES (${JSON.stringify(waiting)}::jsonb)`;
+    const published = await captureEvents(org.realm.id, async () => {
+      expectSuccess(await as(org.owner, org.host).patch('/settings', { enable_sounds: false }));
+    });
+    expect(published).toEqual([
+      waiting,
+      {
+        event: { type: 'user_settings', op: 'update', property: 'enable_sounds', value: false },
+        users: [org.owner.id],
+      },
+    ]);
+    expect(await rowsFor(org.owner.id)).toBe(0);
+  });
+
   it('delivers the events of a change whose API process died right after commit', async () => {
     const org = await createTestRealm();
     const user = await createTestUser(org.realm);

@@ -5,7 +5,7 @@
 import { getConfig } from '@parley/config';
 import type { ActionContext } from '@parley/db';
 import { getRedis, publishNotification, type Notification, type ZulipEvent } from '@parley/events';
-import { publishAndForget, writeOutbox } from './outbox';
+import { publishCommitted, writeOutbox } from './outbox';
 
 /** The notifications an action queued so far, written to the outbox just before COMMIT. */
 const pending = new WeakMap<object, Notification[]>();
@@ -23,8 +23,8 @@ export function sendEventOnCommit(
     pending.set(ctx.tx, queued);
     const notifications = queued;
     ctx.beforeCommit(async () => {
-      const rows = await writeOutbox(ctx.tx, notifications);
-      ctx.onCommit(() => publishAndForget(rows));
+      const written = await writeOutbox(ctx.tx, notifications);
+      ctx.onCommit(() => publishCommitted(written));
     });
   }
   queued.push({ event, users: recipients });

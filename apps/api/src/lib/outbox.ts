@@ -12,21 +12,48 @@ export interface OutboxRow {
   notification: Notification;
 }
 
+export interface OutboxWrite {
+  rows: OutboxRow[];
+  /** Committed rows older than these were still waiting to be published when they were
+   * written (a publish failed, or its process died): they must go out first. */
+  olderWaiting: boolean;
+}
+
 /** Writes notifications in the caller's transaction, in order; returns their rows. */
-export async function writeOutbox(tx: Tx, notifications: Notification[]): Promise<OutboxRow[]> {
-  if (notifications.length === 0) return [];
-  const rows = await tx.$queryRaw<{ id: bigint }[]>`
+export async function writeOutbox(tx: Tx, notifications: Notification[]): Promise<OutboxWrite> {
+  if (notifications.length === 0) return { rows: [], olderWaiting: false };
+  // The subquery runs on the statement's snapshot: it sees committed rows still waiting, not
+  // the ones inserted here. Asking costs an index probe, not a statement.
+  const rows = await tx.$queryRaw<{ id: bigint; oldest: bigint | null }[]>`
     INSERT INTO event_outbox (notification)
     SELECT n FROM unnest(${notifications.map((n) => JSON.stringify(n))}::jsonb[])
       WITH ORDINALITY AS t(n, i)
     ORDER BY i
-    RETURNING id`;
+    RETURNING id, (SELECT min(id) FROM event_outbox) AS oldest`;
   // RETURNING follows the insertion order, which ORDER BY i fixes.
-  return rows.map((row, index) => ({ id: row.id.toString(), notification: notifications[index]! }));
+  return {
+    rows: rows.map((row, index) => ({
+      id: row.id.toString(),
+      notification: notifications[index]!,
+    })),
+    olderWaiting: rows[0]!.oldest !== null && rows[0]!.oldest < rows[0]!.id,
+  };
 }
 
-/** Publishes rows, then deletes them; a failure leaves them to the relay. */
-export async function publishAndForget(rows: OutboxRow[]): Promise<void> {
+/** After commit: publishes the rows, then deletes them; a failure leaves them to the relay.
+ * Rows still waiting from before go first, in order, so that clients see changes in the
+ * order they were committed even after a failed publish. */
+export async function publishCommitted(write: OutboxWrite): Promise<void> {
+  if (write.rows.length === 0) return;
+  if (write.olderWaiting) {
+    const first = write.rows[0]!.id;
+    while ((await relayOutbox({ olderThanMs: 0, below: first })) > 0);
+  }
+  await publishAndForget(write.rows);
+}
+
+/** Publishes rows, then deletes them. */
+async function publishAndForget(rows: OutboxRow[]): Promise<void> {
   if (rows.length === 0) return;
   await publishOutboxRows(getRedis(), getConfig().EVENT_SHARDS, rows);
   await getPrisma().$executeRaw`
@@ -40,11 +67,18 @@ export const RELAY_AFTER_MS = 5_000;
  * died. Returns how many rows it handled. */
 export async function relayOutbox({
   olderThanMs = RELAY_AFTER_MS,
+  below,
   limit = 500,
-}: { olderThanMs?: number; limit?: number } = {}): Promise<number> {
+}: {
+  olderThanMs?: number;
+  /** Only rows with smaller ids. */
+  below?: string;
+  limit?: number;
+} = {}): Promise<number> {
   const cutoff = new Date(Date.now() - olderThanMs);
   const rows = await getPrisma().$queryRaw<{ id: bigint; notification: Notification }[]>`
-    SELECT id, notification FROM event_outbox WHERE created_at < ${cutoff}
+    SELECT id, notification FROM event_outbox
+    WHERE created_at <= ${cutoff} AND id < ${below ?? '9223372036854775807'}::bigint
     ORDER BY id LIMIT ${limit}`;
   await publishAndForget(
     rows.map((row) => ({ id: row.id.toString(), notification: row.notification })),
