@@ -10,18 +10,19 @@ const NETWORK_CODES = new Set([
   'EHOSTUNREACH',
   'ENOTFOUND',
   'EAI_AGAIN',
-  // PostgreSQL: the server is starting, shutting down, or refuses connections.
-  '57P01',
-  '57P02',
-  '57P03',
-  '53300',
   // Prisma: cannot reach, timed out, connection closed.
   'P1001',
   'P1002',
   'P1017',
 ]);
 
+/** PostgreSQL SQLSTATEs: connection exceptions (class 08); the server shutting down, crashed or
+ * starting (57P01-57P03); too many connections. */
+const UNAVAILABLE_SQLSTATE = /^(08[0-9A-Z]{3}|57P0[123]|53300)$/;
+
 const MESSAGES = [
+  // Prisma's raw-query failures (P2010) carry the server's SQLSTATE only in their text.
+  /Code: `(08[0-9A-Z]{3}|57P0[123]|53300)`/,
   /^Connection is closed/,
   /Stream isn't writeable/,
   /Reached the max retries per request limit/,
@@ -33,16 +34,19 @@ const MESSAGES = [
 
 export function isDependencyDown(error: unknown, depth = 0): boolean {
   if (!error || typeof error !== 'object' || depth > 5) return false;
-  const { name, code, message, cause, errors } = error as {
+  const { name, code, message, cause, errors, meta } = error as {
     name?: string;
     code?: unknown;
     message?: unknown;
     cause?: unknown;
     errors?: unknown;
+    meta?: { code?: unknown };
   };
   if (name === 'MaxRetriesPerRequestError' || name === 'PrismaClientInitializationError')
     return true;
-  if (typeof code === 'string' && NETWORK_CODES.has(code)) return true;
+  if (typeof code === 'string' && (NETWORK_CODES.has(code) || UNAVAILABLE_SQLSTATE.test(code)))
+    return true;
+  if (typeof meta?.code === 'string' && UNAVAILABLE_SQLSTATE.test(meta.code)) return true;
   if (typeof message === 'string' && MESSAGES.some((pattern) => pattern.test(message))) return true;
   if (Array.isArray(errors) && errors.some((inner) => isDependencyDown(inner, depth + 1)))
     return true;
