@@ -31,6 +31,9 @@ export interface ApiAppOptions {
    * the events tier's routes here). */
   mount?: Router[];
   isDraining?: () => boolean;
+  /** /ready checks besides PostgreSQL and Redis (the all-in-one server adds the events
+   * tier's). */
+  readiness?: Record<string, () => Promise<boolean>>;
 }
 
 /** The /api/v1 router: realm resolution, body parsing and every resource's routes. */
@@ -75,7 +78,10 @@ export function createApp(options: ApiAppOptions = {}): express.Express {
   app.set('trust proxy', config.TRUST_PROXY);
   app.use(requestContext());
   app.use(
-    healthRoutes({ postgres: pingDatabase, redis: pingRedis }, options.isDraining ?? (() => false)),
+    healthRoutes(
+      { postgres: pingDatabase, redis: pingRedis, ...options.readiness },
+      options.isDraining ?? (() => false),
+    ),
   );
   for (const router of options.mount ?? []) app.use('/api/v1', router);
   app.use('/api/v1', apiRouter());

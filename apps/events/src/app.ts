@@ -10,6 +10,16 @@ import type { EventsService } from './service';
 export { eventsRouter } from './routes';
 export { startEventsService, type EventsService, type EventsServiceOptions } from './service';
 
+/** What /ready checks on an events replica: its dependencies, and that it delivers. */
+export function readinessChecks(service: EventsService): Record<string, () => Promise<boolean>> {
+  const fanout = service.fanout;
+  return {
+    postgres: pingDatabase,
+    redis: pingRedis,
+    ...(fanout ? { shards: () => fanout.isServing() } : {}),
+  };
+}
+
 export function createApp(
   service: EventsService,
   options: { isDraining?: () => boolean } = {},
@@ -19,9 +29,7 @@ export function createApp(
   app.set('query parser', 'simple');
   app.use(requestContext());
   // Postgres is read only to authenticate; the fan-out never touches it.
-  app.use(
-    healthRoutes({ postgres: pingDatabase, redis: pingRedis }, options.isDraining ?? (() => false)),
-  );
+  app.use(healthRoutes(readinessChecks(service), options.isDraining ?? (() => false)));
   app.use('/api/v1', eventsRouter(service));
   app.use(notFound);
   app.use(errorHandler);

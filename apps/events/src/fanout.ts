@@ -95,6 +95,17 @@ export class Fanout {
     return [...this.held.keys()].sort((a, b) => a - b);
   }
 
+  /** Whether this replica does its share: it holds a shard, or other replicas hold them all
+   * (with more replicas than shards some hold none). A replica holding nothing while a shard
+   * has no owner is not ready: nobody delivers that shard's events. */
+  async isServing(): Promise<boolean> {
+    if (this.stopped) return false;
+    if (this.held.size > 0) return true;
+    const { redis, shards } = this.options;
+    const leases = await redis.mget(Array.from({ length: shards }, (_, s) => keys.lease(s)));
+    return leases.every((lease) => lease !== null);
+  }
+
   /** Stops reading and releases every lease so another replica takes over at once. */
   async stop(): Promise<void> {
     this.stopped = true;
@@ -205,7 +216,9 @@ class ShardWorker {
     this.running = true;
     this.done = this.run().catch((error: unknown) => {
       this.failed = true;
-      this.options.log.error('shard worker failed', { shard: this.shard, error });
+      // Redis going away is an outage the balancer recovers from, not a bug.
+      const level = isDependencyDown(error) ? 'warn' : 'error';
+      this.options.log[level]('shard worker failed', { shard: this.shard, error });
     });
   }
 

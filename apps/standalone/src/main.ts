@@ -17,7 +17,7 @@ import { generatePassword } from '@parley/api/lib/credentials';
 import { passwordHashFor } from '@parley/api/actions/users';
 import { OutboxRelay } from '@parley/api/outbox-relay';
 import { realmUrl } from '@parley/auth';
-import { eventsRouter, startEventsService } from '@parley/events-app';
+import { eventsRouter, readinessChecks, startEventsService } from '@parley/events-app';
 
 const DEMO_OWNER = { email: 'desdemona@example.com', fullName: 'Desdemona' };
 
@@ -56,7 +56,12 @@ async function main(): Promise<void> {
     const relay = new OutboxRelay();
     relay.start();
     let draining = false;
-    await serve(createApp({ mount: [eventsRouter(events)], isDraining: () => draining }), {
+    const app = createApp({
+      mount: [eventsRouter(events)],
+      isDraining: () => draining,
+      readiness: readinessChecks(events),
+    });
+    await serve(app, {
       name: 'parley',
       port: config.PORT,
       host: config.BIND_HOST,
