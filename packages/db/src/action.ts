@@ -53,9 +53,11 @@ export async function runAction<T>(
   return result;
 }
 
-/** Fault injection for the outbox's test: with PARLEY_FAULT_KILL_AFTER_COMMIT=1 the process
- * dies the moment a transaction has committed, before anything is published, as an API
- * replica killed at the worst time would. Never set outside that test. */
+/** Fault injection for the fault tests: with PARLEY_FAULT_KILL_AFTER_COMMIT=N the process
+ * dies the moment its Nth transaction has committed, before anything is published, as an API
+ * replica killed at the worst time would. Never set outside those tests. */
+let commits = 0;
 function crashHereIfAsked(): void {
-  if (process.env.PARLEY_FAULT_KILL_AFTER_COMMIT === '1') process.kill(process.pid, 'SIGKILL');
+  const after = Number(process.env.PARLEY_FAULT_KILL_AFTER_COMMIT ?? 0);
+  if (after > 0 && ++commits >= after) process.kill(process.pid, 'SIGKILL');
 }

@@ -24,6 +24,8 @@ export function requestJson(
     path: string;
     form?: Record<string, string>;
     agent?: Agent;
+    /** Gives up (rejecting with a TimeoutError) when the whole answer takes longer. */
+    timeoutMs?: number;
   },
 ): Promise<JsonAnswer> {
   const body = options.form ? new URLSearchParams(options.form).toString() : undefined;
@@ -63,6 +65,14 @@ export function requestJson(
       },
     );
     req.on('error', reject);
+    if (options.timeoutMs !== undefined) {
+      const timer = setTimeout(() => {
+        const error = new Error(`no answer within ${options.timeoutMs} ms`);
+        error.name = 'TimeoutError';
+        req.destroy(error);
+      }, options.timeoutMs);
+      req.on('close', () => clearTimeout(timer));
+    }
     req.end(body);
   });
 }

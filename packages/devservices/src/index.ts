@@ -146,7 +146,7 @@ async function startEmbeddedPostgres(
   return {
     url,
     describe: `embedded PostgreSQL on 127.0.0.1:${EMBEDDED_PG_PORT} (data in ${dataDir})`,
-    stop: () => server.stop(),
+    stop: () => server.close(),
   };
 }
 

