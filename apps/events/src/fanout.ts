@@ -40,13 +40,14 @@ end
 redis.call('SET', KEYS[2], ARGV[2])
 return n`;
 
-// Moves a poison entry to the dead letters and past the checkpoint, if the lease still holds.
+// Moves a poison entry to the dead letters and past the checkpoint, if the lease still holds;
+// returns how many dead letters the shard now keeps.
 // KEYS: lease, checkpoint, dead letters. ARGV: token, entry id, notification, error.
 const DEAD_LETTER = `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
 redis.call('XADD', KEYS[3], 'MAXLEN', '~', 10000, '*', 'entry', ARGV[2], 'n', ARGV[3], 'error', ARGV[4])
 redis.call('SET', KEYS[2], ARGV[2])
-return 1`;
+return redis.call('XLEN', KEYS[3])`;
 
 /** How long a shard's blocking read (BLOCK 1000) may take before its connection gives up. */
 export const SHARD_READ_TIMEOUT_MS = 2000;
@@ -307,13 +308,7 @@ class ShardWorker {
           await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
           continue;
         }
-        this.options.log.error('log entry set aside after repeated fan-out failures', {
-          shard: this.shard,
-          entry: entryId,
-          dead_letters: keys.deadLetters(this.shard),
-          error,
-        });
-        const moved = await this.options.redis.eval(
+        const kept = (await this.options.redis.eval(
           DEAD_LETTER,
           3,
           keys.lease(this.shard),
@@ -323,8 +318,16 @@ class ShardWorker {
           entryId,
           fields[1] ?? '',
           error instanceof Error ? `${error.name}: ${error.message}` : String(error),
-        );
-        return moved !== -1;
+        )) as number;
+        if (kept === -1) return false;
+        this.options.log.error('log entry set aside after repeated fan-out failures', {
+          shard: this.shard,
+          entry: entryId,
+          dead_letters: keys.deadLetters(this.shard),
+          dead_letter_count: kept,
+          error,
+        });
+        return true;
       }
     }
   }

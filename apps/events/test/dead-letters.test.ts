@@ -39,6 +39,8 @@ it('sets a poison log entry aside and keeps delivering the ones after it', async
   await redis.xadd(keys.shardLog(0), '*', 'n', '{not json');
   await publishNotification(redis, SHARDS, { event: { type: 'sequence', seq: 1 }, users: [7] });
 
+  const log = getLogger();
+  const logged = jest.spyOn(log, 'error');
   fanout = new Fanout({
     redis,
     connect: () => createRedis(redisUrl, { maxRetriesPerRequest: null, commandTimeout: undefined }),
@@ -46,7 +48,7 @@ it('sets a poison log entry aside and keeps delivering the ones after it', async
     leaseMs: 1000,
     retainMs: 60_000,
     gcIntervalMs: 60_000,
-    log: getLogger(),
+    log,
   });
   fanout.start();
 
@@ -68,4 +70,11 @@ it('sets a poison log entry aside and keeps delivering the ones after it', async
   );
   expect(fields).toMatchObject({ n: '{not json', error: expect.stringMatching(/^SyntaxError/) });
   expect(MAX_DELIVERY_ATTEMPTS).toBeGreaterThan(1);
+  // Logged once, with its error and the shard's count of dead letters.
+  expect(logged).toHaveBeenCalledTimes(1);
+  expect(logged.mock.calls[0]).toEqual([
+    'log entry set aside after repeated fan-out failures',
+    expect.objectContaining({ shard: 0, dead_letter_count: 1, error: expect.any(SyntaxError) }),
+  ]);
+  logged.mockRestore();
 }, 20_000);
