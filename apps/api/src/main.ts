@@ -1,4 +1,5 @@
 // The API tier as its own process (docker-compose runs several behind nginx).
+import { stopAuthCache } from '@parley/auth';
 import { getConfig } from '@parley/config';
 import { disconnectPrisma } from '@parley/db';
 import { disconnectRedis } from '@parley/events';
@@ -22,7 +23,7 @@ async function main(): Promise<void> {
     },
     onClosed: async () => {
       await relay.stop();
-      await Promise.all([disconnectPrisma(), disconnectRedis()]);
+      await Promise.all([disconnectPrisma(), disconnectRedis(), stopAuthCache()]);
     },
   });
 }

@@ -1,4 +1,5 @@
 // The events tier as its own process (docker-compose runs several behind nginx).
+import { stopAuthCache } from '@parley/auth';
 import { getConfig } from '@parley/config';
 import { disconnectPrisma } from '@parley/db';
 import { disconnectRedis } from '@parley/events';
@@ -23,7 +24,7 @@ async function main(): Promise<void> {
     },
     onClosed: async () => {
       await service.stop();
-      await Promise.all([disconnectRedis(), disconnectPrisma()]);
+      await Promise.all([disconnectRedis(), disconnectPrisma(), stopAuthCache()]);
     },
   });
 }

@@ -16,7 +16,7 @@ import { doAddSubscriptions } from '@parley/api/actions/subscriptions';
 import { generatePassword } from '@parley/api/lib/credentials';
 import { passwordHashFor } from '@parley/api/actions/users';
 import { OutboxRelay } from '@parley/api/outbox-relay';
-import { realmUrl } from '@parley/auth';
+import { realmUrl, stopAuthCache } from '@parley/auth';
 import { eventsRouter, readinessChecks, startEventsService } from '@parley/events-app';
 
 const DEMO_OWNER = { email: 'desdemona@example.com', fullName: 'Desdemona' };
@@ -72,7 +72,7 @@ async function main(): Promise<void> {
       onClosed: async () => {
         await relay.stop();
         await events.stop();
-        await Promise.all([disconnectPrisma(), disconnectRedis()]);
+        await Promise.all([disconnectPrisma(), disconnectRedis(), stopAuthCache()]);
         await stopServices();
       },
     });

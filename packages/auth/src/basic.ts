@@ -5,7 +5,8 @@ import { timingSafeEqual } from 'node:crypto';
 import type { Request, Response } from 'express';
 import passport from 'passport';
 import { BasicStrategy } from 'passport-http';
-import { getPrisma, idsByLowerEquals, type Realm, type User } from '@parley/db';
+import { getPrisma, type Realm, type User } from '@parley/db';
+import { authCache, type UserWithRealm } from './auth-cache';
 import { JsonableError, UnauthorizedError } from '@parley/errors';
 
 const API_KEY = /^[A-Za-z0-9]{32}$/;
@@ -25,23 +26,18 @@ export async function validateApiKey(
 ): Promise<User> {
   const apiKey = rawKey.trim();
   if (!API_KEY.test(apiKey)) throw new UnauthorizedError('Malformed API key');
-  const db = getPrisma();
   // Look the user up by address and compare keys in constant time, so response timing says
   // nothing about which keys exist.
-  const ids = realm
-    ? await idsByLowerEquals(db, 'user_profile', 'delivery_email', realm.id, [email.trim()])
-    : [];
-  const [candidate] = await db.user.findMany({
-    where: { id: { in: ids } },
-    include: { realm: true },
-    take: 1,
-  });
-  let user: (User & { realm: Realm }) | undefined;
+  const candidate = realm ? await authCache().userByEmail(realm, email) : null;
+  let user: UserWithRealm | undefined;
   if (candidate && sameKey(candidate.apiKey, apiKey)) {
     user = candidate;
   } else {
     // A valid key for this address in another organization gets Zulip's subdomain message.
-    const elsewhere = await db.user.findUnique({ where: { apiKey }, include: { realm: true } });
+    const elsewhere = await getPrisma().user.findUnique({
+      where: { apiKey },
+      include: { realm: true },
+    });
     if (!elsewhere || elsewhere.deliveryEmail.toLowerCase() !== email.trim().toLowerCase()) {
       throw new UnauthorizedError('Invalid API key');
     }

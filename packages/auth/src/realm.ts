@@ -2,8 +2,9 @@
 // organization (subdomain ""), `sub.EXTERNAL_HOST` the organization `sub`.
 import type { RequestHandler } from 'express';
 import { getConfig } from '@parley/config';
-import { getPrisma, type Realm } from '@parley/db';
+import type { Realm } from '@parley/db';
 import { InvalidSubdomainError } from '@parley/errors';
+import { authCache } from './auth-cache';
 
 declare module 'express-serve-static-core' {
   interface Locals {
@@ -60,7 +61,7 @@ export function realmUrl(realm: Pick<Realm, 'stringId'>): string {
 
 export const resolveRealm: RequestHandler = async (req, res, next) => {
   const subdomain = subdomainFromHost(req.get('host') ?? '', getConfig().EXTERNAL_HOST);
-  const realm = await getPrisma().realm.findUnique({ where: { stringId: subdomain } });
+  const realm = await authCache().realmBySubdomain(subdomain);
   if (!realm && subdomain !== '') throw new InvalidSubdomainError();
   res.locals.realm = realm;
   if (realm) res.locals.logContext.realm_id = realm.id;

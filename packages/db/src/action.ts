@@ -22,11 +22,29 @@ export interface RunActionOptions {
   timeout?: number;
 }
 
+/** Called after a commit with the user_profile and realm rows it changed ("table:id"): the
+ * in-process caches of authentication drop them before the next request (other processes learn
+ * it from the NOTIFY of the same trigger, migration 20261123040000_auth_change_marker). */
+export type AuthChangeListener = (changes: string[]) => void;
+const authChangeListeners = new Set<AuthChangeListener>();
+
+export function onCommittedAuthChanges(listener: AuthChangeListener): () => void {
+  authChangeListeners.add(listener);
+  return () => authChangeListeners.delete(listener);
+}
+
+async function changedAuthRows(tx: Tx): Promise<string[]> {
+  const [row] = await tx.$queryRaw<{ changed: string | null }[]>`
+    SELECT current_setting('parley.auth_changed', true) AS changed`;
+  return (row?.changed ?? '').split(',').filter(Boolean);
+}
+
 export async function runAction<T>(
   action: (ctx: ActionContext) => Promise<T>,
   options: RunActionOptions = {},
 ): Promise<T> {
   const callbacks: Array<() => Promise<void> | void> = [];
+  let authChanges: string[] = [];
   const result = await getPrisma().$transaction(
     async (tx) => {
       const finishing: Array<() => Promise<void>> = [];
@@ -36,11 +54,13 @@ export async function runAction<T>(
         beforeCommit: (callback) => finishing.push(callback),
       });
       for (const callback of finishing) await callback();
+      authChanges = await changedAuthRows(tx);
       return value;
     },
     { timeout: options.timeout ?? 15_000, isolationLevel: options.isolationLevel },
   );
   crashHereIfAsked();
+  if (authChanges.length > 0) for (const listener of authChangeListeners) listener(authChanges);
   for (const callback of callbacks) {
     try {
       await callback();

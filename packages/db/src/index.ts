@@ -1,5 +1,12 @@
 export { createPrisma, disconnectPrisma, getPrisma, pingDatabase, type Db } from './client';
-export { runAction, type ActionContext, type RunActionOptions, type Tx } from './action';
+export {
+  onCommittedAuthChanges,
+  runAction,
+  type ActionContext,
+  type AuthChangeListener,
+  type RunActionOptions,
+  type Tx,
+} from './action';
 export {
   bitmaskToFlags,
   flagBit,
@@ -15,6 +22,7 @@ export {
   ROLE_NAMES,
   type RoleValue,
 } from './roles';
+export { ChangeListener, type ChangeHandlers } from './change-listener';
 export { isUniqueViolation } from './prisma-errors';
 export { idsByLowerEquals } from './lookup';
 export { Prisma } from '@prisma/client';

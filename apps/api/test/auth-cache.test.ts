@@ -1,0 +1,122 @@
+// Authentication from memory: after a first request, the organization and the user are not
+// read again. Every change that affects them (a new API key, deactivation, a new role, a new
+// address, the organization's settings) takes effect on the next request: at once when an
+// endpoint made it in this process, and as soon as the NOTIFY arrives when anything else did
+// (another replica, plain SQL; the tests wait for it with sync()).
+import pg from 'pg';
+import { authCache, stopAuthCache } from '@parley/auth';
+import { getPrisma, Role } from '@parley/db';
+import {
+  api,
+  as,
+  createTestRealm,
+  createTestUser,
+  expectError,
+  expectSuccess,
+  type TestRealm,
+} from './helpers';
+
+/** Statements sent to PostgreSQL while `run` runs (this process, every connection). */
+async function countStatements(run: () => Promise<unknown>): Promise<number> {
+  const spy = jest.spyOn(pg.Client.prototype, 'query');
+  try {
+    await run();
+    return spy.mock.calls.length;
+  } finally {
+    spy.mockRestore();
+  }
+}
+
+let org: TestRealm;
+
+beforeAll(async () => {
+  org = await createTestRealm();
+  expect(await authCache().listening()).toBe(true);
+});
+
+describe('authentication from memory', () => {
+  it('reads neither the organization nor the user again once they are known', async () => {
+    const user = await createTestUser(org.realm);
+    const cold = await countStatements(async () =>
+      expectSuccess(await as(user, org.host).get('/users/me')),
+    );
+    const warm = await countStatements(async () =>
+      expectSuccess(await as(user, org.host).get('/users/me')),
+    );
+    // The organization by host, and the user by address: its id, its row, its organization's
+    // row (Prisma reads an include apart). What remains is the endpoint's own work.
+    expect(cold - warm).toBe(4);
+    // An unauthenticated endpoint reads nothing to find the organization.
+    const settings = await countStatements(async () =>
+      expectSuccess(await api.get(org.host, '/server_settings')),
+    );
+    expect(settings).toBe(0);
+  });
+
+  it('forgets a regenerated API key at once', async () => {
+    const user = await createTestUser(org.realm);
+    expectSuccess(await as(user, org.host).get('/users/me'));
+    const { api_key: fresh } = expectSuccess(
+      await as(user, org.host).post('/users/me/api_key/regenerate'),
+    );
+    expectError(await as(user, org.host).get('/users/me'), 'Invalid API key', 401, 'UNAUTHORIZED');
+    expectSuccess(await as({ ...user, apiKey: fresh as string }, org.host).get('/users/me'));
+  });
+
+  it('refuses a deactivated user at once', async () => {
+    const user = await createTestUser(org.realm);
+    expectSuccess(await as(user, org.host).get('/users/me'));
+    expectSuccess(await as(org.owner, org.host).delete(`/users/${user.id}`));
+    expectError(
+      await as(user, org.host).get('/users/me'),
+      'Account is deactivated',
+      401,
+      'UNAUTHORIZED',
+    );
+  });
+
+  it('sees a role changed by plain SQL once its notification arrives', async () => {
+    const user = await createTestUser(org.realm);
+    expectSuccess(await as(user, org.host).get('/users/me'));
+    await getPrisma().$executeRaw`
+      UPDATE user_profile SET role = ${Role.ADMINISTRATOR} WHERE id = ${user.id}`;
+    await authCache().sync();
+    const me = expectSuccess(await as(user, org.host).get('/users/me'));
+    expect(me.role).toBe(Role.ADMINISTRATOR);
+  });
+
+  it('follows an address change', async () => {
+    const user = await createTestUser(org.realm);
+    expectSuccess(await as(user, org.host).get('/users/me'));
+    const moved = `moved-${user.deliveryEmail}`;
+    await getPrisma().user.update({ where: { id: user.id }, data: { deliveryEmail: moved } });
+    await authCache().sync();
+    expectError(await as(user, org.host).get('/users/me'), 'Invalid API key', 401, 'UNAUTHORIZED');
+    expectSuccess(await as({ ...user, deliveryEmail: moved }, org.host).get('/users/me'));
+  });
+
+  it('sees the organization’s changes and its deactivation on the next request', async () => {
+    const own = await createTestRealm('Before');
+    expect(expectSuccess(await api.get(own.host, '/server_settings')).realm_name).toBe('Before');
+    expectSuccess(await as(own.owner, own.host).get('/users/me'));
+    await getPrisma().realm.update({ where: { id: own.realm.id }, data: { name: 'After' } });
+    await authCache().sync();
+    expect(expectSuccess(await api.get(own.host, '/server_settings')).realm_name).toBe('After');
+    await getPrisma().realm.update({ where: { id: own.realm.id }, data: { deactivated: true } });
+    await authCache().sync();
+    expectError(
+      await as(own.owner, own.host).get('/users/me'),
+      'This organization has been deactivated',
+      401,
+      'UNAUTHORIZED',
+    );
+  });
+
+  it('keeps working when its notification connection is replaced', async () => {
+    const user = await createTestUser(org.realm);
+    expectSuccess(await as(user, org.host).get('/users/me'));
+    await stopAuthCache();
+    expectSuccess(await as(user, org.host).get('/users/me'));
+    expect(await authCache().listening()).toBe(true);
+  });
+});

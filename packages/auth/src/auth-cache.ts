@@ -1,0 +1,171 @@
+// Authentication without queries: the organization of each Host and the user behind each
+// address, kept in this process. Every change to a user_profile or realm row reaches every
+// replica at its commit (a trigger NOTIFYs `parley_auth_change`, migration
+// 20261123030000_auth_change_notify), evicting what it touched; while that notification
+// connection is down nothing is served from memory. A read that raced a change is not stored
+// (the generation check), and entries expire after a minute regardless. Misses (no such
+// organization, no such address) are not kept: creating one notifies nobody.
+import { getConfig } from '@parley/config';
+import { randomUUID } from 'node:crypto';
+import {
+  ChangeListener,
+  getPrisma,
+  idsByLowerEquals,
+  onCommittedAuthChanges,
+  type Realm,
+  type User,
+} from '@parley/db';
+
+export type UserWithRealm = User & { realm: Realm };
+
+const TTL_MS = 60_000;
+/** Beyond this many entries the oldest go: a bound on memory, not a policy. */
+const MAX_ENTRIES = 100_000;
+
+interface Entry<T> {
+  value: T;
+  at: number;
+}
+
+class AuthCache {
+  private readonly realms = new Map<string, Entry<Realm>>();
+  private readonly users = new Map<string, Entry<UserWithRealm>>();
+  /** Each cached user's key in `users`. */
+  private readonly userKeys = new Map<number, string>();
+  /** Bumped by every notification and every loss of the connection: a value read before a
+   * bump may predate the change that caused it, so it is not stored. */
+  private generation = 0;
+  private readonly listener: ChangeListener;
+  private readonly forgetLocalChanges: () => void;
+  private readonly syncs = new Map<string, () => void>();
+
+  constructor(databaseUrl: string) {
+    this.listener = new ChangeListener(databaseUrl, 'parley_auth_change', {
+      onNotify: (payload) => this.evict(payload),
+      onLost: () => this.clear(),
+    });
+    this.listener.start();
+    // This process's own changes are dropped at commit, before its next request.
+    this.forgetLocalChanges = onCommittedAuthChanges((changes) => {
+      for (const change of changes) this.evict(change);
+    });
+  }
+
+  /** Waits until every change committed before the call has reached this cache: changes made
+   * outside runAction (a test's direct update, another process) arrive by NOTIFY only, and
+   * PostgreSQL delivers notifications in commit order, so a marker sent now comes after them. */
+  async sync(timeoutMs = 2000): Promise<void> {
+    if (!(await this.listener.waitUntilListening(timeoutMs))) return;
+    const token = randomUUID();
+    let timer: NodeJS.Timeout | undefined;
+    const seen = new Promise<void>((resolve) => {
+      this.syncs.set(token, resolve);
+      timer = setTimeout(resolve, timeoutMs);
+    });
+    await getPrisma().$executeRaw`SELECT pg_notify('parley_auth_change', ${`sync:${token}`})`;
+    await seen;
+    clearTimeout(timer);
+    this.syncs.delete(token);
+  }
+
+  async realmBySubdomain(subdomain: string): Promise<Realm | null> {
+    return this.cached(this.realms, subdomain, () =>
+      getPrisma().realm.findUnique({ where: { stringId: subdomain } }),
+    );
+  }
+
+  /** The user (active or not, bot or not) with this delivery address in the organization. */
+  async userByEmail(realm: Realm, email: string): Promise<UserWithRealm | null> {
+    const address = email.trim().toLowerCase();
+    const key = `${realm.id}\n${address}`;
+    const user = await this.cached(this.users, key, async () => {
+      const db = getPrisma();
+      const ids = await idsByLowerEquals(db, 'user_profile', 'delivery_email', realm.id, [address]);
+      if (ids.length === 0) return null;
+      return db.user.findUnique({ where: { id: ids[0]! }, include: { realm: true } });
+    });
+    if (user && this.users.has(key)) {
+      // An address change moves the user to another key: the old one goes.
+      const previous = this.userKeys.get(user.id);
+      if (previous !== undefined && previous !== key) this.users.delete(previous);
+      this.userKeys.set(user.id, key);
+    }
+    return user;
+  }
+
+  /** Resolves once the cache may answer from memory (tests, and a warm start). */
+  listening(): Promise<boolean> {
+    return this.listener.waitUntilListening();
+  }
+
+  async stop(): Promise<void> {
+    this.forgetLocalChanges();
+    await this.listener.stop();
+  }
+
+  private async cached<T extends object>(
+    map: Map<string, Entry<T>>,
+    key: string,
+    load: () => Promise<T | null>,
+  ): Promise<T | null> {
+    const now = Date.now();
+    const hit = map.get(key);
+    if (hit && this.listener.isListening && now - hit.at < TTL_MS) return copy(hit.value);
+    const generation = this.generation;
+    const value = await load();
+    if (value && this.listener.isListening && generation === this.generation) {
+      if (map.size >= MAX_ENTRIES) map.delete(map.keys().next().value!);
+      map.set(key, { value, at: now });
+    }
+    return value && copy(value);
+  }
+
+  private evict(payload: string): void {
+    const [table, rawId] = payload.split(':');
+    if (table === 'sync') {
+      this.syncs.get(rawId!)?.();
+      return;
+    }
+    this.generation++;
+    const id = Number(rawId);
+    // Organizations change rarely: scanning for one's entries is cheaper than an index.
+    if (table === 'realm') {
+      for (const [key, entry] of this.realms) if (entry.value.id === id) this.realms.delete(key);
+      for (const [key, entry] of this.users) if (entry.value.realmId === id) this.users.delete(key);
+    } else if (table === 'user_profile') {
+      const key = this.userKeys.get(id);
+      if (key !== undefined) this.users.delete(key);
+      this.userKeys.delete(id);
+    } else {
+      this.clear();
+    }
+  }
+
+  private clear(): void {
+    this.generation++;
+    this.realms.clear();
+    this.users.clear();
+    this.userKeys.clear();
+  }
+}
+
+/** Callers get their own object: a handler that changes a field must not change the cache. */
+function copy<T extends object>(value: T): T {
+  const shallow = { ...value } as T & { realm?: Realm };
+  if (shallow.realm) shallow.realm = { ...shallow.realm };
+  return shallow;
+}
+
+let cache: AuthCache | undefined;
+
+export function authCache(): AuthCache {
+  cache ??= new AuthCache(getConfig().DATABASE_URL);
+  return cache;
+}
+
+/** Closes the notification connection (shutdown, and the end of a test file). */
+export async function stopAuthCache(): Promise<void> {
+  const current = cache;
+  cache = undefined;
+  await current?.stop();
+}
