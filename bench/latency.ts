@@ -3,6 +3,7 @@
 // `pnpm bench` (needs PostgreSQL, Redis and nginx, found or started as for the tests).
 import { Agent } from 'node:http';
 import { loadavg, cpus } from 'node:os';
+import { disconnectRedis } from '@parley/events';
 import { disconnectPrisma, runAction, type User } from '@parley/db';
 import { requestJson, startStack } from '@parley/devservices';
 import { createBenchOrganization, prepareBench } from './setup';
@@ -123,7 +124,7 @@ async function main(): Promise<void> {
   } finally {
     await stack.stop();
     agent.destroy();
-    await disconnectPrisma();
+    await Promise.all([disconnectPrisma(), disconnectRedis()]);
     await services.stop();
   }
 }

@@ -4,6 +4,7 @@
 // `pnpm bench:messages` (needs PostgreSQL, Redis and nginx, found or started as for tests).
 import { Agent } from 'node:http';
 import { cpus, loadavg } from 'node:os';
+import { disconnectRedis } from '@parley/events';
 import { disconnectPrisma, runAction, type User } from '@parley/db';
 import { requestJson, startStack } from '@parley/devservices';
 import { createBenchOrganization, createMembers, prepareBench } from './setup';
@@ -141,7 +142,7 @@ async function main(): Promise<void> {
   } finally {
     await stack.stop();
     agent.destroy();
-    await disconnectPrisma();
+    await Promise.all([disconnectPrisma(), disconnectRedis()]);
     await services.stop();
   }
 }

@@ -10,6 +10,7 @@
 // `pnpm bench:presence` (BENCH_USERS, BENCH_CONNECTIONS, BENCH_PINGS change the sizes).
 import { Agent } from 'node:http';
 import { cpus, loadavg } from 'node:os';
+import { disconnectRedis } from '@parley/events';
 import { disconnectPrisma, getPrisma, type Realm, type User } from '@parley/db';
 import { requestJson, startStack } from '@parley/devservices';
 import { doUpdatePresence } from '../apps/api/src/actions/presence';
@@ -140,7 +141,7 @@ async function main(): Promise<void> {
   } finally {
     await stack.stop();
     agent.destroy();
-    await disconnectPrisma();
+    await Promise.all([disconnectPrisma(), disconnectRedis()]);
     await services.stop();
   }
 }

@@ -1,0 +1,104 @@
+// Read throughput of an API replica against the raw limit measured in the same run: an
+// Express hello-world in a process of its own, driven by the same client. Prints one JSON line.
+// Not a test: run with `pnpm bench:reads` (needs PostgreSQL, Redis and nginx, found or started
+// as for the tests).
+import { spawn } from 'node:child_process';
+import { Agent, request } from 'node:http';
+import { cpus, loadavg } from 'node:os';
+import { disconnectPrisma } from '@parley/db';
+import { disconnectRedis } from '@parley/events';
+import { freePort, repoRoot, startStack, waitForReady } from '@parley/devservices';
+import { createBenchOrganization, prepareBench } from './setup';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
+
+/** Requests per second `CONNECTIONS` keep-alive clients get from `url` in `SECONDS`. */
+async function throughput(url: string, headers: Record<string, string>): Promise<number> {
+  const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS });
+  const get = () =>
+    new Promise<number>((resolve, reject) => {
+      const req = request(url, { agent, headers }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  // Warm up (caches, JIT, connections) before counting.
+  await Promise.all(Array.from({ length: CONNECTIONS }, () => get()));
+  let done = 0;
+  const deadline = Date.now() + SECONDS * 1000;
+  await Promise.all(
+    Array.from({ length: CONNECTIONS }, async () => {
+      while (Date.now() < deadline) {
+        const status = await get();
+        if (status !== 200) throw new Error(`${url} answered ${status}`);
+        done++;
+      }
+    }),
+  );
+  agent.destroy();
+  return done / SECONDS;
+}
+
+/** The raw limit: Express answering a constant JSON body, in its own process. */
+async function helloWorld(): Promise<{ url: string; stop: () => void }> {
+  const port = await freePort();
+  const child = spawn(
+    process.execPath,
+    [
+      '-e',
+      `const app = require('express')(); app.get('/ready', (q, r) => r.json({})); app.get('/', (q, r) => r.json({ result: 'success', msg: '' })); app.listen(${port}, '127.0.0.1');`,
+    ],
+    { cwd: `${repoRoot()}/apps/api`, stdio: 'inherit' },
+  );
+  await waitForReady(port);
+  return { url: `http://127.0.0.1:${port}/`, stop: () => child.kill('SIGKILL') };
+}
+
+async function main(): Promise<void> {
+  const services = await prepareBench();
+  const { owner, subdomain } = await createBenchOrganization();
+  const stack = await startStack({
+    databaseUrl: services.databaseUrl,
+    redisUrl: services.redisUrl,
+    apiReplicas: 1,
+    eventsReplicas: 1,
+  });
+  const hello = await helloWorld();
+  try {
+    const api = `http://127.0.0.1:${stack.api[0]!.port}/api/v1`;
+    const host = { Host: `${subdomain}.localhost:9991` };
+    const auth = {
+      ...host,
+      Authorization: `Basic ${Buffer.from(`${owner.deliveryEmail}:${owner.apiKey}`).toString('base64')}`,
+    };
+    const raw = await throughput(hello.url, {});
+    const usersMe = await throughput(`${api}/users/me`, auth);
+    const serverSettings = await throughput(`${api}/server_settings`, host);
+    const figures = {
+      seconds: SECONDS,
+      connections: CONNECTIONS,
+      cores: cpus().length,
+      load: loadavg()[0],
+      hello_world_rps: Math.round(raw),
+      users_me_rps: Math.round(usersMe),
+      users_me_ratio: Number((usersMe / raw).toFixed(3)),
+      server_settings_rps: Math.round(serverSettings),
+      server_settings_ratio: Number((serverSettings / raw).toFixed(3)),
+    };
+    console.log(JSON.stringify(figures));
+  } finally {
+    hello.stop();
+    await stack.stop();
+    // Creating the organization published its events through the shared connection.
+    await Promise.all([disconnectPrisma(), disconnectRedis()]);
+    await services.stop();
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
