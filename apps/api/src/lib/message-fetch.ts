@@ -64,6 +64,17 @@ export async function fetchMessages(
     : Prisma.sql`FROM user_message um JOIN message m ON m.id = um.message_id
         WHERE um.user_profile_id = ${viewer.id} AND ${narrow.condition}`;
   const select = (extra: Prisma.Sql) => db.$queryRaw<Row[]>`SELECT m.id, um.flags ${from} ${extra}`;
+  // The window is ordered on the side the scan starts from, and bounded on both sides of the
+  // join: on a user's own messages, bounding on m.id alone made PostgreSQL walk the user's
+  // rows from the newest down to the anchor, and bounding on um.message_id alone made it walk
+  // message's primary key the same way (131 ms and 87 ms mid-history of 1M rows; 0.08 ms
+  // bounded on both). Zulip bounds on user_message.message_id too.
+  const key = narrow.includeHistory ? Prisma.raw('m.id') : Prisma.raw('um.message_id');
+  const compare = (op: '<' | '>' | '=', bound: bigint) =>
+    narrow.includeHistory
+      ? Prisma.sql`m.id ${Prisma.raw(op)} ${bound}::bigint`
+      : Prisma.sql`um.message_id ${Prisma.raw(op)} ${bound}::bigint
+          AND m.id ${Prisma.raw(op)} ${bound}::bigint`;
 
   let rows: Row[];
   let response: Record<string, unknown>;
@@ -79,7 +90,7 @@ export async function fetchMessages(
     const anchor = await resolveAnchor(request, async () => {
       const [first] = await select(
         Prisma.sql`AND um.flags IS NOT NULL AND (um.flags & 1) = 0
-          AND ${firstUnreadMuting(viewer.id, request.narrow)} ORDER BY m.id ASC LIMIT 1`,
+          AND ${firstUnreadMuting(viewer.id, request.narrow)} ORDER BY ${key} ASC LIMIT 1`,
       );
       return first?.id ?? null;
     });
@@ -87,15 +98,15 @@ export async function fetchMessages(
     const before =
       request.numBefore > 0
         ? await select(
-            Prisma.sql`AND m.id < ${bound}::bigint ORDER BY m.id DESC LIMIT ${request.numBefore}`,
+            Prisma.sql`AND ${compare('<', bound)} ORDER BY ${key} DESC LIMIT ${request.numBefore}`,
           )
         : [];
-    const at = request.includeAnchor ? await select(Prisma.sql`AND m.id = ${bound}::bigint`) : [];
+    const at = request.includeAnchor ? await select(Prisma.sql`AND ${key} = ${bound}::bigint`) : [];
     // "newest" has nothing after it: everything counts as before.
     const numAfter = anchor >= LARGER_THAN_MAX_MESSAGE_ID ? 0 : request.numAfter;
     const after =
       numAfter > 0
-        ? await select(Prisma.sql`AND m.id > ${bound}::bigint ORDER BY m.id ASC LIMIT ${numAfter}`)
+        ? await select(Prisma.sql`AND ${compare('>', bound)} ORDER BY ${key} ASC LIMIT ${numAfter}`)
         : [];
     rows = [...before.reverse(), ...at, ...after];
     response = {
