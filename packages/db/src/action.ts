@@ -14,6 +14,9 @@ export interface ActionContext {
   /** Runs `callback` inside the transaction once the action is done, just before COMMIT
    * (the event outbox writes what the action queued there). */
   beforeCommit(callback: () => Promise<void>): void;
+  /** A beforeCommit callback that read `current_setting('parley.auth_changed', true)` in its
+   * own statement (the outbox INSERT does) hands it over here, sparing runAction a statement. */
+  authChangesRead(setting: string | null): void;
 }
 
 export interface RunActionOptions {
@@ -36,7 +39,11 @@ export function onCommittedAuthChanges(listener: AuthChangeListener): () => void
 async function changedAuthRows(tx: Tx): Promise<string[]> {
   const [row] = await tx.$queryRaw<{ changed: string | null }[]>`
     SELECT current_setting('parley.auth_changed', true) AS changed`;
-  return (row?.changed ?? '').split(',').filter(Boolean);
+  return parseAuthChanges(row?.changed ?? null);
+}
+
+function parseAuthChanges(setting: string | null): string[] {
+  return (setting ?? '').split(',').filter(Boolean);
 }
 
 export async function runAction<T>(
@@ -52,9 +59,15 @@ export async function runAction<T>(
         tx,
         onCommit: (callback) => callbacks.push(callback),
         beforeCommit: (callback) => finishing.push(callback),
+        authChangesRead: (setting) => (read = parseAuthChanges(setting)),
       });
-      for (const callback of finishing) await callback();
-      authChanges = await changedAuthRows(tx);
+      // Only a reading taken by the last callback is final: earlier ones precede its writes.
+      let read: string[] | undefined;
+      for (const callback of finishing) {
+        read = undefined;
+        await callback();
+      }
+      authChanges = read ?? (await changedAuthRows(tx));
       return value;
     },
     { timeout: options.timeout ?? 15_000, isolationLevel: options.isolationLevel },

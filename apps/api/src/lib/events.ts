@@ -11,7 +11,7 @@ import { publishCommitted, writeOutbox } from './outbox';
 const pending = new WeakMap<object, Notification[]>();
 
 export function sendEventOnCommit(
-  ctx: Pick<ActionContext, 'tx' | 'onCommit' | 'beforeCommit'>,
+  ctx: Pick<ActionContext, 'tx' | 'onCommit' | 'beforeCommit' | 'authChangesRead'>,
   event: ZulipEvent,
   users: Iterable<number>,
 ): void {
@@ -23,7 +23,7 @@ export function sendEventOnCommit(
     pending.set(ctx.tx, queued);
     const notifications = queued;
     ctx.beforeCommit(async () => {
-      const written = await writeOutbox(ctx.tx, notifications);
+      const written = await writeOutbox(ctx, notifications);
       ctx.onCommit(() => publishCommitted(written));
     });
   }

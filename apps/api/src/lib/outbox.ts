@@ -4,7 +4,7 @@
 // are published by the relay. Publishing deduplicates by row id, so each row reaches each
 // shard's log exactly once, whoever publishes it.
 import { getConfig } from '@parley/config';
-import { getPrisma, type Tx } from '@parley/db';
+import { getPrisma, type ActionContext } from '@parley/db';
 import { getRedis, publishOutboxRows, type Notification } from '@parley/events';
 
 export interface OutboxRow {
@@ -20,16 +20,24 @@ export interface OutboxWrite {
 }
 
 /** Writes notifications in the caller's transaction, in order; returns their rows. */
-export async function writeOutbox(tx: Tx, notifications: Notification[]): Promise<OutboxWrite> {
+export async function writeOutbox(
+  ctx: Pick<ActionContext, 'tx' | 'authChangesRead'>,
+  notifications: Notification[],
+): Promise<OutboxWrite> {
   if (notifications.length === 0) return { rows: [], olderWaiting: false };
   // The subquery runs on the statement's snapshot: it sees committed rows still waiting, not
-  // the ones inserted here. Asking costs an index probe, not a statement.
-  const rows = await tx.$queryRaw<{ id: bigint; oldest: bigint | null }[]>`
+  // the ones inserted here. Asking costs an index probe, not a statement; so does reading
+  // which authentication rows the transaction changed (see runAction).
+  const rows = await ctx.tx.$queryRaw<
+    { id: bigint; oldest: bigint | null; auth_changed: string | null }[]
+  >`
     INSERT INTO event_outbox (notification)
     SELECT n FROM unnest(${notifications.map((n) => JSON.stringify(n))}::jsonb[])
       WITH ORDINALITY AS t(n, i)
     ORDER BY i
-    RETURNING id, (SELECT min(id) FROM event_outbox) AS oldest`;
+    RETURNING id, (SELECT min(id) FROM event_outbox) AS oldest,
+      current_setting('parley.auth_changed', true) AS auth_changed`;
+  ctx.authChangesRead(rows[0]!.auth_changed);
   // RETURNING follows the insertion order, which ORDER BY i fixes.
   return {
     rows: rows.map((row, index) => ({
