@@ -84,6 +84,10 @@ export class Load {
   readonly queues: QueueRecord[] = [];
   /** Ids of the messages whose send was answered with success. */
   readonly acknowledged: number[] = [];
+  /** When each acknowledged message was answered. */
+  private readonly acknowledgedAt = new Map<number, number>();
+  /** When the test injected its fault (markFault). */
+  private faultAt = Infinity;
   /** Answers by status, for the report. */
   readonly statuses = new Map<string, number>();
   private readonly agent = new Agent({ keepAlive: true, maxSockets: 64 });
@@ -128,6 +132,12 @@ export class Load {
     return truth;
   }
 
+  /** Tells the checks when the fault began: a queue Redis lost must still have received every
+   * message acknowledged a second before that. */
+  markFault(): void {
+    this.faultAt = Date.now();
+  }
+
   /** How many answers `what` ("GET /api/v1/events") got with `status`. */
   answers(what: string, status: number): number {
     return this.statuses.get(`${what} ${status}`) ?? 0;
@@ -157,9 +167,11 @@ export class Load {
         }
       const strays = received.filter((id) => !committed.has(id));
       if (strays.length > 0) problems.push(`${name}: got uncommitted messages ${strays}`);
-      if (queue.lost) continue;
       const got = new Set(received);
-      const missing = truth.filter((id) => id > queue.maxMessageId && !got.has(id));
+      const due = queue.lost
+        ? (id: number) => (this.acknowledgedAt.get(id) ?? Infinity) < this.faultAt - 1000
+        : () => true;
+      const missing = truth.filter((id) => id > queue.maxMessageId && due(id) && !got.has(id));
       if (missing.length > 0)
         problems.push(`${name}: missing ${missing.length} messages, first ${missing.slice(0, 5)}`);
     }
@@ -181,7 +193,11 @@ export class Load {
   }
 
   private async register(user: User): Promise<QueueRecord> {
-    for (;;) {
+    for (let attempt = 0; ; attempt++) {
+      if (attempt === 100) {
+        this.violations.push(`user ${user.id} could not register within 100 attempts`);
+        throw new Error(this.violations.join('\n'));
+      }
       const answer = await this.call(user, 'POST', '/api/v1/register', 10_000, {
         event_types: '["message"]',
       });
@@ -238,8 +254,10 @@ export class Load {
         topic: 'faults',
         content: `message ${n}`,
       });
-      if (answer.status === 200 && answer.body) this.acknowledged.push(answer.body.id as number);
-      else await sleep(100);
+      if (answer.status === 200 && answer.body) {
+        this.acknowledged.push(answer.body.id as number);
+        this.acknowledgedAt.set(answer.body.id as number, Date.now());
+      } else await sleep(100);
       await sleep(30);
     }
   }
@@ -277,6 +295,13 @@ export class Load {
       this.violations.push(`${what} → ${answer.status}: ${answer.raw}`);
     else if (answer.status === 503 && !answer.headers['retry-after'])
       this.violations.push(`${what} → 503 without Retry-After`);
+    // The only client error a fault may cause: a queue Redis lost.
+    else if (
+      answer.status >= 400 &&
+      answer.status < 500 &&
+      answer.body.code !== 'BAD_EVENT_QUEUE_ID'
+    )
+      this.violations.push(`${what} → ${answer.status}: ${answer.raw}`);
     return answer;
   }
 }

@@ -78,6 +78,7 @@ describe('PostgreSQL restarted under load', () => {
     await load.start();
     await sleep(3000);
     const before = load.acknowledged.length;
+    load.markFault();
     await postgres.stop();
     await sleep(2000);
     await postgres.start();

@@ -55,6 +55,7 @@ async function runThroughRestart(appendOnly: boolean): Promise<Load> {
   await load.start();
   await sleep(3000);
   const before = load.acknowledged.length;
+  load.markFault();
   await redis.kill();
   await sleep(2000);
   await redis.start();

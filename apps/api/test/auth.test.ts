@@ -229,6 +229,24 @@ describe('POST /fetch_api_key', () => {
     );
   });
 
+  it('forgets the failed attempts before a successful login, as Zulip does', async () => {
+    const user = await createTestUser(org.realm);
+    await getPrisma().user.update({
+      where: { id: user.id },
+      data: { passwordHash: await hashPassword('right') },
+    });
+    const login = (password: string) =>
+      api
+        .post(org.host, '/fetch_api_key')
+        .type('form')
+        .send({ username: user.deliveryEmail, password });
+    for (let attempt = 0; attempt < 4; attempt++) expect((await login('wrong')).status).toBe(401);
+    expectSuccess(await login('right'));
+    // Four more failures would have been the ninth without the reset.
+    for (let attempt = 0; attempt < 4; attempt++) expect((await login('wrong')).status).toBe(401);
+    expectSuccess(await login('right'));
+  });
+
   it('allows 5 failed attempts per username in 30 minutes, then answers 429', async () => {
     const user = await createTestUser(org.realm);
     await getPrisma().user.update({

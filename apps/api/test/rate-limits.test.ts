@@ -3,7 +3,7 @@
 // switches, and counting in memory while Redis is down.
 import request from 'supertest';
 import { getConfig, resetConfig } from '@parley/config';
-import { disconnectRedis } from '@parley/events';
+import { disconnectRedis, getRedis, rateLimitKeys } from '@parley/events';
 import { eventsRouter, startEventsService, type EventsService } from '@parley/events-app';
 import { createApp } from '../src/app';
 import {
@@ -141,6 +141,37 @@ describe('api_by_ip', () => {
     expectError(login, 'API usage exceeded rate limit', 429, 'RATE_LIMIT_HIT');
     // Another address is not affected.
     expectSuccess(await from(someIp(), '/server_settings'));
+  });
+});
+
+describe('several rules in one domain', () => {
+  it('counts only allowed requests, and a refusal carries the X-RateLimit headers', async () => {
+    const app = appWith({
+      RATE_LIMITING_EXEMPT_LOCALHOST: 'false',
+      RATE_LIMITING_RULES: JSON.stringify({
+        api_by_ip: [
+          [60, 3],
+          [3600, 10],
+        ],
+      }),
+    });
+    const ip = someIp();
+    const get = () =>
+      request(app).get('/api/v1/server_settings').set('Host', org.host).set('X-Forwarded-For', ip);
+    for (let i = 0; i < 3; i++) {
+      const res = await get();
+      expectSuccess(res);
+      // The longest window's allowance is the limit Zulip reports.
+      expect(res.headers['x-ratelimit-limit']).toBe('10');
+    }
+    for (let i = 0; i < 5; i++) {
+      const refused = await get();
+      expectError(refused, 'API usage exceeded rate limit', 429, 'RATE_LIMIT_HIT');
+      expect(refused.headers['x-ratelimit-remaining']).toBe('0');
+      expect(Number(refused.headers['x-ratelimit-reset'])).toBeGreaterThan(Date.now() / 1000);
+    }
+    // The refused requests did not use up the hour.
+    expect(await getRedis().get(`${rateLimitKeys.prefix('api_by_ip', 3600)}:${ip}`)).toBe('3');
   });
 });
 

@@ -49,7 +49,8 @@ redis.call('XADD', KEYS[3], 'MAXLEN', '~', 10000, '*', 'entry', ARGV[2], 'n', AR
 redis.call('SET', KEYS[2], ARGV[2])
 return redis.call('XLEN', KEYS[3])`;
 
-/** How long a shard's blocking read (BLOCK 1000) may take before its connection gives up. */
+/** ioredis's bound on a shard's blocking read that waits in its offline queue (Redis away);
+ * a read already sent gives up after its own BLOCK (1000 ms) plus ioredis's grace. */
 export const SHARD_READ_TIMEOUT_MS = 2000;
 
 /** Attempts at one log entry before it is set aside (failures of Redis itself never count). */
@@ -101,7 +102,7 @@ export class Fanout {
    * has no owner is not ready: nobody delivers that shard's events. */
   async isServing(): Promise<boolean> {
     if (this.stopped) return false;
-    if (this.held.size > 0) return true;
+    if ([...this.held.values()].some((worker) => !worker.failed)) return true;
     const { redis, shards } = this.options;
     const leases = await redis.mget(Array.from({ length: shards }, (_, s) => keys.lease(s)));
     return leases.every((lease) => lease !== null);
@@ -145,6 +146,9 @@ export class Fanout {
       const replicas = Math.max(1, await redis.zcard(replicasKey));
       const fairShare = Math.ceil(shards / replicas);
 
+      // Renew every lease first, then stop the workers that lost theirs (or failed), all at
+      // once: a slow stop must not delay the renewal of the leases after it.
+      const lost: ShardWorker[] = [];
       for (const worker of [...this.held.values()]) {
         const renewed = (await redis.eval(
           RENEW,
@@ -153,8 +157,9 @@ export class Fanout {
           worker.token,
           leaseMs,
         )) as number;
-        if (renewed !== 1 || worker.failed) await this.drop(worker, false);
+        if (renewed !== 1 || worker.failed) lost.push(worker);
       }
+      await Promise.all(lost.map((worker) => this.drop(worker, false)));
       while (this.held.size > fairShare) {
         const surplus = [...this.held.values()].pop()!;
         await this.drop(surplus, true);
@@ -227,19 +232,19 @@ class ShardWorker {
     this.running = false;
     // Interrupts a blocking XREAD at once.
     this.connection.disconnect();
-    // Whatever the worker is waiting on, the tick that stops it must go on: a worker that has
-    // not finished within a lease period is left to finish (or fail) on its own; being fenced
-    // by its lease token, it can no longer write anything.
+    // Whatever the worker is waiting on, the tick that stops it must go on (within the tick
+    // period, so the other leases are renewed in time): a worker that has not finished by then
+    // is left to finish or fail on its own; fenced by its lease token, it can no longer write.
     let timer: NodeJS.Timeout | undefined;
     const finished = await Promise.race([
       this.done.then(() => true),
       new Promise<false>((resolve) => {
-        timer = setTimeout(() => resolve(false), this.options.leaseMs);
+        timer = setTimeout(() => resolve(false), Math.floor(this.options.leaseMs / 3));
       }),
     ]);
     clearTimeout(timer);
     if (!finished)
-      this.options.log.warn('shard worker did not stop within a lease period', {
+      this.options.log.warn('shard worker did not stop in time; left to finish alone', {
         shard: this.shard,
       });
   }

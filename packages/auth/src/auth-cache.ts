@@ -19,8 +19,9 @@ import {
 export type UserWithRealm = User & { realm: Realm };
 
 const TTL_MS = 60_000;
-/** Beyond this many entries the oldest go: a bound on memory, not a policy. */
-const MAX_ENTRIES = 100_000;
+/** Beyond this many entries per map the oldest go: a bound on memory (a user row with its
+ * organization is a few kilobytes), not a policy. */
+const MAX_ENTRIES = 20_000;
 
 interface Entry<T> {
   value: T;
@@ -43,6 +44,8 @@ class AuthCache {
     this.listener = new ChangeListener(databaseUrl, 'parley_auth_change', {
       onNotify: (payload) => this.evict(payload),
       onLost: () => this.clear(),
+      // A read that started before listening may predate a change nobody told us about.
+      onListening: () => this.generation++,
     });
     this.listener.start();
     // This process's own changes are dropped at commit, before its next request.
@@ -114,10 +117,19 @@ class AuthCache {
     const generation = this.generation;
     const value = await load();
     if (value && this.listener.isListening && generation === this.generation) {
-      if (map.size >= MAX_ENTRIES) map.delete(map.keys().next().value!);
+      if (map.size >= MAX_ENTRIES) this.dropOldest(map);
       map.set(key, { value, at: now });
     }
     return value && copy(value);
+  }
+
+  private dropOldest<T extends object>(map: Map<string, Entry<T>>): void {
+    const [key, entry] = map.entries().next().value!;
+    map.delete(key);
+    if ((map as Map<string, unknown>) === this.users) {
+      const { id } = entry.value as unknown as UserWithRealm;
+      if (this.userKeys.get(id) === key) this.userKeys.delete(id);
+    }
   }
 
   private evict(payload: string): void {

@@ -50,10 +50,11 @@ interface RateLimitState {
 }
 
 /** Counts one request for `key` under every rule of `domain`; throws RateLimitedError when a
- * rule is exceeded. */
-async function consume(domain: RateLimitDomain, key: string): Promise<RateLimitState | null> {
+ * rule is exceeded, and then counts nothing (as Zulip, which records only allowed requests:
+ * retrying against a short window must not use up a long one). */
+async function consume(domain: RateLimitDomain, key: string, res: Response): Promise<void> {
   const rules = limiters()[domain];
-  if (rules.length === 0) return null;
+  if (rules.length === 0) return;
   const results = await Promise.all(
     rules.map(({ limiter }) =>
       limiter.consume(key).catch((rejection: unknown) => {
@@ -62,15 +63,19 @@ async function consume(domain: RateLimitDomain, key: string): Promise<RateLimitS
       }),
     ),
   );
-  const exceeded = results.filter((res, i) => res.consumedPoints > rules[i]!.limiter.points);
+  const exceeded = results.filter((result, i) => result.consumedPoints > rules[i]!.limiter.points);
+  const limit = rules[rules.length - 1]!.limiter.points;
   if (exceeded.length > 0) {
-    throw new RateLimitedError(Math.max(...exceeded.map((res) => res.msBeforeNext)) / 1000);
+    await Promise.all(rules.map(({ limiter }) => limiter.reward(key, 1).catch(() => undefined)));
+    const seconds = Math.max(...exceeded.map((result) => result.msBeforeNext)) / 1000;
+    setHeaders(res, { limit, remaining: 0, secondsToFreedom: seconds });
+    throw new RateLimitedError(seconds);
   }
-  return {
-    limit: rules[rules.length - 1]!.limiter.points,
-    remaining: Math.min(...results.map((res) => res.remainingPoints)),
-    secondsToFreedom: Math.max(...results.map((res) => res.msBeforeNext)) / 1000,
-  };
+  setHeaders(res, {
+    limit,
+    remaining: Math.min(...results.map((result) => result.remainingPoints)),
+    secondsToFreedom: Math.max(...results.map((result) => result.msBeforeNext)) / 1000,
+  });
 }
 
 function exempt(req: Request, config: Config): boolean {
@@ -82,8 +87,7 @@ function isLocalAddress(ip: string | undefined): boolean {
   return ip === '127.0.0.1' || ip === '::1' || ip === '::ffff:127.0.0.1';
 }
 
-function setHeaders(res: Response, state: RateLimitState | null): void {
-  if (!state) return;
+function setHeaders(res: Response, state: RateLimitState): void {
   res.set({
     'X-RateLimit-Limit': String(state.limit),
     'X-RateLimit-Remaining': String(state.remaining),
@@ -101,14 +105,14 @@ export async function rateLimitUser(
 ): Promise<void> {
   const config = getConfig();
   if (exempt(req, config)) return;
-  setHeaders(res, await consume('api_by_user', `${scope}:${userId}`));
+  await consume('api_by_user', `${scope}:${userId}`, res);
 }
 
 /** Zulip's api_by_ip, for requests made without credentials. */
 export async function rateLimitIp(req: Request, res: Response): Promise<void> {
   const config = getConfig();
   if (exempt(req, config)) return;
-  setHeaders(res, await consume('api_by_ip', req.ip ?? 'unknown'));
+  await consume('api_by_ip', req.ip ?? 'unknown', res);
 }
 
 /** Zulip's authenticate_by_username: only failures count, and localhost is never exempt

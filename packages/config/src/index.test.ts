@@ -54,7 +54,12 @@ describe('parseConfig', () => {
       api_by_ip: [],
       authenticate_by_username: [[1800, 5]],
     });
-    for (const bad of ['{', '{"api_by_users": [[60, 1]]}', '{"api_by_user": [[0, 1]]}']) {
+    for (const bad of [
+      '{',
+      '{"api_by_users": [[60, 1]]}',
+      '{"api_by_user": [[0, 1]]}',
+      '{"api_by_user": [[60, 1], [60, 5]]}',
+    ]) {
       expect(() => parseConfig({ ...minimal, RATE_LIMITING_RULES: bad })).toThrow(
         /RATE_LIMITING_RULES/,
       );

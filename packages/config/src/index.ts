@@ -35,7 +35,12 @@ const rateLimitingRules = z
   .pipe(
     z.partialRecord(
       z.enum(RATE_LIMIT_DOMAINS),
-      z.array(z.tuple([z.number().int().min(1), z.number().int().min(1)])),
+      z
+        .array(z.tuple([z.number().int().min(1), z.number().int().min(1)]))
+        // Each window is counted under its own key: two rules with one window would share it.
+        .refine((rules) => new Set(rules.map(([seconds]) => seconds)).size === rules.length, {
+          message: 'has two rules with the same window',
+        }),
     ),
   )
   .default({})

@@ -52,6 +52,7 @@ export async function runAction<T>(
 ): Promise<T> {
   const callbacks: Array<() => Promise<void> | void> = [];
   let authChanges: string[] = [];
+  let read: string[] | undefined;
   const result = await getPrisma().$transaction(
     async (tx) => {
       const finishing: Array<() => Promise<void>> = [];
@@ -62,7 +63,6 @@ export async function runAction<T>(
         authChangesRead: (setting) => (read = parseAuthChanges(setting)),
       });
       // Only a reading taken by the last callback is final: earlier ones precede its writes.
-      let read: string[] | undefined;
       for (const callback of finishing) {
         read = undefined;
         await callback();

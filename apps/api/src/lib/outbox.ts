@@ -4,7 +4,7 @@
 // are published by the relay. Publishing deduplicates by row id, so each row reaches each
 // shard's log exactly once, whoever publishes it.
 import { getConfig } from '@parley/config';
-import { getPrisma, type ActionContext } from '@parley/db';
+import { getPrisma, Prisma, type ActionContext } from '@parley/db';
 import { getRedis, publishOutboxRows, type Notification } from '@parley/events';
 
 export interface OutboxRow {
@@ -53,11 +53,20 @@ export async function writeOutbox(
  * order they were committed even after a failed publish. */
 export async function publishCommitted(write: OutboxWrite): Promise<void> {
   if (write.rows.length === 0) return;
-  if (write.olderWaiting) {
-    const first = write.rows[0]!.id;
-    while ((await relayOutbox({ olderThanMs: 0, below: first })) > 0);
-  }
+  if (write.olderWaiting) await publishOlder(write.rows[0]!.id);
   await publishAndForget(write.rows);
+}
+
+/** One backlog drain at a time per process: after an outage every request would otherwise
+ * publish the same backlog at once. A request that waited finds it (mostly) gone. */
+let draining: Promise<void> | null = null;
+
+async function publishOlder(below: string): Promise<void> {
+  while (draining) await draining;
+  draining = (async () => {
+    while ((await relayOutbox({ below })) > 0);
+  })().finally(() => (draining = null));
+  await draining;
 }
 
 /** Publishes rows, then deletes them. */
@@ -79,14 +88,19 @@ export async function relayOutbox({
   limit = 500,
 }: {
   olderThanMs?: number;
-  /** Only rows with smaller ids. */
+  /** Only rows with smaller ids, of any age (olderThanMs does not apply). */
   below?: string;
   limit?: number;
 } = {}): Promise<number> {
-  const cutoff = new Date(Date.now() - olderThanMs);
+  // Rows below a given id are taken whatever their age (no clock to compare); otherwise rows
+  // old enough by the database's own clock.
   const rows = await getPrisma().$queryRaw<{ id: bigint; notification: Notification }[]>`
     SELECT id, notification FROM event_outbox
-    WHERE created_at <= ${cutoff} AND id < ${below ?? '9223372036854775807'}::bigint
+    WHERE ${
+      below === undefined
+        ? Prisma.sql`created_at <= now() - ${olderThanMs} * interval '1 millisecond'`
+        : Prisma.sql`id < ${below}::bigint`
+    }
     ORDER BY id LIMIT ${limit}`;
   await publishAndForget(
     rows.map((row) => ({ id: row.id.toString(), notification: row.notification })),

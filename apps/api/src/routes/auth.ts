@@ -13,7 +13,13 @@ import {
 import { defineRoute, p } from '@parley/http';
 import { checkEmail, doCompleteFirstLogin, doRegenerateApiKey } from '../actions/users';
 import { verifyPassword } from '../lib/credentials';
-import { checkLoginRateLimit, realmEndpoint, recordFailedLogin, userEndpoint } from '@parley/auth';
+import {
+  checkLoginRateLimit,
+  clearFailedLogins,
+  realmEndpoint,
+  recordFailedLogin,
+  userEndpoint,
+} from '@parley/auth';
 
 import { presentUser } from '../presenters/users';
 
@@ -53,6 +59,8 @@ defineRoute(authRoutes, '/fetch_api_key', {
         await recordFailedLogin(realm.id, email);
         throw new AuthenticationFailedError();
       }
+      // As in Zulip, a successful login forgets the failures before it.
+      await clearFailedLogins(realm.id, email);
       await completeLogin(realm, user);
       return { api_key: user.apiKey, email: user.deliveryEmail, user_id: user.id };
     },
