@@ -2,14 +2,12 @@
 // long-poll through nginx while 1,000 numbered changes go through both API replicas; one events
 // replica is killed (SIGKILL) and one API replica restarted (SIGTERM) mid-run. Every client
 // must receive every change exactly once, in order, and every answer must be JSON.
-import { randomBytes } from 'node:crypto';
 import { Agent } from 'node:http';
 import { getConfig } from '@parley/config';
-import { runAction, type User } from '@parley/db';
+import type { User } from '@parley/db';
 import { findNginx, NGINX_HELP, requestJson, startStack, type Stack } from '@parley/devservices';
 import { createRedis } from '@parley/events';
-import { doCreateOrganization } from '../apps/api/src/actions/realms';
-import { checkCreateUser, doCreateUser } from '../apps/api/src/actions/users';
+import { createFaultOrg } from './faults/load';
 
 const CLIENTS = 20;
 const CHANGES = 1000;
@@ -54,39 +52,7 @@ describe('load-balanced topology', () => {
     await redis.flushdb();
     redis.disconnect();
 
-    const subdomain = `topo${randomBytes(4).toString('hex')}`;
-    const host = `${subdomain}.${getConfig().EXTERNAL_HOST}`;
-    const { realm, owner } = await runAction((ctx) =>
-      doCreateOrganization(
-        ctx,
-        {
-          name: 'Topology',
-          subdomain,
-          ownerEmail: `owner@${subdomain}.test`,
-          ownerFullName: 'Owner',
-          ownerPassword: null,
-        },
-        null,
-      ),
-    );
-    const clients: User[] = [];
-    for (let i = 0; i < CLIENTS; i++) {
-      clients.push(
-        await runAction(async (ctx) =>
-          doCreateUser(
-            ctx,
-            realm,
-            await checkCreateUser(ctx.tx, realm, {
-              email: `c${i}@${subdomain}.test`,
-              fullName: `Client ${i}`,
-              password: null,
-              role: 400,
-            }),
-            null,
-          ),
-        ),
-      );
-    }
+    const { host, owner, clients } = await createFaultOrg(CLIENTS);
 
     stack = await startStack({
       databaseUrl: getConfig().DATABASE_URL,

@@ -7,19 +7,10 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { getConfig } from '@parley/config';
-import {
-  findNginx,
-  freePort,
-  NGINX_HELP,
-  startOwnRedis,
-  startStack,
-  type OwnRedis,
-  type Stack,
-} from '@parley/devservices';
-import { createFaultOrg, Load, sleep } from './load';
+import { freePort, startOwnRedis, type OwnRedis, type Stack } from '@parley/devservices';
+import { createFaultOrg, Load, sleep, startFaultStack } from './load';
 
 const CLIENTS = 20;
-const HEARTBEAT_MS = 1000;
 
 let stack: Stack | undefined;
 let redis: OwnRedis | undefined;
@@ -31,23 +22,17 @@ afterAll(async () => {
 
 describe('an API replica killed between commit and publish', () => {
   it('loses none of the events of the change it committed', async () => {
-    if (!findNginx()) throw new Error(NGINX_HELP);
     redis = await startOwnRedis({
       port: await freePort(),
       dir: mkdtempSync(join(tmpdir(), 'parley-fault-api-')),
       appendOnly: false,
     });
     const org = await createFaultOrg(CLIENTS);
-    stack = await startStack({
+    stack = await startFaultStack({
       databaseUrl: getConfig().DATABASE_URL,
       redisUrl: redis.url,
       apiReplicas: 2,
       eventsReplicas: 1,
-      env: {
-        EVENTS_LEASE_MS: '1000',
-        EVENTS_HEARTBEAT_SECONDS: String(HEARTBEAT_MS / 1000),
-        EVENTS_HEARTBEAT_JITTER_SECONDS: '0',
-      },
       // Its 20th commit: well into the stream of messages.
       replicaEnv: { api1: { PARLEY_FAULT_KILL_AFTER_COMMIT: '20' } },
     });
@@ -55,7 +40,7 @@ describe('an API replica killed between commit and publish', () => {
     const died = new Promise<NodeJS.Signals | null>((resolve) =>
       victim.process.once('exit', (_code, signal) => resolve(signal)),
     );
-    const load = new Load({ url: stack.url, org, heartbeatMs: HEARTBEAT_MS });
+    const load = new Load({ url: stack.url, org });
     await load.start();
     expect(await died).toBe('SIGKILL');
     const atDeath = load.acknowledged.length;

@@ -7,13 +7,37 @@ import { randomBytes } from 'node:crypto';
 import { Agent } from 'node:http';
 import { getConfig } from '@parley/config';
 import { runAction, type User } from '@parley/db';
-import { requestJson, type JsonAnswer } from '@parley/devservices';
+import {
+  findNginx,
+  NGINX_HELP,
+  requestJson,
+  startStack,
+  type JsonAnswer,
+  type Stack,
+  type StackOptions,
+} from '@parley/devservices';
 import { doCreateOrganization } from '../../apps/api/src/actions/realms';
 import { checkCreateUser, doCreateUser } from '../../apps/api/src/actions/users';
 
 /** A request may take this much longer than its own reason to wait (a long-poll's heartbeat)
  * before it counts as a hang. */
 export const HANG_MS = 2000;
+
+/** The replicas' heartbeat for parked polls (no jitter), so a hang shows within seconds. */
+export const HEARTBEAT_MS = 1000;
+
+/** Replicas behind nginx with short leases and heartbeats, as every fault test runs them. */
+export function startFaultStack(options: Omit<StackOptions, 'env'>): Promise<Stack> {
+  if (!findNginx()) throw new Error(NGINX_HELP);
+  return startStack({
+    ...options,
+    env: {
+      EVENTS_LEASE_MS: '1000',
+      EVENTS_HEARTBEAT_SECONDS: String(HEARTBEAT_MS / 1000),
+      EVENTS_HEARTBEAT_JITTER_SECONDS: '0',
+    },
+  });
+}
 
 export interface FaultOrg {
   host: string;
@@ -22,7 +46,7 @@ export interface FaultOrg {
 }
 
 /** An organization with an owner and `clients` members, made through the actions (in the
- * database the current configuration names). */
+ * database the current configuration names). The topology test uses it too. */
 export async function createFaultOrg(clients: number): Promise<FaultOrg> {
   const subdomain = `fault${randomBytes(4).toString('hex')}`;
   const { realm, owner } = await runAction((ctx) =>
@@ -73,8 +97,6 @@ export interface LoadOptions {
   /** Where requests go (nginx in front of the replicas). */
   url: string;
   org: FaultOrg;
-  /** The replicas' EVENTS_HEARTBEAT_SECONDS (with no jitter), in ms. */
-  heartbeatMs: number;
 }
 
 export class Load {
@@ -110,6 +132,24 @@ export class Load {
     const queues = await Promise.all(org.clients.map((client) => this.register(client)));
     this.tasks = queues.map((queue) => this.poll(queue));
     this.tasks.push(this.write());
+  }
+
+  /** The timeline every outage test follows: 3 s of load, the dependency down for 2 s, 5 s
+   * of load after it comes back; then stops. Returns the messages acknowledged before the
+   * outage and the committed ones (see stop). */
+  async through(outage: {
+    down: () => Promise<void>;
+    up: () => Promise<void>;
+  }): Promise<{ before: number; truth: number[] }> {
+    await this.start();
+    await sleep(3000);
+    const before = this.acknowledged.length;
+    this.markFault();
+    await outage.down();
+    await sleep(2000);
+    await outage.up();
+    await sleep(5000);
+    return { before, truth: await this.stop() };
   }
 
   /** Stops the writer, waits until every live queue has everything committed (or `catchUpMs`
@@ -224,7 +264,7 @@ export class Load {
         queue.user,
         'GET',
         `/api/v1/events?queue_id=${encodeURIComponent(queue.queueId)}&last_event_id=${last}`,
-        this.options.heartbeatMs + HANG_MS,
+        HEARTBEAT_MS + HANG_MS,
       );
       if (answer.status === 200 && answer.body) {
         for (const event of answer.body.events as {

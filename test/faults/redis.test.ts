@@ -8,19 +8,10 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { getConfig } from '@parley/config';
-import {
-  findNginx,
-  freePort,
-  NGINX_HELP,
-  startOwnRedis,
-  startStack,
-  type OwnRedis,
-  type Stack,
-} from '@parley/devservices';
-import { createFaultOrg, Load, sleep } from './load';
+import { freePort, startOwnRedis, type OwnRedis, type Stack } from '@parley/devservices';
+import { createFaultOrg, Load, startFaultStack } from './load';
 
 const CLIENTS = 20;
-const HEARTBEAT_MS = 1000;
 
 let stack: Stack | undefined;
 let redis: OwnRedis | undefined;
@@ -33,34 +24,21 @@ afterEach(async () => {
 });
 
 async function runThroughRestart(appendOnly: boolean): Promise<Load> {
-  if (!findNginx()) throw new Error(NGINX_HELP);
   redis = await startOwnRedis({
     port: await freePort(),
     dir: mkdtempSync(join(tmpdir(), 'parley-fault-redis-')),
     appendOnly,
   });
   const org = await createFaultOrg(CLIENTS);
-  stack = await startStack({
+  stack = await startFaultStack({
     databaseUrl: getConfig().DATABASE_URL,
     redisUrl: redis.url,
     apiReplicas: 1,
     eventsReplicas: 1,
-    env: {
-      EVENTS_LEASE_MS: '1000',
-      EVENTS_HEARTBEAT_SECONDS: String(HEARTBEAT_MS / 1000),
-      EVENTS_HEARTBEAT_JITTER_SECONDS: '0',
-    },
   });
-  const load = new Load({ url: stack.url, org, heartbeatMs: HEARTBEAT_MS });
-  await load.start();
-  await sleep(3000);
-  const before = load.acknowledged.length;
-  load.markFault();
-  await redis.kill();
-  await sleep(2000);
-  await redis.start();
-  await sleep(5000);
-  const truth = await load.stop();
+  const load = new Load({ url: stack.url, org });
+  const own = redis;
+  const { before, truth } = await load.through({ down: () => own.kill(), up: () => own.start() });
 
   expect(load.check(truth)).toEqual([]);
   // The load met the outage, had traffic on both sides of it, and nothing was restarted.

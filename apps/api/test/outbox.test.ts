@@ -1,13 +1,9 @@
 // The event outbox: a committed change's notifications survive the death of the process that
 // committed it, and are published exactly once however many publishers try.
-import { spawn } from 'node:child_process';
-import { join } from 'node:path';
 import { getPrisma } from '@parley/db';
-import { freePort, requestJson } from '@parley/devservices';
+import { freePort, requestJson, spawnReplica, waitForReady } from '@parley/devservices';
 import { relayOutbox } from '../src/lib/outbox';
 import { as, captureEvents, createTestRealm, createTestUser, expectSuccess } from './helpers';
-
-const root = join(__dirname, '..', '..', '..');
 
 /** Outbox rows holding a user_settings event for `userId`. */
 const rowsFor = async (userId: number) =>
@@ -71,29 +67,13 @@ describe('the event outbox', () => {
     const org = await createTestRealm();
     const user = await createTestUser(org.realm);
     const port = await freePort();
-    const replica = spawn(
-      process.execPath,
-      ['--import', 'tsx', join(root, 'apps', 'api', 'src', 'main.ts')],
-      {
-        cwd: root,
-        env: {
-          ...process.env,
-          NODE_ENV: 'production',
-          LOG_LEVEL: 'error',
-          PORT: String(port),
-          BIND_HOST: '127.0.0.1',
-          PARLEY_FAULT_KILL_AFTER_COMMIT: '1',
-        },
-        stdio: ['ignore', 'ignore', 'inherit'],
-      },
-    );
+    const replica = spawnReplica('api', port, {
+      LOG_LEVEL: 'error',
+      PARLEY_FAULT_KILL_AFTER_COMMIT: '1',
+    });
     const exited = new Promise((resolve) => replica.once('exit', resolve));
     try {
-      const started = Date.now();
-      while (!(await fetch(`http://127.0.0.1:${port}/ready`).catch(() => null))?.ok) {
-        if (Date.now() - started > 60_000) throw new Error('the API replica did not start');
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      await waitForReady(port, 60_000);
       // The replica commits the change, then dies before publishing: the request fails.
       const answer = await requestJson(`http://127.0.0.1:${port}`, {
         host: org.host,

@@ -1,12 +1,11 @@
 // Two events processes share the shards; one is killed with SIGKILL in the middle of a stream
 // of notifications. The other takes its shards over within the lease time, and every queue
 // receives every notification exactly once, in order.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { join } from 'node:path';
 import { getConfig } from '@parley/config';
 import { getPrisma, Role, runAction, type User } from '@parley/db';
-import { freePort, requestJson } from '@parley/devservices';
+import { freePort, requestJson, spawnReplica, waitUntil } from '@parley/devservices';
 import {
   createRedis,
   defaultQueueOptions,
@@ -16,7 +15,6 @@ import {
 } from '@parley/events';
 import type { Redis } from 'ioredis';
 
-const root = join(__dirname, '..', '..', '..');
 const SHARDS = 16;
 const LEASE_MS = 1000;
 const TOTAL = 200;
@@ -28,43 +26,15 @@ let redisUrl: string;
 const children: ChildProcess[] = [];
 
 function startReplica(port: number): ChildProcess {
-  // node itself (not the tsx wrapper, which runs the script in a child of its own), so that
-  // SIGKILL really kills the replica.
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', join(root, 'apps', 'events', 'src', 'main.ts')],
-    {
-      cwd: root,
-      env: {
-        ...process.env,
-        NODE_ENV: 'production',
-        LOG_LEVEL: 'warn',
-        REDIS_URL: redisUrl,
-        EVENTS_PORT: String(port),
-        BIND_HOST: '127.0.0.1',
-        EVENT_SHARDS: String(SHARDS),
-        EVENTS_LEASE_MS: String(LEASE_MS),
-        EVENTS_HEARTBEAT_SECONDS: '2',
-        EVENTS_HEARTBEAT_JITTER_SECONDS: '0',
-      },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    },
-  );
+  const child = spawnReplica('events', port, {
+    REDIS_URL: redisUrl,
+    EVENT_SHARDS: String(SHARDS),
+    EVENTS_LEASE_MS: String(LEASE_MS),
+    EVENTS_HEARTBEAT_SECONDS: '2',
+    EVENTS_HEARTBEAT_JITTER_SECONDS: '0',
+  });
   children.push(child);
   return child;
-}
-
-async function waitFor(
-  check: () => Promise<boolean>,
-  timeoutMs: number,
-  what: string,
-): Promise<number> {
-  const started = Date.now();
-  while (!(await check())) {
-    if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  return Date.now() - started;
 }
 
 /** A long-poll of `user`'s queue on one replica; null if the replica went away under it. */
@@ -99,9 +69,9 @@ async function startTwoReplicas() {
       throw new Error(`replica on port ${port} exited with ${child.exitCode}`);
     return (await fetch(`http://127.0.0.1:${port}/ready`).catch(() => null))?.ok === true;
   };
-  await waitFor(ready(portA, replicaA), 60_000, 'replica A');
-  await waitFor(ready(portB, replicaB), 60_000, 'replica B');
-  await waitFor(
+  await waitUntil(ready(portA, replicaA), 60_000, 'replica A');
+  await waitUntil(ready(portB, replicaB), 60_000, 'replica B');
+  await waitUntil(
     async () => {
       const holders = await leaseHolders();
       return holders.every(Boolean) && new Set(holders).size === 2;
@@ -206,7 +176,7 @@ describe('events replicas sharing shards', () => {
     aliveA = false;
     const killedAt = Date.now();
     await publish(TOTAL / 2, TOTAL);
-    await waitFor(
+    await waitUntil(
       async () => {
         const holders = await leaseHolders();
         return holders.every(Boolean) && new Set(holders).size === 1;
@@ -257,7 +227,7 @@ describe('events replicas sharing shards', () => {
     expect(await parked).toMatchObject({ result: 'success', events: [], queue_id: queueId });
     expect(await exited).toBe(0);
     // Released, not left to lapse: the survivor takes every shard sooner than the lease time.
-    await waitFor(
+    await waitUntil(
       async () => {
         const holders = await leaseHolders();
         return holders.every(Boolean) && new Set(holders).size === 1;

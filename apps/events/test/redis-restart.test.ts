@@ -2,14 +2,21 @@
 // without persistence, under a running events replica. The replica must take its shards back
 // and deliver again without being restarted; queues Redis lost answer BAD_EVENT_QUEUE_ID (so
 // clients register again); while Redis is down, polls get a quick JSON error, never a hang.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { getConfig } from '@parley/config';
 import { getPrisma, Role, type User } from '@parley/db';
-import { freePort, requestJson, startOwnRedis, type OwnRedis } from '@parley/devservices';
+import {
+  freePort,
+  requestJson,
+  spawnReplica,
+  waitUntil,
+  startOwnRedis,
+  type OwnRedis,
+} from '@parley/devservices';
 import {
   createRedis,
   defaultQueueOptions,
@@ -19,7 +26,6 @@ import {
 } from '@parley/events';
 import type { Redis } from 'ioredis';
 
-const root = join(__dirname, '..', '..', '..');
 const SHARDS = 4;
 const LEASE_MS = 1000;
 
@@ -28,41 +34,16 @@ let redis: OwnRedis;
 let redisPort: number;
 
 function startReplica(port: number): ChildProcess {
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', join(root, 'apps', 'events', 'src', 'main.ts')],
-    {
-      cwd: root,
-      env: {
-        ...process.env,
-        NODE_ENV: 'production',
-        LOG_LEVEL: 'error',
-        REDIS_URL: `redis://127.0.0.1:${redisPort}`,
-        EVENTS_PORT: String(port),
-        BIND_HOST: '127.0.0.1',
-        EVENT_SHARDS: String(SHARDS),
-        EVENTS_LEASE_MS: String(LEASE_MS),
-        EVENTS_HEARTBEAT_SECONDS: '1',
-        EVENTS_HEARTBEAT_JITTER_SECONDS: '0',
-      },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    },
-  );
+  const child = spawnReplica('events', port, {
+    LOG_LEVEL: 'error',
+    REDIS_URL: `redis://127.0.0.1:${redisPort}`,
+    EVENT_SHARDS: String(SHARDS),
+    EVENTS_LEASE_MS: String(LEASE_MS),
+    EVENTS_HEARTBEAT_SECONDS: '1',
+    EVENTS_HEARTBEAT_JITTER_SECONDS: '0',
+  });
   children.push(child);
   return child;
-}
-
-async function waitFor(
-  check: () => Promise<boolean>,
-  timeoutMs: number,
-  what: string,
-): Promise<number> {
-  const started = Date.now();
-  while (!(await check())) {
-    if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return Date.now() - started;
 }
 
 afterAll(async () => {
@@ -104,7 +85,7 @@ describe('an events replica across a Redis restart', () => {
     });
     const port = await freePort();
     const replica = startReplica(port);
-    await waitFor(
+    await waitUntil(
       async () => {
         if (replica.exitCode !== null) throw new Error(`replica exited with ${replica.exitCode}`);
         return (await fetch(`http://127.0.0.1:${port}/ready`).catch(() => null))?.ok === true;
@@ -130,7 +111,7 @@ describe('an events replica across a Redis restart', () => {
         users: [user.id],
       });
       let last = -1;
-      await waitFor(
+      await waitUntil(
         async () => {
           const answer = await events(queueId, last, true);
           const found = (answer.body?.events as { id: number; type: string; seq?: number }[]) ?? [];
@@ -164,13 +145,13 @@ describe('an events replica across a Redis restart', () => {
     await redis.start();
     client = connect();
     // The queue died with Redis's data: the client is told to register again.
-    await waitFor(
+    await waitUntil(
       async () => (await events(before, -1, true)).body?.code === 'BAD_EVENT_QUEUE_ID',
       10_000,
       'BAD_EVENT_QUEUE_ID for the lost queue',
     );
     // Shards are taken again within a lease period, and a new queue gets its events.
-    const recovered = await waitFor(
+    const recovered = await waitUntil(
       async () =>
         (await client.mget(Array.from({ length: SHARDS }, (_, s) => keys.lease(s)))).every(Boolean),
       10_000,

@@ -95,30 +95,56 @@ export function nginxConfig(
   )}`;
 }
 
-function startReplica(
+/** A replica of one tier as a process of its own on a loopback port: node itself with tsx's
+ * loader, so SIGTERM and SIGKILL reach the server, not a wrapper. Production settings and
+ * quiet logs unless `env` says otherwise; stderr is shown. */
+export function spawnReplica(
   kind: 'api' | 'events',
-  name: string,
   port: number,
-  options: StackOptions,
+  env: Record<string, string> = {},
 ): ChildProcess {
   const main = join(repoRoot(), 'apps', kind, 'src', 'main.ts');
-  // node itself with tsx's loader: SIGTERM/SIGKILL reach the server, not a wrapper.
   return spawn(process.execPath, ['--import', 'tsx', main], {
     cwd: repoRoot(),
     env: {
       ...process.env,
       NODE_ENV: 'production',
       LOG_LEVEL: 'warn',
-      DATABASE_URL: options.databaseUrl,
-      REDIS_URL: options.redisUrl,
       BIND_HOST: '127.0.0.1',
-      TRUST_PROXY: 'true',
       [kind === 'api' ? 'PORT' : 'EVENTS_PORT']: String(port),
-      ...options.env,
-      ...options.replicaEnv?.[name],
+      ...env,
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
+}
+
+function startReplica(
+  kind: 'api' | 'events',
+  name: string,
+  port: number,
+  options: StackOptions,
+): ChildProcess {
+  return spawnReplica(kind, port, {
+    DATABASE_URL: options.databaseUrl,
+    REDIS_URL: options.redisUrl,
+    TRUST_PROXY: 'true',
+    ...options.env,
+    ...options.replicaEnv?.[name],
+  });
+}
+
+/** Polls `check` until it holds; returns how long that took (tests measure recoveries). */
+export async function waitUntil(
+  check: () => Promise<boolean>,
+  timeoutMs: number,
+  what: string,
+): Promise<number> {
+  const started = Date.now();
+  while (!(await check())) {
+    if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  return Date.now() - started;
 }
 
 export function waitForReady(port: number, timeoutMs = 30_000): Promise<void> {
