@@ -4,6 +4,7 @@
 import type { Prisma } from '@prisma/client';
 import { getLogger } from '@parley/logger';
 import { getPrisma } from './client';
+import { withTransactionBinding } from './transaction-pool';
 
 export type Tx = Prisma.TransactionClient;
 
@@ -53,24 +54,26 @@ export async function runAction<T>(
   const callbacks: Array<() => Promise<void> | void> = [];
   let authChanges: string[] = [];
   let read: string[] | undefined;
-  const result = await getPrisma().$transaction(
-    async (tx) => {
-      const finishing: Array<() => Promise<void>> = [];
-      const value = await action({
-        tx,
-        onCommit: (callback) => callbacks.push(callback),
-        beforeCommit: (callback) => finishing.push(callback),
-        authChangesRead: (setting) => (read = parseAuthChanges(setting)),
-      });
-      // Only a reading taken by the last callback is final: earlier ones precede its writes.
-      for (const callback of finishing) {
-        read = undefined;
-        await callback();
-      }
-      authChanges = read ?? (await changedAuthRows(tx));
-      return value;
-    },
-    { timeout: options.timeout ?? 15_000, isolationLevel: options.isolationLevel },
+  const result = await withTransactionBinding(() =>
+    getPrisma().$transaction(
+      async (tx) => {
+        const finishing: Array<() => Promise<void>> = [];
+        const value = await action({
+          tx,
+          onCommit: (callback) => callbacks.push(callback),
+          beforeCommit: (callback) => finishing.push(callback),
+          authChangesRead: (setting) => (read = parseAuthChanges(setting)),
+        });
+        // Only a reading taken by the last callback is final: earlier ones precede its writes.
+        for (const callback of finishing) {
+          read = undefined;
+          await callback();
+        }
+        authChanges = read ?? (await changedAuthRows(tx));
+        return value;
+      },
+      { timeout: options.timeout ?? 15_000, isolationLevel: options.isolationLevel },
+    ),
   );
   crashHereIfAsked();
   if (authChanges.length > 0) for (const listener of authChangeListeners) listener(authChanges);

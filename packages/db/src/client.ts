@@ -3,37 +3,57 @@
 import { PrismaPg } from '@prisma/adapter-pg';
 import { PrismaClient } from '@prisma/client';
 import { getConfig } from '@parley/config';
+import { TransactionAwarePool } from './transaction-pool';
 
 export type Db = PrismaClient;
 
 let client: PrismaClient | undefined;
+/** The pool under `client`, shared with typed SQL (sql.ts). */
+let pool: TransactionAwarePool | undefined;
 
 /** A database that does not answer (rather than refusing) must not hold requests for long:
  * past this, connecting fails and the request answers 503 (packages/http). */
 const CONNECT_TIMEOUT_MS = 2000;
 
-export function createPrisma(databaseUrl: string, poolSize: number): PrismaClient {
-  return new PrismaClient({
-    adapter: new PrismaPg({
-      connectionString: databaseUrl,
-      max: poolSize,
-      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-    }),
+export function createPool(databaseUrl: string, poolSize: number): TransactionAwarePool {
+  return new TransactionAwarePool({
+    connectionString: databaseUrl,
+    max: poolSize,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
   });
+}
+
+export function createPrisma(databaseUrl: string, poolSize: number): PrismaClient {
+  return prismaOver(createPool(databaseUrl, poolSize));
+}
+
+function prismaOver(over: TransactionAwarePool): PrismaClient {
+  return new PrismaClient({ adapter: new PrismaPg(over, { disposeExternalPool: true }) });
 }
 
 export function getPrisma(): PrismaClient {
   if (!client) {
     const config = getConfig();
-    client = createPrisma(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
+    pool = createPool(config.DATABASE_URL, config.DATABASE_POOL_SIZE);
+    client = prismaOver(pool);
   }
   return client;
 }
 
+/** The connection pool behind getPrisma(), for typed SQL. */
+export function getPool(): TransactionAwarePool {
+  getPrisma();
+  return pool!;
+}
+
 export async function disconnectPrisma(): Promise<void> {
   const current = client;
+  const currentPool = pool;
   client = undefined;
+  pool = undefined;
   await current?.$disconnect();
+  // $disconnect ends an external pool only once Prisma has connected through it.
+  if (currentPool && !currentPool.ended) await currentPool.end();
 }
 
 /** Liveness of the database for /ready. */

@@ -1,4 +1,13 @@
-export { createPrisma, disconnectPrisma, getPrisma, pingDatabase, type Db } from './client';
+export {
+  createPool,
+  createPrisma,
+  disconnectPrisma,
+  getPool,
+  getPrisma,
+  pingDatabase,
+  type Db,
+} from './client';
+export { columnsOf, query, queryDynamic, statement, type Statement } from './sql';
 export {
   onCommittedAuthChanges,
   runAction,

@@ -88,7 +88,7 @@ async function readableHistory(tx: Tx, user: User, ids: number[]): Promise<numbe
   const streams = await tx.stream.findMany({
     where: { recipientId: { in: [...new Set(messages.map((m) => m.recipientId))] } },
   });
-  const perms = await loadPermissions(user, tx);
+  const perms = await loadPermissions(user);
   for (const stream of streams)
     if (!(await canReadChannelHistory(perms, stream, tx))) throw new InvalidMessageError();
   return ids;

@@ -125,7 +125,7 @@ export async function checkUpdateMessage(
         ? '(deleted)'
         : checkContent(request.content);
 
-  const perms = await loadPermissions(user, tx);
+  const perms = await loadPermissions(user);
   const resolving =
     checkedTopic !== undefined &&
     (checkedTopic === RESOLVED_PREFIX + message.subject ||
@@ -404,7 +404,7 @@ async function sendUpdateEvents(
     if (edit.topic !== undefined)
       Object.assign(event, {
         subject: edit.topic,
-        topic_links: topicLinks(edit.topic, await linkifiersForRealm(message.realmId, tx)),
+        topic_links: topicLinks(edit.topic, await linkifiersForRealm(message.realmId)),
       });
     if (target) event.new_stream_id = target.id;
   }

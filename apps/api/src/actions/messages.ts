@@ -3,9 +3,12 @@
 // and queue the message event, formatted per group of recipients, for after the commit.
 import { createHash } from 'node:crypto';
 import {
+  columnsOf,
   flagsToBitmask,
-  idsByLowerEquals,
+  query,
   RecipientType,
+  Role,
+  statement,
   type ActionContext,
   type Message,
   type Realm,
@@ -21,19 +24,28 @@ import {
   StreamWithIDDoesNotExistError,
   TopicWildcardMentionNotAllowedError,
 } from '@parley/errors';
-import type { Rendered } from '@parley/markdown';
+import { renderMarkdown, topicLinks, type Rendered, type TopicLink } from '@parley/markdown';
 import { allPublicStreamsKey, getRedis } from '@parley/events';
 import { linkedPathIds } from '../lib/attachments';
-import { usersAlertedBy } from '../lib/alert-words';
+import { containsAlertWord, searchableText } from '../lib/alert-words';
 import { sendEventOnCommit } from '../lib/events';
-import { mutersAmong } from '../lib/muted-users';
 import type { VisibilityPolicyValue } from '../lib/user-topics';
 import { doAutoFollowOnSend } from './user-topics';
-import { activeMemberIds } from '../lib/groups';
-import { apiFlags, presentMessagesForEvent } from '../lib/messages';
-import { loadPermissions, hasContentAccess, subscriptionOf } from '../lib/streams';
-import { accessUserByEmail, apiEmailFor } from '../lib/users';
-import { EMPTY_TOPIC_DISPLAY_NAME } from '../presenters/messages';
+import { activeMemberIds, groupIdsOfUserSql } from '../lib/groups';
+import { apiFlags, displayUser } from '../lib/messages';
+import { loadMentionData } from '../lib/rendering';
+import {
+  hasContentAccess,
+  loadPermissions,
+  subscriptionOf,
+  type Permissions,
+} from '../lib/streams';
+import { accessUserByEmail, apiEmailFor, canSeeDeliveryEmail } from '../lib/users';
+import {
+  EMPTY_TOPIC_DISPLAY_NAME,
+  presentMessage,
+  type DisplayRecipient,
+} from '../presenters/messages';
 import { doUpdateAttachmentLinks } from './uploads';
 
 export const MAX_MESSAGE_LENGTH = 10000;
@@ -87,13 +99,113 @@ function truncate(text: string, max: number, suffix: string): string {
   return chars.slice(0, max - suffix.length).join('') + suffix;
 }
 
+/** Where a message goes, as the client named it (`to` raw, as sent). */
+export type SendTarget =
+  { kind: 'channel'; to: string; topic: string } | { kind: 'direct'; to: string };
+
+/** A message with everything decided before the transaction: the addressee and its
+ * permissions, the rendering, every recipient's flags and the events' audiences. The
+ * transaction then only writes (Zulip's do_send_messages also builds its message dicts and
+ * recipient lists first). */
+export interface PreparedMessage {
+  realm: Realm;
+  sender: User;
+  addressee: Addressee;
+  /** Null for the first message of a direct-message group: the transaction creates it. */
+  recipientId: number | null;
+  content: string;
+  rendered: Rendered;
+  topicLinks: TopicLink[];
+  flags: Map<number, UserMessageFlag[]>;
+  /** Every recipient's role (events differ in which addresses a viewer may see). */
+  viewers: Viewer[];
+  /** Users whose all_public_streams queues see this public-channel message without having
+   * received it. */
+  publicStreamsViewers: Viewer[];
+  /** A 1:1 message: the sender's personal recipient (the conversation's id for the other
+   * user, feature level 327). */
+  senderRecipientId: number | null;
+  options: SendOptions;
+}
+
+type Viewer = { id: number; role: number };
+
+export async function prepareMessage(
+  realm: Realm,
+  sender: User,
+  target: SendTarget,
+  content: string,
+  options: SendOptions,
+): Promise<PreparedMessage> {
+  const resolved =
+    target.kind === 'channel'
+      ? await resolveChannel(realm, sender, target.to, target.topic)
+      : await resolveDirect(realm, sender, target.to);
+  const mentionData = await loadMentionData(realm.id, content);
+  const rendered = renderMarkdown(content, mentionData);
+  const { addressee } = resolved;
+  const recipients = await query(recipientDetails, [resolved.userIds, sender.id]);
+  const flags = await recipientFlags(sender, addressee, recipients, content, rendered, options);
+  if (addressee.kind === 'channel') checkWildcardMention(sender, rendered, resolved.userIds, flags);
+  return {
+    realm,
+    sender,
+    addressee,
+    recipientId: resolved.recipientId,
+    content,
+    rendered,
+    topicLinks:
+      addressee.kind === 'channel' ? topicLinks(addressee.topic, mentionData.linkifiers ?? []) : [],
+    flags,
+    viewers: recipients.map(({ id, role }) => ({ id, role })),
+    publicStreamsViewers:
+      addressee.kind === 'channel' && !addressee.stream.inviteOnly
+        ? await publicStreamsViewers(realm, flags)
+        : [],
+    senderRecipientId: resolved.senderRecipientId,
+    options,
+  };
+}
+
+interface Resolved {
+  addressee: Addressee;
+  recipientId: number | null;
+  userIds: number[];
+  senderRecipientId: number | null;
+}
+
+type ChannelForSend = Stream & {
+  subscribed: boolean;
+  groupIds: number[];
+  topicExists: boolean;
+  subscriberIds: number[];
+};
+
+/** The channel with whether the sender is subscribed, the sender's groups, whether the topic
+ * exists yet (can_create_topic_group) and who receives the message: one statement. */
+const CHANNEL_FOR_SEND = `SELECT ${columnsOf('Stream', 's')},
+    EXISTS (SELECT 1 FROM subscription sub WHERE sub.user_profile_id = $2
+      AND sub.recipient_id = s.recipient_id AND sub.active) AS subscribed,
+    ${groupIdsOfUserSql('$2')} AS "groupIds",
+    EXISTS (SELECT 1 FROM message WHERE recipient_id = s.recipient_id
+      AND upper(subject) = upper($4)) AS "topicExists",
+    ARRAY(SELECT sub.user_profile_id FROM subscription sub WHERE sub.recipient_id = s.recipient_id
+      AND sub.active AND sub.is_user_active) AS "subscriberIds"
+  FROM stream s WHERE s.realm_id = $1`;
+const channelForSendById = statement<ChannelForSend, [number, number, number, string]>(
+  `${CHANNEL_FOR_SEND} AND s.id = $3`,
+);
+const channelForSendByName = statement<ChannelForSend, [number, number, string, string]>(
+  `${CHANNEL_FOR_SEND} AND lower(s.name) = lower($3)`,
+);
+
 /** The `to` of a channel message: an id or a name, raw or JSON (a one-element list too). */
-export async function checkChannelAddressee(
-  tx: Tx,
+async function resolveChannel(
+  realm: Realm,
   sender: User,
   to: string,
   topic: string,
-): Promise<Addressee> {
+): Promise<Resolved> {
   let target: unknown = to;
   try {
     target = JSON.parse(to) as unknown;
@@ -104,59 +216,61 @@ export async function checkChannelAddressee(
     if (target.length !== 1) throw new JsonableError('Expected exactly one channel');
     target = target[0];
   }
-  let stream: Stream | null;
+  let found: ChannelForSend | undefined;
   if (typeof target === 'number' && Number.isInteger(target)) {
-    stream =
-      target > 0 && target <= 2 ** 31 - 1
-        ? await tx.stream.findFirst({ where: { id: target, realmId: sender.realmId } })
-        : null;
-    if (!stream) throw new StreamWithIDDoesNotExistError(target);
+    if (target > 0 && target <= 2 ** 31 - 1)
+      [found] = await query(channelForSendById, [realm.id, sender.id, target, topic]);
+    if (!found) throw new StreamWithIDDoesNotExistError(target);
   } else if (typeof target === 'string') {
     const name = target.trim();
     if (name === '') throw new JsonableError('Missing channel');
-    const [id] = await idsByLowerEquals(tx, 'stream', 'name', sender.realmId, [name]);
-    stream = id === undefined ? null : await tx.stream.findUnique({ where: { id } });
-    if (!stream) throw new StreamDoesNotExistError(name);
+    [found] = await query(channelForSendByName, [realm.id, sender.id, name, topic]);
+    if (!found) throw new StreamDoesNotExistError(name);
   } else {
     throw new JsonableError('Invalid data type for channel');
   }
-  await checkCanPost(tx, sender, stream);
-  return { kind: 'channel', stream, topic };
+  const { subscribed, groupIds, topicExists, subscriberIds, ...stream } = found;
+  const perms = { user: sender, groups: new Set(groupIds) };
+  checkMayPost(perms, stream, subscribed);
+  checkTopicPolicy(realm, stream, topic);
+  if (!perms.groups.has(stream.canCreateTopicGroupId) && !topicExists)
+    throw new JsonableError('You do not have permission to create new topics in this channel.');
+  // An unsubscribed sender (public channels allow that) gets no copy, as in Zulip.
+  return {
+    addressee: { kind: 'channel', stream, topic },
+    recipientId: stream.recipientId!,
+    userIds: subscriberIds,
+    senderRecipientId: null,
+  };
 }
 
 /** Zulip's access_stream_for_send_message and can_send_message_group. */
-export async function checkCanPost(tx: Tx, sender: User, stream: Stream): Promise<void> {
-  const perms = await loadPermissions(sender, tx);
-  const subscribed = (await subscriptionOf(sender.id, stream, tx)) !== null;
+export async function checkCanPost(sender: User, stream: Stream): Promise<void> {
+  const perms = await loadPermissions(sender);
+  checkMayPost(perms, stream, (await subscriptionOf(sender.id, stream)) !== null);
+}
+
+function checkMayPost(perms: Permissions, stream: Stream, subscribed: boolean): void {
   if (stream.deactivated || !hasContentAccess(perms, stream, subscribed))
     throw new JsonableError(`Not authorized to send to channel '${stream.name}'`);
   if (!perms.groups.has(stream.canSendMessageGroupId))
     throw new JsonableError('You do not have permission to post in this channel.');
 }
 
-/** can_create_topic_group (feature level 441): a topic nobody has posted in yet is new. */
-export async function checkCanCreateTopic(
-  tx: Tx,
-  sender: User,
-  stream: Stream,
-  topic: string,
-): Promise<void> {
-  const perms = await loadPermissions(sender, tx);
-  if (perms.groups.has(stream.canCreateTopicGroupId)) return;
-  const [existing] = await tx.$queryRaw<{ id: number }[]>`
-    SELECT id FROM message
-    WHERE recipient_id = ${stream.recipientId} AND upper(subject) = upper(${topic}) LIMIT 1`;
-  if (!existing)
-    throw new JsonableError('You do not have permission to create new topics in this channel.');
-}
+const usersByIds = statement<User, [number[], number]>(
+  `SELECT ${columnsOf('User', 'u')} FROM user_profile u WHERE u.id = ANY($1::int[]) AND u.realm_id = $2`,
+);
 
-/** The `to` of a direct message: user ids or emails, as a JSON list or comma-separated. */
-export async function checkDirectAddressee(
-  tx: Tx,
-  sender: User,
-  realm: Realm,
-  to: string,
-): Promise<Addressee> {
+const personalRecipients = statement<{ userId: number; id: number }, [number[]]>(`
+  SELECT type_id AS "userId", id FROM recipient
+  WHERE type = ${RecipientType.PERSONAL} AND type_id = ANY($1::int[])`);
+
+const directMessageGroupRecipient = statement<{ recipientId: number | null }, [number, string]>(`
+  SELECT recipient_id AS "recipientId" FROM direct_message_group WHERE realm_id = $1 AND hash = $2`);
+
+/** The `to` of a direct message: user ids or emails, as a JSON list or comma-separated. A
+ * constant number of statements whatever the group's size (emails: one each). */
+async function resolveDirect(realm: Realm, sender: User, to: string): Promise<Resolved> {
   let targets: unknown;
   try {
     targets = JSON.parse(to) as unknown;
@@ -175,17 +289,21 @@ export async function checkDirectAddressee(
     ...new Set(targets.filter((t): t is string => typeof t === 'string').map((t) => t.trim())),
   ].filter((email) => email !== '');
   if (ids.length + emails.length === 0) throw new JsonableError('Message must have recipients');
+  const valid = ids.filter((id) => Number.isInteger(id) && id > 0 && id <= 2 ** 31 - 1);
+  const found = new Map(
+    (valid.length > 0 ? await query(usersByIds, [valid, sender.realmId]) : []).map((u) => [
+      u.id,
+      u,
+    ]),
+  );
   const users: User[] = [];
   for (const id of ids) {
-    const user =
-      Number.isInteger(id) && id > 0 && id <= 2 ** 31 - 1
-        ? await tx.user.findFirst({ where: { id, realmId: sender.realmId } })
-        : null;
+    const user = found.get(id);
     if (!user) throw new JsonableError(`Invalid user ID ${id}`);
     users.push(user);
   }
   for (const email of emails) {
-    const user = await accessUserByEmail(sender, realm, email, { db: tx }).catch(() => null);
+    const user = await accessUserByEmail(sender, realm, email).catch(() => null);
     if (!user) throw new JsonableError(`Invalid email '${email}'`);
     users.push(user);
   }
@@ -193,7 +311,27 @@ export async function checkDirectAddressee(
     if (!user.isActive && user.id !== sender.id)
       throw new JsonableError(`'${apiEmailFor(sender, user, realm)}' is no longer using Zulip.`);
   }
-  return { kind: 'direct', users: uniqueUsers(users) };
+  const addressee: Addressee = { kind: 'direct', users: uniqueUsers(users) };
+  const userIds = [...new Set([sender.id, ...users.map((u) => u.id)])].sort((a, b) => a - b);
+  if (userIds.length <= 2) {
+    // 1:1 messages (and messages to oneself) go to the other user's personal recipient.
+    const other = userIds.find((id) => id !== sender.id) ?? sender.id;
+    const personal = new Map(
+      (await query(personalRecipients, [[other, sender.id]])).map((r) => [r.userId, r.id]),
+    );
+    return {
+      addressee,
+      recipientId: personal.get(other)!,
+      userIds,
+      senderRecipientId: personal.get(sender.id) ?? null,
+    };
+  }
+  const [group] = await query(directMessageGroupRecipient, [realm.id, groupHash(userIds)]);
+  return { addressee, recipientId: group?.recipientId ?? null, userIds, senderRecipientId: null };
+}
+
+function groupHash(userIds: number[]): string {
+  return createHash('sha1').update(userIds.join(',')).digest('hex');
 }
 
 function uniqueUsers(users: User[]): User[] {
@@ -215,60 +353,77 @@ export interface SentMessage {
   automaticPolicy: VisibilityPolicyValue | null;
 }
 
+/** The message row and every recipient's copy, in one statement. */
+const insertMessage = statement<
+  Message,
+  [
+    number,
+    number,
+    number,
+    string,
+    string,
+    string,
+    string,
+    boolean,
+    boolean,
+    boolean,
+    number[],
+    string[],
+  ]
+>(`
+  WITH inserted AS (
+    INSERT INTO message (realm_id, sender_id, recipient_id, subject, content, rendered_content,
+      rendered_content_version, sending_client, is_channel_message, has_link, has_image)
+    VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8, $9, $10)
+    RETURNING *
+  ), copies AS (
+    INSERT INTO user_message (user_profile_id, message_id, flags)
+    SELECT u, inserted.id, f FROM inserted, unnest($11::int[], $12::bigint[]) AS t(u, f)
+  )
+  SELECT ${columnsOf('Message', 'inserted')} FROM inserted`);
+
+/** The writes of a send, and its events queued for after the commit. */
 export async function doSendMessage(
   ctx: ActionContext,
-  realm: Realm,
-  sender: User,
-  addressee: Addressee,
-  content: string,
-  rendered: Rendered,
-  options: SendOptions,
+  prepared: PreparedMessage,
 ): Promise<SentMessage> {
   const { tx } = ctx;
-  const { recipientId, userIds } =
-    addressee.kind === 'channel'
-      ? await channelRecipients(tx, addressee.stream)
-      : await directRecipients(tx, realm, sender, addressee.users);
-  const message = await tx.message.create({
-    data: {
-      realmId: realm.id,
-      senderId: sender.id,
-      recipientId,
-      subject: addressee.kind === 'channel' ? addressee.topic : '',
-      content,
-      renderedContent: rendered.html,
-      renderedContentVersion: 1,
-      sendingClient: options.client,
-      isChannelMessage: addressee.kind === 'channel',
-      hasLink: /<a /.test(rendered.html),
-      hasImage: rendered.hasImage,
-    },
-  });
+  const { realm, sender, addressee, rendered, content, flags, options } = prepared;
+  const recipientId =
+    prepared.recipientId ??
+    (await createDirectMessageGroup(
+      tx,
+      realm,
+      [...flags.keys()].sort((a, b) => a - b),
+    ));
+  const entries = [...flags];
+  const [message] = await query(insertMessage, [
+    realm.id,
+    sender.id,
+    recipientId,
+    addressee.kind === 'channel' ? addressee.topic : '',
+    content,
+    rendered.html,
+    options.client,
+    addressee.kind === 'channel',
+    /<a /.test(rendered.html),
+    rendered.hasImage,
+    entries.map(([userId]) => userId),
+    entries.map(([, userFlags]) => flagsToBitmask(userFlags).toString()),
+  ]);
   if (
     linkedPathIds(content).length > 0 &&
-    (await doUpdateAttachmentLinks(ctx, sender, message, content)).linked
+    (await doUpdateAttachmentLinks(ctx, sender, message!, content)).linked
   )
-    message.hasAttachment = (
-      await tx.message.update({ where: { id: message.id }, data: { hasAttachment: true } })
+    message!.hasAttachment = (
+      await tx.message.update({ where: { id: message!.id }, data: { hasAttachment: true } })
     ).hasAttachment;
-  const flags = await recipientFlags(tx, message, sender, userIds, rendered, options);
-  if (addressee.kind === 'channel') checkWildcardMention(sender, rendered, userIds, flags);
-  // One INSERT … SELECT unnest(…) for every recipient's row: Prisma's createMany costs
-  // ~0.1 ms per row, which dominated sends to large channels.
-  const entries = [...flags];
-  await tx.$executeRaw`
-    INSERT INTO user_message (user_profile_id, message_id, flags)
-    SELECT u, ${message.id}, f
-    FROM unnest(${entries.map(([userId]) => userId)}::int[],
-                ${entries.map(([, userFlags]) => flagsToBitmask(userFlags).toString())}::bigint[]) AS t(u, f)`;
   if (addressee.kind === 'channel' && addressee.stream.firstMessageId === null)
     await tx.stream.update({
       where: { id: addressee.stream.id },
-      data: { firstMessageId: message.id },
+      data: { firstMessageId: message!.id },
     });
-  await sendMessageEvents(ctx, realm, message, flags, options);
-  if (addressee.kind === 'channel' && !addressee.stream.inviteOnly)
-    await sendToAllPublicStreamsQueues(ctx, realm, message, flags);
+  sendMessageEvents(ctx, prepared, message!);
   const automaticPolicy =
     addressee.kind === 'channel'
       ? await doAutoFollowOnSend(
@@ -276,49 +431,18 @@ export async function doSendMessage(
           sender,
           addressee.stream,
           addressee.topic,
-          message.id,
+          message!.id,
           [...rendered.mentions.userIds].filter((id) => flags.has(id)),
         )
       : null;
-  return { message, automaticPolicy };
+  return { message: message!, automaticPolicy };
 }
 
-async function channelRecipients(
-  tx: Tx,
-  stream: Stream,
-): Promise<{ recipientId: number; userIds: number[] }> {
-  const subs = await tx.subscription.findMany({
-    where: { recipientId: stream.recipientId!, active: true, isUserActive: true },
-    select: { userId: true },
-  });
-  // An unsubscribed sender (public channels allow that) gets no copy, as in Zulip.
-  return { recipientId: stream.recipientId!, userIds: subs.map((s) => s.userId) };
-}
-
-/** 1:1 messages (and messages to oneself) go to the other user's personal recipient; groups of
- * three or more to a direct-message group, created on first use with its members
- * subscribed. */
-async function directRecipients(
-  tx: Tx,
-  realm: Realm,
-  sender: User,
-  users: User[],
-): Promise<{ recipientId: number; userIds: number[] }> {
-  const ids = [...new Set([sender.id, ...users.map((u) => u.id)])].sort((a, b) => a - b);
-  if (ids.length <= 2) {
-    const other = ids.find((id) => id !== sender.id) ?? sender.id;
-    const recipient = await tx.recipient.findUniqueOrThrow({
-      where: { type_typeId: { type: RecipientType.PERSONAL, typeId: other } },
-    });
-    return { recipientId: recipient.id, userIds: ids };
-  }
-  const hash = createHash('sha1').update(ids.join(',')).digest('hex');
-  const existing = await tx.directMessageGroup.findUnique({
-    where: { realmId_hash: { realmId: realm.id, hash } },
-  });
-  if (existing?.recipientId) return { recipientId: existing.recipientId, userIds: ids };
-  // ON CONFLICT DO NOTHING, then read: a concurrent first message to the same group waits
-  // for the other transaction and then uses the group it created.
+/** The first message to a group of three or more creates its direct-message group, with its
+ * members subscribed. ON CONFLICT DO NOTHING, then read: a concurrent first message to the
+ * same group waits for the other transaction and then uses the group it created. */
+async function createDirectMessageGroup(tx: Tx, realm: Realm, ids: number[]): Promise<number> {
+  const hash = groupHash(ids);
   await tx.directMessageGroup.createMany({
     data: [{ realmId: realm.id, hash, groupSize: ids.length }],
     skipDuplicates: true,
@@ -326,7 +450,7 @@ async function directRecipients(
   const group = await tx.directMessageGroup.findUniqueOrThrow({
     where: { realmId_hash: { realmId: realm.id, hash } },
   });
-  if (group.recipientId) return { recipientId: group.recipientId, userIds: ids };
+  if (group.recipientId) return group.recipientId;
   await tx.recipient.createMany({
     data: [{ type: RecipientType.DIRECT_MESSAGE_GROUP, typeId: group.id }],
     skipDuplicates: true,
@@ -342,7 +466,7 @@ async function directRecipients(
     data: ids.map((userId) => ({ userId, recipientId: recipient.id })),
     skipDuplicates: true,
   });
-  return { recipientId: recipient.id, userIds: ids };
+  return recipient.id;
 }
 
 /** Zulip's WILDCARD_MENTION_THRESHOLD: wildcards reaching more people than this need the
@@ -366,119 +490,100 @@ function checkWildcardMention(
   }
 }
 
+interface RecipientDetails {
+  id: number;
+  role: number;
+  /** Whether they muted the sender. */
+  muted: boolean;
+  alertWords: string[];
+}
+
+/** What each recipient's flags and events depend on, for every recipient at once. */
+const recipientDetails = statement<RecipientDetails, [number[], number]>(`
+  SELECT u.id, u.role,
+    EXISTS (SELECT 1 FROM muted_user mu WHERE mu.user_profile_id = u.id
+      AND mu.muted_user_id = $2) AS muted,
+    ARRAY(SELECT aw.word FROM alert_word aw WHERE aw.user_profile_id = u.id) AS "alertWords"
+  FROM user_profile u WHERE u.id = ANY($1::int[])`);
+
 /** Each recipient's flags: read for the sender when sent by a person and for those who muted
  * the sender, is_private for direct messages, mentioned for direct and group mentions, the
  * wildcard flags for everyone a wildcard reaches (a topic wildcard: those who have posted in
  * the topic), has_alert_word for those with one of their alert words in it. */
 async function recipientFlags(
-  tx: Tx,
-  message: Message,
   sender: User,
-  userIds: number[],
+  addressee: Addressee,
+  recipients: RecipientDetails[],
+  content: string,
   rendered: Rendered,
   options: SendOptions,
 ): Promise<Map<number, UserMessageFlag[]>> {
   const { mentions } = rendered;
+  const isChannel = addressee.kind === 'channel';
   const mentioned = new Set(mentions.userIds);
   if (mentions.groupIds.size > 0)
-    for (const id of await activeMemberIds([...mentions.groupIds], tx)) mentioned.add(id);
+    for (const id of await activeMemberIds([...mentions.groupIds])) mentioned.add(id);
   let topicParticipants = new Set<number>();
-  if (mentions.wildcard === 'topic' && message.isChannelMessage) {
-    const posters = await tx.$queryRaw<{ sender_id: number }[]>`
-      SELECT DISTINCT sender_id FROM message
-      WHERE recipient_id = ${message.recipientId} AND upper(subject) = upper(${message.subject})`;
-    topicParticipants = new Set(posters.map((p) => p.sender_id));
+  if (mentions.wildcard === 'topic' && addressee.kind === 'channel') {
+    const posters = await query(topicPosters, [addressee.stream.recipientId!, addressee.topic]);
+    topicParticipants = new Set(posters.map((p) => p.senderId));
   }
-  const muters = await mutersAmong(sender.id, userIds, tx);
-  const alerted = await usersAlertedBy(message.content, userIds, tx);
+  const text = recipients.some((r) => r.alertWords.length > 0) ? searchableText(content) : '';
   const flags = new Map<number, UserMessageFlag[]>();
-  for (const userId of userIds) {
+  for (const { id: userId, muted, alertWords } of recipients) {
     const list: UserMessageFlag[] = [];
-    if ((userId === sender.id && options.readBySender) || muters.has(userId)) list.push('read');
+    if ((userId === sender.id && options.readBySender) || muted) list.push('read');
     if (mentioned.has(userId)) list.push('mentioned');
     if (mentions.wildcard === 'channel') list.push('stream_wildcard_mentioned');
-    if (
-      mentions.wildcard === 'topic' &&
-      (!message.isChannelMessage || topicParticipants.has(userId))
-    )
+    if (mentions.wildcard === 'topic' && (!isChannel || topicParticipants.has(userId)))
       list.push('topic_wildcard_mentioned');
-    if (!message.isChannelMessage) list.push('is_private');
-    if (alerted.has(userId)) list.push('has_alert_word');
+    if (!isChannel) list.push('is_private');
+    if (alertWords.some((word) => containsAlertWord(text, word))) list.push('has_alert_word');
     flags.set(userId, list);
   }
   return flags;
 }
 
+const topicPosters = statement<{ senderId: number }, [number, string]>(`
+  SELECT DISTINCT sender_id AS "senderId" FROM message
+  WHERE recipient_id = $1 AND upper(subject) = upper($2)`);
+
+const activeViewers = statement<Viewer, [number[], number]>(`
+  SELECT id, role FROM user_profile
+  WHERE id = ANY($1::int[]) AND realm_id = $2 AND is_active AND role <> ${Role.GUEST}`);
+
 /** Queues registered with all_public_streams see public-channel messages their users did not
  * receive, with no flags (Zulip's process_message_event). */
-async function sendToAllPublicStreamsQueues(
-  ctx: ActionContext,
+async function publicStreamsViewers(
   realm: Realm,
-  message: Message,
   recipients: Map<number, UserMessageFlag[]>,
-): Promise<void> {
+): Promise<Viewer[]> {
   const listed = (await getRedis().smembers(allPublicStreamsKey(realm.id))).map(Number);
   const candidates = listed.filter((id) => Number.isInteger(id) && !recipients.has(id));
-  if (candidates.length === 0) return;
-  const viewers = await ctx.tx.user.findMany({
-    where: { id: { in: candidates }, realmId: realm.id, isActive: true, role: { not: 600 } },
-    select: { id: true, role: true },
-  });
-  await publishMessageForms(ctx, realm, message, viewers, () => ({
-    flags: [],
-    internal: { all_public_streams_only: true },
-  }));
+  if (candidates.length === 0) return [];
+  return query(activeViewers, [candidates, realm.id]);
 }
 
 /** One `message` event per distinct form: recipients differ in flags and in which addresses
  * they may see. Raw Markdown and the avatar's computability travel in internal_data for the
  * events tier's per-queue formatting. */
-async function sendMessageEvents(
-  ctx: ActionContext,
-  realm: Realm,
-  message: Message,
-  flags: Map<number, UserMessageFlag[]>,
-  options: SendOptions,
-): Promise<void> {
-  const viewers = await ctx.tx.user.findMany({
-    where: { id: { in: [...flags.keys()] } },
-    select: { id: true, role: true },
-  });
-  await publishMessageForms(ctx, realm, message, viewers, (viewer) => ({
-    flags: apiFlags(flags.get(viewer.id)!),
-    internal:
-      viewer.id === message.senderId && options.localEcho
-        ? { sender_queue_id: options.localEcho.queueId, local_id: options.localEcho.localId }
-        : {},
-  }));
-}
-
-async function publishMessageForms(
-  ctx: ActionContext,
-  realm: Realm,
-  message: Message,
-  viewers: Pick<User, 'id' | 'role'>[],
-  perViewer: (viewer: Pick<User, 'id' | 'role'>) => {
-    flags: string[];
-    internal: Record<string, unknown>;
-  },
-): Promise<void> {
-  const forms = await presentMessagesForEvent(ctx.tx, realm, message, viewers);
+function sendMessageEvents(ctx: ActionContext, prepared: PreparedMessage, message: Message): void {
+  const { flags, options } = prepared;
+  const forms = messageEventForms(prepared, message);
   const groups = new Map<string, { event: { type: string }; users: number[] }>();
-  for (const viewer of viewers) {
+  const add = (viewer: Viewer, viewerFlags: string[], internal: Record<string, unknown>) => {
     const form = forms(viewer);
-    const { flags, internal } = perViewer(viewer);
     // Keyed without serializing the message: this runs once per recipient.
-    const key = `${form.key}|${flags.join(',')}|${JSON.stringify(internal)}`;
+    const key = `${form.key}|${viewerFlags.join(',')}|${JSON.stringify(internal)}`;
     const group = groups.get(key);
     if (group) {
       group.users.push(viewer.id);
-      continue;
+      return;
     }
     const event = {
       type: 'message',
       message: form.message,
-      flags,
+      flags: viewerFlags,
       internal_data: {
         raw_content: message.content,
         avatar_gravatar: form.avatarGravatar,
@@ -486,6 +591,73 @@ async function publishMessageForms(
       },
     };
     groups.set(key, { event, users: [viewer.id] });
-  }
+  };
+  for (const viewer of prepared.viewers)
+    add(
+      viewer,
+      apiFlags(flags.get(viewer.id)!),
+      viewer.id === message.senderId && options.localEcho
+        ? { sender_queue_id: options.localEcho.queueId, local_id: options.localEcho.localId }
+        : {},
+    );
+  for (const viewer of prepared.publicStreamsViewers)
+    add(viewer, [], { all_public_streams_only: true });
   for (const { event, users } of groups.values()) sendEventOnCommit(ctx, event, users);
+}
+
+/** The forms of one message for its recipients' events: rendered HTML, the empty topic as ""
+ * (the events tier substitutes the display name for clients without empty_topic_name), and
+ * whether a client_gravatar queue may compute the avatar. Built from what prepareMessage
+ * read: no statements per viewer. */
+function messageEventForms(
+  prepared: PreparedMessage,
+  message: Message,
+): (viewer: Viewer) => { message: Record<string, unknown>; avatarGravatar: boolean; key: string } {
+  const { realm, sender, addressee } = prepared;
+  const forms = new Map<
+    string,
+    { message: Record<string, unknown>; avatarGravatar: boolean; key: string }
+  >();
+  const participants =
+    addressee.kind === 'direct'
+      ? uniqueUsers([sender, ...addressee.users]).sort((a, b) => a.id - b.id)
+      : [];
+  // A 1:1 message's recipient is the other user's personal recipient: for that user, the
+  // conversation is the sender's.
+  const incomingTo =
+    prepared.senderRecipientId === null ? null : participants.find((u) => u.id !== sender.id)?.id;
+  return (viewer) => {
+    const visible = canSeeDeliveryEmail(viewer, sender);
+    const display: DisplayRecipient =
+      addressee.kind === 'channel'
+        ? addressee.stream.name
+        : participants.map((user) => displayUser(viewer, user, realm));
+    const recipientId =
+      viewer.id === incomingTo ? prepared.senderRecipientId! : message.recipientId;
+    const key = `${visible}:${recipientId}:${addressee.kind === 'channel' ? '' : JSON.stringify(display)}`;
+    let form = forms.get(key);
+    if (!form) {
+      form = {
+        message: presentMessage(message, realm, {
+          sender,
+          senderEmailVisible: visible,
+          displayRecipient: display,
+          streamId: addressee.kind === 'channel' ? addressee.stream.id : null,
+          recipientId,
+          flags: [],
+          applyMarkdown: true,
+          clientGravatar: false,
+          allowEmptyTopicName: true,
+          editHistoryPolicy: realm.editHistoryVisibilityPolicy,
+          topicLinks: prepared.topicLinks,
+        }),
+        avatarGravatar: visible && sender.avatarSource === 'G',
+        key,
+      };
+      // Flags travel beside the message in the event, not inside it.
+      delete form.message.flags;
+      forms.set(key, form);
+    }
+    return form;
+  };
 }

@@ -450,7 +450,7 @@ async function seesWithoutSubscription(
   { user, stream }: SubscriptionPair,
 ): Promise<boolean> {
   if (!stream.inviteOnly && !(isGuest(user) && !stream.isWebPublic)) return true;
-  return hasMetadataAccess(await loadPermissions(user, ctx.tx), stream, false);
+  return hasMetadataAccess(await loadPermissions(user), stream, false);
 }
 
 function uniqueStreams(pairs: SubscriptionPair[]): Stream[] {

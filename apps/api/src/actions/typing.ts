@@ -54,7 +54,7 @@ export async function checkChannelTyping(
     throw new JsonableError('User has disabled typing notifications for channel messages');
   const perms = await loadPermissions(user);
   const { stream } = await accessStreamById(perms, streamId, { allowArchived: false });
-  await checkCanPost(getPrisma(), user, stream);
+  await checkCanPost(user, stream);
   const trimmed = rawTopic.trim();
   return {
     stream,

@@ -321,7 +321,7 @@ export async function doChangeRole(
 ): Promise<void> {
   if (role === target.role) return;
   const { tx } = ctx;
-  const permsBefore = await loadPermissions(target, tx);
+  const permsBefore = await loadPermissions(target);
   await tx.user.update({ where: { id: target.id }, data: { role } });
   const systemGroups = await tx.userGroup.findMany({
     where: {
@@ -335,11 +335,7 @@ export async function doChangeRole(
     where: { userId: target.id, userGroupId: { in: systemGroups.map((g) => g.id) } },
   });
   await addToSystemGroups(tx, target.realmId, target.id, role);
-  await sendChannelVisibilityChanges(
-    ctx,
-    permsBefore,
-    await loadPermissions({ ...target, role }, tx),
-  );
+  await sendChannelVisibilityChanges(ctx, permsBefore, await loadPermissions({ ...target, role }));
   await audit(ctx, target, AuditLogEvent.USER_ROLE_CHANGED, actingUserId, {
     old_value: target.role,
     new_value: role,

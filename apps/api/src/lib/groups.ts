@@ -1,7 +1,7 @@
 // Group-valued permission settings (Zulip's "group settings"): a setting names either a
 // system group by id or an anonymous group given as its direct members and subgroups. Group
 // membership is transitive through subgroups ("moderators" contains "administrators").
-import { getPrisma, type Tx } from '@parley/db';
+import { getPrisma, query, statement, type Tx } from '@parley/db';
 import { JsonableError } from '@parley/errors';
 import { SYSTEM_GROUPS } from '../actions/system-groups';
 
@@ -13,17 +13,27 @@ export interface AnonymousGroup {
 /** How settings travel in the API: a named group's id, or an anonymous group's contents. */
 export type GroupSettingValue = number | AnonymousGroup;
 
-/** Ids of every group `userId` belongs to, directly or through subgroups. One query answers
- * every permission check of a request. */
-export async function groupIdsOfUser(userId: number, db: Tx = getPrisma()): Promise<Set<number>> {
-  const rows = await db.$queryRaw<{ id: number }[]>`
+/** SQL for the array of every group the user `$param` belongs to, directly or through
+ * subgroups, for statements that need it beside their own columns. */
+export function groupIdsOfUserSql(param: string): string {
+  return `ARRAY(
     WITH RECURSIVE g(id) AS (
-      SELECT user_group_id FROM user_group_membership WHERE user_profile_id = ${userId}
+      SELECT user_group_id FROM user_group_membership WHERE user_profile_id = ${param}
       UNION
       SELECT ggm.supergroup_id FROM group_group_membership ggm JOIN g ON ggm.subgroup_id = g.id
     )
-    SELECT id FROM g`;
-  return new Set(rows.map((row) => row.id));
+    SELECT id FROM g)`;
+}
+
+const groupIdsOfUserStatement = statement<{ ids: number[] }, [number]>(
+  `SELECT ${groupIdsOfUserSql('$1')} AS ids`,
+);
+
+/** Ids of every group `userId` belongs to, directly or through subgroups. One query answers
+ * every permission check of a request (in the caller's transaction, if any). */
+export async function groupIdsOfUser(userId: number): Promise<Set<number>> {
+  const [row] = await query(groupIdsOfUserStatement, [userId]);
+  return new Set(row!.ids);
 }
 
 /** Active users in any of `groupIds`, directly or through subgroups. */

@@ -1,8 +1,8 @@
 // GET /messages (Zulip's get_messages_backend): a window of messages around an anchor within
 // a narrow, or a list of ids, each with the viewer's flags.
-import { getPrisma, Prisma, type Message, type Realm, type User } from '@parley/db';
+import { getPrisma, Prisma, queryDynamic, type Realm, type User } from '@parley/db';
 import { IncompatibleParametersError, JsonableError } from '@parley/errors';
-import { presentMessages, type PresentOptions } from './messages';
+import { presentMessageRows, type PresentOptions } from './messages';
 import { buildNarrow, highlight, type NarrowTerm } from './narrow';
 import { hasContentAccess, loadPermissions, type Permissions } from './streams';
 import { mutedCondition } from './user-topics';
@@ -63,7 +63,6 @@ export async function fetchMessages(
         WHERE m.realm_id = ${realm.id} AND ${narrow.condition}`
     : Prisma.sql`FROM user_message um JOIN message m ON m.id = um.message_id
         WHERE um.user_profile_id = ${viewer.id} AND ${narrow.condition}`;
-  const select = (extra: Prisma.Sql) => db.$queryRaw<Row[]>`SELECT m.id, um.flags ${from} ${extra}`;
   // The window is ordered on the side the scan starts from, and bounded on both sides of the
   // join: on a user's own messages, bounding on m.id alone made PostgreSQL walk the user's
   // rows from the newest down to the anchor, and bounding on um.message_id alone made it walk
@@ -75,6 +74,8 @@ export async function fetchMessages(
       ? Prisma.sql`m.id ${Prisma.raw(op)} ${bound}::bigint`
       : Prisma.sql`um.message_id ${Prisma.raw(op)} ${bound}::bigint
           AND m.id ${Prisma.raw(op)} ${bound}::bigint`;
+  const part = (side: number, extra: Prisma.Sql) =>
+    Prisma.sql`(SELECT m.id, um.flags::text AS flags, ${side}::int AS side ${from} ${extra})`;
 
   let rows: Row[];
   let response: Record<string, unknown>;
@@ -88,62 +89,65 @@ export async function fetchMessages(
     };
   } else {
     const anchor = await resolveAnchor(request, async () => {
-      const [first] = await select(
-        Prisma.sql`AND um.flags IS NOT NULL AND (um.flags & 1) = 0
-          AND ${firstUnreadMuting(viewer.id, request.narrow)} ORDER BY ${key} ASC LIMIT 1`,
+      const [first] = await queryDynamic<{ id: number }>(
+        part(
+          0,
+          Prisma.sql`AND um.flags IS NOT NULL AND (um.flags & 1) = 0
+            AND ${firstUnreadMuting(viewer.id, request.narrow)} ORDER BY ${key} ASC LIMIT 1`,
+        ),
       );
       return first?.id ?? null;
     });
     const bound = BigInt(anchor);
-    const before =
-      request.numBefore > 0
-        ? await select(
-            Prisma.sql`AND ${compare('<', bound)} ORDER BY ${key} DESC LIMIT ${request.numBefore}`,
-          )
-        : [];
-    const at = request.includeAnchor ? await select(Prisma.sql`AND ${key} = ${bound}::bigint`) : [];
     // "newest" has nothing after it: everything counts as before.
     const numAfter = anchor >= LARGER_THAN_MAX_MESSAGE_ID ? 0 : request.numAfter;
-    const after =
-      numAfter > 0
-        ? await select(Prisma.sql`AND ${compare('>', bound)} ORDER BY ${key} ASC LIMIT ${numAfter}`)
+    // Before, at and after the anchor in one statement.
+    const parts = [
+      ...(request.numBefore > 0
+        ? [
+            part(
+              -1,
+              Prisma.sql`AND ${compare('<', bound)} ORDER BY ${key} DESC LIMIT ${request.numBefore}`,
+            ),
+          ]
+        : []),
+      ...(request.includeAnchor ? [part(0, Prisma.sql`AND ${key} = ${bound}::bigint`)] : []),
+      ...(numAfter > 0
+        ? [part(1, Prisma.sql`AND ${compare('>', bound)} ORDER BY ${key} ASC LIMIT ${numAfter}`)]
+        : []),
+    ];
+    const found =
+      parts.length > 0
+        ? (await queryDynamic<Row & { side: number }>(Prisma.join(parts, ' UNION ALL '))).map(
+            (row) => ({ ...row, flags: row.flags === null ? null : BigInt(row.flags) }),
+          )
         : [];
-    rows = [...before.reverse(), ...at, ...after];
+    const before = found.filter((row) => row.side < 0).sort((a, b) => a.id - b.id);
+    const at = found.filter((row) => row.side === 0);
+    const after = found.filter((row) => row.side > 0).sort((a, b) => a.id - b.id);
+    rows = [...before, ...at, ...after];
     response = {
       anchor,
       found_anchor: at.length > 0,
       found_oldest: anchor === 0 || before.length < request.numBefore,
-      found_newest: anchor >= LARGER_THAN_MAX_MESSAGE_ID || after.length < request.numAfter,
+      found_newest: anchor >= LARGER_THAN_MAX_MESSAGE_ID || after.length < numAfter,
       history_limited: false,
     };
   }
 
-  const messages = await loadMessages(rows.map((row) => row.id));
-  const presented = await presentMessages(
-    viewer,
-    realm,
-    rows.flatMap((row) => {
-      const message = messages.get(row.id);
-      return message ? [{ message, flags: row.flags }] : [];
-    }),
-    request,
-  );
+  const presented = await presentMessageRows(viewer, realm, rows, request);
   if (narrow.search !== null) {
-    for (const message of presented) {
-      message.match_content = highlight(
-        String(messages.get(message.id as number)!.renderedContent ?? ''),
-        narrow.search,
-      );
-      const subject = messages.get(message.id as number)!;
-      message.match_subject = highlight(
+    for (const { object, message } of presented) {
+      object.match_content = highlight(String(message.renderedContent ?? ''), narrow.search);
+      object.match_subject = highlight(
         escapeHtml(
-          subject.isChannelMessage ? topicName(subject.subject, request.allowEmptyTopicName) : '',
+          message.isChannelMessage ? topicName(message.subject, request.allowEmptyTopicName) : '',
         ),
         narrow.search,
       );
     }
   }
-  return { ...response, messages: presented };
+  return { ...response, messages: presented.map((entry) => entry.object) };
 }
 
 /** Zulip's parse_anchor_value: an id, "newest", "oldest" or "first_unread". */
@@ -169,15 +173,15 @@ async function byIds(
   ids: number[],
   condition: Prisma.Sql,
 ): Promise<Row[]> {
-  const db = getPrisma();
   const readable = await readableHistoryRecipients(realm, perms);
-  return db.$queryRaw<Row[]>`
-    SELECT m.id, um.flags FROM message m
+  const rows = await queryDynamic<{ id: number; flags: string | null }>(Prisma.sql`
+    SELECT m.id, um.flags::text AS flags FROM message m
       LEFT JOIN user_message um ON um.message_id = m.id AND um.user_profile_id = ${viewer.id}
     WHERE m.realm_id = ${realm.id} AND m.id = ANY(${ids}::int[])
       AND (um.id IS NOT NULL OR m.recipient_id = ANY(${readable}::int[]))
       AND ${condition}
-    ORDER BY m.id ASC`;
+    ORDER BY m.id ASC`);
+  return rows.map((row) => ({ id: row.id, flags: row.flags === null ? null : BigInt(row.flags) }));
 }
 
 /** Recipient ids of the channels whose shared history the viewer may read. */
@@ -197,11 +201,6 @@ async function readableHistoryRecipients(realm: Realm, perms: Permissions): Prom
   return streams
     .filter((stream) => hasContentAccess(perms, stream, subscribed.has(stream.recipientId!)))
     .map((stream) => stream.recipientId!);
-}
-
-async function loadMessages(ids: number[]): Promise<Map<number, Message>> {
-  const messages = await getPrisma().message.findMany({ where: { id: { in: ids } } });
-  return new Map(messages.map((message) => [message.id, message]));
 }
 
 /** Zulip's first_unread skips muted conversations, except in a direct-message narrow; a

@@ -3,7 +3,9 @@
 import {
   bitmaskToFlags,
   getPrisma,
+  query,
   RecipientType,
+  statement,
   type Message,
   type Realm,
   type Stream,
@@ -16,9 +18,17 @@ import {
   presentMessage,
   type DisplayRecipient,
   type DisplayRecipientUser,
+  type PresentedReaction,
 } from '../presenters/messages';
 import { linkifiersForRealm } from './linkifiers';
-import { hasContentAccess, loadPermissions, subscriptionOf, type Permissions } from './streams';
+import { groupIdsOfUserSql } from './groups';
+import {
+  hasContentAccess,
+  loadPermissions,
+  subscriptionOf,
+  type ContentAccessStream,
+  type Permissions,
+} from './streams';
 import { canSeeDeliveryEmail, dummyEmail } from './users';
 
 export class InvalidMessageError extends JsonableError {
@@ -57,14 +67,63 @@ export async function accessMessage(
   }
   const stream = await db.stream.findFirst({ where: { recipientId: message.recipientId } });
   if (!stream) throw new InvalidMessageError();
-  // Zulip's has_message_access: a copy of the message is not enough once the user can no
-  // longer read the channel (unsubscribed from a private one, or a guest who left).
-  const perms = await loadPermissions(user, db);
+  const perms = await loadPermissions(user);
   const subscribed = (await subscriptionOf(user.id, stream, db)) !== null;
+  checkReadable(perms, stream, subscribed, row !== null);
+  return { message, flags: row?.flags ?? null, stream };
+}
+
+/** Zulip's has_message_access for a channel message: a copy of the message is not enough once
+ * the user can no longer read the channel (unsubscribed from a private one, or a guest who
+ * left); without a copy, the channel must share its history. */
+function checkReadable(
+  perms: Permissions,
+  stream: ContentAccessStream & Pick<Stream, 'historyPublicToSubscribers'>,
+  subscribed: boolean,
+  received: boolean,
+): void {
   if (!hasContentAccess(perms, stream, subscribed)) throw new InvalidMessageError();
-  if (row) return { message, flags: row.flags, stream };
-  if (!stream.historyPublicToSubscribers) throw new InvalidMessageError();
-  return { message, flags: null, stream };
+  if (!received && !stream.historyPublicToSubscribers) throw new InvalidMessageError();
+}
+
+interface ReadAccessRow extends ContentAccessStream {
+  isChannelMessage: boolean;
+  flags: string | null;
+  streamId: number | null;
+  historyPublicToSubscribers: boolean;
+  subscribed: boolean;
+  groupIds: number[] | null;
+}
+
+/** Everything accessMessage decides on, in one statement (the viewer's groups only for
+ * channel messages). */
+const readAccess = statement<ReadAccessRow, [number, number, number]>(`
+  SELECT m.is_channel_message AS "isChannelMessage", um.flags::text AS flags,
+    s.id AS "streamId", s.invite_only AS "inviteOnly", s.is_web_public AS "isWebPublic",
+    s.history_public_to_subscribers AS "historyPublicToSubscribers",
+    s.can_subscribe_group_id AS "canSubscribeGroupId",
+    s.can_add_subscribers_group_id AS "canAddSubscribersGroupId",
+    EXISTS (SELECT 1 FROM subscription sub WHERE sub.user_profile_id = $2
+      AND sub.recipient_id = m.recipient_id AND sub.active) AS subscribed,
+    CASE WHEN m.is_channel_message THEN ${groupIdsOfUserSql('$2')} END AS "groupIds"
+  FROM message m
+  LEFT JOIN user_message um ON um.message_id = m.id AND um.user_profile_id = $2
+  LEFT JOIN stream s ON m.is_channel_message AND s.recipient_id = m.recipient_id
+  WHERE m.id = $1 AND m.realm_id = $3`);
+
+/** accessMessage for reading only: the viewer's flags if they may read the message, in one
+ * statement (GET /messages/{id} then loads the message with its display data). */
+export async function readableMessageFlags(user: User, messageId: number): Promise<bigint | null> {
+  const [row] = await query(readAccess, [messageId, user.id, user.realmId]);
+  if (!row) throw new InvalidMessageError();
+  const flags = row.flags === null ? null : BigInt(row.flags);
+  if (!row.isChannelMessage) {
+    if (flags === null) throw new InvalidMessageError();
+    return flags;
+  }
+  if (row.streamId === null) throw new InvalidMessageError();
+  checkReadable({ user, groups: new Set(row.groupIds) }, row, row.subscribed, flags !== null);
+  return flags;
 }
 
 /** Zulip's has_message_access for messages the user did not receive: the channel shares its
@@ -76,7 +135,16 @@ export async function canReadChannelHistory(
 ): Promise<boolean> {
   if (!stream.historyPublicToSubscribers) return false;
   const subscribed = (await subscriptionOf(perms.user.id, stream, db)) !== null;
-  return hasContentAccess(perms, stream, subscribed);
+  return channelHistoryReadable(perms, stream, subscribed);
+}
+
+/** canReadChannelHistory when the caller already knows whether the user is subscribed. */
+export function channelHistoryReadable(
+  perms: Permissions,
+  stream: ContentAccessStream & Pick<Stream, 'historyPublicToSubscribers'>,
+  subscribed: boolean,
+): boolean {
+  return stream.historyPublicToSubscribers && hasContentAccess(perms, stream, subscribed);
 }
 
 /** Internal flags never shown (Zulip's NON_API_FLAGS). */
@@ -103,49 +171,141 @@ export interface PresentOptions {
   allowEmptyTopicName: boolean;
 }
 
-/** Message objects for `viewer`, in the order given, with their flags. Loads senders,
- * channels and direct-message participants in a few queries. */
-export async function presentMessages(
+/** The message columns under their Prisma field names, for typed SQL that returns Message
+ * rows (`m` is the message table). */
+export const MESSAGE_COLUMNS = `m.id, m.realm_id AS "realmId", m.sender_id AS "senderId",
+  m.recipient_id AS "recipientId", m.subject, m.content, m.rendered_content AS "renderedContent",
+  m.rendered_content_version AS "renderedContentVersion", m.date_sent AS "dateSent",
+  m.sending_client AS "sendingClient", m.last_edit_time AS "lastEditTime",
+  m.last_moved_time AS "lastMovedTime", m.edit_history AS "editHistory",
+  m.is_channel_message AS "isChannelMessage", m.has_attachment AS "hasAttachment",
+  m.has_image AS "hasImage", m.has_link AS "hasLink"`;
+
+/** What a message object shows of a user (its sender, or a direct message's participant). */
+export type MessageUser = Pick<
+  User,
+  | 'id'
+  | 'fullName'
+  | 'deliveryEmail'
+  | 'avatarSource'
+  | 'avatarVersion'
+  | 'isBot'
+  | 'emailAddressVisibility'
+  | 'isMirrorDummy'
+>;
+
+interface MessageDisplayRow extends Message {
+  recipientType: number;
+  recipientTypeId: number;
+  streamName: string | null;
+  /** A direct-message group's members, by id. */
+  groupMembers: number[] | null;
+  /** For a 1:1 message the viewer received: the sender's personal recipient id. */
+  senderRecipientId: number | null;
+  reactions: PresentedReaction[];
+}
+
+/** Messages with everything their display needs but users: recipient, channel name, group
+ * members, the viewer's recipient id for incoming 1:1 messages, reactions oldest first. */
+const messagesForDisplay = statement<MessageDisplayRow, [number[], number]>(`
+  SELECT ${MESSAGE_COLUMNS},
+    r.type AS "recipientType", r.type_id AS "recipientTypeId", s.name AS "streamName",
+    CASE WHEN r.type = ${RecipientType.DIRECT_MESSAGE_GROUP} THEN ARRAY(
+      SELECT sub.user_profile_id FROM subscription sub WHERE sub.recipient_id = r.id
+      ORDER BY sub.user_profile_id) END AS "groupMembers",
+    CASE WHEN r.type = ${RecipientType.PERSONAL} AND r.type_id = $2 AND m.sender_id <> $2
+      THEN (SELECT pr.id FROM recipient pr
+            WHERE pr.type = ${RecipientType.PERSONAL} AND pr.type_id = m.sender_id)
+    END AS "senderRecipientId",
+    COALESCE((SELECT json_agg(json_build_object('emoji_name', x.emoji_name,
+        'emoji_code', x.emoji_code, 'reaction_type', x.reaction_type,
+        'user_id', x.user_profile_id) ORDER BY x.id)
+      FROM reaction x WHERE x.message_id = m.id), '[]') AS reactions
+  FROM message m
+  JOIN recipient r ON r.id = m.recipient_id
+  LEFT JOIN stream s ON r.type = ${RecipientType.STREAM} AND s.id = r.type_id
+  WHERE m.id = ANY($1::int[])`);
+
+const messageUsers = statement<MessageUser, [number[]]>(`
+  SELECT id, full_name AS "fullName", delivery_email AS "deliveryEmail",
+    avatar_source AS "avatarSource", avatar_version AS "avatarVersion", is_bot AS "isBot",
+    email_address_visibility AS "emailAddressVisibility", is_mirror_dummy AS "isMirrorDummy"
+  FROM user_profile WHERE id = ANY($1::int[])`);
+
+export interface PresentedMessage {
+  object: Record<string, unknown>;
+  message: Message;
+}
+
+/** Message objects for `viewer`, in the order of `rows` (ids with the viewer's flags; ids no
+ * longer there are skipped). Three statements, however many messages: the messages with their
+ * display data, the users they show, the organization's linkifiers. */
+export async function presentMessageRows(
   viewer: User,
   realm: Realm,
-  rows: { message: Message; flags: bigint | null }[],
+  rows: { id: number; flags: bigint | null }[],
   options: PresentOptions,
-  db: Tx = getPrisma(),
-): Promise<Record<string, unknown>[]> {
-  const messages = rows.map((row) => row.message);
-  const senders = await usersById(
-    messages.map((m) => m.senderId),
-    db,
+): Promise<PresentedMessage[]> {
+  if (rows.length === 0) return [];
+  const loaded = new Map(
+    (await query(messagesForDisplay, [rows.map((row) => row.id), viewer.id])).map((row) => [
+      row.id,
+      row,
+    ]),
   );
-  const displayFor = await displayRecipients(viewer, realm, messages, db);
-  const reactions = await db.reaction.findMany({
-    where: { messageId: { in: messages.map((m) => m.id) } },
-    orderBy: { id: 'asc' },
+  const userIds = new Set<number>();
+  for (const row of loaded.values()) {
+    userIds.add(row.senderId);
+    for (const id of participantIds(row)) userIds.add(id);
+  }
+  const users = new Map((await query(messageUsers, [[...userIds]])).map((u) => [u.id, u]));
+  const linkifiers = await linkifiersForRealm(realm.id);
+  return rows.flatMap(({ id, flags }) => {
+    const row = loaded.get(id);
+    if (!row) return [];
+    const sender = users.get(row.senderId)!;
+    const display: RecipientDisplay =
+      row.recipientType === RecipientType.STREAM
+        ? {
+            display: row.streamName ?? '',
+            streamId: row.recipientTypeId,
+            recipientId: row.recipientId,
+          }
+        : {
+            display: participantIds(row).map((p) => displayUser(viewer, users.get(p)!, realm)),
+            streamId: null,
+            recipientId: row.senderRecipientId ?? row.recipientId,
+          };
+    return [
+      {
+        message: row,
+        object: presentMessage(row, realm, {
+          sender,
+          senderEmailVisible: canSeeDeliveryEmail(viewer, sender),
+          displayRecipient: display.display,
+          streamId: display.streamId,
+          recipientId: display.recipientId,
+          flags: flagNames(flags),
+          ...options,
+          topicLinks: topicLinks(row.subject, linkifiers),
+          editHistoryPolicy: realm.editHistoryVisibilityPolicy,
+          reactions: row.reactions,
+        }),
+      },
+    ];
   });
-  const linkifiers = await linkifiersForRealm(realm.id, db);
-  return rows.map(({ message, flags }) => {
-    const sender = senders.get(message.senderId)!;
-    const recipient = displayFor(message);
-    return presentMessage(message, realm, {
-      sender,
-      senderEmailVisible: canSeeDeliveryEmail(viewer, sender),
-      displayRecipient: recipient.display,
-      streamId: recipient.streamId,
-      recipientId: recipient.recipientId,
-      flags: flagNames(flags),
-      ...options,
-      topicLinks: topicLinks(message.subject, linkifiers),
-      editHistoryPolicy: realm.editHistoryVisibilityPolicy,
-      reactions: reactions
-        .filter((r) => r.messageId === message.id)
-        .map((r) => ({
-          emoji_name: r.emojiName,
-          emoji_code: r.emojiCode,
-          reaction_type: r.reactionType,
-          user_id: r.userId,
-        })),
-    });
-  });
+}
+
+/** The users a direct message shows, sender included, sorted by id; none for a channel. */
+function participantIds(
+  row: Pick<MessageDisplayRow, 'recipientType' | 'recipientTypeId' | 'senderId' | 'groupMembers'>,
+): number[] {
+  if (row.recipientType === RecipientType.STREAM) return [];
+  const ids =
+    row.recipientType === RecipientType.PERSONAL
+      ? [row.recipientTypeId, row.senderId]
+      : (row.groupMembers ?? []);
+  return [...new Set(ids)].sort((a, b) => a - b);
 }
 
 async function usersById(ids: number[], db: Tx): Promise<Map<number, User>> {
@@ -246,7 +406,7 @@ export async function displayRecipients(
 
 export function displayUser(
   viewer: Pick<User, 'id' | 'role'>,
-  user: User,
+  user: MessageUser,
   realm: Pick<Realm, 'stringId'>,
 ): DisplayRecipientUser {
   return {
@@ -254,70 +414,5 @@ export function displayUser(
     email: canSeeDeliveryEmail(viewer, user) ? user.deliveryEmail : dummyEmail(user, realm),
     full_name: user.fullName,
     is_mirror_dummy: user.isMirrorDummy,
-  };
-}
-
-/** The forms of one message for its recipients' events: rendered HTML, the empty topic as ""
- * (the events tier substitutes the display name for clients without empty_topic_name), and
- * whether a client_gravatar queue may compute the avatar. */
-export async function presentMessagesForEvent(
-  db: Tx,
-  realm: Realm,
-  message: Message,
-  viewers: Pick<User, 'id' | 'role'>[],
-): Promise<
-  (viewer: Pick<User, 'id' | 'role'>) => {
-    message: Record<string, unknown>;
-    avatarGravatar: boolean;
-    /** Same key, same form: lets callers group viewers without serializing. */
-    key: string;
-  }
-> {
-  const sender = await db.user.findUniqueOrThrow({ where: { id: message.senderId } });
-  const forms = new Map<
-    string,
-    { message: Record<string, unknown>; avatarGravatar: boolean; key: string }
-  >();
-  const displayByViewer = new Map<number, RecipientDisplay>();
-  // A channel's name is the same for everyone; direct-message participants are few, and their
-  // addresses depend on who looks.
-  const links = topicLinks(message.subject, await linkifiersForRealm(realm.id, db));
-  const shared = message.isChannelMessage
-    ? (await displayRecipients(viewers[0] ?? sender, realm, [message], db))(message)
-    : null;
-  for (const viewer of viewers) {
-    displayByViewer.set(
-      viewer.id,
-      shared ?? (await displayRecipients(viewer, realm, [message], db))(message),
-    );
-  }
-  return (viewer) => {
-    const visible = canSeeDeliveryEmail(viewer, sender);
-    const display = displayByViewer.get(viewer.id)!;
-    const key = `${visible}:${display.recipientId}:${JSON.stringify(display.display)}`;
-    let form = forms.get(key);
-    if (!form) {
-      form = {
-        message: presentMessage(message, realm, {
-          sender,
-          senderEmailVisible: visible,
-          displayRecipient: display.display,
-          streamId: display.streamId,
-          recipientId: display.recipientId,
-          flags: [],
-          applyMarkdown: true,
-          clientGravatar: false,
-          allowEmptyTopicName: true,
-          editHistoryPolicy: realm.editHistoryVisibilityPolicy,
-          topicLinks: links,
-        }),
-        avatarGravatar: visible && sender.avatarSource === 'G',
-        key,
-      };
-      // Flags travel beside the message in the event, not inside it.
-      delete form.message.flags;
-      forms.set(key, form);
-    }
-    return form;
   };
 }

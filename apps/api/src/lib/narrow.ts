@@ -6,18 +6,18 @@ import { z } from 'zod';
 import {
   flagBit,
   getPrisma,
-  idsByLowerEquals,
   Prisma,
+  query,
   RecipientType,
+  statement,
   type Realm,
-  type Stream,
   type Tx,
   type User,
 } from '@parley/db';
 import { BadNarrowError, JsonableError } from '@parley/errors';
 import { EMPTY_TOPIC_DISPLAY_NAME } from '../presenters/messages';
-import { canReadChannelHistory } from './messages';
-import type { Permissions } from './streams';
+import { channelHistoryReadable } from './messages';
+import type { ContentAccessStream, Permissions } from './streams';
 import { accessUserByEmail, isGuest } from './users';
 import { mutedCondition, topicPolicyIn, VisibilityPolicy } from './user-topics';
 
@@ -114,9 +114,9 @@ export async function buildNarrow(
     let condition: Prisma.Sql;
     switch (term.operator) {
       case 'channel': {
-        const stream = await channelOperand(realm, term.operand, db);
+        const stream = await channelOperand(viewer, term.operand);
         condition = Prisma.sql`m.recipient_id = ${stream.recipientId}`;
-        if (positive(term) && (await canReadChannelHistory(perms, stream, db)))
+        if (positive(term) && channelHistoryReadable(perms, stream, stream.subscribed))
           includeHistory = true;
         break;
       }
@@ -209,19 +209,38 @@ export async function buildNarrow(
   };
 }
 
-async function channelOperand(realm: Realm, value: NarrowTerm['operand'], db: Tx): Promise<Stream> {
+interface ChannelOperand extends ContentAccessStream {
+  recipientId: number;
+  historyPublicToSubscribers: boolean;
+  subscribed: boolean;
+}
+
+const CHANNEL_OPERAND_COLUMNS = `s.recipient_id AS "recipientId", s.invite_only AS "inviteOnly",
+  s.is_web_public AS "isWebPublic", s.history_public_to_subscribers AS "historyPublicToSubscribers",
+  s.can_subscribe_group_id AS "canSubscribeGroupId",
+  s.can_add_subscribers_group_id AS "canAddSubscribersGroupId",
+  EXISTS (SELECT 1 FROM subscription sub WHERE sub.user_profile_id = $2
+    AND sub.recipient_id = s.recipient_id AND sub.active) AS subscribed`;
+
+const channelById = statement<ChannelOperand, [number, number, number]>(`
+  SELECT ${CHANNEL_OPERAND_COLUMNS} FROM stream s WHERE s.realm_id = $1 AND s.id = $3`);
+
+// lower(name) uses the (realm_id, lower(name)) unique index, and compares exactly (see
+// packages/db/src/lookup.ts).
+const channelByName = statement<ChannelOperand, [number, number, string]>(`
+  SELECT ${CHANNEL_OPERAND_COLUMNS} FROM stream s
+  WHERE s.realm_id = $1 AND lower(s.name) = lower($3)`);
+
+/** A channel operand with what deciding on its history needs, in one statement. */
+async function channelOperand(viewer: User, value: NarrowTerm['operand']): Promise<ChannelOperand> {
   if (Array.isArray(value)) bad('operand is not a string or integer');
-  const stream =
+  const [stream] =
     typeof value === 'number'
       ? Number.isInteger(value) && value > 0 && value <= 2 ** 31 - 1
-        ? await db.stream.findFirst({ where: { id: value, realmId: realm.id } })
-        : null
-      : await db.stream.findFirst({
-          where: {
-            id: { in: await idsByLowerEquals(db, 'stream', 'name', realm.id, [value.trim()]) },
-          },
-        });
-  if (!stream) bad(`unknown channel ${String(value)}`);
+        ? await query(channelById, [viewer.realmId, viewer.id, value])
+        : []
+      : await query(channelByName, [viewer.realmId, viewer.id, value.trim()]);
+  if (!stream || stream.recipientId === null) bad(`unknown channel ${String(value)}`);
   return stream;
 }
 

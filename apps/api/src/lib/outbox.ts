@@ -4,7 +4,7 @@
 // are published by the relay. Publishing deduplicates by row id, so each row reaches each
 // shard's log exactly once, whoever publishes it.
 import { getConfig } from '@parley/config';
-import { getPrisma, Prisma, type ActionContext } from '@parley/db';
+import { getPrisma, Prisma, query, statement, type ActionContext } from '@parley/db';
 import { getRedis, publishOutboxRows, type Notification } from '@parley/events';
 
 export interface OutboxRow {
@@ -19,7 +19,23 @@ export interface OutboxWrite {
   olderWaiting: boolean;
 }
 
-/** Writes notifications in the caller's transaction, in order; returns their rows. */
+/** Ids are int8: node-postgres gives them as strings. */
+const insertOutboxRows = statement<
+  { id: string; oldest: string | null; auth_changed: string | null },
+  [string[]]
+>(`
+  INSERT INTO event_outbox (notification)
+  SELECT n FROM unnest($1::jsonb[]) WITH ORDINALITY AS t(n, i)
+  ORDER BY i
+  RETURNING id, (SELECT min(id) FROM event_outbox) AS oldest,
+    current_setting('parley.auth_changed', true) AS auth_changed`);
+
+const deleteOutboxRows = statement<never, [string[]]>(
+  'DELETE FROM event_outbox WHERE id = ANY($1::bigint[])',
+);
+
+/** Writes notifications in the caller's transaction (typed SQL joins it), in order; returns
+ * their rows. */
 export async function writeOutbox(
   ctx: Pick<ActionContext, 'tx' | 'authChangesRead'>,
   notifications: Notification[],
@@ -28,23 +44,12 @@ export async function writeOutbox(
   // The subquery runs on the statement's snapshot: it sees committed rows still waiting, not
   // the ones inserted here. Asking costs an index probe, not a statement; so does reading
   // which authentication rows the transaction changed (see runAction).
-  const rows = await ctx.tx.$queryRaw<
-    { id: bigint; oldest: bigint | null; auth_changed: string | null }[]
-  >`
-    INSERT INTO event_outbox (notification)
-    SELECT n FROM unnest(${notifications.map((n) => JSON.stringify(n))}::jsonb[])
-      WITH ORDINALITY AS t(n, i)
-    ORDER BY i
-    RETURNING id, (SELECT min(id) FROM event_outbox) AS oldest,
-      current_setting('parley.auth_changed', true) AS auth_changed`;
+  const rows = await query(insertOutboxRows, [notifications.map((n) => JSON.stringify(n))]);
   ctx.authChangesRead(rows[0]!.auth_changed);
   // RETURNING follows the insertion order, which ORDER BY i fixes.
   return {
-    rows: rows.map((row, index) => ({
-      id: row.id.toString(),
-      notification: notifications[index]!,
-    })),
-    olderWaiting: rows[0]!.oldest !== null && rows[0]!.oldest < rows[0]!.id,
+    rows: rows.map((row, index) => ({ id: row.id, notification: notifications[index]! })),
+    olderWaiting: rows[0]!.oldest !== null && BigInt(rows[0]!.oldest) < BigInt(rows[0]!.id),
   };
 }
 
@@ -73,8 +78,7 @@ async function publishOlder(below: string): Promise<void> {
 async function publishAndForget(rows: OutboxRow[]): Promise<void> {
   if (rows.length === 0) return;
   await publishOutboxRows(getRedis(), getConfig().EVENT_SHARDS, rows);
-  await getPrisma().$executeRaw`
-    DELETE FROM event_outbox WHERE id = ANY(${rows.map((row) => row.id)}::bigint[])`;
+  await query(deleteOutboxRows, [rows.map((row) => row.id)]);
 }
 
 /** How long a row may wait for its fast path before the relay takes it. */

@@ -75,7 +75,7 @@ export async function loadMentionData(
     for (const group of groups)
       data.groupsByName.set(group.name!.toLowerCase(), { id: group.id, name: group.name! });
   }
-  data.linkifiers = await linkifiersForRealm(realmId, db);
+  data.linkifiers = await linkifiersForRealm(realmId);
   if (/:[\w+-]+:/.test(content)) data.realmEmoji = await activeRealmEmoji(realmId, db);
   const pathIds = linkedPathIds(content);
   if (pathIds.length > 0) {

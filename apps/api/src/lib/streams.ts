@@ -24,13 +24,22 @@ export interface Permissions {
   groups: Set<number>;
 }
 
-export async function loadPermissions(user: Actor, db: Tx = getPrisma()): Promise<Permissions> {
-  return { user, groups: await groupIdsOfUser(user.id, db) };
+export async function loadPermissions(user: Actor): Promise<Permissions> {
+  return { user, groups: await groupIdsOfUser(user.id) };
 }
 
 /** Zulip's user_has_content_access: may read the channel's messages and subscribe themself.
  * Organization administrators get no implicit content access to private channels. */
-export function hasContentAccess(perms: Permissions, stream: Stream, subscribed: boolean): boolean {
+export type ContentAccessStream = Pick<
+  Stream,
+  'isWebPublic' | 'inviteOnly' | 'canSubscribeGroupId' | 'canAddSubscribersGroupId'
+>;
+
+export function hasContentAccess(
+  perms: Permissions,
+  stream: ContentAccessStream,
+  subscribed: boolean,
+): boolean {
   if (stream.isWebPublic || subscribed) return true;
   if (isGuest(perms.user)) return false;
   if (!stream.inviteOnly) return true;

@@ -1,7 +1,8 @@
 // Message rows → the message object of spec 2.3 (Zulip's MessageDict), as one viewer (or a
 // group of viewers with the same flags and email visibility) sees it. Pure: callers load the
 // sender, the recipient's display form and the flags first.
-import type { Message, Realm, User } from '@parley/db';
+import type { Message, Realm } from '@parley/db';
+import type { MessageUser } from '../lib/messages';
 import type { TopicLink } from '@parley/markdown';
 import { dummyEmail } from '../lib/users';
 import { avatarUrl } from './users';
@@ -31,7 +32,7 @@ export interface EditHistoryEntry {
 }
 
 export interface MessageView {
-  sender: User;
+  sender: MessageUser;
   /** Whether the viewers may see the sender's real address. */
   senderEmailVisible: boolean;
   displayRecipient: DisplayRecipient;

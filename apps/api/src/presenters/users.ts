@@ -24,7 +24,7 @@ function gravatarUrl(hashSource: string, version: number): string {
 /** The avatar URL `viewer` gets. Hidden addresses are never hashed into the URL (an md5 of an
  * email is not a secret), the dummy address is. */
 export function avatarUrl(
-  target: User,
+  target: Pick<User, 'id' | 'deliveryEmail' | 'avatarVersion'>,
   emailVisible: boolean,
   realm: Pick<Realm, 'stringId'>,
 ): string {

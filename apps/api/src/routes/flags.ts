@@ -104,7 +104,7 @@ defineRoute(flagRoutes, '/mark_stream_as_read', {
     { params: { stream_id: p.int({ min: 1 }) } },
     async ({ user, realm, params }) => {
       await runAction(async (ctx) => {
-        const perms = await loadPermissions(user, ctx.tx);
+        const perms = await loadPermissions(user);
         const { stream } = await accessStreamById(perms, params.stream_id, { db: ctx.tx });
         await doMarkAsRead(
           ctx,
@@ -124,7 +124,7 @@ defineRoute(flagRoutes, '/mark_topic_as_read', {
     async ({ user, realm, params }) => {
       const topic = params.topic_name === EMPTY_TOPIC_DISPLAY_NAME ? '' : params.topic_name;
       await runAction(async (ctx) => {
-        const perms = await loadPermissions(user, ctx.tx);
+        const perms = await loadPermissions(user);
         const { stream } = await accessStreamById(perms, params.stream_id, { db: ctx.tx });
         const [exists] = await ctx.tx.$queryRaw<{ id: number }[]>`
           SELECT id FROM message WHERE recipient_id = ${stream.recipientId}

@@ -7,13 +7,11 @@ import { runAction, type User } from '@parley/db';
 import { JsonableError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
 import {
-  checkChannelAddressee,
   checkContent,
-  checkCanCreateTopic,
-  checkDirectAddressee,
   checkTopic,
-  checkTopicPolicy,
   doSendMessage,
+  prepareMessage,
+  type SendTarget,
 } from '../actions/messages';
 import {
   checkDeleteMessage,
@@ -34,7 +32,12 @@ import { clientName, sentByHuman } from '../lib/clients';
 import { editHistorySnapshots } from '../lib/edit-history';
 import { loadPermissions } from '../lib/streams';
 import { fetchMessages } from '../lib/message-fetch';
-import { accessMessage, presentMessages } from '../lib/messages';
+import {
+  accessMessage,
+  InvalidMessageError,
+  presentMessageRows,
+  readableMessageFlags,
+} from '../lib/messages';
 import { narrowSchema, normalizeNarrow } from '../lib/narrow';
 import { attachmentObject } from '../lib/attachments';
 import { customEmojiFor } from '../lib/realm-emoji';
@@ -105,32 +108,25 @@ defineRoute(messageRoutes, '/messages', {
       const content = checkContent(params.content);
       const client = clientName(req, undefined);
       const isChannel = params.type === 'stream' || params.type === 'channel';
-      const sent = await runAction(async (ctx) => {
-        const { tx } = ctx;
-        let addressee;
-        if (isChannel) {
-          if (params.to === undefined || params.to.trim() === '')
-            throw new JsonableError('Missing channel');
-          if (params.topic === undefined) throw new JsonableError('Missing topic');
-          const topic = checkTopic(params.topic);
-          addressee = await checkChannelAddressee(tx, user, params.to, topic);
-          if (addressee.kind === 'channel') {
-            checkTopicPolicy(realm, addressee.stream, topic);
-            await checkCanCreateTopic(tx, user, addressee.stream, topic);
-          }
-        } else {
-          if (params.to === undefined) throw new JsonableError('Message must have recipients');
-          addressee = await checkDirectAddressee(tx, user, realm, params.to);
-        }
-        const rendered = await renderContent(realm.id, content, tx);
-        return doSendMessage(ctx, realm, user, addressee, content, rendered, {
-          client,
-          readBySender: params.read_by_sender ?? sentByHuman(client),
-          ...(params.queue_id !== undefined && params.local_id !== undefined
-            ? { localEcho: { queueId: params.queue_id, localId: params.local_id } }
-            : {}),
-        });
+      let target: SendTarget;
+      if (isChannel) {
+        if (params.to === undefined || params.to.trim() === '')
+          throw new JsonableError('Missing channel');
+        if (params.topic === undefined) throw new JsonableError('Missing topic');
+        target = { kind: 'channel', to: params.to, topic: checkTopic(params.topic) };
+      } else {
+        if (params.to === undefined) throw new JsonableError('Message must have recipients');
+        target = { kind: 'direct', to: params.to };
+      }
+      // Reads and decisions first; the transaction only writes.
+      const prepared = await prepareMessage(realm, user, target, content, {
+        client,
+        readBySender: params.read_by_sender ?? sentByHuman(client),
+        ...(params.queue_id !== undefined && params.local_id !== undefined
+          ? { localEcho: { queueId: params.queue_id, localId: params.local_id } }
+          : {}),
       });
+      const sent = await runAction((ctx) => doSendMessage(ctx, prepared));
       return {
         id: sent.message.id,
         ...(sent.automaticPolicy !== null
@@ -224,14 +220,16 @@ defineRoute(messageRoutes, '/messages/:message_id', {
       },
     },
     async ({ user, realm, path, params }) => {
-      const { message, flags } = await accessMessage(user, path.message_id);
-      const [presented] = await presentMessages(user, realm, [{ message, flags }], {
+      const flags = await readableMessageFlags(user, path.message_id);
+      const [presented] = await presentMessageRows(user, realm, [{ id: path.message_id, flags }], {
         applyMarkdown: params.apply_markdown,
         // Zulip hard-codes client_gravatar here.
         clientGravatar: true,
         allowEmptyTopicName: params.allow_empty_topic_name,
       });
-      return { message: presented!, raw_content: message.content };
+      // Deleted between the two statements.
+      if (!presented) throw new InvalidMessageError();
+      return { message: presented.object, raw_content: presented.message.content };
     },
   ),
   PATCH: userEndpoint(
@@ -270,7 +268,7 @@ defineRoute(messageRoutes, '/messages/:message_id', {
       const { tx } = ctx;
       const { message, stream } = await accessMessage(user, path.message_id, tx, { lock: true });
       const sender = await tx.user.findUniqueOrThrow({ where: { id: message.senderId } });
-      checkDeleteMessage(await loadPermissions(user, tx), realm, message, stream, sender);
+      checkDeleteMessage(await loadPermissions(user), realm, message, stream, sender);
       await doDeleteMessage(ctx, user, message, stream);
     });
     return {};

@@ -147,7 +147,7 @@ defineRoute(streamRoutes, '/streams/:stream_id', {
       const retention = parseRetention(params.message_retention_days);
       await runAction(async (ctx) => {
         const { tx } = ctx;
-        const perms = await loadPermissions(user, tx);
+        const perms = await loadPermissions(user);
         let stream = await accessStreamForUpdate(tx, perms, path.stream_id);
         if (params.is_archived === false) stream = await doUnarchiveStream(ctx, stream, user.id);
         const isDefault = (await defaultStreamIds(realm.id, tx)).includes(stream.id);
@@ -213,7 +213,7 @@ defineRoute(streamRoutes, '/streams/:stream_id', {
   ),
   DELETE: userEndpoint({ path: streamPath }, async ({ user, path }) => {
     await runAction(async (ctx) => {
-      const perms = await loadPermissions(user, ctx.tx);
+      const perms = await loadPermissions(user);
       const stream = await accessStreamForUpdate(ctx.tx, perms, path.stream_id);
       await doArchiveStream(ctx, stream, user.id);
     });

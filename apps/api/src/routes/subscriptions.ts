@@ -117,7 +117,7 @@ defineRoute(subscriptionRoutes, '/users/me/subscriptions', {
       }
       return runAction(async (ctx) => {
         const { tx } = ctx;
-        const perms = await loadPermissions(user, tx);
+        const perms = await loadPermissions(user);
         // No principals (or an empty list) means the caller, as in Zulip.
         const targets = params.principals?.length
           ? await resolvePrincipals(tx, user, realm, params.principals)
@@ -193,7 +193,7 @@ defineRoute(subscriptionRoutes, '/users/me/subscriptions', {
     async ({ user, realm, params }) =>
       runAction(async (ctx) => {
         const { tx } = ctx;
-        const perms = await loadPermissions(user, tx);
+        const perms = await loadPermissions(user);
         const targets = params.principals?.length
           ? await resolvePrincipals(tx, user, realm, params.principals)
           : [user];
@@ -321,7 +321,7 @@ async function changeOwnSubscription(
   change: ReturnType<typeof checkSubscriptionProperty>,
 ): Promise<void> {
   await runAction(async (ctx) => {
-    const perms = await loadPermissions(user, ctx.tx);
+    const perms = await loadPermissions(user);
     const { stream, subscription } = await accessStreamById(perms, streamId, {
       requireContentAccess: false,
       db: ctx.tx,

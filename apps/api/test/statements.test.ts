@@ -1,0 +1,119 @@
+// Statements per request on the hot paths, counted (never timed): every statement PostgreSQL
+// receives from this process while one warm request runs (BEGIN and COMMIT included). The
+// README's "Speed" section lists the same figures; a change that adds a statement to one of
+// these paths must say why there.
+//
+// Not counted: the outbox's work after a commit beyond deleting the request's own rows (when
+// another test's rows wait, a request first publishes those, which is load, not cost), and the
+// cache listener's heartbeat.
+import pg from 'pg';
+import { authCache } from '@parley/auth';
+import { Role } from '@parley/db';
+import { as, createTestUser, expectSuccess } from './helpers';
+import { createMessageOrg, send, type MessageOrg } from './message-helpers';
+
+function textOf(config: unknown): string {
+  return typeof config === 'string' ? config : ((config as { text?: string }).text ?? '');
+}
+
+const NOT_COUNTED = [/^SELECT id, notification FROM event_outbox/, /^SELECT 1$/];
+
+/** The statements `run` sends, by their first words (for a readable failure). */
+async function statements(run: () => Promise<unknown>): Promise<string[]> {
+  const spy = jest.spyOn(pg.Client.prototype, 'query');
+  try {
+    await run();
+    const texts = spy.mock.calls.map((call) => textOf(call[0]).replace(/\s+/g, ' ').trim());
+    const relayed = texts.filter((text) => NOT_COUNTED[0]!.test(text)).length;
+    const kept = texts.filter((text) => !NOT_COUNTED.some((pattern) => pattern.test(text)));
+    // Each relay pass publishes and then deletes its rows: drop as many outbox DELETEs.
+    let drop = relayed;
+    return kept
+      .reverse()
+      .filter((text) => !(drop > 0 && text.startsWith('DELETE FROM event_outbox') && drop-- > 0))
+      .reverse()
+      .map((text) => text.slice(0, 60));
+  } finally {
+    spy.mockRestore();
+  }
+}
+
+let org: MessageOrg;
+let messageId: number;
+
+beforeAll(async () => {
+  org = await createMessageOrg();
+  expect(await authCache().listening()).toBe(true);
+  const sent = expectSuccess(
+    await send(org.member, org.host, { type: 'stream', to: 'general', topic: 't', content: 'hi' }),
+  );
+  messageId = sent.id as number;
+  // Warm: the auth cache holds everyone, every statement is prepared on some connection.
+  for (const user of [org.member, org.other, org.admin])
+    expectSuccess(await as(user, org.host).get('/users/me'));
+});
+
+describe('statements per request', () => {
+  it('GET /messages/{id}: access, message with its display data, users, linkifiers', async () => {
+    const run = () => as(org.member, org.host).get(`/messages/${messageId}`);
+    await run();
+    expect(await statements(async () => expectSuccess(await run()))).toHaveLength(4);
+  });
+
+  it('GET /messages: groups, the window, then the three of presentation', async () => {
+    const newest = () =>
+      as(org.member, org.host).get('/messages', { anchor: 'newest', num_before: 20 });
+    const channel = () =>
+      as(org.member, org.host).get('/messages', {
+        anchor: 'newest',
+        num_before: 20,
+        num_after: 0,
+        narrow: [{ operator: 'channel', operand: 'general' }],
+      });
+    await newest();
+    await channel();
+    expect(await statements(async () => expectSuccess(await newest()))).toHaveLength(5);
+    // A channel operand: one more, the channel with the viewer's subscription.
+    expect(await statements(async () => expectSuccess(await channel()))).toHaveLength(6);
+  });
+
+  // Reads: the channel, linkifiers, recipients. Transaction: the message with its copies, the
+  // sender's topic policy (auto-follow), the outbox. After: the outbox rows' deletion.
+  it('POST /messages to a channel: reads before BEGIN, then only what must be inside', async () => {
+    const run = () =>
+      send(org.member, org.host, { type: 'stream', to: 'general', topic: 't', content: 'x' });
+    await run();
+    const sent = await statements(async () => expectSuccess(await run()));
+    expect(sent).toHaveLength(9);
+    // The channel, linkifiers and recipients are read before the transaction.
+    expect(sent.indexOf('BEGIN')).toBe(3);
+  });
+
+  it('POST /messages to a direct-message group: the same count whatever its size', async () => {
+    const counts: number[] = [];
+    for (const size of [3, 9]) {
+      const others = [org.other, org.admin];
+      while (others.length < size - 1) others.push(await createTestUser(org.realm, Role.MEMBER));
+      const run = () =>
+        send(org.member, org.host, {
+          type: 'private',
+          to: JSON.stringify(others.map((user) => user.id)),
+          content: 'group',
+        });
+      expectSuccess(await run()); // creates the group
+      counts.push((await statements(async () => expectSuccess(await run()))).length);
+    }
+    expect(counts).toEqual([9, 9]);
+  });
+
+  it('POST /messages 1:1: the same as a group', async () => {
+    const run = () =>
+      send(org.member, org.host, {
+        type: 'private',
+        to: JSON.stringify([org.other.id]),
+        content: 'one to one',
+      });
+    await run();
+    expect(await statements(async () => expectSuccess(await run()))).toHaveLength(9);
+  });
+});

@@ -1,0 +1,97 @@
+// Typed SQL against the real database: inside runAction a prepared statement runs on the
+// transaction's own connection (it sees the transaction's writes and rolls back with it);
+// outside, on a pooled connection; and a statement is prepared once per connection.
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { runAction } from './action';
+import { getPrisma } from './client';
+import { columnsOf, query, statement } from './sql';
+
+const subdomain = () => `sql${randomBytes(5).toString('hex')}`;
+const realmByStringId = statement<{ id: number; name: string }, [string]>(
+  'SELECT id, name FROM realm WHERE string_id = $1',
+);
+const renameRealm = statement<never, [number, string]>('UPDATE realm SET name = $2 WHERE id = $1');
+
+describe('typed SQL', () => {
+  it("sees the transaction's uncommitted writes, and Prisma sees its writes", async () => {
+    const stringId = subdomain();
+    const seen = await runAction(async ({ tx }) => {
+      const realm = await tx.realm.create({ data: { stringId, name: 'Before' } });
+      const [inside] = await query(realmByStringId, [stringId]);
+      await query(renameRealm, [realm.id, 'After']);
+      const renamed = await tx.realm.findUniqueOrThrow({ where: { id: realm.id } });
+      // Outside the transaction nothing exists yet.
+      const outside = await getPrisma().realm.findUnique({ where: { stringId } });
+      return { inside, renamed: renamed.name, outside };
+    });
+    expect(seen.inside?.name).toBe('Before');
+    expect(seen.renamed).toBe('After');
+    expect(seen.outside).toBeNull();
+    expect((await query(realmByStringId, [stringId]))[0]?.name).toBe('After');
+  });
+
+  it('rolls back with the transaction', async () => {
+    const stringId = subdomain();
+    const realm = await getPrisma().realm.create({ data: { stringId, name: 'Kept' } });
+    await expect(
+      runAction(async () => {
+        await query(renameRealm, [realm.id, 'Lost']);
+        throw new Error('abort');
+      }),
+    ).rejects.toThrow('abort');
+    expect((await query(realmByStringId, [stringId]))[0]?.name).toBe('Kept');
+  });
+
+  it('runs concurrent transactions each on its own connection', async () => {
+    const ids = await Promise.all(
+      [0, 1, 2, 3].map(async (n) => {
+        const stringId = subdomain();
+        return runAction(async ({ tx }) => {
+          await tx.realm.create({ data: { stringId, name: `Parallel ${n}` } });
+          await new Promise((resolve) => setTimeout(resolve, 10));
+          return (await query(realmByStringId, [stringId]))[0]?.name;
+        });
+      }),
+    );
+    expect(ids).toEqual(['Parallel 0', 'Parallel 1', 'Parallel 2', 'Parallel 3']);
+  });
+
+  it('is not reachable from a callback that outlives its transaction', async () => {
+    let late: Promise<unknown> | undefined;
+    await runAction(async () => {
+      late = new Promise((resolve) => setTimeout(resolve, 20)).then(() =>
+        query(realmByStringId, ['no-such-realm']),
+      );
+    });
+    // It runs on a pooled connection instead of the released one.
+    await expect(late).resolves.toEqual([]);
+  });
+
+  it('sends a named statement, which PostgreSQL prepares once per connection', async () => {
+    const spy = jest.spyOn(pg.Client.prototype, 'query');
+    try {
+      await query(realmByStringId, ['x']);
+      const config = spy.mock.calls[0]![0] as unknown as pg.QueryConfig;
+      expect(config.name).toMatch(/^parley_[0-9a-f]{20}$/);
+      expect(config.text).toBe(realmByStringId.text);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+});
+
+describe('columnsOf', () => {
+  it("returns rows shaped as Prisma's model type", async () => {
+    const stringId = subdomain();
+    const created = await getPrisma().realm.create({ data: { stringId, name: 'Shaped' } });
+    const byId = statement<typeof created, [number]>(
+      `SELECT ${columnsOf('Realm', 'r')} FROM realm r WHERE r.id = $1`,
+    );
+    expect((await query(byId, [created.id]))[0]).toEqual(created);
+  });
+
+  it('refuses models whose BigInt columns node-postgres would give as strings', () => {
+    expect(() => columnsOf('UserMessage', 'um')).toThrow(/UserMessage.id/);
+  });
+});

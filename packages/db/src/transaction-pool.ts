@@ -1,0 +1,57 @@
+// Which pooled connection a runAction transaction runs on, so typed SQL (sql.ts) can join it.
+import { AsyncLocalStorage } from 'node:async_hooks';
+import pg from 'pg';
+
+export interface TransactionBinding {
+  client: pg.PoolClient | undefined;
+  /** False once the transaction has ended: a callback that outlived it must not reach its
+   * connection, which is back in the pool and perhaps someone else's. */
+  open: boolean;
+}
+
+const transactions = new AsyncLocalStorage<TransactionBinding>();
+
+/** A pool that tells runAction which connection its Prisma transaction checked out: Prisma's
+ * driver adapter begins a transaction with a promise-style `connect()` (its plain queries use
+ * the callback style), called within the action's async context. */
+export class TransactionAwarePool extends pg.Pool {
+  override connect(): Promise<pg.PoolClient>;
+  override connect(
+    callback: (err: Error | undefined, client: pg.PoolClient | undefined, done: () => void) => void,
+  ): void;
+  override connect(
+    callback?: (
+      err: Error | undefined,
+      client: pg.PoolClient | undefined,
+      done: () => void,
+    ) => void,
+  ): Promise<pg.PoolClient> | void {
+    if (callback) return super.connect(callback);
+    const connecting = super.connect();
+    const binding = transactions.getStore();
+    if (binding?.open && !binding.client)
+      return connecting.then((client) => {
+        binding.client = client;
+        return client;
+      });
+    return connecting;
+  }
+}
+
+/** Runs `body` (which starts one Prisma transaction) so that `query` inside it uses that
+ * transaction's connection. */
+export async function withTransactionBinding<T>(body: () => Promise<T>): Promise<T> {
+  const binding: TransactionBinding = { client: undefined, open: true };
+  try {
+    return await transactions.run(binding, body);
+  } finally {
+    binding.open = false;
+    binding.client = undefined;
+  }
+}
+
+/** The open transaction of the current async context, if any. */
+export function currentTransaction(): TransactionBinding | undefined {
+  const binding = transactions.getStore();
+  return binding?.open ? binding : undefined;
+}
