@@ -6,6 +6,7 @@ import {
   isRoleValue,
   RecipientType,
   Role,
+  runAction,
   type ActionContext,
   type Realm,
   type RoleValue,
@@ -13,6 +14,8 @@ import {
   type User,
 } from '@parley/db';
 import { isEmailDomain } from '@parley/auth';
+import type { ZulipEvent } from '@parley/events';
+import { getLogger } from '@parley/logger';
 import { InsufficientPermissionError, JsonableError } from '@parley/errors';
 import { generateApiKey, hashPassword } from '../lib/credentials';
 import { sendEventOnCommit } from '../lib/events';
@@ -555,16 +558,18 @@ export async function checkDeactivateUser(tx: Tx, target: User): Promise<void> {
     throw new JsonableError('Cannot deactivate the only organization owner');
 }
 
-/** Deactivates the user's bots first, then the user; `actions` apply to each in that order. */
+/** Deactivates the user's bots first, then the user; `actions` apply to each in that order.
+ * Returns them in that order: once this commits, doDeleteMessagesOf deletes their messages. */
 export async function doDeactivateUser(
   ctx: ActionContext,
   target: User,
   actingUserId: number,
   actions: DeactivationActions = {},
-): Promise<void> {
+): Promise<User[]> {
   const bots = await ctx.tx.user.findMany({ where: { botOwnerId: target.id, isActive: true } });
   for (const bot of bots) await deactivateOne(ctx, bot, actingUserId, actions);
   await deactivateOne(ctx, target, actingUserId, actions);
+  return [...bots, target];
 }
 
 async function deactivateOne(
@@ -592,7 +597,6 @@ async function deactivateOne(
   await tx.subscription.updateMany({ where: { userId: target.id }, data: { isUserActive: false } });
   await sendSubscriberActivityEvents(ctx, target, 'peer_remove');
   await audit(ctx, target, AuditLogEvent.USER_DEACTIVATED, actingUserId, { actions });
-  await deleteMessagesOf(ctx, target, actions);
   const viewers = await usersWhoCanAccess(target.realmId, tx);
   const viewerIds = viewers.map((viewer) => viewer.id);
   if (deleted) {
@@ -619,72 +623,142 @@ async function deactivateOne(
   if (target.isBot) await sendBotUpdate(ctx, target, { is_active: false });
 }
 
-/** The optional deletions of DELETE /users/{id} (spec 4.16). */
-async function deleteMessagesOf(
-  ctx: ActionContext,
-  target: User,
+// ---- Deleting a deactivated user's messages ----------------------------------------------------
+
+/** Messages deleted per transaction: a user's whole history does not fit in one (a batch also
+ * deletes every copy, reaction and attachment link of its messages). */
+export const MESSAGE_DELETION_BATCH_SIZE = 1000;
+
+interface DeletionKinds {
+  publicChannels: boolean;
+  privateChannels: boolean;
+  direct: boolean;
+}
+
+/** One delete_message event's worth of a batch: a topic of a channel, or a direct
+ * conversation; with every user who had one of its messages. */
+interface DeletedGroup {
+  ids: number[];
+  isChannelMessage: boolean;
+  streamId: number | null;
+  topic: string;
+  users: number[];
+}
+
+interface DeletedBatch {
+  /** How many messages the batch took, and the highest id among them (where the next starts). */
+  taken: number;
+  last: number | null;
+}
+
+/** The optional deletions of DELETE /users/{id} (spec 4.16), for users whose deactivation has
+ * committed (Zulip too deletes a deactivated user's messages after deactivating them): each
+ * batch commits on its own and publishes its own events, so a failure leaves the earlier
+ * batches deleted and the user still deactivated. */
+export async function doDeleteMessagesOf(
+  senders: Pick<User, 'id' | 'realmId'>[],
   actions: DeactivationActions,
+  { batchSize = MESSAGE_DELETION_BATCH_SIZE }: { batchSize?: number } = {},
 ): Promise<void> {
-  const { tx } = ctx;
-  const kinds: { wanted: boolean | undefined; where: object }[] = [
-    {
-      wanted: actions.delete_public_channel_messages,
-      where: {
-        isChannelMessage: true,
-        recipientId: { in: await channelRecipients(tx, target.realmId, false) },
-      },
-    },
-    {
-      wanted: actions.delete_private_channel_messages,
-      where: {
-        isChannelMessage: true,
-        recipientId: { in: await channelRecipients(tx, target.realmId, true) },
-      },
-    },
-    { wanted: actions.delete_direct_messages, where: { isChannelMessage: false } },
-  ];
-  for (const kind of kinds) {
-    if (!kind.wanted) continue;
-    const messages = await tx.message.findMany({
-      where: { senderId: target.id, ...kind.where },
-      select: {
-        id: true,
-        isChannelMessage: true,
-        recipientId: true,
-        subject: true,
-        userMessages: { select: { userId: true } },
-      },
-    });
-    if (messages.length === 0) continue;
-    await tx.message.deleteMany({ where: { id: { in: messages.map((m) => m.id) } } });
-    for (const message of messages) {
-      const event: Record<string, unknown> = {
-        type: 'delete_message',
-        message_ids: [message.id],
-        message_type: message.isChannelMessage ? 'stream' : 'private',
-      };
-      if (message.isChannelMessage) {
-        const stream = await tx.stream.findFirst({
-          where: { recipientId: message.recipientId },
-          select: { id: true },
-        });
-        Object.assign(event, { stream_id: stream?.id, topic: message.subject });
+  const kinds: DeletionKinds = {
+    publicChannels: actions.delete_public_channel_messages === true,
+    privateChannels: actions.delete_private_channel_messages === true,
+    direct: actions.delete_direct_messages === true,
+  };
+  if (!kinds.publicChannels && !kinds.privateChannels && !kinds.direct) return;
+  for (const sender of senders) {
+    let after = 0;
+    try {
+      for (;;) {
+        const batch = await runAction((ctx) =>
+          doDeleteMessageBatch(ctx, sender, kinds, after, batchSize),
+        );
+        if (batch.taken < batchSize || batch.last === null) break;
+        after = batch.last;
       }
-      sendEventOnCommit(
-        ctx,
-        event as { type: string },
-        message.userMessages.map((um) => um.userId),
-      );
+    } catch (error) {
+      getLogger().error("deleting a deactivated user's messages failed", {
+        error,
+        userId: sender.id,
+        deletedUpTo: after,
+      });
+      throw error;
     }
   }
 }
 
-async function channelRecipients(tx: Tx, realmId: number, inviteOnly: boolean): Promise<number[]> {
-  const streams = await tx.stream.findMany({
-    where: { realmId, inviteOnly, recipientId: { not: null } },
-    select: { recipientId: true },
-  });
-  return streams.map((stream) => stream.recipientId!);
+/** Deletes the sender's next `limit` messages of the wanted kinds above id `after` and queues
+ * one bulk delete_message event per topic or direct conversation. One statement whatever the
+ * batch holds: its user_message rows, reactions and attachment links go by ON DELETE CASCADE,
+ * and who had the messages is read from the statement's snapshot, which still shows them.
+ * The channel test is a subquery rather than a join so that the batch walks the (sender_id,
+ * id) index and stops after `limit` rows; a join has the planner read every remaining message
+ * of the sender and sort them, batch after batch. Events name the rows the DELETE returned:
+ * a message deleted meanwhile by someone else is not announced twice. */
+async function doDeleteMessageBatch(
+  ctx: ActionContext,
+  sender: Pick<User, 'id' | 'realmId'>,
+  kinds: DeletionKinds,
+  after: number,
+  limit: number,
+): Promise<DeletedBatch> {
+  const rows = await ctx.tx.$queryRaw<
+    {
+      taken: number;
+      last: number | null;
+      ids: number[] | null;
+      is_channel_message: boolean | null;
+      stream_id: number | null;
+      topic: string | null;
+      users: number[] | null;
+    }[]
+  >`
+    WITH batch AS (
+      SELECT m.id FROM message m
+      WHERE m.sender_id = ${sender.id} AND m.id > ${after}
+        AND CASE WHEN NOT m.is_channel_message THEN ${kinds.direct}::boolean
+          ELSE EXISTS (
+            SELECT FROM stream s
+            WHERE s.realm_id = ${sender.realmId} AND s.recipient_id = m.recipient_id
+              AND CASE WHEN s.invite_only THEN ${kinds.privateChannels}::boolean
+                ELSE ${kinds.publicChannels}::boolean END)
+        END
+      ORDER BY m.id LIMIT ${limit}
+    ), gone AS (
+      DELETE FROM message m USING batch WHERE m.id = batch.id
+      RETURNING m.id, m.recipient_id, m.subject, m.is_channel_message
+    ), grouped AS (
+      SELECT recipient_id, subject, is_channel_message, array_agg(id ORDER BY id) AS ids
+      FROM gone GROUP BY recipient_id, subject, is_channel_message
+    )
+    SELECT b.taken, b.last, g.ids, g.is_channel_message, s.id AS stream_id, g.subject AS topic,
+      ARRAY(SELECT DISTINCT um.user_profile_id FROM user_message um
+            WHERE um.message_id = ANY(g.ids)) AS users
+    FROM (SELECT count(*)::int AS taken, max(id) AS last FROM batch) b
+    LEFT JOIN (grouped g LEFT JOIN stream s
+               ON g.is_channel_message AND s.recipient_id = g.recipient_id) ON true`;
+  // The statement always answers one row; it carries no group when nothing was deleted.
+  const groups: DeletedGroup[] = rows
+    .filter((row) => row.ids !== null)
+    .map((row) => ({
+      ids: row.ids!,
+      isChannelMessage: row.is_channel_message!,
+      streamId: row.stream_id,
+      topic: row.topic!,
+      users: row.users!,
+    }));
+  for (const group of groups) sendEventOnCommit(ctx, deleteMessagesEvent(group), group.users);
+  return { taken: rows[0]!.taken, last: rows[0]!.last };
+}
+
+/** Zulip's bulk form: every id of one topic or one direct conversation, sorted. */
+function deleteMessagesEvent(group: DeletedGroup): ZulipEvent {
+  return {
+    type: 'delete_message',
+    message_ids: group.ids,
+    message_type: group.isChannelMessage ? 'stream' : 'private',
+    ...(group.isChannelMessage ? { stream_id: group.streamId, topic: group.topic } : {}),
+  };
 }
 
 export async function doReactivateUser(

@@ -18,6 +18,7 @@ import {
   doChangeRole,
   doCreateUser,
   doDeactivateUser,
+  doDeleteMessagesOf,
   doReactivateUser,
   doUpdateProfileData,
   passwordHashFor,
@@ -227,10 +228,12 @@ defineRoute(userRoutes, '/users/:user', {
       requireAdmin(user);
       const target = await accessUserByPath(user, realm, path.user, true);
       if (target.isBot) throw new JsonableError('No such user');
-      await runAction(async (ctx) => {
+      const actions = params.actions ?? {};
+      const deactivated = await runAction(async (ctx) => {
         await checkDeactivateUser(ctx.tx, target);
-        await doDeactivateUser(ctx, target, user.id, params.actions ?? {});
+        return doDeactivateUser(ctx, target, user.id, actions);
       });
+      await doDeleteMessagesOf(deactivated, actions);
       return {};
     },
   ),
