@@ -25,16 +25,22 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0`;
 
 // KEYS: lease, checkpoint, then (meta, events) per target queue.
-// ARGV: token, log entry id, wake channel, then one event JSON per queue, then the queue ids.
+// ARGV: token, log entry id, wake channel, the number d of distinct event forms, those d event
+// JSONs, then per target queue the index (1-based) of its form and its id. Queues with the
+// same options take the same form: 10,000 queues of one message need a few forms, not 10,000.
 const APPEND = `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
 local n = (#KEYS - 2) / 2
+local d = tonumber(ARGV[4])
+local forms = {}
+for f = 1, d do forms[f] = string.sub(ARGV[4 + f], 2) end
 for i = 1, n do
   local meta = KEYS[1 + 2 * i]
   if redis.call('EXISTS', meta) == 1 then
     local id = redis.call('HINCRBY', meta, 'next_id', 1) - 1
-    redis.call('RPUSH', KEYS[2 + 2 * i], '{"id":' .. id .. ',' .. string.sub(ARGV[3 + i], 2))
-    redis.call('PUBLISH', ARGV[3], 'w:' .. ARGV[3 + n + i])
+    local form = forms[tonumber(ARGV[3 + d + 2 * i])]
+    redis.call('RPUSH', KEYS[2 + 2 * i], '{"id":' .. id .. ',' .. form)
+    redis.call('PUBLISH', ARGV[3], 'w:' .. ARGV[4 + d + 2 * i])
   end
 end
 redis.call('SET', KEYS[2], ARGV[2])
@@ -348,14 +354,28 @@ class ShardWorker {
           .exec()
       : [];
     const queueIds = (queueLists ?? []).flatMap(([, ids]) => (ids as string[] | null) ?? []);
-    const targets: { queueId: string; json: string }[] = [];
+    const infos = await this.queueInfos(queueIds);
+    const forms: string[] = [];
+    const formIndex = new Map<string, number>();
+    const targets: { queueId: string; form: number }[] = [];
+    const echoQueue = (notification.event as { internal_data?: { sender_queue_id?: string } })
+      .internal_data?.sender_queue_id;
     for (const queueId of queueIds) {
-      const queue = await this.queueInfo(queueId);
+      const queue = infos.get(queueId);
       // Entries from before the queue existed are already in its registration's state.
       if (!queue || compareIds(entryId, queue.since) <= 0) continue;
-      const events = eventForQueue(notification.event, queue.options, queueId) ?? [];
-      for (const event of Array.isArray(events) ? events : [events])
-        targets.push({ queueId, json: JSON.stringify(event) });
+      // Formatting depends on the options, and on the queue itself only for local echo.
+      const key = queueId === echoQueue ? `queue:${queueId}` : queue.raw;
+      let indexes = formIndex.has(key) ? [formIndex.get(key)!] : undefined;
+      if (!indexes) {
+        const events = eventForQueue(notification.event, queue.options, queueId) ?? [];
+        indexes = (Array.isArray(events) ? events : [events]).map((event) =>
+          forms.push(JSON.stringify(event)),
+        );
+        // A bulk deletion split per message has several forms per queue: not shared.
+        if (indexes.length === 1) formIndex.set(key, indexes[0]!);
+      }
+      for (const form of indexes) targets.push({ queueId, form });
     }
     const result = await redis.eval(
       APPEND,
@@ -369,30 +389,52 @@ class ShardWorker {
       this.token,
       entryId,
       keys.wake(this.shard),
-      ...targets.map((t) => t.json),
-      ...targets.map((t) => t.queueId),
+      forms.length,
+      ...forms,
+      ...targets.flatMap((t) => [t.form, t.queueId]),
     );
     return result !== -1;
   }
 
-  /** A queue's options and starting point never change after registration, so they are
-   * read once. */
-  private async queueInfo(queueId: string): Promise<QueueInfo | null> {
-    if (this.optionsCache.has(queueId)) return this.optionsCache.get(queueId)!;
-    const [raw, since] = await this.options.redis.hmget(
-      keys.queueMeta(this.shard, queueId),
-      'options',
-      'since',
-    );
-    const info = raw ? { options: JSON.parse(raw) as QueueOptions, since: since ?? '0-0' } : null;
-    if (this.optionsCache.size > 50_000) this.optionsCache.clear();
-    if (info) this.optionsCache.set(queueId, info);
-    return info;
+  /** Queues' options and starting points never change after registration, so they are read
+   * once, all of an entry's unknown ones in one round trip. */
+  private async queueInfos(queueIds: string[]): Promise<Map<string, QueueInfo>> {
+    const found = new Map<string, QueueInfo>();
+    const missing = queueIds.filter((queueId) => {
+      const known = this.optionsCache.get(queueId);
+      if (known) found.set(queueId, known);
+      return !known;
+    });
+    if (missing.length === 0) return found;
+    const answers =
+      (await this.options.redis
+        .pipeline(
+          missing.map((queueId) => [
+            'hmget',
+            keys.queueMeta(this.shard, queueId),
+            'options',
+            'since',
+          ]),
+        )
+        .exec()) ?? [];
+    if (this.optionsCache.size + missing.length > 50_000) this.optionsCache.clear();
+    missing.forEach((queueId, index) => {
+      const [error, fields] = answers[index] ?? [null, null];
+      if (error) throw error;
+      const [raw, since] = (fields as (string | null)[] | null) ?? [null, null];
+      if (!raw) return;
+      const info = { options: JSON.parse(raw) as QueueOptions, raw, since: since ?? '0-0' };
+      this.optionsCache.set(queueId, info);
+      found.set(queueId, info);
+    });
+    return found;
   }
 }
 
 interface QueueInfo {
   options: QueueOptions;
+  /** The options as stored: queues with equal ones format events alike. */
+  raw: string;
   /** The newest log entry when the queue was created (see QueueStore.create). */
   since: string;
 }

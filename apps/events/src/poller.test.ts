@@ -1,119 +1,161 @@
-// Heartbeat scheduling and wake-ups of parked polls, with fake timers and an in-memory stand-in
-// for the queue store (the Redis behaviour itself is covered by the integration tests).
-import { EventEmitter } from 'node:events';
-import type { Redis } from 'ioredis';
+// Parked polls against the real Redis: a poll is registered before its queue is read, and
+// answers on the fan-out's wake-up, at its heartbeat, when a newer poll of the queue comes,
+// when its client goes away (not at all), and at shutdown. Heartbeats are shortened; nothing
+// here measures time.
 import {
+  createRedis,
   defaultQueueOptions,
+  getRedis,
+  keys,
+  QueueStore,
   type QueuedEvent,
   type QueueMeta,
-  type QueueStore,
 } from '@parley/events';
+import { getConfig } from '@parley/config';
 import { createLogger } from '@parley/logger';
 import { Poller } from './poller';
 
-const meta: QueueMeta = {
-  queueId: '3:00000000-0000-0000-0000-000000000000',
-  shard: 3,
-  userId: 3,
-  realmId: 1,
-  options: defaultQueueOptions(),
-};
+const log = createLogger({ level: 'error', format: 'json', silent: true });
+const pollers: Poller[] = [];
+const subscribers: ReturnType<typeof createRedis>[] = [];
+let userId = 900_000 + Math.floor(Math.random() * 100_000);
 
-async function setup(random = () => 0.5) {
-  const queued: QueuedEvent[] = [];
-  let nextId = 0;
-  const subscriber = Object.assign(new EventEmitter(), { subscribe: jest.fn(async () => 16) });
-  const store = {
-    events: jest.fn(async () => [...queued]),
-    heartbeat: jest.fn(async () => {
-      queued.push({ id: nextId, type: 'heartbeat' });
-      return nextId++;
-    }),
-    redis: { hget: jest.fn(async () => '1'), publish: jest.fn(async () => 1) },
-  };
+async function setup({
+  heartbeatSeconds = 60,
+  random = (): number => 0.5,
+}: { heartbeatSeconds?: number; random?: () => number } = {}) {
+  const store = new QueueStore(getRedis(), getConfig().EVENT_SHARDS);
+  const subscriber = createRedis(getConfig().REDIS_URL, { maxRetriesPerRequest: null });
+  subscribers.push(subscriber);
   const poller = new Poller({
-    store: store as unknown as QueueStore,
-    subscriber: subscriber as unknown as Redis,
-    shards: 16,
-    heartbeatSeconds: 45,
-    heartbeatJitterSeconds: 10,
-    log: createLogger({ level: 'error', format: 'json', silent: true }),
+    store,
+    subscriber,
+    shards: getConfig().EVENT_SHARDS,
+    heartbeatSeconds,
+    heartbeatJitterSeconds: 10 * (heartbeatSeconds / 45),
+    log,
     random,
   });
+  pollers.push(poller);
   await poller.start();
-  const deliver = (event: QueuedEvent) => {
-    queued.push(event);
-    subscriber.emit('message', '{ev:3}:wake', `w:${meta.queueId}`);
-  };
-  return { poller, store, subscriber, deliver };
+  const id = ++userId;
+  const queueId = await store.create(id, 1, defaultQueueOptions());
+  const meta = (await store.meta(queueId))!;
+  return { poller, store, meta, userId: id };
 }
 
-const never = () => undefined;
+/** What the fan-out does for one event: append it, then wake the queue's polls. */
+async function deliver(store: QueueStore, meta: QueueMeta, type: string): Promise<void> {
+  const key = keys.queueMeta(meta.shard, meta.queueId);
+  const id = (await store.redis.hincrby(key, 'next_id', 1)) - 1;
+  await store.redis.rpush(keys.queueEvents(meta.shard, meta.queueId), JSON.stringify({ id, type }));
+  await store.redis.publish(keys.wake(meta.shard), `w:${meta.queueId}`);
+}
 
-beforeEach(() => jest.useFakeTimers());
-afterEach(() => jest.useRealTimers());
+/** A long-poll as GET /events runs it: park, read, then wait if there was nothing. */
+async function longPoll(
+  setupResult: Awaited<ReturnType<typeof setup>>,
+  lastEventId: number,
+  closed: (onClose: () => void) => void = () => undefined,
+): Promise<QueuedEvent[] | null> {
+  const { poller, store, meta, userId: owner } = setupResult;
+  const parked = poller.park(meta, closed);
+  const polled = await store.poll(meta.queueId, owner, lastEventId, 60_000);
+  if (!polled.ok) throw new Error(polled.error);
+  if (polled.events.length > 0) {
+    parked.cancel();
+    return polled.events;
+  }
+  parked.setGeneration(polled.generation);
+  return parked.answer;
+}
+
+afterAll(() => {
+  for (const poller of pollers) poller.drain();
+  for (const subscriber of subscribers) subscriber.disconnect();
+});
 
 describe('Poller', () => {
   it('schedules the heartbeat 45 s plus up to 10 s of jitter after parking', async () => {
-    expect((await setup(() => 0)).poller.heartbeatDelayMs()).toBe(45_000);
-    expect((await setup(() => 0.5)).poller.heartbeatDelayMs()).toBe(50_000);
-    expect((await setup(() => 0.999)).poller.heartbeatDelayMs()).toBeCloseTo(54_990);
+    expect((await setup({ heartbeatSeconds: 45, random: () => 0 })).poller.heartbeatDelayMs()).toBe(
+      45_000,
+    );
+    expect((await setup({ heartbeatSeconds: 45 })).poller.heartbeatDelayMs()).toBe(50_000);
+    expect(
+      (await setup({ heartbeatSeconds: 45, random: () => 0.999 })).poller.heartbeatDelayMs(),
+    ).toBeCloseTo(54_990);
   });
 
   it('answers with a queued heartbeat when nothing happens', async () => {
-    const { poller, store } = await setup();
-    const answer = poller.wait(meta, 1, never);
-    await jest.advanceTimersByTimeAsync(49_999);
-    expect(store.heartbeat).not.toHaveBeenCalled();
-    await jest.advanceTimersByTimeAsync(1);
-    await expect(answer).resolves.toEqual([{ id: 0, type: 'heartbeat' }]);
-    expect(poller.parked()).toBe(0);
+    const polling = await setup({ heartbeatSeconds: 0.05 });
+    await expect(longPoll(polling, -1)).resolves.toEqual([{ id: 0, type: 'heartbeat' }]);
+    expect(polling.poller.parked()).toBe(0);
   });
 
-  it('answers as soon as the fan-out announces events, and cancels the heartbeat', async () => {
-    const { poller, store, deliver } = await setup();
-    const answer = poller.wait(meta, 1, never);
-    await jest.advanceTimersByTimeAsync(1_000);
-    deliver({ id: 0, type: 'realm_user' });
+  it('answers as soon as the fan-out announces events', async () => {
+    const polling = await setup();
+    const answer = longPoll(polling, -1);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(polling.poller.parked()).toBe(1);
+    await deliver(polling.store, polling.meta, 'realm_user');
     await expect(answer).resolves.toEqual([{ id: 0, type: 'realm_user' }]);
-    await jest.advanceTimersByTimeAsync(60_000);
-    expect(store.heartbeat).not.toHaveBeenCalled();
+    expect(polling.poller.parked()).toBe(0);
   });
 
-  it('finishes an older poll when a newer one announces itself, not the newer one', async () => {
-    const { poller, subscriber } = await setup();
-    const older = poller.wait(meta, 1, never);
-    await jest.advanceTimersByTimeAsync(10);
-    subscriber.emit('message', '{ev:3}:wake', `k:${meta.queueId}:1`); // its own announcement
-    expect(poller.parked()).toBe(1);
-    subscriber.emit('message', '{ev:3}:wake', `k:${meta.queueId}:2`);
-    await expect(older).resolves.toEqual([]);
+  it('stays parked when woken for events an earlier poll already took', async () => {
+    const polling = await setup();
+    const { store, meta } = polling;
+    const answer = longPoll(polling, -1);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await store.redis.publish(keys.wake(meta.shard), `w:${meta.queueId}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(polling.poller.parked()).toBe(1);
+    await deliver(store, meta, 'typing');
+    await expect(answer).resolves.toEqual([{ id: 0, type: 'typing' }]);
+  });
+
+  it('misses no wake-up published between parking and reading the queue', async () => {
+    const polling = await setup();
+    const { poller, store, meta } = polling;
+    const parked = poller.park(meta, () => undefined);
+    await deliver(store, meta, 'stream');
+    // The read that follows finds the event; had it not, the wake-up already answered.
+    const polled = await store.poll(meta.queueId, polling.userId, -1, 60_000);
+    expect(polled.ok && polled.events.map((event) => event.type)).toEqual(['stream']);
+    parked.cancel();
     expect(poller.parked()).toBe(0);
   });
 
-  it('answers at once if a newer poll came before parking', async () => {
-    const { poller, store } = await setup();
-    store.redis.hget.mockResolvedValueOnce('5');
-    await expect(poller.wait(meta, 4, never)).resolves.toEqual([]);
+  it('finishes an older poll when a newer one comes, not the newer one', async () => {
+    const polling = await setup();
+    const older = longPoll(polling, -1);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const newer = longPoll(polling, -1);
+    await expect(older).resolves.toEqual([]);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(polling.poller.parked()).toBe(1);
+    await deliver(polling.store, polling.meta, 'presence');
+    await expect(newer).resolves.toEqual([{ id: 0, type: 'presence' }]);
   });
 
   it('drops the poll without answering when the client goes away', async () => {
-    const { poller, store } = await setup();
+    const polling = await setup({ heartbeatSeconds: 0.1 });
     let close = () => undefined as void;
-    const answer = poller.wait(meta, 1, (onClose) => (close = onClose));
-    await jest.advanceTimersByTimeAsync(10);
+    const answer = longPoll(polling, -1, (onClose) => (close = onClose));
+    await new Promise((resolve) => setTimeout(resolve, 20));
     close();
     await expect(answer).resolves.toBeNull();
-    await jest.advanceTimersByTimeAsync(60_000);
-    expect(store.heartbeat).not.toHaveBeenCalled();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // No heartbeat was queued for it.
+    await expect(polling.store.events(polling.meta)).resolves.toEqual([]);
   });
 
   it('answers every parked poll when draining, and new ones at once', async () => {
-    const { poller } = await setup();
-    const first = poller.wait(meta, 1, never);
-    await jest.advanceTimersByTimeAsync(10);
-    poller.drain();
+    const polling = await setup();
+    const first = longPoll(polling, -1);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    polling.poller.drain();
     await expect(first).resolves.toEqual([]);
-    await expect(poller.wait(meta, 2, never)).resolves.toEqual([]);
+    await expect(longPoll(polling, -1)).resolves.toEqual([]);
   });
 });

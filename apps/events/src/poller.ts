@@ -19,14 +19,38 @@ export interface PollerOptions {
 }
 
 interface Waiter {
-  meta: QueueMeta;
+  meta: Pick<QueueMeta, 'shard' | 'queueId'>;
+  /** Unknown (infinite) until the poll's script has answered. */
   generation: number;
+  /** The newest generation announced while this one was still unknown. */
+  newestSeen: number;
+  /** New events were announced: answer if there are any (the announcement may be for
+   * events an earlier poll already took). */
+  wake: () => void;
+  /** Answer now, whatever the queue holds (newer poll, deletion, heartbeat, shutdown). */
   finish: () => void;
+}
+
+/** A poll registered before its queue is read (QueueStore.poll): a wake-up published after that
+ * read finds it here, so none is missed and no second read is needed. */
+export interface ParkedPoll {
+  /** The queue's events once woken (or at the heartbeat), null if the client went away. */
+  readonly answer: Promise<QueuedEvent[] | null>;
+  /** The poll's generation, from the read: newer polls finish this one. */
+  setGeneration(generation: number): void;
+  /** The read answered by itself (events, an error): nothing to wait for. */
+  cancel(): void;
 }
 
 export class Poller {
   private readonly waiters = new Map<string, Set<Waiter>>();
   private draining = false;
+  /** Queue reads requested in this tick: sent together, one round trip for all. */
+  private takes: {
+    meta: Pick<QueueMeta, 'shard' | 'queueId'>;
+    resolve: (events: QueuedEvent[]) => void;
+    reject: (error: unknown) => void;
+  }[] = [];
 
   constructor(private readonly options: PollerOptions) {}
 
@@ -42,78 +66,126 @@ export class Poller {
     return (this.options.heartbeatSeconds + random() * this.options.heartbeatJitterSeconds) * 1000;
   }
 
-  /** Parks until the queue has events (or a heartbeat, a newer poll, deletion, shutdown);
-   * resolves with the queue's events then. `closed` fires if the client goes away first. */
-  wait(
-    meta: QueueMeta,
-    generation: number,
+  /** Registers a poll that may park until the queue has events (or a heartbeat, a newer poll,
+   * deletion, shutdown); it answers with the queue's events then, and the queue lives its
+   * lifespan from that moment. `closed` fires if the client goes away first. */
+  park(
+    meta: Pick<QueueMeta, 'shard' | 'queueId'>,
     closed: (onClose: () => void) => void,
-  ): Promise<QueuedEvent[] | null> {
+  ): ParkedPoll {
     const { store } = this.options;
-    return new Promise((resolve) => {
-      let settled = false;
-      const waiter: Waiter = { meta, generation, finish: () => void respond() };
-      const cleanup = () => {
-        settled = true;
-        clearTimeout(heartbeat);
-        const set = this.waiters.get(meta.queueId);
-        set?.delete(waiter);
-        if (set?.size === 0) this.waiters.delete(meta.queueId);
-      };
-      const respond = async () => {
-        if (settled) return;
-        cleanup();
-        try {
-          resolve(await store.events(meta));
-        } catch (error) {
-          this.options.log.warn('reading a queue failed', { error });
-          resolve([]);
+    let settled = false;
+    let taking = false;
+    let wokenAgain = false;
+    let heartbeat: NodeJS.Timeout | undefined;
+    let resolveAnswer: (events: QueuedEvent[] | null) => void = () => undefined;
+    const answer = new Promise<QueuedEvent[] | null>((resolve) => (resolveAnswer = resolve));
+    const waiter: Waiter = {
+      meta,
+      generation: Number.POSITIVE_INFINITY,
+      newestSeen: 0,
+      wake: () => void wake(),
+      finish: () => void respond(),
+    };
+    const cleanup = () => {
+      settled = true;
+      clearTimeout(heartbeat);
+      const set = this.waiters.get(meta.queueId);
+      set?.delete(waiter);
+      if (set?.size === 0) this.waiters.delete(meta.queueId);
+    };
+    const respond = async () => {
+      if (settled) return;
+      cleanup();
+      try {
+        resolveAnswer(await this.take(meta));
+      } catch (error) {
+        this.options.log.warn('reading a queue failed', { error });
+        resolveAnswer([]);
+      }
+    };
+    const wake = async () => {
+      if (settled) return;
+      if (taking) return void (wokenAgain = true);
+      taking = true;
+      try {
+        const events = await this.take(meta);
+        if (!settled && events.length > 0) {
+          cleanup();
+          resolveAnswer(events);
         }
-      };
-      const heartbeat = setTimeout(() => {
-        void (async () => {
-          if (settled) return;
-          await store.heartbeat(meta).catch(() => -1);
-          await respond();
-        })();
-      }, this.heartbeatDelayMs());
-
-      const set = this.waiters.get(meta.queueId) ?? new Set<Waiter>();
-      set.add(waiter);
-      this.waiters.set(meta.queueId, set);
-      closed(() => {
+      } catch (error) {
+        this.options.log.warn('reading a queue failed', { error });
         if (!settled) {
           cleanup();
-          resolve(null);
+          resolveAnswer([]);
         }
-      });
-      if (this.draining) return void respond();
-      // Events or a newer poll may have arrived between the caller's read and registration.
-      void (async () => {
-        const [events, currentGeneration] = await Promise.all([
-          store.events(meta),
-          store.redis.hget(keys.queueMeta(meta.shard, meta.queueId), 'poll_gen'),
-        ]);
-        if (
-          events.length > 0 ||
-          currentGeneration === null ||
-          Number(currentGeneration) > generation
-        )
-          await respond();
-      })().catch(() => void respond());
+      } finally {
+        taking = false;
+        if (wokenAgain && !settled) {
+          wokenAgain = false;
+          void wake();
+        }
+      }
+    };
+    const set = this.waiters.get(meta.queueId) ?? new Set<Waiter>();
+    set.add(waiter);
+    this.waiters.set(meta.queueId, set);
+    closed(() => {
+      if (settled) return;
+      cleanup();
+      resolveAnswer(null);
+      // The queue lives on for its lifespan from now, as after an answer.
+      this.take(meta).catch(() => undefined);
     });
-  }
-
-  /** Kicks older polls of the queue on every replica (Zulip: a newer poll finishes the older). */
-  async announcePoll(meta: QueueMeta, generation: number): Promise<void> {
-    await this.options.store.redis.publish(
-      keys.wake(meta.shard),
-      `k:${meta.queueId}:${generation}`,
-    );
+    return {
+      answer,
+      setGeneration: (generation) => {
+        if (settled) return;
+        waiter.generation = generation;
+        if (this.draining || waiter.newestSeen > generation) return void respond();
+        heartbeat = setTimeout(() => {
+          void (async () => {
+            if (settled) return;
+            await store.heartbeat(meta).catch(() => -1);
+            await respond();
+          })();
+        }, this.heartbeatDelayMs());
+      },
+      cancel: () => {
+        if (settled) return;
+        cleanup();
+        resolveAnswer(null);
+      },
+    };
   }
 
   async announceDeleted(meta: Pick<QueueMeta, 'shard' | 'queueId'>): Promise<void> {
     await this.options.store.redis.publish(keys.wake(meta.shard), `d:${meta.queueId}`);
+  }
+
+  /** A queue's events for a parked poll's answer, read with every other one asked for in the
+   * same tick: a fan-out wakes thousands of polls at once. */
+  private take(meta: Pick<QueueMeta, 'shard' | 'queueId'>): Promise<QueuedEvent[]> {
+    return new Promise((resolve, reject) => {
+      if (this.takes.length === 0) setImmediate(() => void this.flushTakes());
+      this.takes.push({ meta, resolve, reject });
+    });
+  }
+
+  private async flushTakes(): Promise<void> {
+    const batch = this.takes;
+    this.takes = [];
+    try {
+      const answers = await this.options.store.takeMany(batch.map((take) => take.meta));
+      batch.forEach((take, index) => {
+        const answer = answers[index]!;
+        if (answer instanceof Error) take.reject(answer);
+        else take.resolve(answer);
+      });
+    } catch (error) {
+      for (const take of batch) take.reject(error);
+    }
   }
 
   /** Answers every parked poll now (shutdown); new polls answer at once. */
@@ -141,7 +213,12 @@ export class Poller {
     const set = this.waiters.get(queueId);
     if (!set) return;
     for (const waiter of [...set]) {
-      if (generation > waiter.generation) waiter.finish();
+      if (kind === 'w') waiter.wake();
+      else if (kind !== 'k') waiter.finish();
+      else if (waiter.generation === Number.POSITIVE_INFINITY)
+        // Its own announcement, or a newer poll's: known once its generation is.
+        waiter.newestSeen = Math.max(waiter.newestSeen, generation);
+      else if (generation > waiter.generation) waiter.finish();
     }
   }
 }

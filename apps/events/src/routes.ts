@@ -4,7 +4,7 @@ import { resolveRealm, userEndpoint } from '@parley/auth';
 import { getConfig } from '@parley/config';
 import { Role } from '@parley/db';
 import { BadEventQueueIdError, JsonableError } from '@parley/errors';
-import { queueOptionsFromParams, queueParams, type QueueMeta } from '@parley/events';
+import { parseQueueId, queueOptionsFromParams, queueParams, type QueueMeta } from '@parley/events';
 import { bodyParsers, defineRoute, p } from '@parley/http';
 import type { EventsService } from './service';
 
@@ -43,28 +43,41 @@ export function eventsRouter(service: EventsService): Router {
           );
           return { events: [], queue_id: queueId };
         }
-        const meta = await ownQueue(params.queue_id, user.id);
-        if (params.last_event_id === undefined)
+        if (params.last_event_id === undefined) {
+          await ownQueue(params.queue_id, user.id);
           throw new JsonableError("Missing 'last_event_id' argument");
-        const generation = await store.nextPollGeneration(meta);
-        await poller.announcePoll(meta, generation);
-        const lifespanMs = meta.options.lifespan_secs * 1000;
-        const pruned = await store.prune(meta, params.last_event_id, Date.now() + lifespanMs);
-        if (!pruned.ok) {
-          if (pruned.error === 'missing') throw new BadEventQueueIdError(meta.queueId);
+        }
+        const queueId = params.queue_id;
+        const shard = parseQueueId(queueId, store.shards)?.shard ?? 0;
+        // Registered before the queue is read, so no wake-up in between is missed.
+        const parked = poller.park({ shard, queueId }, (onClose) => res.on('close', onClose));
+        let polled;
+        try {
+          polled = await store.poll(
+            queueId,
+            user.id,
+            params.last_event_id,
+            poller.heartbeatDelayMs() + 60_000,
+          );
+        } catch (error) {
+          parked.cancel();
+          throw error;
+        }
+        if (!polled.ok) {
+          parked.cancel();
+          if (polled.error === 'missing') throw new BadEventQueueIdError(queueId);
           throw new JsonableError(
-            pruned.error === 'already_pruned'
-              ? `An event newer than ${pruned.lastEventId} has already been pruned!`
-              : `Event ${pruned.lastEventId} was not in this queue`,
+            polled.error === 'already_pruned'
+              ? `An event newer than ${polled.lastEventId} has already been pruned!`
+              : `Event ${polled.lastEventId} was not in this queue`,
           );
         }
-        const events = await store.events(meta);
-        if (events.length > 0 || params.dont_block) return { events, queue_id: meta.queueId };
-        // Parked: keep the queue alive past the longest wait, then refresh it on the way out.
-        await store.touch(meta, Date.now() + lifespanMs + poller.heartbeatDelayMs() + 60_000);
-        const woken = await poller.wait(meta, generation, (onClose) => res.on('close', onClose));
-        await store.touch(meta, Date.now() + lifespanMs);
-        return { events: woken ?? [], queue_id: meta.queueId };
+        if (polled.events.length > 0 || params.dont_block) {
+          parked.cancel();
+          return { events: polled.events, queue_id: queueId };
+        }
+        parked.setGeneration(polled.generation);
+        return { events: (await parked.answer) ?? [], queue_id: queueId };
       },
     ),
     DELETE: userEndpoint(

@@ -16,7 +16,7 @@ export {
   MAX_QUEUE_LIFESPAN_SECS,
   QueueStore,
   type NarrowTerm,
-  type PruneResult,
+  type PollResult,
   type QueuedEvent,
   type QueueMeta,
   type QueueOptions,

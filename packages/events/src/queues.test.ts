@@ -1,5 +1,6 @@
-// QueueStore against the real Redis: pruning acknowledged events with Zulip's checks,
-// heartbeats as queued events, deletion and expiry.
+// QueueStore against the real Redis: a poll's pruning of acknowledged events with Zulip's
+// checks, its owner check, generations and expiry; heartbeats as queued events, deletion and
+// expiry.
 import { getConfig } from '@parley/config';
 import { keys } from './keys';
 import { defaultQueueOptions, QueueStore } from './queues';
@@ -27,22 +28,20 @@ describe('QueueStore', () => {
 
   it('numbers events from 0 and prunes those acknowledged', async () => {
     const { store, meta } = await queueWithEvents(3);
+    const poll = (last: number) => store.poll(meta.queueId, meta.userId, last, 0);
     expect((await store.events(meta)).map((e) => e.id)).toEqual([0, 1, 2]);
-    expect(await store.prune(meta, -1, Date.now() + 1000)).toEqual({ ok: true });
-    expect(await store.prune(meta, 1, Date.now() + 1000)).toEqual({ ok: true });
+    expect(await poll(-1)).toMatchObject({ ok: true, generation: 1 });
+    const polled = await poll(1);
+    expect(polled.ok && polled.events.map((e) => e.id)).toEqual([2]);
     expect((await store.events(meta)).map((e) => e.id)).toEqual([2]);
     // Acknowledging the same id again is fine; going back is not.
-    expect(await store.prune(meta, 1, Date.now() + 1000)).toEqual({ ok: true });
-    expect(await store.prune(meta, 0, Date.now() + 1000)).toEqual({
-      ok: false,
-      error: 'already_pruned',
-      lastEventId: 0,
-    });
+    expect(await poll(1)).toMatchObject({ ok: true, generation: 3 });
+    expect(await poll(0)).toEqual({ ok: false, error: 'already_pruned', lastEventId: 0 });
   });
 
   it('refuses an id the queue never had, after dropping what it acknowledged', async () => {
     const { store, meta } = await queueWithEvents(2);
-    expect(await store.prune(meta, 7, Date.now() + 1000)).toEqual({
+    expect(await store.poll(meta.queueId, meta.userId, 7, 0)).toEqual({
       ok: false,
       error: 'not_in_queue',
       lastEventId: 7,
@@ -50,13 +49,29 @@ describe('QueueStore', () => {
     expect(await store.events(meta)).toEqual([]);
   });
 
-  it('refreshes the expiry deadline on prune', async () => {
+  it("treats another user's queue as missing, and changes nothing in it", async () => {
+    const { store, meta } = await queueWithEvents(1);
+    expect(await store.poll(meta.queueId, meta.userId + 1, 0, 0)).toEqual({
+      ok: false,
+      error: 'missing',
+    });
+    expect(await store.poll('not-a-queue', meta.userId, 0, 0)).toEqual({
+      ok: false,
+      error: 'missing',
+    });
+    expect((await store.events(meta)).map((e) => e.id)).toEqual([0]);
+  });
+
+  it('sets the expiry to the lifespan from now, past the longest wait when parking', async () => {
     const { store, meta } = await queueWithEvents(0);
-    const deadline = Date.now() + 123_456;
-    await store.prune(meta, -1, deadline);
-    expect(Number(await getRedis().zscore(keys.queueExpiry(meta.shard), meta.queueId))).toBe(
-      deadline,
-    );
+    const expiry = async () =>
+      Number(await getRedis().zscore(keys.queueExpiry(meta.shard), meta.queueId)) - Date.now();
+    const lifespan = options.lifespan_secs * 1000;
+    await store.poll(meta.queueId, meta.userId, -1, 100_000);
+    expect(await expiry()).toBeGreaterThan(lifespan + 90_000);
+    await store.take(meta);
+    expect(await expiry()).toBeLessThanOrEqual(lifespan);
+    expect(await expiry()).toBeGreaterThan(lifespan - 10_000);
   });
 
   it('deletes a queue with all its keys', async () => {
@@ -69,7 +84,10 @@ describe('QueueStore', () => {
     );
     expect(await store.delete(meta)).toBe(false);
     expect(await store.heartbeat(meta)).toBe(-1);
-    expect(await store.prune(meta, -1, Date.now())).toEqual({ ok: false, error: 'missing' });
+    expect(await store.poll(meta.queueId, meta.userId, -1, 0)).toEqual({
+      ok: false,
+      error: 'missing',
+    });
   });
 
   it('expires queues past their deadline only', async () => {

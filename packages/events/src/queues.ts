@@ -76,13 +76,22 @@ local id = redis.call('HINCRBY', KEYS[1], 'next_id', 1) - 1
 redis.call('RPUSH', KEYS[2], '{"id":' .. id .. ',"type":"heartbeat"}')
 return id`;
 
-// Zulip's prune + checks (event_queue.py fetch_events): drop events up to last_event_id,
-// then refuse ids the queue never had or already dropped. Also refreshes the expiry.
-const PRUNE = `
+// One long-poll's whole visit in one round trip (Zulip's event_queue.py fetch_events): the
+// owner check, a new poll generation (older
+// polls of the queue finish: the kick is published here), Zulip's prune and checks, the events
+// left, and the queue's expiry: its lifespan from now, or past the longest wait if the poll is
+// to park (nothing to answer yet).
+// KEYS: meta, events, expiry. ARGV: user id, last_event_id, now (ms), extra ms when parking,
+// queue id, wake channel.
+// Returns {-1} missing or not the user's, {1|2, pruned} refused ids, {0, generation, events...}.
+const POLL = `
+local owner = redis.call('HGET', KEYS[1], 'user_id')
+if owner ~= ARGV[1] then return {-1} end
 local pruned = tonumber(redis.call('HGET', KEYS[1], 'pruned'))
-if pruned == nil then return {-1} end
-local last = tonumber(ARGV[1])
+local last = tonumber(ARGV[2])
 if last < pruned then return {1, pruned} end
+local generation = redis.call('HINCRBY', KEYS[1], 'poll_gen', 1)
+redis.call('PUBLISH', ARGV[6], 'k:' .. ARGV[5] .. ':' .. generation)
 while true do
   local head = redis.call('LINDEX', KEYS[2], 0)
   if not head then break end
@@ -92,9 +101,29 @@ while true do
   pruned = id
 end
 redis.call('HSET', KEYS[1], 'pruned', pruned)
-redis.call('ZADD', KEYS[3], ARGV[2], ARGV[3])
 if last ~= pruned then return {2, pruned} end
-return {0, pruned}`;
+local events = redis.call('LRANGE', KEYS[2], 0, -1)
+local lifespan = cjson.decode(redis.call('HGET', KEYS[1], 'options')).lifespan_secs * 1000
+local deadline = tonumber(ARGV[3]) + lifespan
+if #events == 0 then deadline = deadline + tonumber(ARGV[4]) end
+redis.call('ZADD', KEYS[3], deadline, ARGV[5])
+local reply = {0, generation}
+for i = 1, #events do reply[#reply + 1] = events[i] end
+return reply`;
+
+// A parked poll's answer: the queue's events, and its lifespan counted from now.
+// KEYS: meta, events, expiry. ARGV: now (ms), queue id.
+const TAKE = `
+local options = redis.call('HGET', KEYS[1], 'options')
+if not options then return {} end
+local lifespan = cjson.decode(options).lifespan_secs * 1000
+redis.call('ZADD', KEYS[3], 'XX', tonumber(ARGV[1]) + lifespan, ARGV[2])
+return redis.call('LRANGE', KEYS[2], 0, -1)`;
+
+export type PollResult =
+  | { ok: true; generation: number; events: QueuedEvent[] }
+  | { ok: false; error: 'missing' }
+  | { ok: false; error: 'already_pruned' | 'not_in_queue'; lastEventId: number };
 
 const DELETE_QUEUE = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
@@ -111,11 +140,6 @@ redis.call('DEL', KEYS[1], KEYS[2])
 redis.call('SREM', KEYS[3], ARGV[1])
 redis.call('ZREM', KEYS[4], ARGV[1])
 return 1`;
-
-export type PruneResult =
-  | { ok: true }
-  | { ok: false; error: 'missing' }
-  | { ok: false; error: 'already_pruned' | 'not_in_queue'; lastEventId: number };
 
 export class QueueStore {
   constructor(
@@ -170,22 +194,71 @@ export class QueueStore {
     return raw.map((entry) => JSON.parse(entry) as QueuedEvent);
   }
 
-  /** Drops acknowledged events and refreshes the queue's expiry to `deadline` (ms). */
-  async prune(meta: QueueMeta, lastEventId: number, deadline: number): Promise<PruneResult> {
-    const [code] = (await this.redis.eval(
-      PRUNE,
+  /** A long-poll by `userId` acknowledging `lastEventId`: a new poll generation, the pruning,
+   * the events waiting and the queue's expiry (extended by `parkMs` when there are none), in
+   * one round trip. "missing" also for another user's queue. */
+  async poll(
+    queueId: string,
+    userId: number,
+    lastEventId: number,
+    parkMs: number,
+  ): Promise<PollResult> {
+    const parsed = parseQueueId(queueId, this.shards);
+    if (!parsed) return { ok: false, error: 'missing' };
+    const reply = (await this.redis.eval(
+      POLL,
       3,
-      keys.queueMeta(meta.shard, meta.queueId),
-      keys.queueEvents(meta.shard, meta.queueId),
-      keys.queueExpiry(meta.shard),
+      keys.queueMeta(parsed.shard, queueId),
+      keys.queueEvents(parsed.shard, queueId),
+      keys.queueExpiry(parsed.shard),
+      String(userId),
       String(lastEventId),
-      String(deadline),
-      meta.queueId,
-    )) as [number, number];
+      String(Date.now()),
+      String(parkMs),
+      queueId,
+      keys.wake(parsed.shard),
+    )) as [number, number, ...string[]];
+    const [code, value, ...events] = reply;
     if (code === -1) return { ok: false, error: 'missing' };
     if (code === 1) return { ok: false, error: 'already_pruned', lastEventId };
     if (code === 2) return { ok: false, error: 'not_in_queue', lastEventId };
-    return { ok: true };
+    return {
+      ok: true,
+      generation: value,
+      events: events.map((entry) => JSON.parse(entry) as QueuedEvent),
+    };
+  }
+
+  /** A parked poll's answer: the queue's events; it lives its lifespan from now on. */
+  async take(meta: Pick<QueueMeta, 'shard' | 'queueId'>): Promise<QueuedEvent[]> {
+    const [answer] = await this.takeMany([meta]);
+    if (answer instanceof Error) throw answer;
+    return answer!;
+  }
+
+  /** take() for many queues in one round trip (the polls one fan-out wakes together): each
+   * queue's events, or the error its script met. */
+  async takeMany(
+    metas: Pick<QueueMeta, 'shard' | 'queueId'>[],
+  ): Promise<(QueuedEvent[] | Error)[]> {
+    const pipeline = this.redis.pipeline();
+    const now = String(Date.now());
+    for (const meta of metas)
+      pipeline.eval(
+        TAKE,
+        3,
+        keys.queueMeta(meta.shard, meta.queueId),
+        keys.queueEvents(meta.shard, meta.queueId),
+        keys.queueExpiry(meta.shard),
+        now,
+        meta.queueId,
+      );
+    const results = (await pipeline.exec()) ?? [];
+    return metas.map((_, index) => {
+      const [error, raw] = results[index] ?? [new Error('no answer'), null];
+      if (error) return error;
+      return (raw as string[]).map((entry) => JSON.parse(entry) as QueuedEvent);
+    });
   }
 
   /** Sets the queue's expiry deadline (ms), e.g. while a poll is parked on it. */
@@ -201,11 +274,6 @@ export class QueueStore {
       keys.queueMeta(meta.shard, meta.queueId),
       keys.queueEvents(meta.shard, meta.queueId),
     )) as number;
-  }
-
-  /** Counts a new poll on the queue; older polls with a smaller number must finish. */
-  async nextPollGeneration(meta: Pick<QueueMeta, 'shard' | 'queueId'>): Promise<number> {
-    return this.redis.hincrby(keys.queueMeta(meta.shard, meta.queueId), 'poll_gen', 1);
   }
 
   async delete(meta: Pick<QueueMeta, 'shard' | 'queueId' | 'userId'>): Promise<boolean> {
