@@ -43,14 +43,32 @@ describe('authentication from memory', () => {
     const warm = await countStatements(async () =>
       expectSuccess(await as(user, org.host).get('/users/me')),
     );
-    // The organization by host, and the user by address: its id, its row, its organization's
-    // row (Prisma reads an include apart). What remains is the endpoint's own work.
-    expect(cold - warm).toBe(4);
+    // The organization by host, and the user by address with its organization's row. What
+    // remains is the endpoint's own work.
+    expect(cold - warm).toBe(3);
     // An unauthenticated endpoint reads nothing to find the organization.
     const settings = await countStatements(async () =>
       expectSuccess(await api.get(org.host, '/server_settings')),
     );
     expect(settings).toBe(0);
+  });
+
+  it('reads a user once for requests that miss the cache together', async () => {
+    const user = await createTestUser(org.realm);
+    const spy = jest.spyOn(pg.Client.prototype, 'query');
+    try {
+      await Promise.all(
+        Array.from({ length: 10 }, async () =>
+          expectSuccess(await as(user, org.host).get('/users/me')),
+        ),
+      );
+      const lookups = spy.mock.calls.filter((call) =>
+        String((call[0] as { text?: string }).text ?? call[0]).includes('lower(u.delivery_email)'),
+      );
+      expect(lookups).toHaveLength(1);
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it('forgets a regenerated API key at once', async () => {

@@ -9,9 +9,11 @@ import { getConfig } from '@parley/config';
 import { randomUUID } from 'node:crypto';
 import {
   ChangeListener,
+  columnsOf,
   getPrisma,
-  idsByLowerEquals,
   onCommittedAuthChanges,
+  query,
+  statement,
   type Realm,
   type User,
 } from '@parley/db';
@@ -19,6 +21,19 @@ import {
 export type UserWithRealm = User & { realm: Realm };
 
 const TTL_MS = 60_000;
+
+const realmBySubdomain = statement<Realm, [string]>(
+  `SELECT ${columnsOf('Realm', 'r')} FROM realm r WHERE r.string_id = $1`,
+);
+const realmById = statement<Realm, [number]>(
+  `SELECT ${columnsOf('Realm', 'r')} FROM realm r WHERE r.id = $1`,
+);
+// lower(delivery_email) uses the (realm_id, lower(delivery_email)) unique index and compares
+// exactly (see packages/db/src/lookup.ts).
+const userByAddress = statement<User, [number, string]>(
+  `SELECT ${columnsOf('User', 'u')} FROM user_profile u
+   WHERE u.realm_id = $1 AND lower(u.delivery_email) = lower($2)`,
+);
 /** Beyond this many entries per map the oldest go: a bound on memory (a user row with its
  * organization is a few kilobytes), not a policy. */
 const MAX_ENTRIES = 20_000;
@@ -39,6 +54,8 @@ class AuthCache {
   private readonly listener: ChangeListener;
   private readonly forgetLocalChanges: () => void;
   private readonly syncs = new Map<string, () => void>();
+  /** Reads in progress, by map and key, with the generation they began in. */
+  private readonly loads = new Map<string, { generation: number; value: Promise<unknown> }>();
 
   constructor(databaseUrl: string) {
     this.listener = new ChangeListener(databaseUrl, 'parley_auth_change', {
@@ -72,9 +89,10 @@ class AuthCache {
   }
 
   async realmBySubdomain(subdomain: string): Promise<Realm | null> {
-    return this.cached(this.realms, subdomain, () =>
-      getPrisma().realm.findUnique({ where: { stringId: subdomain } }),
-    );
+    return this.cached(this.realms, subdomain, async () => {
+      const [realm] = await query(realmBySubdomain, [subdomain]);
+      return realm ?? null;
+    });
   }
 
   /** The user (active or not, bot or not) with this delivery address in the organization. */
@@ -82,10 +100,10 @@ class AuthCache {
     const address = email.trim().toLowerCase();
     const key = `${realm.id}\n${address}`;
     const user = await this.cached(this.users, key, async () => {
-      const db = getPrisma();
-      const ids = await idsByLowerEquals(db, 'user_profile', 'delivery_email', realm.id, [address]);
-      if (ids.length === 0) return null;
-      return db.user.findUnique({ where: { id: ids[0]! }, include: { realm: true } });
+      const [found] = await query(userByAddress, [realm.id, address]);
+      if (!found) return null;
+      const [own] = await query(realmById, [found.realmId]);
+      return own ? { ...found, realm: own } : null;
     });
     if (user && this.users.has(key)) {
       // An address change moves the user to another key: the old one goes.
@@ -114,8 +132,23 @@ class AuthCache {
     const now = Date.now();
     const hit = map.get(key);
     if (hit && this.listener.isListening && now - hit.at < TTL_MS) return copy(hit.value);
+    // Requests that miss the same key at once (every client reconnecting after a restart)
+    // share one read, unless a change came after it began.
+    const loadKey = `${map === (this.users as Map<string, unknown>) ? 'u' : 'r'}\n${key}`;
+    const inFlight = this.loads.get(loadKey);
+    if (inFlight && inFlight.generation === this.generation) {
+      const value = (await inFlight.value) as T | null;
+      return value && copy(value);
+    }
     const generation = this.generation;
-    const value = await load();
+    const loading = load();
+    this.loads.set(loadKey, { generation, value: loading });
+    let value: T | null;
+    try {
+      value = await loading;
+    } finally {
+      if (this.loads.get(loadKey)?.value === loading) this.loads.delete(loadKey);
+    }
     if (value && this.listener.isListening && generation === this.generation) {
       if (map.size >= MAX_ENTRIES) this.dropOldest(map);
       map.set(key, { value, at: now });

@@ -5,14 +5,21 @@
 //
 // While Redis is down a replica counts in its own memory instead (the library's insurance
 // limiter): requests that do not otherwise need Redis keep working, still limited.
+//
+// Long-polls are counted in each events replica's memory, as Zulip's Tornado counts them in its
+// own process (RATE_LIMITING_DOMAINS_FOR_TORNADO): a poll then costs no Redis round trip for
+// its count, and a client spreading polls over N replicas gets at most N times its budget.
 import type { Request, Response } from 'express';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { getConfig, type Config, type RateLimitDomain } from '@parley/config';
 import { RateLimitedError } from '@parley/errors';
 import { getRedis, rateLimitKeys } from '@parley/events';
 
-/** Each domain's rules, shortest window first; a request must pass all of them. */
-type Limiters = Record<RateLimitDomain, { seconds: number; limiter: RateLimiterRedis }[]>;
+type Limiter = RateLimiterRedis | RateLimiterMemory;
+
+/** Each domain's rules, shortest window first; a request must pass all of them. The events
+ * tier's own count of api_by_user is `events_by_user`, in memory. */
+type Limiters = Record<RateLimitDomain | 'events_by_user', { seconds: number; limiter: Limiter }[]>;
 
 let built: { config: Config; redis: ReturnType<typeof getRedis>; limiters: Limiters } | undefined;
 
@@ -36,6 +43,12 @@ function limiters(): Limiters {
       })),
     ]),
   ) as Limiters;
+  limitersByDomain.events_by_user = config.RATE_LIMITING_RULES.api_by_user.map(
+    ([seconds, points]) => ({
+      seconds,
+      limiter: new RateLimiterMemory({ points, duration: seconds }),
+    }),
+  );
   built = { config, redis, limiters: limitersByDomain };
   return limitersByDomain;
 }
@@ -52,7 +65,11 @@ interface RateLimitState {
 /** Counts one request for `key` under every rule of `domain`; throws RateLimitedError when a
  * rule is exceeded, and then counts nothing (as Zulip, which records only allowed requests:
  * retrying against a short window must not use up a long one). */
-async function consume(domain: RateLimitDomain, key: string, res: Response): Promise<void> {
+async function consume(
+  domain: RateLimitDomain | 'events_by_user',
+  key: string,
+  res: Response,
+): Promise<void> {
   const rules = limiters()[domain];
   if (rules.length === 0) return;
   const results = await Promise.all(
@@ -96,7 +113,8 @@ function setHeaders(res: Response, state: RateLimitState): void {
 }
 
 /** Zulip's api_by_user. `scope` separates the tiers' budgets: as in Zulip, where Tornado
- * counts its own long-polls, polling for events does not use up the budget for API calls. */
+ * counts its own long-polls (in memory), polling for events does not use up the budget for API
+ * calls. */
 export async function rateLimitUser(
   req: Request,
   res: Response,
@@ -105,7 +123,8 @@ export async function rateLimitUser(
 ): Promise<void> {
   const config = getConfig();
   if (exempt(req, config)) return;
-  await consume('api_by_user', `${scope}:${userId}`, res);
+  if (scope === 'events') await consume('events_by_user', String(userId), res);
+  else await consume('api_by_user', `api:${userId}`, res);
 }
 
 /** Zulip's api_by_ip, for requests made without credentials. */
