@@ -73,6 +73,8 @@ export function createApp(options: ApiAppOptions = {}): express.Express {
   const config = getConfig();
   const app = express();
   app.disable('x-powered-by');
+  // Zulip's API sends no ETags; computing one hashes every answer's body.
+  app.set('etag', false);
   // Django's QueryDict semantics: flat keys, no `a[b]` nesting.
   app.set('query parser', 'simple');
   app.set('trust proxy', config.TRUST_PROXY);
