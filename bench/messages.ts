@@ -7,6 +7,7 @@ import { cpus, loadavg } from 'node:os';
 import { disconnectRedis } from '@parley/events';
 import { disconnectPrisma, runAction, type User } from '@parley/db';
 import { requestJson, startStack } from '@parley/devservices';
+import { cpuMeter, pidsMatching } from './cpu';
 import { createBenchOrganization, createMembers, prepareBench } from './setup';
 import { doCreateStreams } from '../apps/api/src/actions/streams';
 import { doAddSubscriptions } from '../apps/api/src/actions/subscriptions';
@@ -75,6 +76,7 @@ async function main(): Promise<void> {
     const sentAt = new Map<number, bigint>();
     const delays: number[] = [];
     let stopping = false;
+    let polls = 0;
     const pollers = members.slice(0, POLLERS).map(async (user) => {
       const registered = await call(apiBase, user, 'POST', '/api/v1/register', {
         event_types: '["message"]',
@@ -83,6 +85,7 @@ async function main(): Promise<void> {
       const queueId = encodeURIComponent(registered.queue_id as string);
       let seen = 0;
       while (!stopping && seen < MESSAGES) {
+        polls++;
         const answer = await call(
           eventsBase,
           user,
@@ -104,6 +107,13 @@ async function main(): Promise<void> {
       }
     });
     await new Promise((r) => setTimeout(r, 500));
+    const cpu = cpuMeter({
+      api: [stack.api[0]!.process.pid!],
+      events: [stack.events[0]!.process.pid!],
+      postgres: pidsMatching(/^postgres/),
+      redis: pidsMatching(/redis-server/),
+      client: [process.pid],
+    });
     const posts: number[] = [];
     const started = process.hrtime.bigint();
     for (let i = 0; i < MESSAGES; i++) {
@@ -120,6 +130,7 @@ async function main(): Promise<void> {
       posts.push(Number(after - before) / 1e6);
     }
     const elapsed = Number(process.hrtime.bigint() - started) / 1e9;
+    const cpuPerMessage = cpu.perUnit(MESSAGES);
     await Promise.race([Promise.all(pollers), new Promise((r) => setTimeout(r, 30_000))]);
     stopping = true;
     posts.sort((a, b) => a - b);
@@ -139,6 +150,8 @@ async function main(): Promise<void> {
     console.log(
       `  send → event    p50 ${percentile(delays, 50).toFixed(2)} ms   p99 ${percentile(delays, 99).toFixed(2)} ms   (${delays.length} deliveries)`,
     );
+    console.log(`  CPU ms/message  ${JSON.stringify(cpuPerMessage)}`);
+    console.log(`  polls/message   ${(polls / MESSAGES).toFixed(1)}`);
   } finally {
     await stack.stop();
     agent.destroy();

@@ -7,7 +7,7 @@ import { Agent, request } from 'node:http';
 import { cpus, loadavg } from 'node:os';
 import { disconnectPrisma } from '@parley/db';
 import { disconnectRedis } from '@parley/events';
-import { freePort, repoRoot, startStack, waitForReady } from '@parley/devservices';
+import { freePort, repoRoot, requestJson, startStack, waitForReady } from '@parley/devservices';
 import { createBenchOrganization, prepareBench } from './setup';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
@@ -74,9 +74,26 @@ async function main(): Promise<void> {
       ...host,
       Authorization: `Basic ${Buffer.from(`${owner.deliveryEmail}:${owner.apiKey}`).toString('base64')}`,
     };
+    // Twenty messages to read back (to oneself: a new organization has no channel).
+    let messageId = 0;
+    for (let i = 0; i < 20; i++) {
+      const sent = await requestJson(`http://127.0.0.1:${stack.api[0]!.port}`, {
+        host: host.Host,
+        user: owner,
+        method: 'POST',
+        path: '/api/v1/messages',
+        form: { type: 'private', to: JSON.stringify([owner.id]), content: `message **${i}**` },
+      });
+      messageId = sent.body!.id as number;
+    }
     const raw = await throughput(hello.url, {});
     const usersMe = await throughput(`${api}/users/me`, auth);
     const serverSettings = await throughput(`${api}/server_settings`, host);
+    const messageById = await throughput(`${api}/messages/${messageId}`, auth);
+    const messages = await throughput(
+      `${api}/messages?anchor=newest&num_before=20&num_after=0`,
+      auth,
+    );
     const figures = {
       seconds: SECONDS,
       connections: CONNECTIONS,
@@ -87,6 +104,10 @@ async function main(): Promise<void> {
       users_me_ratio: Number((usersMe / raw).toFixed(3)),
       server_settings_rps: Math.round(serverSettings),
       server_settings_ratio: Number((serverSettings / raw).toFixed(3)),
+      message_by_id_rps: Math.round(messageById),
+      message_by_id_ratio: Number((messageById / raw).toFixed(3)),
+      messages_20_rps: Math.round(messages),
+      messages_20_ratio: Number((messages / raw).toFixed(3)),
     };
     console.log(JSON.stringify(figures));
   } finally {

@@ -97,14 +97,16 @@ export function nginxConfig(
 
 /** A replica of one tier as a process of its own on a loopback port: node itself with tsx's
  * loader, so SIGTERM and SIGKILL reach the server, not a wrapper. Production settings and
- * quiet logs unless `env` says otherwise; stderr is shown. */
+ * quiet logs unless `env` says otherwise; stderr is shown. PARLEY_REPLICA_NODE_ARGS adds node
+ * options (profiling a benchmark: `--cpu-prof --cpu-prof-dir=/tmp/prof`). */
 export function spawnReplica(
   kind: 'api' | 'events',
   port: number,
   env: Record<string, string> = {},
 ): ChildProcess {
   const main = join(repoRoot(), 'apps', kind, 'src', 'main.ts');
-  return spawn(process.execPath, ['--import', 'tsx', main], {
+  const nodeArgs = (process.env.PARLEY_REPLICA_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  return spawn(process.execPath, [...nodeArgs, '--import', 'tsx', main], {
     cwd: repoRoot(),
     env: {
       ...process.env,
@@ -230,7 +232,9 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     },
     async stop() {
       proxy.kill('SIGQUIT');
-      for (const replica of replicas) replica.process.kill('SIGKILL');
+      // Profiles (PARLEY_REPLICA_NODE_ARGS) are written only by a process that exits itself.
+      const signal = process.env.PARLEY_REPLICA_NODE_ARGS ? 'SIGTERM' : 'SIGKILL';
+      for (const replica of replicas) replica.process.kill(signal);
       await Promise.all([exited(proxy), ...replicas.map((r) => exited(r.process))]);
       rmSync(dir, { recursive: true, force: true });
     },

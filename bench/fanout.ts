@@ -1,0 +1,173 @@
+// Fan-out benchmark: one message to a channel whose members hold many parked long-polls on one
+// events replica. Prints one JSON line: how long after the send the polls were answered (p50,
+// p99, max, unanswered after 20 s) and the replica's memory per parked poll. Not a test: run
+// with `pnpm bench:fanout` (needs PostgreSQL, Redis and nginx, found or started as for tests).
+//
+// Queues are created in Redis directly, as POST /register does after reading its state: what
+// is measured is the fan-out and the parked polls, not registration.
+import { Agent, request } from 'node:http';
+import { readFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import { getConfig } from '@parley/config';
+import { disconnectPrisma, runAction } from '@parley/db';
+import { defaultQueueOptions, disconnectRedis, getRedis, QueueStore } from '@parley/events';
+import { requestJson, startStack } from '@parley/devservices';
+import { doCreateStreams } from '../apps/api/src/actions/streams';
+import { doAddSubscriptions } from '../apps/api/src/actions/subscriptions';
+import { cpuMeter, cpuTimeMs } from './cpu';
+import { createBenchOrganization, createMembers, prepareBench } from './setup';
+
+const MEMBERS = Number(process.env.BENCH_MEMBERS ?? 1000);
+const POLLS = Number(process.env.BENCH_POLLS ?? 10_000);
+const GIVE_UP_MS = 20_000;
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+}
+
+function rssKb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+)/.exec(status)![1]);
+}
+
+async function main(): Promise<void> {
+  const services = await prepareBench();
+  const { realm, owner, subdomain } = await createBenchOrganization();
+  const members = await createMembers(realm.id, subdomain, MEMBERS);
+  await runAction(async (ctx) => {
+    const [stream] = await doCreateStreams(
+      ctx,
+      realm,
+      owner.id,
+      [{ name: 'fanout', description: '' }],
+      {
+        inviteOnly: false,
+        isWebPublic: false,
+        historyPublicToSubscribers: true,
+        messageRetentionDays: undefined,
+        topicsPolicy: 'inherit',
+        isDefaultStream: false,
+        groups: {},
+      },
+    );
+    await doAddSubscriptions(
+      ctx,
+      realm,
+      [owner, ...members].map((user) => ({ user, stream: stream! })),
+      owner.id,
+      { notifySubscribers: false },
+    );
+  });
+  const stack = await startStack({
+    databaseUrl: services.databaseUrl,
+    redisUrl: services.redisUrl,
+    apiReplicas: 1,
+    eventsReplicas: 1,
+    // Long enough that no heartbeat answers a poll during the measurement.
+    env: { EVENTS_HEARTBEAT_SECONDS: '120' },
+  });
+  const host = `${subdomain}.localhost:9991`;
+  const apiBase = `http://127.0.0.1:${stack.api[0]!.port}`;
+  const eventsPort = stack.events[0]!.port;
+  const eventsPid = stack.events[0]!.process.pid!;
+  const agent = new Agent({ keepAlive: true, maxSockets: POLLS + 10 });
+  try {
+    const store = new QueueStore(getRedis(), getConfig().EVENT_SHARDS);
+    const options = { ...defaultQueueOptions(), event_types: ['message'], apply_markdown: true };
+    const polls = Array.from({ length: POLLS }, (_, i) => members[i % members.length]!);
+    const queues = await Promise.all(polls.map((user) => store.create(user.id, realm.id, options)));
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const rssBefore = rssKb(eventsPid);
+
+    let sentAt = 0n;
+    const answeredAfter: number[] = [];
+    let failed = 0;
+    const poll = (index: number) =>
+      new Promise<void>((resolve) => {
+        const user = polls[index]!;
+        const req = request(
+          {
+            host: '127.0.0.1',
+            port: eventsPort,
+            path: `/api/v1/events?queue_id=${encodeURIComponent(queues[index]!)}&last_event_id=-1`,
+            agent,
+            headers: {
+              Host: host,
+              Authorization: `Basic ${Buffer.from(`${user.deliveryEmail}:${user.apiKey}`).toString('base64')}`,
+            },
+          },
+          (res) => {
+            res.resume();
+            res.on('end', () => {
+              if (res.statusCode === 200 && sentAt > 0n)
+                answeredAfter.push(Number(process.hrtime.bigint() - sentAt) / 1e6);
+              else failed++;
+              resolve();
+            });
+          },
+        );
+        req.on('error', () => {
+          failed++;
+          resolve();
+        });
+        req.end();
+      });
+    // Parked in batches, as clients arrive: a burst of 10,000 connections overflows backlogs.
+    const answers: Promise<void>[] = [];
+    for (let i = 0; i < POLLS; i += 500) {
+      for (let j = i; j < Math.min(POLLS, i + 500); j++) answers.push(poll(j));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    // Every poll parked: the replica has gone quiet.
+    for (let busy = Infinity; busy > 25;) {
+      const before = cpuTimeMs(eventsPid);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      busy = cpuTimeMs(eventsPid) - before;
+    }
+    const rssParked = rssKb(eventsPid);
+    const cpu = cpuMeter({ events: [eventsPid] });
+
+    sentAt = process.hrtime.bigint();
+    const sent = await requestJson(apiBase, {
+      host,
+      user: owner,
+      method: 'POST',
+      path: '/api/v1/messages',
+      form: { type: 'stream', to: 'fanout', topic: 'all', content: 'to everyone' },
+    });
+    if (sent.status !== 200) throw new Error(`send failed: ${sent.raw.slice(0, 200)}`);
+    await Promise.race([
+      Promise.all(answers),
+      new Promise((resolve) => setTimeout(resolve, GIVE_UP_MS)),
+    ]);
+    const cpuMs = cpu.perUnit(1).events;
+    answeredAfter.sort((a, b) => a - b);
+    console.log(
+      JSON.stringify({
+        cores: cpus().length,
+        load: loadavg()[0],
+        members: MEMBERS,
+        parked_polls: POLLS,
+        answered: answeredAfter.length,
+        failed,
+        unanswered_after_20s: POLLS - answeredAfter.length - failed,
+        answer_first_ms: Math.round(answeredAfter[0] ?? NaN),
+        answer_p50_ms: Math.round(percentile(answeredAfter, 50)),
+        answer_p99_ms: Math.round(percentile(answeredAfter, 99)),
+        answer_max_ms: Math.round(answeredAfter[answeredAfter.length - 1] ?? NaN),
+        events_cpu_ms: cpuMs,
+        rss_per_parked_poll_kb: Number(((rssParked - rssBefore) / POLLS).toFixed(1)),
+      }),
+    );
+  } finally {
+    agent.destroy();
+    await stack.stop();
+    await Promise.all([disconnectPrisma(), disconnectRedis()]);
+    await services.stop();
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
