@@ -54,6 +54,12 @@ beforeAll(async () => {
 });
 
 describe('statements per request', () => {
+  it('GET /users/me: the newest message id, custom profile values', async () => {
+    const run = () => as(org.member, org.host).get('/users/me');
+    await run();
+    expect(await statements(async () => expectSuccess(await run()))).toHaveLength(2);
+  });
+
   it('GET /messages/{id}: access, message with its display data, users, linkifiers', async () => {
     const run = () => as(org.member, org.host).get(`/messages/${messageId}`);
     await run();

@@ -1,6 +1,6 @@
 // Custom profile values: loading them for user objects, and validating a new value against its
 // field's type (Zulip's CustomProfileField validators).
-import { getPrisma, type Tx } from '@parley/db';
+import { query, statement, type Tx } from '@parley/db';
 import { JsonableError } from '@parley/errors';
 import { renderDescription } from '../presenters/realm';
 import type { ProfileValue } from '../presenters/users';
@@ -41,19 +41,36 @@ export function profileValue(
     : { value };
 }
 
+interface ProfileValueRow {
+  userId: number;
+  fieldId: number;
+  value: string;
+  renderedValue: string | null;
+  fieldType: number;
+}
+
+const PROFILE_VALUES = `SELECT v.user_profile_id AS "userId", v.field_id AS "fieldId", v.value,
+    v.rendered_value AS "renderedValue", f.field_type AS "fieldType"
+  FROM custom_profile_field_value v JOIN custom_profile_field f ON f.id = v.field_id
+  WHERE f.realm_id = $1`;
+const profileValuesOfRealm = statement<ProfileValueRow, [number]>(PROFILE_VALUES);
+const profileValuesOfUsers = statement<ProfileValueRow, [number, number[]]>(
+  `${PROFILE_VALUES} AND v.user_profile_id = ANY($2::int[])`,
+);
+
+/** Custom profile field values by user: of `userIds`, or of everyone in the organization
+ * (one statement; read on every GET /users/me and /register). */
 export async function loadProfileData(
   realmId: number,
   userIds: number[] | undefined,
-  db: Tx = getPrisma(),
 ): Promise<Map<number, Record<string, ProfileValue>>> {
-  const rows = await db.customProfileFieldValue.findMany({
-    where: { field: { realmId }, ...(userIds ? { userId: { in: userIds } } : {}) },
-    include: { field: { select: { fieldType: true } } },
-  });
+  const rows = userIds
+    ? await query(profileValuesOfUsers, [realmId, userIds])
+    : await query(profileValuesOfRealm, [realmId]);
   const byUser = new Map<number, Record<string, ProfileValue>>();
   for (const row of rows) {
     const values = byUser.get(row.userId) ?? {};
-    values[String(row.fieldId)] = profileValue(row.field.fieldType, row.value, row.renderedValue);
+    values[String(row.fieldId)] = profileValue(row.fieldType, row.value, row.renderedValue);
     byUser.set(row.userId, values);
   }
   return byUser;

@@ -2,7 +2,7 @@
 // DELETE /users/{id}, /users/me; POST /users/{id}/reactivate.
 import { Router } from 'express';
 import { z } from 'zod';
-import { getPrisma, Role, runAction, type Realm, type User } from '@parley/db';
+import { getPrisma, query, Role, runAction, statement, type Realm, type User } from '@parley/db';
 import { InsufficientPermissionError, JsonableError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
 import {
@@ -129,13 +129,13 @@ defineRoute(userRoutes, '/users', {
   ),
 });
 
+const newestMessageOf = statement<{ messageId: number }, [number]>(`
+  SELECT message_id AS "messageId" FROM user_message
+  WHERE user_profile_id = $1 ORDER BY message_id DESC LIMIT 1`);
+
 defineRoute(userRoutes, '/users/me', {
   GET: userEndpoint({}, async ({ user, realm }) => {
-    const last = await getPrisma().userMessage.findFirst({
-      where: { userId: user.id },
-      orderBy: { messageId: 'desc' },
-      select: { messageId: true },
-    });
+    const [last] = await query(newestMessageOf, [user.id]);
     // Zulip's get_profile_backend (format_user_row): bot_type and bot_owner_id only for bots,
     // profile_data only for people.
     const {
