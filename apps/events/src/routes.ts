@@ -57,7 +57,8 @@ export function eventsRouter(service: EventsService): Router {
             queueId,
             user.id,
             params.last_event_id,
-            poller.heartbeatDelayMs() + 60_000,
+            // A poll that will not wait keeps the queue its lifespan only.
+            params.dont_block ? 0 : poller.heartbeatDelayMs() + 60_000,
           );
         } catch (error) {
           parked.cancel();

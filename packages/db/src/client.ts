@@ -3,6 +3,7 @@
 import { PrismaPg } from '@prisma/adapter-pg';
 import { PrismaClient } from '@prisma/client';
 import { getConfig } from '@parley/config';
+import { getLogger } from '@parley/logger';
 import { TransactionAwarePool } from './transaction-pool';
 
 export type Db = PrismaClient;
@@ -16,11 +17,15 @@ let pool: TransactionAwarePool | undefined;
 const CONNECT_TIMEOUT_MS = 2000;
 
 export function createPool(databaseUrl: string, poolSize: number): TransactionAwarePool {
-  return new TransactionAwarePool({
+  const pool = new TransactionAwarePool({
     connectionString: databaseUrl,
     max: poolSize,
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
   });
+  // An idle connection the server ends (a restart) is dropped by the pool; without a listener
+  // the 'error' event would end the process.
+  pool.on('error', (error) => getLogger().warn('idle database connection lost', { error }));
+  return pool;
 }
 
 export function createPrisma(databaseUrl: string, poolSize: number): PrismaClient {

@@ -57,6 +57,21 @@ describe('typed SQL', () => {
     expect(ids).toEqual(['Parallel 0', 'Parallel 1', 'Parallel 2', 'Parallel 3']);
   });
 
+  it('refuses to run once its transaction timed out, instead of on the released connection', async () => {
+    const stringId = subdomain();
+    const realm = await getPrisma().realm.create({ data: { stringId, name: 'Kept' } });
+    await expect(
+      runAction(
+        async () => {
+          await new Promise((resolve) => setTimeout(resolve, 300));
+          await query(renameRealm, [realm.id, 'Lost']);
+        },
+        { timeout: 100 },
+      ),
+    ).rejects.toThrow();
+    expect((await query(realmByStringId, [stringId]))[0]?.name).toBe('Kept');
+  });
+
   it('is not reachable from a callback that outlives its transaction', async () => {
     let late: Promise<unknown> | undefined;
     await runAction(async () => {

@@ -67,7 +67,12 @@ async function run<Row>(config: pg.QueryConfig): Promise<Row[]> {
   if (binding) {
     // Never fall back to the pool here: the statement would silently run outside the
     // transaction (and miss its writes).
-    if (!binding.client) throw new Error('typed SQL inside a transaction that has no connection');
+    if (!binding.client)
+      throw new Error(
+        binding.released
+          ? 'typed SQL after its transaction ended (timed out?)'
+          : 'typed SQL inside a transaction that has no connection',
+      );
     return (await binding.client.query<Row & pg.QueryResultRow>(config)).rows;
   }
   return (await getPool().query<Row & pg.QueryResultRow>(config)).rows;

@@ -7,6 +7,9 @@ export interface TransactionBinding {
   /** False once the transaction has ended: a callback that outlived it must not reach its
    * connection, which is back in the pool and perhaps someone else's. */
   open: boolean;
+  /** The connection went back to the pool while the action still runs (Prisma ended the
+   * transaction at its timeout): nothing may run on it any more. */
+  released: boolean;
 }
 
 const transactions = new AsyncLocalStorage<TransactionBinding>();
@@ -29,9 +32,17 @@ export class TransactionAwarePool extends pg.Pool {
     if (callback) return super.connect(callback);
     const connecting = super.connect();
     const binding = transactions.getStore();
-    if (binding?.open && !binding.client)
+    if (binding?.open && !binding.client && !binding.released)
       return connecting.then((client) => {
         binding.client = client;
+        // pg-pool gives each checkout its own release(): the binding lets go with it.
+        const release = client.release;
+        client.release = (error?: Error | boolean) => {
+          binding.client = undefined;
+          binding.released = true;
+          client.release = release;
+          release.call(client, error);
+        };
         return client;
       });
     return connecting;
@@ -41,7 +52,7 @@ export class TransactionAwarePool extends pg.Pool {
 /** Runs `body` (which starts one Prisma transaction) so that `query` inside it uses that
  * transaction's connection. */
 export async function withTransactionBinding<T>(body: () => Promise<T>): Promise<T> {
-  const binding: TransactionBinding = { client: undefined, open: true };
+  const binding: TransactionBinding = { client: undefined, open: true, released: false };
   try {
     return await transactions.run(binding, body);
   } finally {

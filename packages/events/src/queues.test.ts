@@ -69,8 +69,13 @@ describe('QueueStore', () => {
     const lifespan = options.lifespan_secs * 1000;
     await store.poll(meta.queueId, meta.userId, -1, 100_000);
     expect(await expiry()).toBeGreaterThan(lifespan + 90_000);
+    // Answering never shortens it: another poll may still be parked on the queue.
     await store.take(meta);
+    expect(await expiry()).toBeGreaterThan(lifespan + 90_000);
+    await store.poll(meta.queueId, meta.userId, -1, 0);
     expect(await expiry()).toBeLessThanOrEqual(lifespan);
+    await getRedis().zadd(keys.queueExpiry(meta.shard), 1, meta.queueId);
+    await store.take(meta);
     expect(await expiry()).toBeGreaterThan(lifespan - 10_000);
   });
 

@@ -111,13 +111,14 @@ local reply = {0, generation}
 for i = 1, #events do reply[#reply + 1] = events[i] end
 return reply`;
 
-// A parked poll's answer: the queue's events, and its lifespan counted from now.
+// A parked poll's answer: the queue's events, and at least its lifespan from now. Only ever
+// later (GT): another poll of the queue may still be parked, its deadline past its longest wait.
 // KEYS: meta, events, expiry. ARGV: now (ms), queue id.
 const TAKE = `
 local options = redis.call('HGET', KEYS[1], 'options')
 if not options then return {} end
 local lifespan = cjson.decode(options).lifespan_secs * 1000
-redis.call('ZADD', KEYS[3], 'XX', tonumber(ARGV[1]) + lifespan, ARGV[2])
+redis.call('ZADD', KEYS[3], 'XX', 'GT', tonumber(ARGV[1]) + lifespan, ARGV[2])
 return redis.call('LRANGE', KEYS[2], 0, -1)`;
 
 export type PollResult =
@@ -229,7 +230,7 @@ export class QueueStore {
     };
   }
 
-  /** A parked poll's answer: the queue's events; it lives its lifespan from now on. */
+  /** A parked poll's answer: the queue's events; it lives at least its lifespan from now. */
   async take(meta: Pick<QueueMeta, 'shard' | 'queueId'>): Promise<QueuedEvent[]> {
     const [answer] = await this.takeMany([meta]);
     if (answer instanceof Error) throw answer;
