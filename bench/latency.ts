@@ -1,6 +1,6 @@
 // Commit → event latency: how long after a change is sent does a parked long-poll return its
 // event? Measured directly against the replicas and through nginx. Not a test: run with
-// `pnpm bench` (needs PostgreSQL, Redis and nginx, found or started as for the tests).
+// `pnpm bench:latency` (needs PostgreSQL, Redis and nginx, found or started as for the tests).
 import { Agent } from 'node:http';
 import { loadavg, cpus } from 'node:os';
 import { disconnectRedis } from '@parley/events';

@@ -1,0 +1,147 @@
+// `pnpm bench`: the machine's raw limits and Parley's figures in one run, printed as one JSON
+// line with each figure's ratio to its raw limit (issue "Speed"). Raw limits: a durable
+// single-row INSERT (sequential latency, and transactions per second over 8 connections), a
+// Redis round trip, an Express hello-world (measured by bench:reads itself, in its run). The
+// other figures come from the benchmarks run one after another in child processes, each
+// printing its own JSON line last: bench:reads, bench:messages (51 and 1,001 subscribers,
+// then 8 concurrent senders), bench:fanout. Not a test.
+import { spawnSync } from 'node:child_process';
+import { cpus, loadavg } from 'node:os';
+import pg from 'pg';
+import { createRedis } from '@parley/events';
+import { repoRoot } from '@parley/devservices';
+import { prepareBench } from './setup';
+
+const RAW_SAMPLES = 500;
+const TPS_SECONDS = 3;
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+async function rawInserts(databaseUrl: string): Promise<{ p50Ms: number; tps8: number }> {
+  const setup = new pg.Client({ connectionString: databaseUrl });
+  await setup.connect();
+  await setup.query('CREATE TABLE IF NOT EXISTS bench_raw (id bigserial PRIMARY KEY, v text)');
+  const latencies: number[] = [];
+  for (let i = 0; i < RAW_SAMPLES; i++) {
+    const started = process.hrtime.bigint();
+    await setup.query({
+      name: 'raw',
+      text: 'INSERT INTO bench_raw (v) VALUES ($1)',
+      values: ['x'],
+    });
+    latencies.push(Number(process.hrtime.bigint() - started) / 1e6);
+  }
+  latencies.sort((a, b) => a - b);
+  const clients = await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      const client = new pg.Client({ connectionString: databaseUrl });
+      await client.connect();
+      return client;
+    }),
+  );
+  let done = 0;
+  const deadline = Date.now() + TPS_SECONDS * 1000;
+  await Promise.all(
+    clients.map(async (client) => {
+      while (Date.now() < deadline) {
+        await client.query({
+          name: 'raw',
+          text: 'INSERT INTO bench_raw (v) VALUES ($1)',
+          values: ['x'],
+        });
+        done++;
+      }
+    }),
+  );
+  await Promise.all(clients.map((client) => client.end()));
+  await setup.query('TRUNCATE bench_raw');
+  await setup.end();
+  return { p50Ms: percentile(latencies, 50), tps8: done / TPS_SECONDS };
+}
+
+async function redisRoundTrip(redisUrl: string): Promise<number> {
+  const redis = createRedis(redisUrl);
+  const latencies: number[] = [];
+  for (let i = 0; i < RAW_SAMPLES; i++) {
+    const started = process.hrtime.bigint();
+    await redis.ping();
+    latencies.push(Number(process.hrtime.bigint() - started) / 1e6);
+  }
+  redis.disconnect();
+  latencies.sort((a, b) => a - b);
+  return percentile(latencies, 50);
+}
+
+/** Runs one benchmark script and returns the JSON of its last line. */
+function runBench(script: string, env: Record<string, string> = {}): Record<string, unknown> {
+  const result = spawnSync(process.execPath, ['--import', 'tsx', `bench/${script}`], {
+    cwd: repoRoot(),
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+    timeout: 10 * 60 * 1000,
+  });
+  const lines = (result.stdout ?? '').trim().split('\n');
+  try {
+    return JSON.parse(lines[lines.length - 1]!) as Record<string, unknown>;
+  } catch {
+    throw new Error(`bench/${script} printed no JSON line:\n${result.stdout}`);
+  }
+}
+
+const ratio = (value: number, limit: number) => Number((value / limit).toFixed(3));
+
+async function main(): Promise<void> {
+  const services = await prepareBench();
+  const inserts = await rawInserts(services.databaseUrl);
+  const redisMs = await redisRoundTrip(services.redisUrl);
+  await services.stop();
+
+  const reads = runBench('reads.ts');
+  const send50 = runBench('messages.ts', { BENCH_SUBSCRIBERS: '50', BENCH_MESSAGES: '300' });
+  const send1000 = runBench('messages.ts', { BENCH_SUBSCRIBERS: '1000' });
+  const concurrent = runBench('messages.ts', {
+    BENCH_SUBSCRIBERS: '50',
+    BENCH_MESSAGES: '400',
+    BENCH_SENDERS: '8',
+  });
+  const fanout = runBench('fanout.ts');
+
+  console.log(
+    JSON.stringify({
+      cores: cpus().length,
+      load: loadavg()[0],
+      raw: {
+        pg_insert_p50_ms: Number(inserts.p50Ms.toFixed(3)),
+        pg_insert_tps_8_connections: Math.round(inserts.tps8),
+        redis_round_trip_p50_ms: Number(redisMs.toFixed(3)),
+        hello_world_rps: reads.hello_world_rps,
+      },
+      message_by_id_ratio: reads.message_by_id_ratio,
+      users_me_ratio: reads.users_me_ratio,
+      messages_20_ratio: reads.messages_20_ratio,
+      send_50_subscribers_p50_ms: send50.send_p50_ms,
+      send_50_subscribers_p99_ms: send50.send_p99_ms,
+      send_50_subscribers_p50_in_raw_inserts: ratio(send50.send_p50_ms as number, inserts.p50Ms),
+      send_1000_subscribers_p50_ms: send1000.send_p50_ms,
+      event_p50_ms: send50.event_p50_ms,
+      event_p99_ms: send50.event_p99_ms,
+      concurrent_8_senders_messages_per_s: concurrent.messages_per_s,
+      concurrent_8_senders_ratio_to_raw_tps: ratio(
+        concurrent.messages_per_s as number,
+        inserts.tps8,
+      ),
+      fanout_10000_polls_p50_ms: fanout.answer_p50_ms,
+      fanout_10000_polls_p99_ms: fanout.answer_p99_ms,
+      fanout_unanswered_after_20s: fanout.unanswered_after_20s,
+      rss_per_parked_poll_kb: fanout.rss_per_parked_poll_kb,
+    }),
+  );
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
