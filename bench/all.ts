@@ -4,7 +4,7 @@
 // Redis round trip, an Express hello-world (measured by bench:reads itself, in its run). The
 // other figures come from the benchmarks run one after another in child processes, each
 // printing its own JSON line last: bench:reads, bench:messages (51 and 1,001 subscribers,
-// then 8 concurrent senders), bench:fanout. Not a test.
+// then 8 concurrent senders), bench:fanout, bench:history. Not a test.
 import { spawnSync } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
 import pg from 'pg';
@@ -108,6 +108,7 @@ async function main(): Promise<void> {
     BENCH_SENDERS: '8',
   });
   const fanout = runBench('fanout.ts');
+  const history = runBench('history.ts');
 
   console.log(
     JSON.stringify({
@@ -137,6 +138,10 @@ async function main(): Promise<void> {
       fanout_10000_polls_p99_ms: fanout.answer_p99_ms,
       fanout_unanswered_after_20s: fanout.unanswered_after_20s,
       rss_per_parked_poll_kb: fanout.rss_per_parked_poll_kb,
+      history_messages: history.messages,
+      history_slowest_anchor_ratio_to_newest: history.slowest_anchor_ratio_to_newest,
+      history_slowest_channel_anchor_ratio_to_newest:
+        history.slowest_channel_anchor_ratio_to_newest,
     }),
   );
 }

@@ -3,44 +3,12 @@
 // Not a test: run with `pnpm bench:reads` (needs PostgreSQL, Redis and nginx, found or started
 // as for the tests).
 import { spawn } from 'node:child_process';
-import { Agent, request } from 'node:http';
 import { cpus, loadavg } from 'node:os';
 import { disconnectPrisma } from '@parley/db';
 import { disconnectRedis } from '@parley/events';
 import { freePort, repoRoot, requestJson, startStack, waitForReady } from '@parley/devservices';
+import { CONNECTIONS, SECONDS, throughput } from './http-load';
 import { createBenchOrganization, prepareBench } from './setup';
-
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
-
-/** Requests per second `CONNECTIONS` keep-alive clients get from `url` in `SECONDS`. */
-async function throughput(url: string, headers: Record<string, string>): Promise<number> {
-  const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS });
-  const get = () =>
-    new Promise<number>((resolve, reject) => {
-      const req = request(url, { agent, headers }, (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode ?? 0));
-      });
-      req.on('error', reject);
-      req.end();
-    });
-  // Warm up (caches, JIT, connections) before counting.
-  await Promise.all(Array.from({ length: CONNECTIONS }, () => get()));
-  let done = 0;
-  const deadline = Date.now() + SECONDS * 1000;
-  await Promise.all(
-    Array.from({ length: CONNECTIONS }, async () => {
-      while (Date.now() < deadline) {
-        const status = await get();
-        if (status !== 200) throw new Error(`${url} answered ${status}`);
-        done++;
-      }
-    }),
-  );
-  agent.destroy();
-  return done / SECONDS;
-}
 
 /** The raw limit: Express answering a constant JSON body, in its own process. */
 async function helloWorld(): Promise<{ url: string; stop: () => void }> {
