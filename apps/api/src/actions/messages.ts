@@ -37,6 +37,7 @@ import { loadMentionData } from '../lib/rendering';
 import {
   hasContentAccess,
   loadPermissions,
+  subscribedSql,
   subscriptionOf,
   type Permissions,
 } from '../lib/streams';
@@ -184,8 +185,7 @@ type ChannelForSend = Stream & {
 /** The channel with whether the sender is subscribed, the sender's groups, whether the topic
  * exists yet (can_create_topic_group) and who receives the message: one statement. */
 const CHANNEL_FOR_SEND = `SELECT ${columnsOf('Stream', 's')},
-    EXISTS (SELECT 1 FROM subscription sub WHERE sub.user_profile_id = $2
-      AND sub.recipient_id = s.recipient_id AND sub.active) AS subscribed,
+    ${subscribedSql('$2', 's.recipient_id')} AS subscribed,
     ${groupIdsOfUserSql('$2')} AS "groupIds",
     EXISTS (SELECT 1 FROM message WHERE recipient_id = s.recipient_id
       AND upper(subject) = upper($4)) AS "topicExists",

@@ -25,6 +25,7 @@ import { groupIdsOfUserSql } from './groups';
 import {
   hasContentAccess,
   loadPermissions,
+  subscribedSql,
   subscriptionOf,
   type ContentAccessStream,
   type Permissions,
@@ -103,8 +104,7 @@ const readAccess = statement<ReadAccessRow, [number, number, number]>(`
     s.history_public_to_subscribers AS "historyPublicToSubscribers",
     s.can_subscribe_group_id AS "canSubscribeGroupId",
     s.can_add_subscribers_group_id AS "canAddSubscribersGroupId",
-    EXISTS (SELECT 1 FROM subscription sub WHERE sub.user_profile_id = $2
-      AND sub.recipient_id = m.recipient_id AND sub.active) AS subscribed,
+    ${subscribedSql('$2', 'm.recipient_id')} AS subscribed,
     CASE WHEN m.is_channel_message THEN ${groupIdsOfUserSql('$2')} END AS "groupIds"
   FROM message m
   LEFT JOIN user_message um ON um.message_id = m.id AND um.user_profile_id = $2
@@ -358,11 +358,12 @@ export async function displayRecipients(
   }
   const participantsOf = (message: Pick<Message, 'recipientId' | 'senderId'>): number[] => {
     const recipient = recipients.get(message.recipientId)!;
-    const ids =
-      recipient.type === RecipientType.PERSONAL
-        ? [recipient.typeId, message.senderId]
-        : (groupMembers.get(recipient.id) ?? []);
-    return [...new Set(ids)].sort((a, b) => a - b);
+    return participantIds({
+      recipientType: recipient.type,
+      recipientTypeId: recipient.typeId,
+      senderId: message.senderId,
+      groupMembers: groupMembers.get(recipient.id) ?? null,
+    });
   };
   const incomingSenders = messages
     .filter((m) => {

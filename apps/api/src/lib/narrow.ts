@@ -17,7 +17,7 @@ import {
 import { BadNarrowError, JsonableError } from '@parley/errors';
 import { EMPTY_TOPIC_DISPLAY_NAME } from '../presenters/messages';
 import { channelHistoryReadable } from './messages';
-import type { ContentAccessStream, Permissions } from './streams';
+import { subscribedSql, type ContentAccessStream, type Permissions } from './streams';
 import { accessUserByEmail, isGuest } from './users';
 import { mutedCondition, topicPolicyIn, VisibilityPolicy } from './user-topics';
 
@@ -219,8 +219,7 @@ const CHANNEL_OPERAND_COLUMNS = `s.recipient_id AS "recipientId", s.invite_only 
   s.is_web_public AS "isWebPublic", s.history_public_to_subscribers AS "historyPublicToSubscribers",
   s.can_subscribe_group_id AS "canSubscribeGroupId",
   s.can_add_subscribers_group_id AS "canAddSubscribersGroupId",
-  EXISTS (SELECT 1 FROM subscription sub WHERE sub.user_profile_id = $2
-    AND sub.recipient_id = s.recipient_id AND sub.active) AS subscribed`;
+  ${subscribedSql('$2', 's.recipient_id')} AS subscribed`;
 
 const channelById = statement<ChannelOperand, [number, number, number]>(`
   SELECT ${CHANNEL_OPERAND_COLUMNS} FROM stream s WHERE s.realm_id = $1 AND s.id = $3`);

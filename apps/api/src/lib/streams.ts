@@ -97,6 +97,13 @@ export function canRemoveSubscribers(
   );
 }
 
+/** SQL for whether the user `$param` has an active subscription to `recipient` (a column),
+ * for typed statements that need it beside their own columns (subscriptionOf's rule). */
+export function subscribedSql(param: string, recipient: string): string {
+  return `EXISTS (SELECT 1 FROM subscription sub WHERE sub.user_profile_id = ${param}
+    AND sub.recipient_id = ${recipient} AND sub.active)`;
+}
+
 export async function subscriptionOf(
   userId: number,
   stream: Stream,
