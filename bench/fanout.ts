@@ -9,13 +9,16 @@ import { Agent, request } from 'node:http';
 import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { getConfig } from '@parley/config';
-import { disconnectPrisma, runAction } from '@parley/db';
-import { defaultQueueOptions, disconnectRedis, getRedis, QueueStore } from '@parley/events';
+import { defaultQueueOptions, getRedis, QueueStore } from '@parley/events';
 import { requestJson, startStack } from '@parley/devservices';
-import { doCreateStreams } from '../apps/api/src/actions/streams';
-import { doAddSubscriptions } from '../apps/api/src/actions/subscriptions';
 import { cpuMeter, cpuTimeMs } from './cpu';
-import { createBenchOrganization, createMembers, prepareBench } from './setup';
+import {
+  createBenchChannel,
+  createBenchOrganization,
+  createMembers,
+  prepareBench,
+  stopBench,
+} from './setup';
 
 const MEMBERS = Number(process.env.BENCH_MEMBERS ?? 1000);
 const POLLS = Number(process.env.BENCH_POLLS ?? 10_000);
@@ -34,30 +37,7 @@ async function main(): Promise<void> {
   const services = await prepareBench();
   const { realm, owner, subdomain } = await createBenchOrganization();
   const members = await createMembers(realm.id, subdomain, MEMBERS);
-  await runAction(async (ctx) => {
-    const [stream] = await doCreateStreams(
-      ctx,
-      realm,
-      owner.id,
-      [{ name: 'fanout', description: '' }],
-      {
-        inviteOnly: false,
-        isWebPublic: false,
-        historyPublicToSubscribers: true,
-        messageRetentionDays: undefined,
-        topicsPolicy: 'inherit',
-        isDefaultStream: false,
-        groups: {},
-      },
-    );
-    await doAddSubscriptions(
-      ctx,
-      realm,
-      [owner, ...members].map((user) => ({ user, stream: stream! })),
-      owner.id,
-      { notifySubscribers: false },
-    );
-  });
+  await createBenchChannel(realm, owner, 'fanout', [owner, ...members]);
   const stack = await startStack({
     databaseUrl: services.databaseUrl,
     redisUrl: services.redisUrl,
@@ -161,9 +141,7 @@ async function main(): Promise<void> {
     );
   } finally {
     agent.destroy();
-    await stack.stop();
-    await Promise.all([disconnectPrisma(), disconnectRedis()]);
-    await services.stop();
+    await stopBench(stack, services);
   }
 }
 

@@ -5,14 +5,11 @@
 // without a channel narrow. Prints one JSON line with requests/s at each anchor and the
 // slowest anchor's ratio to the newest. Not a test: run with `pnpm bench:history`.
 import { cpus, loadavg } from 'node:os';
-import { disconnectPrisma, getPrisma, runAction, type Realm, type User } from '@parley/db';
-import { disconnectRedis } from '@parley/events';
+import { getPrisma, runAction, type Realm, type User } from '@parley/db';
 import { startStack } from '@parley/devservices';
 import { doCreateOrganization } from '../apps/api/src/actions/realms';
-import { doCreateStreams } from '../apps/api/src/actions/streams';
-import { doAddSubscriptions } from '../apps/api/src/actions/subscriptions';
 import { throughput } from './http-load';
-import { prepareBench } from './setup';
+import { createBenchChannel, prepareBench, stopBench } from './setup';
 
 const MESSAGES = Number(process.env.BENCH_HISTORY_MESSAGES ?? 1_000_000);
 const SUBDOMAIN = `history${MESSAGES}`;
@@ -37,27 +34,7 @@ async function dataset(): Promise<{ realm: Realm; reader: User; first: number; l
     );
     realm = created.realm;
     const owner = created.owner;
-    await runAction(async (ctx) => {
-      const [stream] = await doCreateStreams(
-        ctx,
-        realm!,
-        owner.id,
-        [{ name: 'history', description: '' }],
-        {
-          inviteOnly: false,
-          isWebPublic: false,
-          historyPublicToSubscribers: true,
-          messageRetentionDays: undefined,
-          topicsPolicy: 'inherit',
-          isDefaultStream: false,
-          groups: {},
-        },
-      );
-      await doAddSubscriptions(ctx, realm!, [{ user: owner, stream: stream! }], owner.id, {
-        notifySubscribers: false,
-      });
-    });
-    const stream = await prisma.stream.findFirstOrThrow({ where: { realmId: realm.id } });
+    const stream = await createBenchChannel(realm, owner, 'history', [owner]);
     console.error(`building ${MESSAGES} messages (once per benchmark database)…`);
     // In slices: one transaction per slice keeps memory and WAL bounded.
     for (let from = 1; from <= MESSAGES; from += 100_000) {
@@ -135,9 +112,7 @@ async function main(): Promise<void> {
       }),
     );
   } finally {
-    await stack.stop();
-    await Promise.all([disconnectPrisma(), disconnectRedis()]);
-    await services.stop();
+    await stopBench(stack, services);
   }
 }
 

@@ -4,13 +4,16 @@
 // `pnpm bench:messages` (needs PostgreSQL, Redis and nginx, found or started as for tests).
 import { Agent } from 'node:http';
 import { cpus, loadavg } from 'node:os';
-import { disconnectRedis } from '@parley/events';
-import { disconnectPrisma, runAction, type User } from '@parley/db';
+import type { User } from '@parley/db';
 import { requestJson, startStack } from '@parley/devservices';
 import { cpuMeter, pidsMatching } from './cpu';
-import { createBenchOrganization, createMembers, prepareBench } from './setup';
-import { doCreateStreams } from '../apps/api/src/actions/streams';
-import { doAddSubscriptions } from '../apps/api/src/actions/subscriptions';
+import {
+  createBenchChannel,
+  createBenchOrganization,
+  createMembers,
+  prepareBench,
+  stopBench,
+} from './setup';
 
 const SUBSCRIBERS = Number(process.env.BENCH_SUBSCRIBERS ?? 1000);
 const POLLERS = Number(process.env.BENCH_POLLERS ?? 20);
@@ -27,30 +30,7 @@ async function main(): Promise<void> {
   const services = await prepareBench();
   const { realm, owner, subdomain } = await createBenchOrganization();
   const members = await createMembers(realm.id, subdomain, SUBSCRIBERS);
-  await runAction(async (ctx) => {
-    const [stream] = await doCreateStreams(
-      ctx,
-      realm,
-      owner.id,
-      [{ name: 'bench', description: '' }],
-      {
-        inviteOnly: false,
-        isWebPublic: false,
-        historyPublicToSubscribers: true,
-        messageRetentionDays: undefined,
-        topicsPolicy: 'inherit',
-        isDefaultStream: false,
-        groups: {},
-      },
-    );
-    await doAddSubscriptions(
-      ctx,
-      realm,
-      [owner, ...members].map((user) => ({ user, stream: stream! })),
-      owner.id,
-      { notifySubscribers: false },
-    );
-  });
+  await createBenchChannel(realm, owner, 'bench', [owner, ...members]);
 
   const stack = await startStack({
     databaseUrl: services.databaseUrl,
@@ -172,10 +152,8 @@ async function main(): Promise<void> {
       }),
     );
   } finally {
-    await stack.stop();
     agent.destroy();
-    await Promise.all([disconnectPrisma(), disconnectRedis()]);
-    await services.stop();
+    await stopBench(stack, services);
   }
 }
 

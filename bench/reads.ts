@@ -4,11 +4,9 @@
 // as for the tests).
 import { spawn } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
-import { disconnectPrisma } from '@parley/db';
-import { disconnectRedis } from '@parley/events';
 import { freePort, repoRoot, requestJson, startStack, waitForReady } from '@parley/devservices';
 import { CONNECTIONS, SECONDS, throughput } from './http-load';
-import { createBenchOrganization, prepareBench } from './setup';
+import { createBenchOrganization, prepareBench, stopBench } from './setup';
 
 /** The raw limit: Express answering a constant JSON body, in its own process. */
 async function helloWorld(): Promise<{ url: string; stop: () => void }> {
@@ -80,10 +78,7 @@ async function main(): Promise<void> {
     console.log(JSON.stringify(figures));
   } finally {
     hello.stop();
-    await stack.stop();
-    // Creating the organization published its events through the shared connection.
-    await Promise.all([disconnectPrisma(), disconnectRedis()]);
-    await services.stop();
+    await stopBench(stack, services);
   }
 }
 

@@ -3,10 +3,20 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { resetConfig } from '@parley/config';
-import { getPrisma, RecipientType, runAction, type Realm, type User } from '@parley/db';
-import { repoRoot, resolveServices, runMigrations } from '@parley/devservices';
-import { createRedis } from '@parley/events';
+import {
+  disconnectPrisma,
+  getPrisma,
+  RecipientType,
+  runAction,
+  type Realm,
+  type Stream,
+  type User,
+} from '@parley/db';
+import { repoRoot, resolveServices, runMigrations, type Stack } from '@parley/devservices';
+import { createRedis, disconnectRedis } from '@parley/events';
 import { doCreateOrganization } from '../apps/api/src/actions/realms';
+import { doCreateStreams } from '../apps/api/src/actions/streams';
+import { doAddSubscriptions } from '../apps/api/src/actions/subscriptions';
 
 export interface Bench {
   databaseUrl: string;
@@ -92,4 +102,40 @@ export async function createMembers(
   // Planner statistics as a database in use has them (autovacuum lags behind bulk inserts).
   await prisma.$executeRaw`ANALYZE user_profile, user_group_membership, recipient`;
   return users;
+}
+
+/** A public channel with `members` subscribed, none of them notified. */
+export async function createBenchChannel(
+  realm: Realm,
+  owner: User,
+  name: string,
+  members: User[],
+): Promise<Stream> {
+  return runAction(async (ctx) => {
+    const [stream] = await doCreateStreams(ctx, realm, owner.id, [{ name, description: '' }], {
+      inviteOnly: false,
+      isWebPublic: false,
+      historyPublicToSubscribers: true,
+      messageRetentionDays: undefined,
+      topicsPolicy: 'inherit',
+      isDefaultStream: false,
+      groups: {},
+    });
+    await doAddSubscriptions(
+      ctx,
+      realm,
+      members.map((user) => ({ user, stream: stream! })),
+      owner.id,
+      { notifySubscribers: false },
+    );
+    return stream!;
+  });
+}
+
+/** Stops the replicas, then this process's connections (creating the organization used the
+ * shared ones), then the services. */
+export async function stopBench(stack: Stack, services: Bench): Promise<void> {
+  await stack.stop();
+  await Promise.all([disconnectPrisma(), disconnectRedis()]);
+  await services.stop();
 }
