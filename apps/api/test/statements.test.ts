@@ -122,4 +122,17 @@ describe('statements per request', () => {
     await run();
     expect(await statements(async () => expectSuccess(await run()))).toHaveLength(9);
   });
+
+  // Every section, one prepared statement each: the groups, the users (and bots), profile
+  // values, the user's groups by name, custom fields, default channels, the user's groups for
+  // channel access, channels, the user's subscriptions, channel group settings, subscribers,
+  // system groups, the newest message, emoji, presence, topic policies, muted users, alert
+  // words, muting, unread messages, starred messages, recent direct messages. (One more, the
+  // members of unread group conversations, when there are any: not for this new user.)
+  it('POST /register with every section: one statement per section', async () => {
+    const newcomer = await createTestUser(org.realm, Role.MEMBER);
+    const run = () => as(newcomer, org.host).post('/register', {});
+    await run();
+    expect(await statements(async () => expectSuccess(await run()))).toHaveLength(22);
+  });
 });

@@ -43,4 +43,8 @@ export type {
   Message,
   UserGroup,
   Linkifier,
+  CustomProfileField,
+  RealmEmoji,
+  UserTopic,
+  MutedUser,
 } from '@prisma/client';

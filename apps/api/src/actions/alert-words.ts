@@ -37,7 +37,7 @@ export async function doRemoveAlertWords(
 }
 
 async function sendAlertWords(ctx: ActionContext, user: User): Promise<string[]> {
-  const words = await alertWordsOf(user.id, ctx.tx);
+  const words = await alertWordsOf(user.id);
   sendEventOnCommit(ctx, { type: 'alert_words', alert_words: words }, [user.id]);
   return words;
 }

@@ -195,7 +195,7 @@ async function messageDetails(
     flagBit('stream_wildcard_mentioned') |
     flagBit('topic_wildcard_mentioned');
   const displayFor = await displayRecipients(user, realm, messages, tx);
-  const muting = await loadMuting(user, tx);
+  const muting = await loadMuting(user);
   const details: Record<string, Record<string, unknown>> = {};
   for (const message of messages) {
     const display = displayFor(message);

@@ -314,7 +314,7 @@ async function updateMentionFlags(tx: Tx, message: Message, rendered: Rendered):
   const { mentions } = rendered;
   const mentioned = new Set(mentions.userIds);
   if (mentions.groupIds.size > 0)
-    for (const id of await activeMemberIds([...mentions.groupIds], tx)) mentioned.add(id);
+    for (const id of await activeMemberIds([...mentions.groupIds])) mentioned.add(id);
   if (mentioned.size > 0)
     await tx.$executeRaw`UPDATE user_message SET flags = flags | ${flagBit('mentioned')}
       WHERE message_id = ${message.id} AND user_profile_id = ANY(${[...mentioned]}::int[])`;
@@ -526,7 +526,7 @@ export async function doDeleteMessage(
     sendEventOnCommit(
       ctx,
       streamUpdateEvent(stream, 'first_message_id', first?.id ?? null),
-      await metadataAudience(stream, await subscribersOf(stream, tx), tx),
+      await metadataAudience(stream, await subscribersOf(stream), tx),
     );
   }
 }

@@ -36,9 +36,7 @@ export async function doUnmuteUser(ctx: ActionContext, user: User, muted: User):
 }
 
 async function sendMutedUsers(ctx: ActionContext, user: User): Promise<void> {
-  sendEventOnCommit(
-    ctx,
-    { type: 'muted_users', muted_users: await mutedUsersOf(user.id, ctx.tx) },
-    [user.id],
-  );
+  sendEventOnCommit(ctx, { type: 'muted_users', muted_users: await mutedUsersOf(user.id) }, [
+    user.id,
+  ]);
 }

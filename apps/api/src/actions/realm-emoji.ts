@@ -36,7 +36,7 @@ function checkEmojiName(name: string): void {
 async function notifyRealmEmoji(ctx: ActionContext, realmId: number): Promise<void> {
   sendEventOnCommit(
     ctx,
-    { type: 'realm_emoji', op: 'update', realm_emoji: await realmEmojiDict(realmId, ctx.tx) },
+    { type: 'realm_emoji', op: 'update', realm_emoji: await realmEmojiDict(realmId) },
     (await usersWhoCanAccess(realmId, ctx.tx)).map((user) => user.id),
   );
 }

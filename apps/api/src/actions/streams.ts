@@ -147,7 +147,7 @@ async function checkPolicyPermissions(
   topicsPolicy: TopicsPolicy | undefined,
   groups: Partial<Record<StreamGroupSetting, GroupSettingValue>>,
 ): Promise<void> {
-  const system = await systemGroupIds(perms.user.realmId, tx);
+  const system = await systemGroupIds(perms.user.realmId);
   const inSystemGroup = (name: string) => perms.groups.has(system.get(name)!);
   if (
     topicsPolicy !== undefined &&
@@ -173,7 +173,7 @@ async function resolveGroupSettings(
   creatorId: number,
   requested: Partial<Record<StreamGroupSetting, GroupSettingValue>>,
 ): Promise<Record<(typeof STREAM_GROUP_SETTINGS)[StreamGroupSetting], number>> {
-  const system = await systemGroupIds(realmId, tx);
+  const system = await systemGroupIds(realmId);
   const columns: Partial<Record<(typeof STREAM_GROUP_SETTINGS)[StreamGroupSetting], number>> = {};
   // One at a time: the queries share the transaction's connection.
   for (const setting of Object.keys(STREAM_GROUP_SETTINGS) as StreamGroupSetting[]) {
@@ -259,7 +259,7 @@ export async function doCreateStreams(
     await auditStream(ctx, withRecipient, AuditLogEvent.CHANNEL_CREATED, creatorId);
     created.push(withRecipient);
   }
-  const details = await loadStreamDetails(realm.id, created, tx);
+  const details = await loadStreamDetails(realm.id, created);
   for (const stream of created) {
     sendEventOnCommit(
       ctx,
@@ -303,7 +303,7 @@ async function updateStream(
 ): Promise<Stream> {
   const { tx } = ctx;
   await auditStream(ctx, stream, audit.eventType, audit.actingUserId, audit.extra);
-  const subscribers = await subscribersOf(stream, tx);
+  const subscribers = await subscribersOf(stream);
   const before = new Set(await metadataAudience(stream, subscribers, tx));
   const updated = await tx.stream.update({ where: { id: stream.id }, data });
   const after = new Set(await metadataAudience(updated, subscribers, tx));
@@ -315,7 +315,7 @@ async function updateStream(
   }
   if (lost.length > 0) sendEventOnCommit(ctx, streamDeleteEvent([stream.id]), lost);
   if (gained.length > 0) {
-    const details = await loadStreamDetails(stream.realmId, [updated], tx);
+    const details = await loadStreamDetails(stream.realmId, [updated]);
     sendEventOnCommit(
       ctx,
       { type: 'stream', op: 'create', streams: [presentStream(updated, details.context(updated))] },
@@ -522,7 +522,7 @@ export async function checkChangeStreamGroupSetting(
   change: { new: GroupSettingValue; old?: GroupSettingValue },
 ): Promise<number | null> {
   const column = STREAM_GROUP_SETTINGS[setting];
-  const details = await loadStreamDetails(stream.realmId, [stream], tx);
+  const details = await loadStreamDetails(stream.realmId, [stream]);
   const current = details.context(stream).groups.get(stream[column]) ?? stream[column];
   if (change.old !== undefined && !sameGroupSetting(change.old, current))
     throw new JsonableError("'old' value does not match the expected value.");
@@ -547,11 +547,10 @@ export async function doChangeStreamGroupSetting(
   groupId: number,
   actingUserId: number,
 ): Promise<Stream> {
-  const { tx } = ctx;
   const column = STREAM_GROUP_SETTINGS[setting];
-  const system = await systemGroupIds(stream.realmId, tx);
+  const system = await systemGroupIds(stream.realmId);
   const oldPolicy = streamPostPolicy(stream, system);
-  const values = await loadStreamDetails(stream.realmId, [{ ...stream, [column]: groupId }], tx);
+  const values = await loadStreamDetails(stream.realmId, [{ ...stream, [column]: groupId }]);
   const value = values.context(stream).groups.get(groupId) ?? groupId;
   const events: { property: string; value: unknown }[] = [{ property: setting, value }];
   const newPolicy = streamPostPolicy({ ...stream, [column]: groupId }, system);
@@ -626,7 +625,7 @@ export async function doArchiveStream(
   actingUserId: number,
 ): Promise<void> {
   const { tx } = ctx;
-  const subscribers = await subscribersOf(stream, tx);
+  const subscribers = await subscribersOf(stream);
   const audience = await metadataAudience(stream, subscribers, tx);
   // Conditional, so of concurrent archivals exactly one succeeds and announces it.
   const archived = await tx.stream.updateMany({
@@ -649,7 +648,7 @@ export async function doUnarchiveStream(
   actingUserId: number,
 ): Promise<Stream> {
   const { tx } = ctx;
-  const subscribers = await subscribersOf(stream, tx);
+  const subscribers = await subscribersOf(stream);
   // Subscriptions of deactivated users count here, as in Zulip.
   const anySubscriber = await tx.subscription.count({
     where: { recipientId: stream.recipientId!, active: true },
@@ -665,7 +664,7 @@ export async function doUnarchiveStream(
   await auditStream(ctx, stream, AuditLogEvent.CHANNEL_REACTIVATED, actingUserId);
   const audience = await metadataAudience(updated, subscribers, tx);
   sendArchivalEvents(ctx, updated, false, audience);
-  const details = await loadStreamDetails(stream.realmId, [updated], tx);
+  const details = await loadStreamDetails(stream.realmId, [updated]);
   sendEventOnCommit(
     ctx,
     {

@@ -176,7 +176,7 @@ async function sendAddEvents(
 ): Promise<void> {
   const { tx } = ctx;
   const streams = uniqueStreams(added);
-  const details = await loadStreamDetails(realm.id, streams, tx);
+  const details = await loadStreamDetails(realm.id, streams);
 
   if (notifySubscribers) {
     for (const pair of added) {
@@ -316,7 +316,7 @@ export async function doRemoveSubscriptions(
     if (await seesWithoutSubscription(ctx, pair)) continue;
     sendEventOnCommit(ctx, streamDeleteEvent([pair.stream.id]), [pair.user.id]);
   }
-  const details = await loadStreamDetails(realm.id, uniqueStreams(result.removed), tx);
+  const details = await loadStreamDetails(realm.id, uniqueStreams(result.removed));
   await sendPeerEvents(ctx, 'peer_remove', result.removed, details.subscribers);
   return result;
 }
@@ -342,7 +342,7 @@ export async function sendSubscriberActivityEvents(
       ...(op === 'peer_add' ? { deactivated: false } : {}),
     },
   });
-  const details = await loadStreamDetails(user.realmId, streams, ctx.tx);
+  const details = await loadStreamDetails(user.realmId, streams);
   await sendPeerEvents(
     ctx,
     op,
@@ -496,7 +496,7 @@ export async function sendChannelVisibilityChanges(
   if (lost.length > 0)
     sendEventOnCommit(ctx, streamDeleteEvent(lost.map((stream) => stream.id)), [user.id]);
   if (gained.length === 0) return;
-  const details = await loadStreamDetails(user.realmId, gained, tx);
+  const details = await loadStreamDetails(user.realmId, gained);
   sendEventOnCommit(
     ctx,
     {

@@ -44,11 +44,9 @@ export async function doSetUserTopicPolicy(
       DO UPDATE SET visibility_policy = EXCLUDED.visibility_policy,
                     last_updated = EXCLUDED.last_updated`;
   }
-  sendEventOnCommit(
-    ctx,
-    { type: 'muted_topics', muted_topics: await mutedTopicsLegacy(user, tx) },
-    [user.id],
-  );
+  sendEventOnCommit(ctx, { type: 'muted_topics', muted_topics: await mutedTopicsLegacy(user) }, [
+    user.id,
+  ]);
   sendEventOnCommit(
     ctx,
     {

@@ -1,20 +1,20 @@
 // Alert words (Zulip's zerver/lib/alert_words.py and AlertWordNotificationProcessor): a user's
 // words, and which recipients of a message have one of theirs in it. Matching ignores case and
 // fenced code, and a word counts only between the separators Zulip recognizes.
-import { getPrisma, type Tx } from '@parley/db';
+import { getPrisma, query, statement, type Tx } from '@parley/db';
 
 /** Zulip's allowed_before_punctuation and allowed_after_punctuation. */
 const BEFORE = new Set([' ', '\n', '(', '"', '.', ',', "'", ';', '[', '*', '`', '>']);
 const AFTER = new Set([' ', '\n', ')', '?', ':', '.', ',', "'", ';', ']', '!', '*', '`']);
 
 /** A user's alert words, in the order they were added, with their first spelling. */
-export async function alertWordsOf(userId: number, db: Tx = getPrisma()): Promise<string[]> {
-  const rows = await db.alertWord.findMany({
-    where: { userId },
-    orderBy: { id: 'asc' },
-    select: { word: true },
-  });
-  return rows.map((row) => row.word);
+const alertWordRowsOf = statement<{ word: string }, [number]>(
+  `SELECT word FROM alert_word WHERE user_profile_id = $1 ORDER BY id`,
+);
+
+/** The user's alert words, in the caller's transaction if any. */
+export async function alertWordsOf(userId: number): Promise<string[]> {
+  return (await query(alertWordRowsOf, [userId])).map((row) => row.word);
 }
 
 /** Code blocks are never searched (in Zulip the fenced-code preprocessor runs first); quote and

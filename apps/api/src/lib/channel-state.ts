@@ -1,7 +1,16 @@
 // The channel sections of POST /register (subscriptions, unsubscribed, never_subscribed,
 // streams, realm_default_streams) and how subscription/stream events that raced the
 // registration fold into them (Zulip's gather_subscriptions_helper and apply_event).
-import { getPrisma, type Realm, type Stream, type User } from '@parley/db';
+import {
+  columnsOf,
+  query,
+  RecipientType,
+  statement,
+  type Realm,
+  type Stream,
+  type Subscription,
+  type User,
+} from '@parley/db';
 import type { QueuedEvent } from '@parley/events';
 import { presentStream, presentSubscription } from '../presenters/streams';
 import { hasMetadataAccess, loadPermissions, loadStreamDetails, type Permissions } from './streams';
@@ -21,6 +30,18 @@ export interface ChannelStateOptions {
   peers: Map<number, Set<number>>;
 }
 
+const defaultStreamIds = statement<{ stream_id: number }, [number]>(
+  `SELECT stream_id FROM default_stream WHERE realm_id = $1 ORDER BY stream_id`,
+);
+// Archived channels only for clients with the archived_channels capability ($2).
+const channelsOfRealm = statement<Stream, [number, boolean]>(`
+  SELECT ${columnsOf('Stream', 's')} FROM stream s
+  WHERE s.realm_id = $1 AND ($2 OR NOT s.deactivated) ORDER BY s.name`);
+const subscriptionRowsOf = statement<Subscription, [number]>(`
+  SELECT ${columnsOf('Subscription', 's')} FROM subscription s
+  JOIN recipient r ON r.id = s.recipient_id AND r.type = ${RecipientType.STREAM}
+  WHERE s.user_profile_id = $1`);
+
 export async function fetchChannelState(
   user: User,
   realm: Realm,
@@ -31,25 +52,17 @@ export async function fetchChannelState(
   const wantSubscriptions = types.has('subscription');
   const wantStreams = types.has('stream');
   if (types.has('default_streams')) {
-    const rows = await getPrisma().defaultStream.findMany({
-      where: { realmId: realm.id },
-      select: { streamId: true },
-      orderBy: { streamId: 'asc' },
-    });
-    state.realm_default_streams = isGuest(user) ? [] : rows.map((row) => row.streamId);
+    const rows = await query(defaultStreamIds, [realm.id]);
+    state.realm_default_streams = isGuest(user) ? [] : rows.map((row) => row.stream_id);
   }
   if (!wantSubscriptions && !wantStreams) return state;
 
-  const prisma = getPrisma();
   const perms = await loadPermissions(user);
-  const streams = await prisma.stream.findMany({
-    where: { realmId: realm.id, ...(options.archivedChannels ? {} : { deactivated: false }) },
-    orderBy: { name: 'asc' },
-  });
-  const rows = await prisma.subscription.findMany({
-    where: { userId: user.id, recipientId: { in: streams.map((s) => s.recipientId!) } },
-  });
-  const rowOf = (stream: Stream) => rows.find((row) => row.recipientId === stream.recipientId);
+  const streams = await query(channelsOfRealm, [realm.id, options.archivedChannels]);
+  const rows = new Map(
+    (await query(subscriptionRowsOf, [user.id])).map((row) => [row.recipientId, row]),
+  );
+  const rowOf = (stream: Stream) => rows.get(stream.recipientId!);
   const visible = streams.filter((stream) =>
     hasMetadataAccess(perms, stream, rowOf(stream)?.active === true),
   );

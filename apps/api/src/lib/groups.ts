@@ -1,7 +1,7 @@
 // Group-valued permission settings (Zulip's "group settings"): a setting names either a
 // system group by id or an anonymous group given as its direct members and subgroups. Group
 // membership is transitive through subgroups ("moderators" contains "administrators").
-import { getPrisma, query, statement, type Tx } from '@parley/db';
+import { query, statement, type Tx } from '@parley/db';
 import { JsonableError } from '@parley/errors';
 import { SYSTEM_GROUPS } from '../actions/system-groups';
 
@@ -36,58 +36,59 @@ export async function groupIdsOfUser(userId: number): Promise<Set<number>> {
   return new Set(row!.ids);
 }
 
+const activeMembersOfGroups = statement<{ id: number }, [number[]]>(`
+  WITH RECURSIVE g(id) AS (
+    SELECT unnest($1::int[])
+    UNION
+    SELECT ggm.subgroup_id FROM group_group_membership ggm JOIN g ON ggm.supergroup_id = g.id
+  )
+  SELECT DISTINCT u.id FROM user_group_membership m
+    JOIN g ON m.user_group_id = g.id
+    JOIN user_profile u ON u.id = m.user_profile_id
+  WHERE u.is_active`);
+
 /** Active users in any of `groupIds`, directly or through subgroups. */
-export async function activeMemberIds(groupIds: number[], db: Tx = getPrisma()): Promise<number[]> {
+export async function activeMemberIds(groupIds: number[]): Promise<number[]> {
   if (groupIds.length === 0) return [];
-  const rows = await db.$queryRaw<{ id: number }[]>`
-    WITH RECURSIVE g(id) AS (
-      SELECT unnest(${groupIds}::int[])
-      UNION
-      SELECT ggm.subgroup_id FROM group_group_membership ggm JOIN g ON ggm.supergroup_id = g.id
-    )
-    SELECT DISTINCT u.id FROM user_group_membership m
-      JOIN g ON m.user_group_id = g.id
-      JOIN user_profile u ON u.id = m.user_profile_id
-    WHERE u.is_active`;
-  return rows.map((row) => row.id);
+  return (await query(activeMembersOfGroups, [groupIds])).map((row) => row.id);
 }
 
-/** The organization's system groups by name (role:members …). */
-export async function systemGroupIds(
-  realmId: number,
-  db: Tx = getPrisma(),
-): Promise<Map<string, number>> {
-  const groups = await db.userGroup.findMany({
-    where: { realmId, isSystemGroup: true },
-    select: { id: true, name: true },
-  });
-  return new Map(groups.map((group) => [group.name!, group.id]));
+const systemGroupsOfRealm = statement<{ id: number; name: string }, [number]>(
+  `SELECT id, name FROM user_group WHERE realm_id = $1 AND is_system_group`,
+);
+
+/** The organization's system groups by name (role:members …), in the caller's transaction if
+ * any. */
+export async function systemGroupIds(realmId: number): Promise<Map<string, number>> {
+  const groups = await query(systemGroupsOfRealm, [realmId]);
+  return new Map(groups.map((group) => [group.name, group.id]));
 }
+
+// Only anonymous groups (no name) need their members and subgroups.
+const groupSettingRows = statement<
+  { id: number; name: string | null; members: number[] | null; subgroups: number[] | null },
+  [number[]]
+>(`
+  SELECT g.id, g.name,
+    CASE WHEN g.name IS NULL THEN ARRAY(
+      SELECT user_profile_id FROM user_group_membership WHERE user_group_id = g.id ORDER BY 1
+    ) END AS members,
+    CASE WHEN g.name IS NULL THEN ARRAY(
+      SELECT subgroup_id FROM group_group_membership WHERE supergroup_id = g.id ORDER BY 1
+    ) END AS subgroups
+  FROM user_group g WHERE g.id = ANY($1::int[])`);
 
 /** API form of the settings held in `groupIds`: named groups by id, anonymous ones expanded. */
 export async function presentGroupSettings(
   groupIds: Iterable<number>,
-  db: Tx = getPrisma(),
 ): Promise<Map<number, GroupSettingValue>> {
-  const ids = [...new Set(groupIds)];
-  const groups = await db.userGroup.findMany({
-    where: { id: { in: ids } },
-    select: {
-      id: true,
-      name: true,
-      members: { select: { userId: true } },
-      subgroups: { select: { subgroupId: true } },
-    },
-  });
+  const groups = await query(groupSettingRows, [[...new Set(groupIds)]]);
   return new Map(
     groups.map((group) => [
       group.id,
       group.name !== null
         ? group.id
-        : {
-            direct_members: group.members.map((m) => m.userId).sort((a, b) => a - b),
-            direct_subgroups: group.subgroups.map((s) => s.subgroupId).sort((a, b) => a - b),
-          },
+        : { direct_members: group.members ?? [], direct_subgroups: group.subgroups ?? [] },
     ]),
   );
 }

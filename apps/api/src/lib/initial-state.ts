@@ -2,7 +2,14 @@
 // type the client fetches, and the folding of events that raced the registration
 // (apply_events), so the client's state and its queue agree.
 import { ZULIP_FEATURE_LEVEL, ZULIP_MERGE_BASE, ZULIP_VERSION } from '@parley/config';
-import { getPrisma, type Realm, type User } from '@parley/db';
+import {
+  columnsOf,
+  query,
+  statement,
+  type CustomProfileField,
+  type Realm,
+  type User,
+} from '@parley/db';
 import type { QueuedEvent } from '@parley/events';
 import { presentBot } from '../presenters/bots';
 import { presentLinkifier } from '../presenters/linkifiers';
@@ -39,8 +46,9 @@ import { STOP_WORDS } from './stop-words';
 import { loadRealmGroups, membershipOf, presentRealmUserGroups } from './user-groups-state';
 import { presentUserSettings, realmUserSettingsDefaults } from './user-settings';
 import {
-  mutedTopicsLegacy,
-  userTopics,
+  presentMutedTopicsLegacy,
+  presentUserTopics,
+  topicPolicyRows,
   VisibilityPolicy,
   type UserTopicEntry,
 } from './user-topics';
@@ -115,13 +123,27 @@ export function baseState(): State {
   };
 }
 
+const usersOfRealm = statement<User, [number]>(
+  `SELECT ${columnsOf('User', 'u')} FROM user_profile u WHERE u.realm_id = $1 ORDER BY u.id`,
+);
+const botsOfRealm = statement<User, [number]>(
+  `SELECT ${columnsOf('User', 'u')} FROM user_profile u WHERE u.realm_id = $1 AND u.is_bot
+   ORDER BY u.id`,
+);
+const profileFieldsOfRealm = statement<CustomProfileField, [number]>(
+  `SELECT ${columnsOf('CustomProfileField', 'f')} FROM custom_profile_field f
+   WHERE f.realm_id = $1 ORDER BY f."order", f.id`,
+);
+const newestMessageIdOf = statement<{ id: number | null }, [number]>(
+  `SELECT max(message_id) AS id FROM user_message WHERE user_profile_id = $1`,
+);
+
 export async function fetchInitialState(
   user: User,
   realm: Realm,
   types: Set<string>,
   options: StateOptions,
 ): Promise<State> {
-  const prisma = getPrisma();
   const state: State = baseState();
   // One query serves the organization's group settings and realm_user_groups.
   const groups =
@@ -131,11 +153,9 @@ export async function fetchInitialState(
   if (types.has('realm')) Object.assign(state, realmState(realm, groups!));
   if (types.has('realm_user_groups'))
     state.realm_user_groups = presentRealmUserGroups(groups!, options.includeDeactivatedGroups);
-  if (types.has('realm_user')) {
-    const users = await prisma.user.findMany({
-      where: { realmId: realm.id },
-      orderBy: { id: 'asc' },
-    });
+  // One read of the organization's users serves realm_user and realm_bot.
+  const users = types.has('realm_user') ? await query(usersOfRealm, [realm.id]) : null;
+  if (users) {
     const profileData = await loadProfileData(realm.id, undefined);
     const present = (target: User) =>
       presentUser(target, user, realm, { clientGravatar: options.clientGravatar, profileData });
@@ -163,10 +183,10 @@ export async function fetchInitialState(
     });
   }
   if (types.has('realm_bot')) {
-    const bots = await prisma.user.findMany({
-      where: { realmId: realm.id, isBot: true, ...(isAdmin(user) ? {} : { botOwnerId: user.id }) },
-      orderBy: { id: 'asc' },
-    });
+    // Administrators see every bot, others their own.
+    const bots = (users ?? (await query(botsOfRealm, [realm.id]))).filter(
+      (bot) => bot.isBot && (isAdmin(user) || bot.botOwnerId === user.id),
+    );
     state.realm_bots = bots.map((bot) => presentBot(bot, realm));
   }
   // The legacy top-level copies of the settings went at feature level 439.
@@ -178,10 +198,7 @@ export async function fetchInitialState(
       email_address_visibility: realm.defaultEmailAddressVisibility,
     };
   if (types.has('custom_profile_fields')) {
-    const fields = await prisma.customProfileField.findMany({
-      where: { realmId: realm.id },
-      orderBy: [{ order: 'asc' }, { id: 'asc' }],
-    });
+    const fields = await query(profileFieldsOfRealm, [realm.id]);
     state.custom_profile_fields = fields.map((field) => ({
       id: field.id,
       name: field.name,
@@ -198,11 +215,8 @@ export async function fetchInitialState(
   }
   Object.assign(state, await fetchChannelState(user, realm, types, options));
   if (types.has('message')) {
-    const newest = await prisma.userMessage.aggregate({
-      where: { userId: user.id },
-      _max: { messageId: true },
-    });
-    state.max_message_id = newest._max.messageId ?? -1;
+    const [newest] = await query(newestMessageIdOf, [user.id]);
+    state.max_message_id = newest!.id ?? -1;
   }
   if (types.has('realm_emoji')) state.realm_emoji = await realmEmojiDict(realm.id);
   if (types.has('realm_linkifiers'))
@@ -219,14 +233,16 @@ export async function fetchInitialState(
       server_timestamp: serverTimestamp(),
     });
   }
+  const wantMutedTopics =
+    types.has('muted_topics') && !(options.explicitTypes && types.has('user_topic'));
+  const topicRows = types.has('user_topic') || wantMutedTopics ? await topicPolicyRows(user) : [];
   if (types.has('user_topic'))
-    state.user_topics = (await userTopics(user)).map((entry) =>
+    state.user_topics = presentUserTopics(topicRows).map((entry) =>
       entry.topic_name === '' && !options.emptyTopicName
         ? { ...entry, topic_name: EMPTY_TOPIC_DISPLAY_NAME }
         : entry,
     );
-  if (types.has('muted_topics') && !(options.explicitTypes && types.has('user_topic')))
-    state.muted_topics = await mutedTopicsLegacy(user);
+  if (wantMutedTopics) state.muted_topics = presentMutedTopicsLegacy(topicRows);
   if (types.has('muted_users')) state.muted_users = await mutedUsersOf(user.id);
   if (types.has('alert_words')) state.alert_words = await alertWordsOf(user.id);
   // Zulip sends unread_msgs to clients that follow both messages and their flags.

@@ -1,23 +1,24 @@
 // The per-user message sections of POST /register read from user_message flags:
 // starred_messages and recent_private_conversations (Zulip's get_starred_message_ids and
 // get_recent_private_conversations), and how raced message events fold into them.
-import { flagBit, getPrisma, Prisma, RecipientType } from '@parley/db';
+import { flagBit, query, RecipientType, statement } from '@parley/db';
 
 // Literal bits, not parameters: the partial index on starred rows only serves a query whose
 // predicate matches its own text.
-const STARRED = Prisma.raw(String(flagBit('starred')));
-const IS_PRIVATE = Prisma.raw(String(flagBit('is_private')));
+const STARRED = flagBit('starred');
+const IS_PRIVATE = flagBit('is_private');
 
 /** Zulip reads the user's last 1000 direct messages (RECENT_CONVERSATIONS_LIMIT) and groups
  * them by conversation. */
 const RECENT_MESSAGES_LIMIT = 1000;
 
+const starredOf = statement<{ message_id: number }, [number]>(`
+  SELECT message_id FROM user_message
+  WHERE user_profile_id = $1 AND (flags & ${STARRED}) <> 0
+  ORDER BY message_id`);
+
 export async function starredMessageIds(userId: number): Promise<number[]> {
-  const rows = await getPrisma().$queryRaw<{ message_id: number }[]>`
-    SELECT message_id FROM user_message
-    WHERE user_profile_id = ${userId} AND (flags & ${STARRED}) <> 0
-    ORDER BY message_id`;
-  return rows.map((row) => row.message_id);
+  return (await query(starredOf, [userId])).map((row) => row.message_id);
 }
 
 export interface RecentConversation {
@@ -30,30 +31,32 @@ export interface RecentConversation {
  * first. A 1:1 message is stored against the recipient's personal recipient, so the other
  * participant is the recipient for messages sent and the sender for messages received; a
  * group's participants are the subscribers of its recipient. */
-export async function recentPrivateConversations(userId: number): Promise<RecentConversation[]> {
-  return getPrisma().$queryRaw<RecentConversation[]>`
-    WITH dms AS (
-      SELECT message_id FROM user_message
-      WHERE user_profile_id = ${userId} AND (flags & ${IS_PRIVATE}) <> 0
-      ORDER BY message_id DESC LIMIT ${RECENT_MESSAGES_LIMIT}
-    ), conversations AS (
-      SELECT CASE WHEN r.type = ${RecipientType.PERSONAL} THEN NULL ELSE r.id END AS group_recipient,
-             CASE WHEN r.type <> ${RecipientType.PERSONAL} THEN NULL
-                  WHEN r.type_id = ${userId} THEN m.sender_id
-                  ELSE r.type_id END AS other_user,
-             max(m.id) AS max_message_id
-      FROM dms JOIN message m ON m.id = dms.message_id JOIN recipient r ON r.id = m.recipient_id
-      GROUP BY 1, 2
-    )
-    SELECT c.max_message_id,
-           CASE WHEN c.group_recipient IS NOT NULL THEN ARRAY(
-                  SELECT s.user_profile_id FROM subscription s
-                  WHERE s.recipient_id = c.group_recipient AND s.user_profile_id <> ${userId}
-                  ORDER BY 1)
-                WHEN c.other_user = ${userId} THEN '{}'::int[]
-                ELSE ARRAY[c.other_user] END AS user_ids
-    FROM conversations c
-    ORDER BY c.max_message_id DESC`;
+const recentConversationsOf = statement<RecentConversation, [number]>(`
+  WITH dms AS (
+    SELECT message_id FROM user_message
+    WHERE user_profile_id = $1 AND (flags & ${IS_PRIVATE}) <> 0
+    ORDER BY message_id DESC LIMIT ${RECENT_MESSAGES_LIMIT}
+  ), conversations AS (
+    SELECT CASE WHEN r.type = ${RecipientType.PERSONAL} THEN NULL ELSE r.id END AS group_recipient,
+           CASE WHEN r.type <> ${RecipientType.PERSONAL} THEN NULL
+                WHEN r.type_id = $1 THEN m.sender_id
+                ELSE r.type_id END AS other_user,
+           max(m.id) AS max_message_id
+    FROM dms JOIN message m ON m.id = dms.message_id JOIN recipient r ON r.id = m.recipient_id
+    GROUP BY 1, 2
+  )
+  SELECT c.max_message_id,
+         CASE WHEN c.group_recipient IS NOT NULL THEN ARRAY(
+                SELECT s.user_profile_id FROM subscription s
+                WHERE s.recipient_id = c.group_recipient AND s.user_profile_id <> $1
+                ORDER BY 1)
+              WHEN c.other_user = $1 THEN '{}'::int[]
+              ELSE ARRAY[c.other_user] END AS user_ids
+  FROM conversations c
+  ORDER BY c.max_message_id DESC`);
+
+export function recentPrivateConversations(userId: number): Promise<RecentConversation[]> {
+  return query(recentConversationsOf, [userId]);
 }
 
 /** A direct message that raced the registration (Zulip's apply_event for "message"). */

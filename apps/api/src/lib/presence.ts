@@ -1,7 +1,7 @@
 // Reading presence (Zulip's zerver/lib/presence.py): the organization's presence in the modern
 // form (by user id, two timestamps) or the legacy one (by API email, a status per client), and
 // one user's presence for GET /users/{user}/presence.
-import { getPrisma, type Realm, type User } from '@parley/db';
+import { getPrisma, query, statement, type Realm, type User } from '@parley/db';
 import { canSeeDeliveryEmail, dummyEmail } from './users';
 
 /** Zulip's OFFLINE_THRESHOLD_SECS and PRESENCE_PING_INTERVAL_SECS (advertised in /register). */
@@ -20,7 +20,7 @@ export interface PresenceRow {
   user_id: number;
   last_active_time: Date | null;
   last_connected_time: Date | null;
-  last_update_id: bigint;
+  last_update_id: number;
   date_joined: Date;
   delivery_email: string;
   is_bot: boolean;
@@ -68,28 +68,29 @@ export interface PresenceQuery {
   historyLimitDays?: number;
 }
 
+// last_update_id is an int8 sequence value, read as a JavaScript number (exact below 2^53).
+const PRESENCE_COLUMNS = `up.user_profile_id AS user_id, up.last_active_time,
+  up.last_connected_time, up.last_update_id::float8 AS last_update_id, u.date_joined,
+  u.delivery_email, u.is_bot, u.email_address_visibility
+  FROM user_presence up JOIN user_profile u ON u.id = up.user_profile_id`;
+const presenceChangedSince = statement<PresenceRow, [number, number]>(`
+  SELECT ${PRESENCE_COLUMNS}
+  WHERE up.realm_id = $1 AND up.last_update_id > $2 AND u.is_active AND NOT u.is_bot`);
+const presenceConnectedSince = statement<PresenceRow, [number, Date]>(`
+  SELECT ${PRESENCE_COLUMNS}
+  WHERE up.realm_id = $1 AND up.last_connected_time >= $2 AND u.is_active AND NOT u.is_bot`);
+
 /** Presence of the organization's active humans (Zulip's get_presence_dict_by_realm). */
-export async function presenceRows(realmId: number, query: PresenceQuery): Promise<PresenceRow[]> {
-  const { lastUpdateId, historyLimitDays } = query;
-  if (lastUpdateId !== undefined && lastUpdateId > 0) {
-    return getPrisma().$queryRaw<PresenceRow[]>`
-      SELECT up.user_profile_id AS user_id, up.last_active_time, up.last_connected_time,
-             up.last_update_id, u.date_joined, u.delivery_email, u.is_bot,
-             u.email_address_visibility
-      FROM user_presence up JOIN user_profile u ON u.id = up.user_profile_id
-      WHERE up.realm_id = ${realmId} AND up.last_update_id > ${lastUpdateId}
-        AND u.is_active AND NOT u.is_bot`;
-  }
+export async function presenceRows(
+  realmId: number,
+  { lastUpdateId, historyLimitDays }: PresenceQuery,
+): Promise<PresenceRow[]> {
+  if (lastUpdateId !== undefined && lastUpdateId > 0)
+    return query(presenceChangedSince, [realmId, lastUpdateId]);
   const days = Math.min(historyLimitDays ?? DEFAULT_HISTORY_LIMIT_DAYS, MAX_HISTORY_LIMIT_DAYS);
   if (days === 0) return [];
   const since = new Date(Date.now() - days * 24 * 60 * 60 * 1000);
-  return getPrisma().$queryRaw<PresenceRow[]>`
-    SELECT up.user_profile_id AS user_id, up.last_active_time, up.last_connected_time,
-           up.last_update_id, u.date_joined, u.delivery_email, u.is_bot,
-           u.email_address_visibility
-    FROM user_presence up JOIN user_profile u ON u.id = up.user_profile_id
-    WHERE up.realm_id = ${realmId} AND up.last_connected_time >= ${since}
-      AND u.is_active AND NOT u.is_bot`;
+  return query(presenceConnectedSince, [realmId, since]);
 }
 
 /** The presence dict one viewer gets: by user id (modern, "slim") or by the API email the

@@ -1,6 +1,6 @@
 // An organization's custom emoji (Zulip's RealmEmoji): the dict of GET /realm/emoji and the
 // realm_emoji event, and the lookups rendering and reactions need.
-import { getPrisma, type Tx } from '@parley/db';
+import { columnsOf, getPrisma, query, statement, type RealmEmoji, type Tx } from '@parley/db';
 import { emojiSourceUrl, presentRealmEmoji } from '../presenters/realm-emoji';
 
 /** The store path of an emoji image (see lib/upload-store). */
@@ -9,11 +9,15 @@ export function emojiStorePath(realmId: number, fileName: string): string {
 }
 
 /** Every custom emoji of the organization, deactivated ones too, keyed by id (as text). */
+const realmEmojiRows = statement<RealmEmoji, [number]>(
+  `SELECT ${columnsOf('RealmEmoji', 'e')} FROM realm_emoji e WHERE e.realm_id = $1 ORDER BY e.id`,
+);
+
+/** Every custom emoji of the organization by id, in the caller's transaction if any. */
 export async function realmEmojiDict(
   realmId: number,
-  db: Tx = getPrisma(),
 ): Promise<Record<string, Record<string, unknown>>> {
-  const rows = await db.realmEmoji.findMany({ where: { realmId }, orderBy: { id: 'asc' } });
+  const rows = await query(realmEmojiRows, [realmId]);
   return Object.fromEntries(rows.map((row) => [String(row.id), presentRealmEmoji(row)]));
 }
 

@@ -4,7 +4,9 @@
 import {
   getPrisma,
   idsByLowerEquals,
+  query,
   Role,
+  statement,
   type Stream,
   type Subscription,
   type Tx,
@@ -190,27 +192,28 @@ export async function streamsByName(
   return result;
 }
 
-/** Active subscribers (active users) of each channel. */
+const subscribersOfRecipients = statement<{ recipient_id: number; ids: number[] }, [number[]]>(`
+  SELECT recipient_id, array_agg(user_profile_id ORDER BY user_profile_id) AS ids
+  FROM subscription
+  WHERE recipient_id = ANY($1::int[]) AND active AND is_user_active
+  GROUP BY recipient_id`);
+
+/** Active subscribers (active users) of each channel, ascending. */
 export async function subscriberIdsByStream(
   streams: Pick<Stream, 'id' | 'recipientId'>[],
-  db: Tx = getPrisma(),
 ): Promise<Map<number, number[]>> {
   const byRecipient = new Map(streams.map((s) => [s.recipientId, s.id]));
   const result = new Map<number, number[]>(streams.map((s) => [s.id, []]));
   const recipientIds = streams.flatMap((s) => (s.recipientId === null ? [] : [s.recipientId]));
   if (recipientIds.length === 0) return result;
-  const subs = await db.subscription.findMany({
-    where: { recipientId: { in: recipientIds }, active: true, isUserActive: true },
-    select: { userId: true, recipientId: true },
-    orderBy: { userId: 'asc' },
-  });
-  for (const sub of subs) result.get(byRecipient.get(sub.recipientId)!)!.push(sub.userId);
+  for (const row of await query(subscribersOfRecipients, [recipientIds]))
+    result.set(byRecipient.get(row.recipient_id)!, row.ids);
   return result;
 }
 
 /** Active subscribers of one channel, ascending. */
-export async function subscribersOf(stream: Stream, db: Tx = getPrisma()): Promise<number[]> {
-  return (await subscriberIdsByStream([stream], db)).get(stream.id) ?? [];
+export async function subscribersOf(stream: Stream): Promise<number[]> {
+  return (await subscriberIdsByStream([stream])).get(stream.id) ?? [];
 }
 
 /** Users who can see that the channel exists (Zulip's can_access_stream_metadata_user_ids):
@@ -245,7 +248,7 @@ export async function metadataAudience(
       stream.canAddSubscribersGroupId,
     ];
     const members = await db.user.findMany({
-      where: { id: { in: await activeMemberIds(groupIds, db) }, role: { not: Role.GUEST } },
+      where: { id: { in: await activeMemberIds(groupIds) }, role: { not: Role.GUEST } },
       select: { id: true },
     });
     members.forEach((user) => ids.add(user.id));
@@ -265,20 +268,19 @@ export interface StreamDetails {
 export async function loadStreamDetails(
   realmId: number,
   streams: Stream[],
-  db: Tx = getPrisma(),
   { withSubscribers = true }: { withSubscribers?: boolean } = {},
 ): Promise<StreamDetails> {
   const groupIds = streams.flatMap((stream) =>
     Object.values(STREAM_GROUP_SETTINGS).map((column) => stream[column]),
   );
-  const groups = await presentGroupSettings(groupIds, db);
+  const groups = await presentGroupSettings(groupIds);
   const subscribers = withSubscribers
-    ? await subscriberIdsByStream(streams, db)
+    ? await subscriberIdsByStream(streams)
     : new Map<number, number[]>();
   const counts = withSubscribers
     ? new Map([...subscribers].map(([id, ids]) => [id, ids.length]))
-    : await subscriberCounts(streams, db);
-  const systemGroups = await systemGroupIds(realmId, db);
+    : await subscriberCounts(streams);
+  const systemGroups = await systemGroupIds(realmId);
   return {
     subscribers,
     context: (stream) => ({
@@ -289,16 +291,18 @@ export async function loadStreamDetails(
   };
 }
 
-async function subscriberCounts(streams: Stream[], db: Tx): Promise<Map<number, number>> {
+const subscriberCountsOfRecipients = statement<
+  { recipient_id: number; count: number },
+  [number[]]
+>(`
+  SELECT recipient_id, count(*)::int AS count FROM subscription
+  WHERE recipient_id = ANY($1::int[]) AND active AND is_user_active
+  GROUP BY recipient_id`);
+
+async function subscriberCounts(streams: Stream[]): Promise<Map<number, number>> {
   const byRecipient = new Map(streams.map((s) => [s.recipientId, s.id]));
-  const rows = await db.subscription.groupBy({
-    by: ['recipientId'],
-    where: {
-      recipientId: { in: streams.flatMap((s) => s.recipientId ?? []) },
-      active: true,
-      isUserActive: true,
-    },
-    _count: { _all: true },
-  });
-  return new Map(rows.map((row) => [byRecipient.get(row.recipientId)!, row._count._all]));
+  const rows = await query(subscriberCountsOfRecipients, [
+    streams.flatMap((s) => s.recipientId ?? []),
+  ]);
+  return new Map(rows.map((row) => [byRecipient.get(row.recipient_id)!, row.count]));
 }

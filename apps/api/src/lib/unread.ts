@@ -1,7 +1,7 @@
 // unread_msgs in POST /register (Zulip's get_raw_unread_data / aggregate_unread_data): the
 // user's unread messages grouped by channel and topic, 1:1 conversation and group, plus the
 // unread mentions; and how message and flag events that raced the registration fold in.
-import { flagBit, getPrisma, RecipientType, type User } from '@parley/db';
+import { flagBit, query, RecipientType, statement, type User } from '@parley/db';
 import type { QueuedEvent } from '@parley/events';
 import { isTopicMuted, loadMuting, type Muting } from './user-topics';
 
@@ -10,7 +10,10 @@ const MAX_UNREAD_MESSAGES = 50_000;
 
 interface UnreadRow {
   message_id: number;
-  flags: bigint;
+  /** Mentioned by name or through a group. */
+  mentioned: boolean;
+  /** Through @**all** or @**topic** and the like. */
+  wildcard_mentioned: boolean;
   sender_id: number;
   recipient_id: number;
   subject: string;
@@ -41,18 +44,26 @@ const countOf = (state: UnreadState) => {
   return [...allIds(state)].filter((id) => !muted?.has(id)).length;
 };
 
+const WILDCARD_BITS = flagBit('stream_wildcard_mentioned') | flagBit('topic_wildcard_mentioned');
+const unreadRowsOf = statement<UnreadRow, [number]>(`
+  SELECT um.message_id,
+         (um.flags & ${flagBit('mentioned')}) <> 0 AS mentioned,
+         (um.flags & ${WILDCARD_BITS}) <> 0 AS wildcard_mentioned,
+         m.sender_id, m.recipient_id, m.subject,
+         m.is_channel_message, r.type AS recipient_type, r.type_id AS recipient_type_id
+  FROM user_message um
+    JOIN message m ON m.id = um.message_id
+    JOIN recipient r ON r.id = m.recipient_id
+  WHERE um.user_profile_id = $1 AND (um.flags & ${flagBit('read')}) = 0
+  ORDER BY um.message_id DESC
+  LIMIT ${MAX_UNREAD_MESSAGES + 1}`);
+const groupMembersOf = statement<{ recipient_id: number; ids: number[] }, [number[]]>(`
+  SELECT recipient_id, array_agg(user_profile_id ORDER BY user_profile_id) AS ids
+  FROM subscription WHERE recipient_id = ANY($1::int[]) GROUP BY recipient_id`);
+
 export async function fetchUnreadMsgs(user: User): Promise<UnreadState> {
-  const prisma = getPrisma();
   const muting = await loadMuting(user);
-  const rows = await prisma.$queryRaw<UnreadRow[]>`
-    SELECT um.message_id, um.flags, m.sender_id, m.recipient_id, m.subject,
-           m.is_channel_message, r.type AS recipient_type, r.type_id AS recipient_type_id
-    FROM user_message um
-      JOIN message m ON m.id = um.message_id
-      JOIN recipient r ON r.id = m.recipient_id
-    WHERE um.user_profile_id = ${user.id} AND (um.flags & 1) = 0
-    ORDER BY um.message_id DESC
-    LIMIT ${MAX_UNREAD_MESSAGES + 1}`;
+  const rows = await query(unreadRowsOf, [user.id]);
   const missing = rows.length > MAX_UNREAD_MESSAGES;
   const kept = rows.slice(0, MAX_UNREAD_MESSAGES).reverse();
   const groupRecipients = [
@@ -64,11 +75,8 @@ export async function fetchUnreadMsgs(user: User): Promise<UnreadState> {
   ];
   const members = new Map<number, number[]>();
   if (groupRecipients.length > 0)
-    for (const sub of await prisma.subscription.findMany({
-      where: { recipientId: { in: groupRecipients } },
-      select: { recipientId: true, userId: true },
-    }))
-      members.set(sub.recipientId, [...(members.get(sub.recipientId) ?? []), sub.userId]);
+    for (const row of await query(groupMembersOf, [groupRecipients]))
+      members.set(row.recipient_id, row.ids);
 
   const state: UnreadState = {
     count: 0,
@@ -78,7 +86,6 @@ export async function fetchUnreadMsgs(user: User): Promise<UnreadState> {
     mentions: [],
     old_unreads_missing: missing,
   };
-  const wildcardBits = flagBit('stream_wildcard_mentioned') | flagBit('topic_wildcard_mentioned');
   const mutedIds = new Set<number>();
   mutedUnread.set(state, { muting, ids: mutedIds });
   for (const row of kept) {
@@ -87,15 +94,14 @@ export async function fetchUnreadMsgs(user: User): Promise<UnreadState> {
       isTopicMuted(muting, row.recipient_type_id, row.subject);
     if (muted) mutedIds.add(row.message_id);
     // Direct mentions count even in muted conversations; wildcard mentions do not.
-    if ((row.flags & flagBit('mentioned')) !== 0n || ((row.flags & wildcardBits) !== 0n && !muted))
-      state.mentions.push(row.message_id);
+    if (row.mentioned || (row.wildcard_mentioned && !muted)) state.mentions.push(row.message_id);
     if (row.recipient_type === RecipientType.STREAM) {
       addStream(state, row.recipient_type_id, row.subject, row.message_id);
     } else if (row.recipient_type === RecipientType.PERSONAL) {
       const other = row.sender_id === user.id ? row.recipient_type_id : row.sender_id;
       addPrivate(state, other, row.message_id);
     } else {
-      const ids = [...(members.get(row.recipient_id) ?? [])].sort((a, b) => a - b);
+      const ids = members.get(row.recipient_id) ?? [];
       addHuddle(state, ids.join(','), row.message_id);
     }
   }

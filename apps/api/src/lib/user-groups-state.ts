@@ -2,7 +2,7 @@
 // user_groups_in_realm_serialized): the named groups for realm_user_groups, and the members of
 // the anonymous groups that organization settings point at, so that group-setting values can
 // be given as {direct_members, direct_subgroups}. One query serves both.
-import { getPrisma, type Realm } from '@parley/db';
+import { query, statement, type Realm } from '@parley/db';
 import { SYSTEM_GROUPS } from '../actions/system-groups';
 import { presentUserGroup } from '../presenters/user-groups';
 import type { GroupSettingValue } from './groups';
@@ -32,6 +32,20 @@ export interface RealmGroups {
   settingValue(groupId: number): GroupSettingValue;
 }
 
+const realmGroupRows = statement<GroupRow, [number, number[], boolean]>(`
+  SELECT g.id, g.name, g.description, g.is_system_group, g.deactivated, g.creator_id,
+         g.date_created,
+         CASE WHEN $3::boolean OR g.name IS NULL THEN ARRAY(
+           SELECT m.user_profile_id FROM user_group_membership m
+             JOIN user_profile u ON u.id = m.user_profile_id
+           WHERE m.user_group_id = g.id AND u.is_active ORDER BY 1) END AS members,
+         CASE WHEN $3::boolean OR g.name IS NULL THEN ARRAY(
+           SELECT s.subgroup_id FROM group_group_membership s
+           WHERE s.supergroup_id = g.id ORDER BY 1) END AS subgroups
+  FROM user_group g
+  WHERE g.realm_id = $1 AND (g.name IS NOT NULL OR g.id = ANY($2::int[]))
+  ORDER BY g.id`);
+
 /** Loads the realm's named groups (with their members when `withMembers`: only
  * realm_user_groups lists them) and the anonymous groups in `settingGroupIds`. */
 export async function loadRealmGroups(
@@ -39,20 +53,7 @@ export async function loadRealmGroups(
   settingGroupIds: number[],
   withMembers: boolean,
 ): Promise<RealmGroups> {
-  const rows = await getPrisma().$queryRaw<GroupRow[]>`
-    SELECT g.id, g.name, g.description, g.is_system_group, g.deactivated, g.creator_id,
-           g.date_created,
-           CASE WHEN ${withMembers}::boolean OR g.name IS NULL THEN ARRAY(
-             SELECT m.user_profile_id FROM user_group_membership m
-               JOIN user_profile u ON u.id = m.user_profile_id
-             WHERE m.user_group_id = g.id AND u.is_active ORDER BY 1) END AS members,
-           CASE WHEN ${withMembers}::boolean OR g.name IS NULL THEN ARRAY(
-             SELECT s.subgroup_id FROM group_group_membership s
-             WHERE s.supergroup_id = g.id ORDER BY 1) END AS subgroups
-    FROM user_group g
-    WHERE g.realm_id = ${realm.id}
-      AND (g.name IS NOT NULL OR g.id = ANY(${settingGroupIds}::int[]))
-    ORDER BY g.id`;
+  const rows = await query(realmGroupRows, [realm.id, settingGroupIds, withMembers]);
   const byId = new Map(rows.map((row) => [row.id, row]));
   return {
     rows,
@@ -102,17 +103,19 @@ export interface Membership {
   names: Set<string>;
 }
 
+const membershipRows = statement<{ id: number; name: string | null }, [number]>(`
+  WITH RECURSIVE g(id) AS (
+    SELECT user_group_id FROM user_group_membership WHERE user_profile_id = $1
+    UNION
+    SELECT ggm.supergroup_id FROM group_group_membership ggm JOIN g ON ggm.subgroup_id = g.id
+  )
+  SELECT g.id, (SELECT name FROM user_group WHERE id = g.id) AS name FROM g`);
+
 /** The user's groups, by id and by name, in one query: settings Parley stores name a group id,
  * the ones it does not store fall back to a system group by name. The names are looked up
  * per group (a handful) rather than joined, which would invite a scan of every group. */
 export async function membershipOf(userId: number): Promise<Membership> {
-  const rows = await getPrisma().$queryRaw<{ id: number; name: string | null }[]>`
-    WITH RECURSIVE g(id) AS (
-      SELECT user_group_id FROM user_group_membership WHERE user_profile_id = ${userId}
-      UNION
-      SELECT ggm.supergroup_id FROM group_group_membership ggm JOIN g ON ggm.subgroup_id = g.id
-    )
-    SELECT g.id, (SELECT name FROM user_group WHERE id = g.id) AS name FROM g`;
+  const rows = await query(membershipRows, [userId]);
   return {
     ids: new Set(rows.map((row) => row.id)),
     names: new Set(rows.flatMap((row) => (row.name === null ? [] : [row.name]))),

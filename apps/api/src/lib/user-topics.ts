@@ -1,7 +1,7 @@
 // Topic visibility (Zulip's UserTopic): a user's muted, unmuted and followed topics, as
 // /register lists them, and as SQL conditions for narrows (is:followed, is:muted, in:home).
 // Topics are compared case-insensitively, as everywhere in Zulip.
-import { getPrisma, Prisma, type Tx, type User } from '@parley/db';
+import { Prisma, query, statement, type Tx, type User } from '@parley/db';
 import { AutoPolicy } from './user-settings';
 
 export const VisibilityPolicy = { INHERIT: 0, MUTED: 1, UNMUTED: 2, FOLLOWED: 3 } as const;
@@ -16,35 +16,48 @@ export interface UserTopicEntry {
 
 const seconds = (date: Date) => Math.floor(date.getTime() / 1000);
 
+export interface TopicPolicyRow {
+  stream_id: number;
+  stream_name: string;
+  topic_name: string;
+  visibility_policy: number;
+  last_updated: Date;
+}
+
+const topicPolicyRowsOf = statement<TopicPolicyRow, [number]>(`
+  SELECT ut.stream_id, s.name AS stream_name, ut.topic_name, ut.visibility_policy,
+         ut.last_updated
+  FROM user_topic ut JOIN stream s ON s.id = ut.stream_id
+  WHERE ut.user_profile_id = $1 AND NOT s.deactivated
+  ORDER BY ut.id`);
+
+/** The user's policy rows in channels that are not archived: what user_topics and the legacy
+ * muted_topics are both made of (in the caller's transaction, if any). */
+export function topicPolicyRows(user: Pick<User, 'id'>): Promise<TopicPolicyRow[]> {
+  return query(topicPolicyRowsOf, [user.id]);
+}
+
 /** user_topics of /register: every policy row of channels that are not archived. */
-export async function userTopics(user: Pick<User, 'id'>, db: Tx = getPrisma()) {
-  const rows = await db.userTopic.findMany({
-    where: { userId: user.id, stream: { deactivated: false } },
-    orderBy: { id: 'asc' },
-  });
-  return rows.map((row): UserTopicEntry => ({
-    stream_id: row.streamId,
-    topic_name: row.topicName,
-    visibility_policy: row.visibilityPolicy,
-    last_updated: seconds(row.lastUpdated),
+export function presentUserTopics(rows: TopicPolicyRow[]): UserTopicEntry[] {
+  return rows.map((row) => ({
+    stream_id: row.stream_id,
+    topic_name: row.topic_name,
+    visibility_policy: row.visibility_policy,
+    last_updated: seconds(row.last_updated),
   }));
 }
 
 /** The legacy muted_topics list: [channel name, topic, timestamp] for muted topics only. */
+export function presentMutedTopicsLegacy(rows: TopicPolicyRow[]): [string, string, number][] {
+  return rows
+    .filter((row) => row.visibility_policy === VisibilityPolicy.MUTED)
+    .map((row) => [row.stream_name, row.topic_name, seconds(row.last_updated)]);
+}
+
 export async function mutedTopicsLegacy(
   user: Pick<User, 'id'>,
-  db: Tx = getPrisma(),
 ): Promise<[string, string, number][]> {
-  const rows = await db.userTopic.findMany({
-    where: {
-      userId: user.id,
-      visibilityPolicy: VisibilityPolicy.MUTED,
-      stream: { deactivated: false },
-    },
-    include: { stream: { select: { name: true } } },
-    orderBy: { id: 'asc' },
-  });
-  return rows.map((row) => [row.stream.name, row.topicName, seconds(row.lastUpdated)]);
+  return presentMutedTopicsLegacy(await topicPolicyRows(user));
 }
 
 /** `m` (message) is in a topic the user gave one of `policies`. */
@@ -73,21 +86,25 @@ export interface Muting {
   topics: Map<string, number>;
 }
 
-export async function loadMuting(user: Pick<User, 'id'>, db: Tx = getPrisma()): Promise<Muting> {
-  const [subs, topics] = await Promise.all([
-    db.$queryRaw<{ stream_id: number }[]>`
-      SELECT st.id AS stream_id FROM subscription s JOIN stream st ON st.recipient_id = s.recipient_id
-      WHERE s.user_profile_id = ${user.id} AND s.active AND s.is_muted`,
-    db.userTopic.findMany({
-      where: { userId: user.id },
-      select: { streamId: true, topicName: true, visibilityPolicy: true },
-    }),
-  ]);
+const mutingOf = statement<
+  { muted_channels: number[]; topics: { s: number; t: string; p: number }[] },
+  [number]
+>(`
+  SELECT ARRAY(
+      SELECT st.id FROM subscription s JOIN stream st ON st.recipient_id = s.recipient_id
+      WHERE s.user_profile_id = $1 AND s.active AND s.is_muted
+    ) AS muted_channels,
+    COALESCE((SELECT json_agg(json_build_object('s', stream_id, 't', topic_name,
+                                                'p', visibility_policy))
+              FROM user_topic WHERE user_profile_id = $1), '[]') AS topics`);
+
+/** The user's muted channels and topic policies, in one statement (in the caller's
+ * transaction, if any). */
+export async function loadMuting(user: Pick<User, 'id'>): Promise<Muting> {
+  const [row] = await query(mutingOf, [user.id]);
   return {
-    mutedChannels: new Set(subs.map((row) => row.stream_id)),
-    topics: new Map(
-      topics.map((row) => [topicKey(row.streamId, row.topicName), row.visibilityPolicy]),
-    ),
+    mutedChannels: new Set(row!.muted_channels),
+    topics: new Map(row!.topics.map((topic) => [topicKey(topic.s, topic.t), topic.p])),
   };
 }
 

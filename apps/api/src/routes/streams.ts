@@ -98,7 +98,7 @@ defineRoute(streamRoutes, '/streams', {
         return ownerSubscribed.has(stream.recipientId!) && hasMetadataAccess(perms, stream, false);
       };
       const streams = all.filter(wanted);
-      const details = await loadStreamDetails(realm.id, streams, prisma, {
+      const details = await loadStreamDetails(realm.id, streams, {
         withSubscribers: false,
       });
       const defaults = params.include_default
@@ -120,7 +120,7 @@ defineRoute(streamRoutes, '/streams/:stream_id', {
     const { stream } = await accessStreamById(perms, path.stream_id, {
       requireContentAccess: false,
     });
-    const details = await loadStreamDetails(realm.id, [stream], undefined, {
+    const details = await loadStreamDetails(realm.id, [stream], {
       withSubscribers: false,
     });
     return { stream: presentStream(stream, details.context(stream)) };

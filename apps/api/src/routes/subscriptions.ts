@@ -303,7 +303,7 @@ export async function subscriptionsOf(
     },
     orderBy: { name: 'asc' },
   });
-  const details = await loadStreamDetails(realm.id, streams, db, { withSubscribers });
+  const details = await loadStreamDetails(realm.id, streams, { withSubscribers });
   return streams.map((stream) =>
     presentSubscription(
       stream,
