@@ -52,12 +52,27 @@ async function main(): Promise<void> {
       });
       messageId = sent.body!.id as number;
     }
+    // A queue to poll without waiting: each poll is the events tier's whole per-request path
+    // (authentication, the queue read in Redis, the answer) without the wait.
+    const registered = await requestJson(`http://127.0.0.1:${stack.api[0]!.port}`, {
+      host: host.Host,
+      user: owner,
+      method: 'POST',
+      path: '/api/v1/register',
+      form: { event_types: JSON.stringify(['message']), fetch_event_types: '[]' },
+    });
+    const queueId = encodeURIComponent(registered.body!.queue_id as string);
+    const events = `http://127.0.0.1:${stack.events[0]!.port}/api/v1`;
     const raw = await throughput(hello.url, {});
     const usersMe = await throughput(`${api}/users/me`, auth);
     const serverSettings = await throughput(`${api}/server_settings`, host);
     const messageById = await throughput(`${api}/messages/${messageId}`, auth);
     const messages = await throughput(
       `${api}/messages?anchor=newest&num_before=20&num_after=0`,
+      auth,
+    );
+    const poll = await throughput(
+      `${events}/events?queue_id=${queueId}&last_event_id=-1&dont_block=true`,
       auth,
     );
     const figures = {
@@ -74,6 +89,8 @@ async function main(): Promise<void> {
       message_by_id_ratio: Number((messageById / raw).toFixed(3)),
       messages_20_rps: Math.round(messages),
       messages_20_ratio: Number((messages / raw).toFixed(3)),
+      events_poll_rps: Math.round(poll),
+      events_poll_ratio: Number((poll / raw).toFixed(3)),
     };
     console.log(JSON.stringify(figures));
   } finally {

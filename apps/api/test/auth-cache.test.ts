@@ -71,6 +71,23 @@ describe('authentication from memory', () => {
     }
   });
 
+  it('shares one frozen object per user and organization between requests', async () => {
+    const user = await createTestUser(org.realm);
+    const realm = (await authCache().realmBySubdomain(org.realm.stringId))!;
+    const first = (await authCache().userByEmail(realm, user.deliveryEmail))!;
+    const again = (await authCache().userByEmail(realm, user.deliveryEmail))!;
+    expect(again).toBe(first);
+    expect(await authCache().realmBySubdomain(org.realm.stringId)).toBe(realm);
+    // A handler that changed a field would change it for every later request: it fails
+    // instead, and the cached values stay as read.
+    for (const shared of [first, first.realm, realm])
+      expect(() => Object.assign(shared, { fullName: 'changed', name: 'changed' })).toThrow(
+        TypeError,
+      );
+    expect(first.fullName).toBe(user.fullName);
+    expect(realm.name).toBe(org.realm.name);
+  });
+
   it('forgets a regenerated API key at once', async () => {
     const user = await createTestUser(org.realm);
     expectSuccess(await as(user, org.host).get('/users/me'));

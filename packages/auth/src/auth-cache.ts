@@ -131,17 +131,16 @@ class AuthCache {
   ): Promise<T | null> {
     const now = Date.now();
     const hit = map.get(key);
-    if (hit && this.listener.isListening && now - hit.at < TTL_MS) return copy(hit.value);
+    if (hit && this.listener.isListening && now - hit.at < TTL_MS) return hit.value;
     // Requests that miss the same key at once (every client reconnecting after a restart)
     // share one read, unless a change came after it began.
     const loadKey = `${map === (this.users as Map<string, unknown>) ? 'u' : 'r'}\n${key}`;
     const inFlight = this.loads.get(loadKey);
     if (inFlight && inFlight.generation === this.generation) {
-      const value = (await inFlight.value) as T | null;
-      return value && copy(value);
+      return (await inFlight.value) as T | null;
     }
     const generation = this.generation;
-    const loading = load();
+    const loading = load().then((loaded) => loaded && freeze(loaded));
     this.loads.set(loadKey, { generation, value: loading });
     let value: T | null;
     try {
@@ -153,7 +152,7 @@ class AuthCache {
       if (map.size >= MAX_ENTRIES) this.dropOldest(map);
       map.set(key, { value, at: now });
     }
-    return value && copy(value);
+    return value;
   }
 
   private dropOldest<T extends object>(map: Map<string, Entry<T>>): void {
@@ -194,11 +193,13 @@ class AuthCache {
   }
 }
 
-/** Callers get their own object: a handler that changes a field must not change the cache. */
-function copy<T extends object>(value: T): T {
-  const shallow = { ...value } as T & { realm?: Realm };
-  if (shallow.realm) shallow.realm = { ...shallow.realm };
-  return shallow;
+/** Every request shares the cached object, frozen: a handler that changed a field would
+ * change it for every later request, so it fails loudly instead (a copy per request cost
+ * memory in each of thousands of parked long-polls). */
+function freeze<T extends object>(value: T): T {
+  const withRealm = value as T & { realm?: Realm };
+  if (withRealm.realm) Object.freeze(withRealm.realm);
+  return Object.freeze(value);
 }
 
 let cache: AuthCache | undefined;

@@ -43,12 +43,20 @@ export function requestContext(): RequestHandler {
     const requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     res.locals.requestId = requestId;
     res.locals.logContext = {};
-    res.locals.log = getLogger().child({ request_id: requestId });
-    res.set('X-Request-Id', requestId);
+    // The child logger is made only for a request that logs something of its own: most do
+    // not, and a long-poll would keep it for its whole wait.
+    let log: Logger | undefined;
+    Object.defineProperty(res.locals, 'log', {
+      get: () => (log ??= getLogger().child({ request_id: requestId })),
+      set: (value: Logger) => (log = value),
+      enumerable: true,
+    });
+    res.setHeader('X-Request-Id', requestId);
     const started = process.hrtime.bigint();
     res.on('finish', () => {
       const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
-      res.locals.log.http('request', {
+      (log ?? getLogger()).http('request', {
+        ...(log ? {} : { request_id: requestId }),
         method: req.method,
         path: req.originalUrl.split('?')[0],
         status: res.statusCode,
