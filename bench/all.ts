@@ -123,6 +123,8 @@ async function main(): Promise<void> {
       message_by_id_ratio: reads.message_by_id_ratio,
       users_me_ratio: reads.users_me_ratio,
       messages_20_ratio: reads.messages_20_ratio,
+      events_poll_ratio: reads.events_poll_ratio,
+      events_poll_cpu_ms: reads.events_poll_cpu_ms,
       send_50_subscribers_p50_ms: send50.send_p50_ms,
       send_50_subscribers_p99_ms: send50.send_p99_ms,
       send_50_subscribers_p50_in_raw_inserts: ratio(send50.send_p50_ms as number, inserts.p50Ms),

@@ -5,6 +5,7 @@
 import { spawn } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
 import { freePort, repoRoot, requestJson, startStack, waitForReady } from '@parley/devservices';
+import { cpuMeter, pidsMatching } from './cpu';
 import { CONNECTIONS, SECONDS, throughput } from './http-load';
 import { createBenchOrganization, prepareBench, stopBench } from './setup';
 
@@ -71,10 +72,15 @@ async function main(): Promise<void> {
       `${api}/messages?anchor=newest&num_before=20&num_after=0`,
       auth,
     );
+    const pollCpu = cpuMeter({
+      events: [stack.events[0]!.process.pid!],
+      redis: pidsMatching(/redis-server/),
+    });
     const poll = await throughput(
       `${events}/events?queue_id=${queueId}&last_event_id=-1&dont_block=true`,
       auth,
     );
+    const pollCpuMs = pollCpu.perUnit(poll * SECONDS);
     const figures = {
       seconds: SECONDS,
       connections: CONNECTIONS,
@@ -91,6 +97,8 @@ async function main(): Promise<void> {
       messages_20_ratio: Number((messages / raw).toFixed(3)),
       events_poll_rps: Math.round(poll),
       events_poll_ratio: Number((poll / raw).toFixed(3)),
+      events_poll_cpu_ms: pollCpuMs.events,
+      events_poll_redis_cpu_ms: pollCpuMs.redis,
     };
     console.log(JSON.stringify(figures));
   } finally {
