@@ -8,7 +8,7 @@
 // cache listener's heartbeat.
 import pg from 'pg';
 import { authCache } from '@parley/auth';
-import { Role } from '@parley/db';
+import { getPrisma, Role } from '@parley/db';
 import { as, createTestUser, expectSuccess } from './helpers';
 import { createMessageOrg, send, type MessageOrg } from './message-helpers';
 
@@ -93,6 +93,30 @@ describe('statements per request', () => {
     expect(sent).toHaveLength(9);
     // The channel, linkifiers and recipients are read before the transaction.
     expect(sent.indexOf('BEGIN')).toBe(3);
+  });
+
+  it("POST /messages runs its transaction without Prisma's, except for Prisma's rare writes", async () => {
+    const newcomer = await createTestUser(org.realm, Role.MEMBER);
+    const group = JSON.stringify([org.other.id, newcomer.id]);
+    const transactions = jest.spyOn(getPrisma(), '$transaction');
+    try {
+      expectSuccess(
+        await send(org.member, org.host, {
+          type: 'stream',
+          to: 'general',
+          topic: 't',
+          content: 'x',
+        }),
+      );
+      expect(transactions).not.toHaveBeenCalled();
+      // A new direct-message group is created through Prisma.
+      expectSuccess(await send(org.member, org.host, { type: 'private', to: group, content: 'a' }));
+      expect(transactions).toHaveBeenCalledTimes(1);
+      expectSuccess(await send(org.member, org.host, { type: 'private', to: group, content: 'b' }));
+      expect(transactions).toHaveBeenCalledTimes(1);
+    } finally {
+      transactions.mockRestore();
+    }
   });
 
   it('POST /messages to a direct-message group: the same count whatever its size', async () => {

@@ -18,15 +18,10 @@ import {
   type User,
 } from '@parley/db';
 
-export type UserWithRealm = User & { realm: Realm };
-
 const TTL_MS = 60_000;
 
 const realmBySubdomain = statement<Realm, [string]>(
   `SELECT ${columnsOf('Realm', 'r')} FROM realm r WHERE r.string_id = $1`,
-);
-const realmById = statement<Realm, [number]>(
-  `SELECT ${columnsOf('Realm', 'r')} FROM realm r WHERE r.id = $1`,
 );
 // lower(delivery_email) uses the (realm_id, lower(delivery_email)) unique index and compares
 // exactly (see packages/db/src/lookup.ts).
@@ -34,8 +29,8 @@ const userByAddress = statement<User, [number, string]>(
   `SELECT ${columnsOf('User', 'u')} FROM user_profile u
    WHERE u.realm_id = $1 AND lower(u.delivery_email) = lower($2)`,
 );
-/** Beyond this many entries per map the oldest go: a bound on memory (a user row with its
- * organization is a few kilobytes), not a policy. */
+/** Beyond this many entries per map the oldest go: a bound on memory (a user row is a
+ * kilobyte or two), not a policy. */
 const MAX_ENTRIES = 20_000;
 
 interface Entry<T> {
@@ -45,7 +40,7 @@ interface Entry<T> {
 
 class AuthCache {
   private readonly realms = new Map<string, Entry<Realm>>();
-  private readonly users = new Map<string, Entry<UserWithRealm>>();
+  private readonly users = new Map<string, Entry<User>>();
   /** Each cached user's key in `users`. */
   private readonly userKeys = new Map<number, string>();
   /** Bumped by every notification and every loss of the connection: a value read before a
@@ -96,14 +91,12 @@ class AuthCache {
   }
 
   /** The user (active or not, bot or not) with this delivery address in the organization. */
-  async userByEmail(realm: Realm, email: string): Promise<UserWithRealm | null> {
+  async userByEmail(realm: Realm, email: string): Promise<User | null> {
     const address = email.trim().toLowerCase();
     const key = `${realm.id}\n${address}`;
     const user = await this.cached(this.users, key, async () => {
       const [found] = await query(userByAddress, [realm.id, address]);
-      if (!found) return null;
-      const [own] = await query(realmById, [found.realmId]);
-      return own ? { ...found, realm: own } : null;
+      return found ?? null;
     });
     if (user && this.users.has(key)) {
       // An address change moves the user to another key: the old one goes.
@@ -159,7 +152,7 @@ class AuthCache {
     const [key, entry] = map.entries().next().value!;
     map.delete(key);
     if ((map as Map<string, unknown>) === this.users) {
-      const { id } = entry.value as unknown as UserWithRealm;
+      const { id } = entry.value as unknown as User;
       if (this.userKeys.get(id) === key) this.userKeys.delete(id);
     }
   }
@@ -197,8 +190,6 @@ class AuthCache {
  * change it for every later request, so it fails loudly instead (a copy per request cost
  * memory in each of thousands of parked long-polls). */
 function freeze<T extends object>(value: T): T {
-  const withRealm = value as T & { realm?: Realm };
-  if (withRealm.realm) Object.freeze(withRealm.realm);
   return Object.freeze(value);
 }
 

@@ -6,7 +6,7 @@ import type { Request, Response } from 'express';
 import passport from 'passport';
 import { BasicStrategy } from 'passport-http';
 import { getPrisma, type Realm, type User } from '@parley/db';
-import { authCache, type UserWithRealm } from './auth-cache';
+import { authCache } from './auth-cache';
 import { JsonableError, UnauthorizedError } from '@parley/errors';
 
 const API_KEY = /^[A-Za-z0-9]{32}$/;
@@ -29,9 +29,12 @@ export async function validateApiKey(
   // Look the user up by address and compare keys in constant time, so response timing says
   // nothing about which keys exist.
   const candidate = realm ? await authCache().userByEmail(realm, email) : null;
-  let user: UserWithRealm | undefined;
-  if (candidate && sameKey(candidate.apiKey, apiKey)) {
+  let user: User;
+  // The user's own organization: the Host's for a user found in it.
+  let userRealm: Realm;
+  if (candidate && realm && sameKey(candidate.apiKey, apiKey)) {
     user = candidate;
+    userRealm = realm;
   } else {
     // A valid key for this address in another organization gets Zulip's subdomain message.
     const elsewhere = await getPrisma().user.findUnique({
@@ -41,17 +44,16 @@ export async function validateApiKey(
     if (!elsewhere || elsewhere.deliveryEmail.toLowerCase() !== email.trim().toLowerCase()) {
       throw new UnauthorizedError('Invalid API key');
     }
-    user = elsewhere;
+    ({ realm: userRealm, ...user } = elsewhere);
   }
   if (user.isBot && user.botType === INCOMING_WEBHOOK_BOT) {
     throw new UnauthorizedError('This API is not available to incoming webhook bots.');
   }
   if (!user.isActive) throw new UnauthorizedError('Account is deactivated');
-  if (user.realm.deactivated) throw new UnauthorizedError('This organization has been deactivated');
+  if (userRealm.deactivated) throw new UnauthorizedError('This organization has been deactivated');
   if (!realm || user.realmId !== realm.id)
     throw new UnauthorizedError('Account is not associated with this subdomain');
-  const { realm: _realm, ...plain } = user;
-  return plain;
+  return user;
 }
 
 function sameKey(stored: string, given: string): boolean {

@@ -3,7 +3,8 @@
 // for data that was rolled back.
 import type { Prisma } from '@prisma/client';
 import { getLogger } from '@parley/logger';
-import { getPrisma } from './client';
+import { getPool, getPrisma } from './client';
+import { query, statement } from './sql';
 import { withTransactionBinding } from './transaction-pool';
 
 export type Tx = Prisma.TransactionClient;
@@ -24,6 +25,23 @@ export interface RunActionOptions {
   isolationLevel?: Prisma.TransactionIsolationLevel;
   /** Milliseconds the transaction may run (Prisma's default of 5 s is short for bulk work). */
   timeout?: number;
+  /** False for an action that writes only through typed SQL: its transaction is begun and
+   * committed on a pooled connection directly, without Prisma's interactive-transaction
+   * machinery (about a millisecond of CPU per transaction), and `ctx.tx` throws. */
+  prisma?: boolean;
+}
+
+/** What `ctx.tx` is in an action run with `prisma: false`: any use is a bug to fix at once.
+ * One per transaction, since the object also identifies its transaction (lib/events.ts keys
+ * the events queued in it by `ctx.tx`). */
+function withoutPrisma(): Tx {
+  return new Proxy({} as Tx, {
+    get(_target, property) {
+      throw new Error(
+        `ctx.tx.${String(property)} in an action run without Prisma (runAction prisma: false)`,
+      );
+    },
+  });
 }
 
 /** Called after a commit with the user_profile and realm rows it changed ("table:id"): the
@@ -37,9 +55,13 @@ export function onCommittedAuthChanges(listener: AuthChangeListener): () => void
   return () => authChangeListeners.delete(listener);
 }
 
-async function changedAuthRows(tx: Tx): Promise<string[]> {
-  const [row] = await tx.$queryRaw<{ changed: string | null }[]>`
-    SELECT current_setting('parley.auth_changed', true) AS changed`;
+const authChangedSetting = statement<{ changed: string | null }>(
+  `SELECT current_setting('parley.auth_changed', true) AS changed`,
+);
+
+/** Read in the action's transaction (typed SQL joins it). */
+async function changedAuthRows(): Promise<string[]> {
+  const [row] = await query(authChangedSetting, []);
   return parseAuthChanges(row?.changed ?? null);
 }
 
@@ -54,26 +76,29 @@ export async function runAction<T>(
   const callbacks: Array<() => Promise<void> | void> = [];
   let authChanges: string[] = [];
   let read: string[] | undefined;
+  const body = async (tx: Tx) => {
+    const finishing: Array<() => Promise<void>> = [];
+    const value = await action({
+      tx,
+      onCommit: (callback) => callbacks.push(callback),
+      beforeCommit: (callback) => finishing.push(callback),
+      authChangesRead: (setting) => (read = parseAuthChanges(setting)),
+    });
+    // Only a reading taken by the last callback is final: earlier ones precede its writes.
+    for (const callback of finishing) {
+      read = undefined;
+      await callback();
+    }
+    authChanges = read ?? (await changedAuthRows());
+    return value;
+  };
   const result = await withTransactionBinding(() =>
-    getPrisma().$transaction(
-      async (tx) => {
-        const finishing: Array<() => Promise<void>> = [];
-        const value = await action({
-          tx,
-          onCommit: (callback) => callbacks.push(callback),
-          beforeCommit: (callback) => finishing.push(callback),
-          authChangesRead: (setting) => (read = parseAuthChanges(setting)),
-        });
-        // Only a reading taken by the last callback is final: earlier ones precede its writes.
-        for (const callback of finishing) {
-          read = undefined;
-          await callback();
-        }
-        authChanges = read ?? (await changedAuthRows(tx));
-        return value;
-      },
-      { timeout: options.timeout ?? 15_000, isolationLevel: options.isolationLevel },
-    ),
+    options.prisma === false
+      ? sqlTransaction(body, options.isolationLevel)
+      : getPrisma().$transaction(body, {
+          timeout: options.timeout ?? 15_000,
+          isolationLevel: options.isolationLevel,
+        }),
   );
   crashHereIfAsked();
   if (authChanges.length > 0) for (const listener of authChangeListeners) listener(authChanges);
@@ -87,6 +112,41 @@ export async function runAction<T>(
     }
   }
   return result;
+}
+
+const ISOLATION_LEVELS: Record<Prisma.TransactionIsolationLevel, string> = {
+  ReadUncommitted: 'READ UNCOMMITTED',
+  ReadCommitted: 'READ COMMITTED',
+  RepeatableRead: 'REPEATABLE READ',
+  Serializable: 'SERIALIZABLE',
+};
+
+/** A transaction on a pooled connection, which the pool binds to this async context (see
+ * transaction-pool.ts), so typed SQL in `body` runs in it. */
+async function sqlTransaction<T>(
+  body: (tx: Tx) => Promise<T>,
+  isolationLevel?: Prisma.TransactionIsolationLevel,
+): Promise<T> {
+  const client = await getPool().connect();
+  // pg-pool drops a connection that died; one whose ROLLBACK failed is dropped here, since
+  // its transaction may still be open.
+  let discard = false;
+  try {
+    await client.query(
+      isolationLevel ? `BEGIN ISOLATION LEVEL ${ISOLATION_LEVELS[isolationLevel]}` : 'BEGIN',
+    );
+    let value: T;
+    try {
+      value = await body(withoutPrisma());
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => (discard = true));
+      throw error;
+    }
+    await client.query('COMMIT');
+    return value;
+  } finally {
+    client.release(discard);
+  }
 }
 
 /** Fault injection for the fault tests: with PARLEY_FAULT_KILL_AFTER_COMMIT=N the process

@@ -96,6 +96,84 @@ describe('typed SQL', () => {
   });
 });
 
+describe('runAction without Prisma (prisma: false)', () => {
+  it('commits typed SQL written in it, and holds it back from others until then', async () => {
+    const stringId = subdomain();
+    const realm = await getPrisma().realm.create({ data: { stringId, name: 'Before' } });
+    const outside = await runAction(
+      async () => {
+        await query(renameRealm, [realm.id, 'After']);
+        expect((await query(realmByStringId, [stringId]))[0]?.name).toBe('After');
+        return getPrisma().realm.findUniqueOrThrow({ where: { id: realm.id } });
+      },
+      { prisma: false },
+    );
+    expect(outside.name).toBe('Before');
+    expect((await query(realmByStringId, [stringId]))[0]?.name).toBe('After');
+  });
+
+  it('rolls back on failure, and its connection serves the next transaction', async () => {
+    const stringId = subdomain();
+    const realm = await getPrisma().realm.create({ data: { stringId, name: 'Kept' } });
+    await expect(
+      runAction(
+        async () => {
+          await query(renameRealm, [realm.id, 'Lost']);
+          throw new Error('abort');
+        },
+        { prisma: false },
+      ),
+    ).rejects.toThrow('abort');
+    expect((await query(realmByStringId, [stringId]))[0]?.name).toBe('Kept');
+    // A failed statement aborts the transaction; ROLLBACK ends it and the connection is reusable.
+    await expect(
+      runAction(() => query(statement('SELECT 1 / 0'), []), { prisma: false }),
+    ).rejects.toThrow(/division by zero/);
+    const names = await Promise.all(
+      Array.from({ length: 12 }, () =>
+        runAction(async () => (await query(realmByStringId, [stringId]))[0]?.name, {
+          prisma: false,
+        }),
+      ),
+    );
+    expect(new Set(names)).toEqual(new Set(['Kept']));
+  });
+
+  it('refuses Prisma in it, and gives each transaction its own ctx.tx', async () => {
+    await expect(runAction(({ tx }) => tx.realm.findFirst(), { prisma: false })).rejects.toThrow(
+      /without Prisma/,
+    );
+    const seen: object[] = [];
+    await Promise.all(
+      [0, 1].map(() =>
+        runAction(
+          async ({ tx }) => {
+            seen.push(tx);
+          },
+          { prisma: false },
+        ),
+      ),
+    );
+    expect(seen[0]).not.toBe(seen[1]);
+  });
+
+  it('takes the isolation level asked for', async () => {
+    const level = await runAction(
+      async () =>
+        (
+          await query(
+            statement<{ level: string }>(
+              "SELECT current_setting('transaction_isolation') AS level",
+            ),
+            [],
+          )
+        )[0]?.level,
+      { prisma: false, isolationLevel: 'Serializable' },
+    );
+    expect(level).toBe('serializable');
+  });
+});
+
 describe('columnsOf', () => {
   it("returns rows shaped as Prisma's model type", async () => {
     const stringId = subdomain();

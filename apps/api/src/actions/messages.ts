@@ -7,6 +7,7 @@ import {
   flagsToBitmask,
   query,
   RecipientType,
+  runAction,
   Role,
   statement,
   type ActionContext,
@@ -381,6 +382,18 @@ const insertMessage = statement<
     SELECT u, inserted.id, f FROM inserted, unnest($11::int[], $12::bigint[]) AS t(u, f)
   )
   SELECT ${columnsOf('Message', 'inserted')} FROM inserted`);
+
+/** Sends a prepared message in its own transaction. Most sends write only through typed SQL
+ * and skip Prisma's transaction machinery; the rare writes still made through Prisma (a new
+ * direct-message group, attachment links, a channel's first message) need it. */
+export function sendPreparedMessage(prepared: PreparedMessage): Promise<SentMessage> {
+  const { addressee, recipientId, content } = prepared;
+  const prisma =
+    recipientId === null ||
+    linkedPathIds(content).length > 0 ||
+    (addressee.kind === 'channel' && addressee.stream.firstMessageId === null);
+  return runAction((ctx) => doSendMessage(ctx, prepared), { prisma });
+}
 
 /** The writes of a send, and its events queued for after the commit. */
 export async function doSendMessage(

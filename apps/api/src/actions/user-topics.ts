@@ -2,7 +2,14 @@
 // per user and topic, removed when the policy goes back to inherit. A request that changes
 // nothing sends nothing; a change sends the legacy muted_topics list and a user_topic event
 // to the user's clients.
-import type { ActionContext, Stream, User } from '@parley/db';
+import {
+  columnsOf,
+  query,
+  statement,
+  type ActionContext,
+  type Stream,
+  type User,
+} from '@parley/db';
 import { sendEventOnCommit } from '../lib/events';
 import { AutoPolicy } from '../lib/user-settings';
 import {
@@ -13,6 +20,33 @@ import {
   type VisibilityPolicyValue,
 } from '../lib/user-topics';
 
+// Typed SQL only (no ctx.tx): a send that changes the sender's policy runs without Prisma.
+const currentPolicyForUpdate = statement<{ visibility_policy: number }, [number, number, string]>(`
+  SELECT visibility_policy FROM user_topic
+  WHERE user_profile_id = $1 AND recipient_id = $2 AND lower(topic_name) = lower($3)
+  FOR UPDATE`);
+const deletePolicy = statement<never, [number, number, string]>(`
+  DELETE FROM user_topic
+  WHERE user_profile_id = $1 AND recipient_id = $2 AND lower(topic_name) = lower($3)`);
+// The stored spelling stays the one the row was created with, as in Zulip.
+const upsertPolicy = statement<never, [number, number, number, string, Date, number]>(`
+  INSERT INTO user_topic (user_profile_id, stream_id, recipient_id, topic_name,
+                          last_updated, visibility_policy)
+  VALUES ($1, $2, $3, $4, $5, $6)
+  ON CONFLICT (user_profile_id, recipient_id, lower(topic_name))
+  DO UPDATE SET visibility_policy = EXCLUDED.visibility_policy,
+                last_updated = EXCLUDED.last_updated`);
+// Mentioned users who follow topics where they are mentioned, unless they already muted or
+// follow this one (they keep their choice).
+const mentionFollowers = statement<User, [number[], number, number, string]>(`
+  SELECT ${columnsOf('User', 'u')} FROM user_profile u
+  WHERE u.id = ANY($1::int[]) AND u.realm_id = $2
+    AND u.is_active AND NOT u.is_bot AND u.automatically_follow_topics_where_mentioned
+    AND NOT EXISTS (SELECT 1 FROM user_topic ut WHERE ut.user_profile_id = u.id
+      AND ut.recipient_id = $3 AND lower(ut.topic_name) = lower($4)
+      AND ut.visibility_policy IN (${VisibilityPolicy.MUTED}, ${VisibilityPolicy.FOLLOWED}))
+  ORDER BY u.id`);
+
 /** Returns whether anything changed. `topic` is already normalized ("general chat" → ""). */
 export async function doSetUserTopicPolicy(
   ctx: ActionContext,
@@ -22,28 +56,12 @@ export async function doSetUserTopicPolicy(
   policy: VisibilityPolicyValue,
   now = new Date(),
 ): Promise<boolean> {
-  const { tx } = ctx;
-  const [current] = await tx.$queryRaw<{ visibility_policy: number }[]>`
-    SELECT visibility_policy FROM user_topic
-    WHERE user_profile_id = ${user.id} AND recipient_id = ${stream.recipientId}
-      AND lower(topic_name) = lower(${topic})
-    FOR UPDATE`;
+  const [current] = await query(currentPolicyForUpdate, [user.id, stream.recipientId!, topic]);
   const currentPolicy = current?.visibility_policy ?? VisibilityPolicy.INHERIT;
   if (currentPolicy === policy) return false;
-  if (policy === VisibilityPolicy.INHERIT) {
-    await tx.$executeRaw`
-      DELETE FROM user_topic WHERE user_profile_id = ${user.id}
-        AND recipient_id = ${stream.recipientId} AND lower(topic_name) = lower(${topic})`;
-  } else {
-    // The stored spelling stays the one the row was created with, as in Zulip.
-    await tx.$executeRaw`
-      INSERT INTO user_topic (user_profile_id, stream_id, recipient_id, topic_name,
-                              last_updated, visibility_policy)
-      VALUES (${user.id}, ${stream.id}, ${stream.recipientId}, ${topic}, ${now}, ${policy})
-      ON CONFLICT (user_profile_id, recipient_id, lower(topic_name))
-      DO UPDATE SET visibility_policy = EXCLUDED.visibility_policy,
-                    last_updated = EXCLUDED.last_updated`;
-  }
+  if (policy === VisibilityPolicy.INHERIT)
+    await query(deletePolicy, [user.id, stream.recipientId!, topic]);
+  else await query(upsertPolicy, [user.id, stream.id, stream.recipientId!, topic, now, policy]);
   sendEventOnCommit(ctx, { type: 'muted_topics', muted_topics: await mutedTopicsLegacy(user) }, [
     user.id,
   ]);
@@ -79,7 +97,6 @@ export async function doAutoFollowOnSend(
     sender.automaticallyUnmuteTopicsInMutedStreamsPolicy !== AutoPolicy.NEVER;
   if (!sender.isBot && automatic) {
     const context = await sendContext(
-      ctx.tx,
       sender.id,
       stream.recipientId!,
       topic,
@@ -92,19 +109,14 @@ export async function doAutoFollowOnSend(
   }
   const mentioned = [...mentionedIds].filter((id) => id !== sender.id);
   if (mentioned.length > 0) {
-    // Those who already muted or follow the topic keep their choice.
-    const followers = await ctx.tx.$queryRaw<{ id: number }[]>`
-      SELECT u.id FROM user_profile u
-      WHERE u.id = ANY(${mentioned}::int[]) AND u.realm_id = ${sender.realmId}
-        AND u.is_active AND NOT u.is_bot AND u.automatically_follow_topics_where_mentioned
-        AND NOT EXISTS (SELECT 1 FROM user_topic ut WHERE ut.user_profile_id = u.id
-          AND ut.recipient_id = ${stream.recipientId} AND lower(ut.topic_name) = lower(${topic})
-          AND ut.visibility_policy IN (${VisibilityPolicy.MUTED}, ${VisibilityPolicy.FOLLOWED}))`;
-    if (followers.length > 0)
-      for (const user of await ctx.tx.user.findMany({
-        where: { id: { in: followers.map((row) => row.id) } },
-      }))
-        await doSetUserTopicPolicy(ctx, user, stream, topic, VisibilityPolicy.FOLLOWED);
+    const followers = await query(mentionFollowers, [
+      mentioned,
+      sender.realmId,
+      stream.recipientId!,
+      topic,
+    ]);
+    for (const user of followers)
+      await doSetUserTopicPolicy(ctx, user, stream, topic, VisibilityPolicy.FOLLOWED);
   }
   return senderPolicy;
 }

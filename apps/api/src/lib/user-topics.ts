@@ -1,7 +1,7 @@
 // Topic visibility (Zulip's UserTopic): a user's muted, unmuted and followed topics, as
 // /register lists them, and as SQL conditions for narrows (is:followed, is:muted, in:home).
 // Topics are compared case-insensitively, as everywhere in Zulip.
-import { Prisma, query, statement, type Tx, type User } from '@parley/db';
+import { Prisma, query, statement, type User } from '@parley/db';
 import { AutoPolicy } from './user-settings';
 
 export const VisibilityPolicy = { INHERIT: 0, MUTED: 1, UNMUTED: 2, FOLLOWED: 3 } as const;
@@ -156,30 +156,33 @@ export function policyOnSend(
 }
 
 /** The sender's policy, channel muting and whether the message starts its topic, in one
- * query. With `sharedHistory` the sender sees the whole topic; otherwise only their copies. */
+ * query (in the send's transaction). With `sharedHistory` the sender sees the whole topic;
+ * otherwise only their copies. */
+const sendContextOf = statement<
+  { current: number | null; channel_muted: boolean | null; others: boolean },
+  [number, number, string, number, boolean]
+>(`
+  SELECT
+    (SELECT visibility_policy FROM user_topic WHERE user_profile_id = $1
+       AND recipient_id = $2 AND lower(topic_name) = lower($3)) AS current,
+    (SELECT is_muted FROM subscription WHERE user_profile_id = $1
+       AND recipient_id = $2 AND active) AS channel_muted,
+    CASE WHEN $5::boolean
+      THEN EXISTS (SELECT 1 FROM message WHERE recipient_id = $2
+             AND upper(subject) = upper($3) AND id <> $4)
+      ELSE EXISTS (SELECT 1 FROM user_message um JOIN message m ON m.id = um.message_id
+             WHERE um.user_profile_id = $1 AND m.recipient_id = $2
+               AND upper(m.subject) = upper($3) AND m.id <> $4)
+    END AS others`);
+
 export async function sendContext(
-  db: Tx,
   userId: number,
   recipientId: number,
   topic: string,
   messageId: number,
   sharedHistory: boolean,
 ): Promise<SendContext> {
-  const [row] = await db.$queryRaw<
-    { current: number | null; channel_muted: boolean | null; others: boolean }[]
-  >`
-    SELECT
-      (SELECT visibility_policy FROM user_topic WHERE user_profile_id = ${userId}
-         AND recipient_id = ${recipientId} AND lower(topic_name) = lower(${topic})) AS current,
-      (SELECT is_muted FROM subscription WHERE user_profile_id = ${userId}
-         AND recipient_id = ${recipientId} AND active) AS channel_muted,
-      CASE WHEN ${sharedHistory}
-        THEN EXISTS (SELECT 1 FROM message WHERE recipient_id = ${recipientId}
-               AND upper(subject) = upper(${topic}) AND id <> ${messageId})
-        ELSE EXISTS (SELECT 1 FROM user_message um JOIN message m ON m.id = um.message_id
-               WHERE um.user_profile_id = ${userId} AND m.recipient_id = ${recipientId}
-                 AND upper(m.subject) = upper(${topic}) AND m.id <> ${messageId})
-      END AS others`;
+  const [row] = await query(sendContextOf, [userId, recipientId, topic, messageId, sharedHistory]);
   return {
     current: row?.current ?? VisibilityPolicy.INHERIT,
     channelMuted: row?.channel_muted === true,

@@ -9,7 +9,7 @@ import { defineRoute, p } from '@parley/http';
 import {
   checkContent,
   checkTopic,
-  doSendMessage,
+  sendPreparedMessage,
   prepareMessage,
   type SendTarget,
 } from '../actions/messages';
@@ -126,7 +126,7 @@ defineRoute(messageRoutes, '/messages', {
           ? { localEcho: { queueId: params.queue_id, localId: params.local_id } }
           : {}),
       });
-      const sent = await runAction((ctx) => doSendMessage(ctx, prepared));
+      const sent = await sendPreparedMessage(prepared);
       return {
         id: sent.message.id,
         ...(sent.automaticPolicy !== null
