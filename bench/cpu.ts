@@ -28,21 +28,30 @@ export function pidsMatching(pattern: RegExp): number[] {
 }
 
 /** Starts counting CPU time for named groups of processes; `perUnit(n)` gives each group's
- * milliseconds since then, divided by n. */
-export function cpuMeter(groups: Record<string, number[]>): {
+ * milliseconds since then, divided by n. A group given as a pattern is listed again at the
+ * end, so processes started meanwhile (PostgreSQL backends of new connections) count too. */
+export function cpuMeter(groups: Record<string, number[] | RegExp>): {
   perUnit(units: number): Record<string, number>;
 } {
-  const total = (pids: number[]) => pids.reduce((sum, pid) => sum + cpuTimeMs(pid), 0);
+  const pidsOf = (group: number[] | RegExp) =>
+    group instanceof RegExp ? pidsMatching(group) : group;
   const start = Object.fromEntries(
-    Object.entries(groups).map(([name, pids]) => [name, total(pids)]),
+    Object.entries(groups).map(([name, group]) => [
+      name,
+      new Map(pidsOf(group).map((pid) => [pid, cpuTimeMs(pid)])),
+    ]),
   );
   return {
     perUnit: (units) =>
       Object.fromEntries(
-        Object.entries(groups).map(([name, pids]) => [
-          name,
-          Number(((total(pids) - start[name]!) / units).toFixed(2)),
-        ]),
+        Object.entries(groups).map(([name, group]) => {
+          const before = start[name]!;
+          const spent = pidsOf(group).reduce(
+            (sum, pid) => sum + cpuTimeMs(pid) - (before.get(pid) ?? 0),
+            0,
+          );
+          return [name, Number((spent / units).toFixed(2))];
+        }),
       ),
   };
 }

@@ -6,7 +6,7 @@ import { Agent } from 'node:http';
 import { cpus, loadavg } from 'node:os';
 import type { User } from '@parley/db';
 import { requestJson, startStack } from '@parley/devservices';
-import { cpuMeter, pidsMatching } from './cpu';
+import { cpuMeter } from './cpu';
 import {
   createBenchChannel,
   createBenchOrganization,
@@ -92,8 +92,8 @@ async function main(): Promise<void> {
     const cpu = cpuMeter({
       api: [stack.api[0]!.process.pid!],
       events: [stack.events[0]!.process.pid!],
-      postgres: pidsMatching(/^postgres/),
-      redis: pidsMatching(/redis-server/),
+      postgres: /^postgres/,
+      redis: /redis-server/,
       client: [process.pid],
     });
     const posts: number[] = [];

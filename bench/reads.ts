@@ -5,7 +5,7 @@
 import { spawn } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
 import { freePort, repoRoot, requestJson, startStack, waitForReady } from '@parley/devservices';
-import { cpuMeter, pidsMatching } from './cpu';
+import { cpuMeter } from './cpu';
 import { CONNECTIONS, SECONDS, throughput } from './http-load';
 import { createBenchOrganization, prepareBench, stopBench } from './setup';
 
@@ -65,16 +65,29 @@ async function main(): Promise<void> {
     const queueId = encodeURIComponent(registered.body!.queue_id as string);
     const events = `http://127.0.0.1:${stack.events[0]!.port}/api/v1`;
     const raw = await throughput(hello.url, {});
-    const usersMe = await throughput(`${api}/users/me`, auth);
-    const serverSettings = await throughput(`${api}/server_settings`, host);
-    const messageById = await throughput(`${api}/messages/${messageId}`, auth);
-    const messages = await throughput(
+    // Each endpoint's rate, and the CPU milliseconds per request meanwhile of the API replica
+    // and of everything it waits on (PostgreSQL's backends, Redis): on a small machine they
+    // share the cores with the client, so their sum bounds the rate.
+    const apiPid = stack.api[0]!.process.pid!;
+    const measure = async (url: string, headers: Record<string, string>) => {
+      const meter = cpuMeter({
+        api: [apiPid],
+        postgres: /^postgres/,
+        redis: /redis-server/,
+      });
+      const rps = await throughput(url, headers);
+      return [rps, meter.perUnit(rps * SECONDS)] as const;
+    };
+    const [usersMe, usersMeCpu] = await measure(`${api}/users/me`, auth);
+    const [serverSettings] = await measure(`${api}/server_settings`, host);
+    const [messageById, messageByIdCpu] = await measure(`${api}/messages/${messageId}`, auth);
+    const [messages, messagesCpu] = await measure(
       `${api}/messages?anchor=newest&num_before=20&num_after=0`,
       auth,
     );
     const pollCpu = cpuMeter({
       events: [stack.events[0]!.process.pid!],
-      redis: pidsMatching(/redis-server/),
+      redis: /redis-server/,
     });
     const poll = await throughput(
       `${events}/events?queue_id=${queueId}&last_event_id=-1&dont_block=true`,
@@ -89,12 +102,15 @@ async function main(): Promise<void> {
       hello_world_rps: Math.round(raw),
       users_me_rps: Math.round(usersMe),
       users_me_ratio: Number((usersMe / raw).toFixed(3)),
+      users_me_cpu_ms: usersMeCpu,
       server_settings_rps: Math.round(serverSettings),
       server_settings_ratio: Number((serverSettings / raw).toFixed(3)),
       message_by_id_rps: Math.round(messageById),
       message_by_id_ratio: Number((messageById / raw).toFixed(3)),
+      message_by_id_cpu_ms: messageByIdCpu,
       messages_20_rps: Math.round(messages),
       messages_20_ratio: Number((messages / raw).toFixed(3)),
+      messages_20_cpu_ms: messagesCpu,
       events_poll_rps: Math.round(poll),
       events_poll_ratio: Number((poll / raw).toFixed(3)),
       events_poll_cpu_ms: pollCpuMs.events,

@@ -2,7 +2,10 @@
 import { stopAuthCache } from '@parley/auth';
 import { disconnectPrisma } from '@parley/db';
 import { disconnectRedis } from '@parley/events';
+// The API's linkifier cache by its own module: loading the API app in every test file would
+// cost more than the connection it closes.
+import { stopLinkifierCache } from '../apps/api/src/lib/linkifier-cache';
 
 afterAll(async () => {
-  await Promise.all([disconnectPrisma(), disconnectRedis(), stopAuthCache()]);
+  await Promise.all([disconnectPrisma(), disconnectRedis(), stopAuthCache(), stopLinkifierCache()]);
 });

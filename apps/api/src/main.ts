@@ -7,6 +7,7 @@ import { serve } from '@parley/http';
 import { createLogger, setLogger } from '@parley/logger';
 import { createApp } from './app';
 import { OutboxRelay } from './outbox-relay';
+import { stopLinkifierCache } from './lib/linkifier-cache';
 
 async function main(): Promise<void> {
   const config = getConfig();
@@ -23,7 +24,12 @@ async function main(): Promise<void> {
     },
     onClosed: async () => {
       await relay.stop();
-      await Promise.all([disconnectPrisma(), disconnectRedis(), stopAuthCache()]);
+      await Promise.all([
+        disconnectPrisma(),
+        disconnectRedis(),
+        stopAuthCache(),
+        stopLinkifierCache(),
+      ]);
     },
   });
 }

@@ -60,13 +60,13 @@ describe('statements per request', () => {
     expect(await statements(async () => expectSuccess(await run()))).toHaveLength(2);
   });
 
-  it('GET /messages/{id}: access, message with its display data, users, linkifiers', async () => {
+  it('GET /messages/{id}: access, message with its display data, users', async () => {
     const run = () => as(org.member, org.host).get(`/messages/${messageId}`);
     await run();
-    expect(await statements(async () => expectSuccess(await run()))).toHaveLength(4);
+    expect(await statements(async () => expectSuccess(await run()))).toHaveLength(3);
   });
 
-  it('GET /messages: groups, the window, then the three of presentation', async () => {
+  it('GET /messages: groups, the window, then the two of presentation', async () => {
     const newest = () =>
       as(org.member, org.host).get('/messages', { anchor: 'newest', num_before: 20 });
     const channel = () =>
@@ -78,21 +78,22 @@ describe('statements per request', () => {
       });
     await newest();
     await channel();
-    expect(await statements(async () => expectSuccess(await newest()))).toHaveLength(5);
+    expect(await statements(async () => expectSuccess(await newest()))).toHaveLength(4);
     // A channel operand: one more, the channel with the viewer's subscription.
-    expect(await statements(async () => expectSuccess(await channel()))).toHaveLength(6);
+    expect(await statements(async () => expectSuccess(await channel()))).toHaveLength(5);
   });
 
-  // Reads: the channel, linkifiers, recipients. Transaction: the message with its copies, the
-  // sender's topic policy (auto-follow), the outbox. After: the outbox rows' deletion.
+  // Reads: the channel, recipients (linkifiers come from memory). Transaction: the message
+  // with its copies, the sender's topic policy (auto-follow), the outbox. After: the outbox
+  // rows' deletion.
   it('POST /messages to a channel: reads before BEGIN, then only what must be inside', async () => {
     const run = () =>
       send(org.member, org.host, { type: 'stream', to: 'general', topic: 't', content: 'x' });
     await run();
     const sent = await statements(async () => expectSuccess(await run()));
-    expect(sent).toHaveLength(9);
-    // The channel, linkifiers and recipients are read before the transaction.
-    expect(sent.indexOf('BEGIN')).toBe(3);
+    expect(sent).toHaveLength(8);
+    // The channel and recipients are read before the transaction.
+    expect(sent.indexOf('BEGIN')).toBe(2);
   });
 
   it("POST /messages runs its transaction without Prisma's, except for Prisma's rare writes", async () => {
@@ -133,7 +134,7 @@ describe('statements per request', () => {
       expectSuccess(await run()); // creates the group
       counts.push((await statements(async () => expectSuccess(await run()))).length);
     }
-    expect(counts).toEqual([9, 9]);
+    expect(counts).toEqual([8, 8]);
   });
 
   it('POST /messages 1:1: the same as a group', async () => {
@@ -144,7 +145,7 @@ describe('statements per request', () => {
         content: 'one to one',
       });
     await run();
-    expect(await statements(async () => expectSuccess(await run()))).toHaveLength(9);
+    expect(await statements(async () => expectSuccess(await run()))).toHaveLength(8);
   });
 
   // Every section, one prepared statement each: the groups, the users (and bots), profile

@@ -10,6 +10,7 @@ import { disconnectRedis } from '@parley/events';
 import { serve } from '@parley/http';
 import { createLogger, setLogger } from '@parley/logger';
 import { createApp } from '@parley/api';
+import { stopLinkifierCache } from '@parley/api/lib/linkifier-cache';
 import { doCreateOrganization } from '@parley/api/actions/realms';
 import { doCreateStreams } from '@parley/api/actions/streams';
 import { doAddSubscriptions } from '@parley/api/actions/subscriptions';
@@ -72,7 +73,12 @@ async function main(): Promise<void> {
       onClosed: async () => {
         await relay.stop();
         await events.stop();
-        await Promise.all([disconnectPrisma(), disconnectRedis(), stopAuthCache()]);
+        await Promise.all([
+          disconnectPrisma(),
+          disconnectRedis(),
+          stopAuthCache(),
+          stopLinkifierCache(),
+        ]);
         await stopServices();
       },
     });

@@ -163,6 +163,8 @@ class AuthCache {
       this.syncs.get(rawId!)?.();
       return;
     }
+    // The channel also carries what other caches keep (linkifiers: the API's linkifier cache).
+    if (table === 'realm_filter') return;
     this.generation++;
     const id = Number(rawId);
     // Organizations change rarely: scanning for one's entries is cheaper than an index.

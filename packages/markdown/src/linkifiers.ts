@@ -203,8 +203,8 @@ export function fillReverseTemplate(
 // ---- message rendering ----
 
 function linkifierRule(state: StateCore): void {
-  const linkifiers = (state.env as { mentionData?: { linkifiers?: Linkifier[] } }).mentionData
-    ?.linkifiers;
+  const linkifiers = (state.env as { mentionData?: { linkifiers?: readonly Linkifier[] } })
+    .mentionData?.linkifiers;
   if (!linkifiers || linkifiers.length === 0) return;
   const compiled = linkifiers.map(compile).filter((c): c is Compiled => c !== null);
   rewriteTextOutsideLinks(state, (text) => linkifyText(state, text, compiled));

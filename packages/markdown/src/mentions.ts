@@ -27,7 +27,7 @@ export interface MentionData {
   /** Channels that #**name** links may point at, keyed lower-case. */
   channelsByName?: Map<string, { id: number; name: string }>;
   /** The organization's linkifiers, in their order. */
-  linkifiers?: Linkifier[];
+  linkifiers?: readonly Linkifier[];
   /** The organization's active custom emoji, by name. */
   realmEmoji?: Map<string, RealmEmojiImage>;
   /** Uploaded images the content links to, by path id (what follows /user_uploads/). */
