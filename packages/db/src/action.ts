@@ -94,7 +94,7 @@ export async function runAction<T>(
   };
   const result = await withTransactionBinding(() =>
     options.prisma === false
-      ? sqlTransaction(body, options.isolationLevel)
+      ? sqlTransaction(body, options.timeout ?? 15_000, options.isolationLevel)
       : getPrisma().$transaction(body, {
           timeout: options.timeout ?? 15_000,
           isolationLevel: options.isolationLevel,
@@ -122,9 +122,11 @@ const ISOLATION_LEVELS: Record<Prisma.TransactionIsolationLevel, string> = {
 };
 
 /** A transaction on a pooled connection, which the pool binds to this async context (see
- * transaction-pool.ts), so typed SQL in `body` runs in it. */
+ * transaction-pool.ts), so typed SQL in `body` runs in it. Each statement may run `timeoutMs`
+ * (PostgreSQL cancels it past that), set in BEGIN's own round trip. */
 async function sqlTransaction<T>(
   body: (tx: Tx) => Promise<T>,
+  timeoutMs: number,
   isolationLevel?: Prisma.TransactionIsolationLevel,
 ): Promise<T> {
   const client = await getPool().connect();
@@ -132,9 +134,11 @@ async function sqlTransaction<T>(
   // its transaction may still be open.
   let discard = false;
   try {
-    await client.query(
-      isolationLevel ? `BEGIN ISOLATION LEVEL ${ISOLATION_LEVELS[isolationLevel]}` : 'BEGIN',
-    );
+    const begin = isolationLevel
+      ? `BEGIN ISOLATION LEVEL ${ISOLATION_LEVELS[isolationLevel]}`
+      : 'BEGIN';
+    // Two statements in one simple query: one round trip.
+    await client.query(`${begin}; SET LOCAL statement_timeout = ${Math.floor(timeoutMs)}`);
     let value: T;
     try {
       value = await body(withoutPrisma());

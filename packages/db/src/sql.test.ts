@@ -157,6 +157,19 @@ describe('runAction without Prisma (prisma: false)', () => {
     expect(seen[0]).not.toBe(seen[1]);
   });
 
+  it('cancels a statement that runs past its timeout, and the connection serves on', async () => {
+    await expect(
+      runAction(() => query(statement('SELECT pg_sleep(2)'), []), {
+        prisma: false,
+        timeout: 100,
+      }),
+    ).rejects.toThrow(/statement timeout/);
+    const [row] = await runAction(() => query(statement<{ ok: number }>('SELECT 1 AS ok'), []), {
+      prisma: false,
+    });
+    expect(row?.ok).toBe(1);
+  });
+
   it('takes the isolation level asked for', async () => {
     const level = await runAction(
       async () =>
