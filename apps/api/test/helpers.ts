@@ -1,7 +1,9 @@
 // Test helpers that read like the API: each test builds its own organization (unique
 // subdomain) with factories, so tests need no truncation and run in parallel.
 import { randomBytes } from 'node:crypto';
+import express from 'express';
 import request from 'supertest';
+import { authCache } from '@parley/auth';
 import type { Response } from 'supertest';
 import { getConfig } from '@parley/config';
 import { getPrisma, Role, runAction, type Realm, type RoleValue, type User } from '@parley/db';
@@ -10,7 +12,20 @@ import { createApp } from '../src/app';
 import { doCreateOrganization } from '../src/actions/realms';
 import { checkCreateUser, doCreateUser } from '../src/actions/users';
 
-export const app = createApp();
+/** The API app as tests call it. Tests change rows directly, as another replica or an
+ * operator's SQL would; a replica's caches learn of such changes by NOTIFY, a moment later.
+ * Each request first lets the authentication cache catch up with everything committed before
+ * it, so a test never races that moment (auth-cache.test.ts tests the moment itself). */
+export const app = express()
+  .use((_req, _res, next) => {
+    authCache()
+      .sync()
+      .then(
+        () => next(),
+        () => next(),
+      );
+  })
+  .use(createApp());
 
 export function uniqueSubdomain(prefix = 't'): string {
   return `${prefix}${randomBytes(6).toString('hex')}`;

@@ -242,6 +242,30 @@ describe('topic visibility', () => {
       );
     });
 
+    it('counts only the messages a sender can see where history is not shared', async () => {
+      const name = `protected ${Math.random()}`;
+      expectSuccess(
+        await as(org.owner, org.host).post('/users/me/subscriptions', {
+          subscriptions: [{ name }],
+          invite_only: true,
+          history_public_to_subscribers: false,
+        }),
+      );
+      const topic = 'older talk';
+      const inProtected = (sender: User) =>
+        send(sender, org.host, { type: 'stream', to: name, topic, content: 'hi' });
+      expectSuccess(await inProtected(org.owner));
+      const newcomer = await createTestUser(org.realm, Role.MEMBER);
+      expectSuccess(
+        await as(org.owner, org.host).post('/users/me/subscriptions', {
+          subscriptions: [{ name }],
+          principals: [newcomer.id],
+        }),
+      );
+      // The earlier message predates the newcomer's access: for them the topic starts now.
+      expect(expectSuccess(await inProtected(newcomer)).automatic_new_visibility_policy).toBe(3);
+    });
+
     it('unmutes a topic the sender writes in within a muted channel', async () => {
       const topic = `muted ${Math.random()}`;
       expectSuccess(await post(topic));

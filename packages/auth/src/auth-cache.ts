@@ -10,7 +10,6 @@ import { randomUUID } from 'node:crypto';
 import {
   ChangeListener,
   columnsOf,
-  getPrisma,
   onCommittedAuthChanges,
   query,
   statement,
@@ -19,6 +18,8 @@ import {
 } from '@parley/db';
 
 const TTL_MS = 60_000;
+
+const notifySync = statement<never, [string]>(`SELECT pg_notify('parley_auth_change', $1)`);
 
 const realmBySubdomain = statement<Realm, [string]>(
   `SELECT ${columnsOf('Realm', 'r')} FROM realm r WHERE r.string_id = $1`,
@@ -77,7 +78,7 @@ class AuthCache {
       this.syncs.set(token, resolve);
       timer = setTimeout(resolve, timeoutMs);
     });
-    await getPrisma().$executeRaw`SELECT pg_notify('parley_auth_change', ${`sync:${token}`})`;
+    await query(notifySync, [`sync:${token}`]);
     await seen;
     clearTimeout(timer);
     this.syncs.delete(token);

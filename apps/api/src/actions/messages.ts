@@ -30,7 +30,13 @@ import { allPublicStreamsKey, getRedis } from '@parley/events';
 import { linkedPathIds } from '../lib/attachments';
 import { containsAlertWord, searchableText } from '../lib/alert-words';
 import { sendEventOnCommit } from '../lib/events';
-import type { VisibilityPolicyValue } from '../lib/user-topics';
+import {
+  sendContextColumns,
+  sendContextOf,
+  setsPolicyOnSend,
+  type SendContextRow,
+  type VisibilityPolicyValue,
+} from '../lib/user-topics';
 import { doAutoFollowOnSend } from './user-topics';
 import { activeMemberIds, groupIdsOfUserSql } from '../lib/groups';
 import { apiFlags, displayUser } from '../lib/messages';
@@ -354,9 +360,18 @@ export interface SentMessage {
   automaticPolicy: VisibilityPolicyValue | null;
 }
 
-/** The message row and every recipient's copy, in one statement. */
+const SEND_POLICY_CONTEXT = sendContextColumns({
+  wanted: '$13::boolean',
+  user: '$2',
+  recipient: '$3',
+  topic: '$4',
+  sharedHistory: '$14::boolean',
+});
+
+/** The message row and every recipient's copy, in one statement, with what decides the
+ * sender's automatic topic policy when $13 asks for it. */
 const insertMessage = statement<
-  Message,
+  Message & SendContextRow,
   [
     number,
     number,
@@ -370,6 +385,8 @@ const insertMessage = statement<
     boolean,
     number[],
     string[],
+    boolean,
+    boolean,
   ]
 >(`
   WITH inserted AS (
@@ -381,7 +398,9 @@ const insertMessage = statement<
     INSERT INTO user_message (user_profile_id, message_id, flags)
     SELECT u, inserted.id, f FROM inserted, unnest($11::int[], $12::bigint[]) AS t(u, f)
   )
-  SELECT ${columnsOf('Message', 'inserted')} FROM inserted`);
+  SELECT ${columnsOf('Message', 'inserted')},
+    ${SEND_POLICY_CONTEXT}
+  FROM inserted`);
 
 /** Sends a prepared message in its own transaction. Most sends write only through typed SQL
  * and skip Prisma's transaction machinery; the rare writes still made through Prisma (a new
@@ -410,7 +429,9 @@ export async function doSendMessage(
       [...flags.keys()].sort((a, b) => a - b),
     ));
   const entries = [...flags];
-  const [message] = await query(insertMessage, [
+  const channel = addressee.kind === 'channel' ? addressee.stream : null;
+  const readsPolicyContext = channel !== null && setsPolicyOnSend(sender);
+  const [inserted] = await query(insertMessage, [
     realm.id,
     sender.id,
     recipientId,
@@ -423,20 +444,26 @@ export async function doSendMessage(
     rendered.hasImage,
     entries.map(([userId]) => userId),
     entries.map(([, userFlags]) => flagsToBitmask(userFlags).toString()),
+    readsPolicyContext,
+    channel?.historyPublicToSubscribers ?? false,
   ]);
+  const { send_topic_policy, send_channel_muted, send_topic_had_messages, ...message } = inserted!;
+  const policyContext = readsPolicyContext
+    ? sendContextOf({ send_topic_policy, send_channel_muted, send_topic_had_messages })
+    : null;
   if (
     linkedPathIds(content).length > 0 &&
-    (await doUpdateAttachmentLinks(ctx, sender, message!, content)).linked
+    (await doUpdateAttachmentLinks(ctx, sender, message, content)).linked
   )
-    message!.hasAttachment = (
-      await tx.message.update({ where: { id: message!.id }, data: { hasAttachment: true } })
+    message.hasAttachment = (
+      await tx.message.update({ where: { id: message.id }, data: { hasAttachment: true } })
     ).hasAttachment;
   if (addressee.kind === 'channel' && addressee.stream.firstMessageId === null)
     await tx.stream.update({
       where: { id: addressee.stream.id },
-      data: { firstMessageId: message!.id },
+      data: { firstMessageId: message.id },
     });
-  sendMessageEvents(ctx, prepared, message!);
+  sendMessageEvents(ctx, prepared, message);
   const automaticPolicy =
     addressee.kind === 'channel'
       ? await doAutoFollowOnSend(
@@ -444,11 +471,11 @@ export async function doSendMessage(
           sender,
           addressee.stream,
           addressee.topic,
-          message!.id,
+          policyContext,
           [...rendered.mentions.userIds].filter((id) => flags.has(id)),
         )
       : null;
-  return { message: message!, automaticPolicy };
+  return { message, automaticPolicy };
 }
 
 /** The first message to a group of three or more creates its direct-message group, with its

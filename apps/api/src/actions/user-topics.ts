@@ -11,11 +11,10 @@ import {
   type User,
 } from '@parley/db';
 import { sendEventOnCommit } from '../lib/events';
-import { AutoPolicy } from '../lib/user-settings';
 import {
   mutedTopicsLegacy,
   policyOnSend,
-  sendContext,
+  type SendContext,
   VisibilityPolicy,
   type VisibilityPolicyValue,
 } from '../lib/user-topics';
@@ -83,26 +82,17 @@ export async function doSetUserTopicPolicy(
  * unmute) the topic per their settings, and people mentioned by name follow it when they
  * asked to. Returns the sender's new policy, for POST /messages's
  * automatic_new_visibility_policy. Bots never change policies. */
+/** `context` was read with the message's insert; null when setsPolicyOnSend said no. */
 export async function doAutoFollowOnSend(
   ctx: ActionContext,
   sender: User,
   stream: Stream,
   topic: string,
-  messageId: number,
+  context: SendContext | null,
   mentionedIds: Iterable<number>,
 ): Promise<VisibilityPolicyValue | null> {
   let senderPolicy: VisibilityPolicyValue | null = null;
-  const automatic =
-    sender.automaticallyFollowTopicsPolicy !== AutoPolicy.NEVER ||
-    sender.automaticallyUnmuteTopicsInMutedStreamsPolicy !== AutoPolicy.NEVER;
-  if (!sender.isBot && automatic) {
-    const context = await sendContext(
-      sender.id,
-      stream.recipientId!,
-      topic,
-      messageId,
-      stream.historyPublicToSubscribers,
-    );
+  if (context) {
     const policy = policyOnSend(sender, context);
     if (policy !== null && (await doSetUserTopicPolicy(ctx, sender, stream, topic, policy)))
       senderPolicy = policy;

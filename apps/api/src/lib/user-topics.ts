@@ -155,37 +155,54 @@ export function policyOnSend(
   return candidate;
 }
 
-/** The sender's policy, channel muting and whether the message starts its topic, in one
- * query (in the send's transaction). With `sharedHistory` the sender sees the whole topic;
- * otherwise only their copies. */
-const sendContextOf = statement<
-  { current: number | null; channel_muted: boolean | null; others: boolean },
-  [number, number, string, number, boolean]
->(`
-  SELECT
-    (SELECT visibility_policy FROM user_topic WHERE user_profile_id = $1
-       AND recipient_id = $2 AND lower(topic_name) = lower($3)) AS current,
-    (SELECT is_muted FROM subscription WHERE user_profile_id = $1
-       AND recipient_id = $2 AND active) AS channel_muted,
-    CASE WHEN $5::boolean
-      THEN EXISTS (SELECT 1 FROM message WHERE recipient_id = $2
-             AND upper(subject) = upper($3) AND id <> $4)
-      ELSE EXISTS (SELECT 1 FROM user_message um JOIN message m ON m.id = um.message_id
-             WHERE um.user_profile_id = $1 AND m.recipient_id = $2
-               AND upper(m.subject) = upper($3) AND m.id <> $4)
-    END AS others`);
+/** Whether a send by `sender` may set their policy automatically: then the send reads the
+ * context below. */
+export function setsPolicyOnSend(sender: Pick<User, 'isBot'> & AutoSettings): boolean {
+  return (
+    !sender.isBot &&
+    (sender.automaticallyFollowTopicsPolicy !== AutoPolicy.NEVER ||
+      sender.automaticallyUnmuteTopicsInMutedStreamsPolicy !== AutoPolicy.NEVER)
+  );
+}
 
-export async function sendContext(
-  userId: number,
-  recipientId: number,
-  topic: string,
-  messageId: number,
-  sharedHistory: boolean,
-): Promise<SendContext> {
-  const [row] = await query(sendContextOf, [userId, recipientId, topic, messageId, sharedHistory]);
+/** Columns giving the sender's policy, channel muting and whether the topic had messages the
+ * sender can see, for the statement that inserts the message: its subqueries see the database
+ * as it was before the insert, so the new message is not among them. Null unless `wanted`.
+ * The arguments are the statement's SQL parameters (with `sharedHistory`, the sender sees the
+ * whole topic; otherwise only their copies). */
+export function sendContextColumns(p: {
+  wanted: string;
+  user: string;
+  recipient: string;
+  topic: string;
+  sharedHistory: string;
+}): string {
+  return `
+    CASE WHEN ${p.wanted} THEN (SELECT visibility_policy FROM user_topic
+      WHERE user_profile_id = ${p.user} AND recipient_id = ${p.recipient}
+        AND lower(topic_name) = lower(${p.topic})) END AS send_topic_policy,
+    CASE WHEN ${p.wanted} THEN (SELECT is_muted FROM subscription
+      WHERE user_profile_id = ${p.user} AND recipient_id = ${p.recipient} AND active)
+    END AS send_channel_muted,
+    CASE WHEN NOT ${p.wanted} THEN NULL
+      WHEN ${p.sharedHistory} THEN EXISTS (SELECT 1 FROM message
+        WHERE recipient_id = ${p.recipient} AND upper(subject) = upper(${p.topic}))
+      ELSE EXISTS (SELECT 1 FROM user_message um JOIN message m ON m.id = um.message_id
+        WHERE um.user_profile_id = ${p.user} AND m.recipient_id = ${p.recipient}
+          AND upper(m.subject) = upper(${p.topic}))
+    END AS send_topic_had_messages`;
+}
+
+export interface SendContextRow {
+  send_topic_policy: number | null;
+  send_channel_muted: boolean | null;
+  send_topic_had_messages: boolean | null;
+}
+
+export function sendContextOf(row: SendContextRow): SendContext {
   return {
-    current: row?.current ?? VisibilityPolicy.INHERIT,
-    channelMuted: row?.channel_muted === true,
-    initiation: row?.others !== true,
+    current: row.send_topic_policy ?? VisibilityPolicy.INHERIT,
+    channelMuted: row.send_channel_muted === true,
+    initiation: row.send_topic_had_messages !== true,
   };
 }
