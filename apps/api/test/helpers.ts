@@ -12,6 +12,10 @@ import { createApp } from '../src/app';
 import { doCreateOrganization } from '../src/actions/realms';
 import { checkCreateUser, doCreateUser } from '../src/actions/users';
 
+/** The API app itself: tests of what takes effect at once (a change made through the API,
+ * seen by this process's next request) call it through `as(…, { atOnce: true })`. */
+const appAtOnce = createApp();
+
 /** The API app as tests call it. Tests change rows directly, as another replica or an
  * operator's SQL would; a replica's caches learn of such changes by NOTIFY, a moment later.
  * Each request first lets the authentication cache catch up with everything committed before
@@ -25,7 +29,7 @@ export const app = express()
         () => next(),
       );
   })
-  .use(createApp());
+  .use(appAtOnce);
 
 export function uniqueSubdomain(prefix = 't'): string {
   return `${prefix}${randomBytes(6).toString('hex')}`;
@@ -73,30 +77,42 @@ export async function createTestUser(
   });
 }
 
+function requestsTo(target: express.Express) {
+  return {
+    get: (host: string, url: string) => request(target).get(`/api/v1${url}`).set('Host', host),
+    post: (host: string, url: string) => request(target).post(`/api/v1${url}`).set('Host', host),
+    patch: (host: string, url: string) => request(target).patch(`/api/v1${url}`).set('Host', host),
+    put: (host: string, url: string) => request(target).put(`/api/v1${url}`).set('Host', host),
+    delete: (host: string, url: string) =>
+      request(target).delete(`/api/v1${url}`).set('Host', host),
+  };
+}
+
 /** An unauthenticated request to the organization at `host`. */
-export const api = {
-  get: (host: string, url: string) => request(app).get(`/api/v1${url}`).set('Host', host),
-  post: (host: string, url: string) => request(app).post(`/api/v1${url}`).set('Host', host),
-  patch: (host: string, url: string) => request(app).patch(`/api/v1${url}`).set('Host', host),
-  put: (host: string, url: string) => request(app).put(`/api/v1${url}`).set('Host', host),
-  delete: (host: string, url: string) => request(app).delete(`/api/v1${url}`).set('Host', host),
-};
+export const api = requestsTo(app);
+const apiAtOnce = requestsTo(appAtOnce);
 
 /** Requests as `user` (HTTP Basic with the user's current API key) to the organization at
- * `host`. Parameters go as a form body, or in the query string for GET. */
-export function as(user: Pick<User, 'deliveryEmail' | 'apiKey'>, host: string) {
+ * `host`. Parameters go as a form body, or in the query string for GET. With `atOnce`, the
+ * request does not wait for the caches (see `app`). */
+export function as(
+  user: Pick<User, 'deliveryEmail' | 'apiKey'>,
+  host: string,
+  { atOnce = false }: { atOnce?: boolean } = {},
+) {
+  const base = atOnce ? apiAtOnce : api;
   const authed = (test: request.Test) => test.auth(user.deliveryEmail, user.apiKey);
   return {
     get: (url: string, query: Record<string, unknown> = {}) =>
-      authed(api.get(host, url)).query(stringify(query)),
+      authed(base.get(host, url)).query(stringify(query)),
     post: (url: string, form: Record<string, unknown> = {}) =>
-      authed(api.post(host, url)).type('form').send(stringify(form)),
+      authed(base.post(host, url)).type('form').send(stringify(form)),
     patch: (url: string, form: Record<string, unknown> = {}) =>
-      authed(api.patch(host, url)).type('form').send(stringify(form)),
+      authed(base.patch(host, url)).type('form').send(stringify(form)),
     put: (url: string, form: Record<string, unknown> = {}) =>
-      authed(api.put(host, url)).type('form').send(stringify(form)),
+      authed(base.put(host, url)).type('form').send(stringify(form)),
     delete: (url: string, form: Record<string, unknown> = {}) =>
-      authed(api.delete(host, url)).type('form').send(stringify(form)),
+      authed(base.delete(host, url)).type('form').send(stringify(form)),
   };
 }
 

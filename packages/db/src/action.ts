@@ -23,7 +23,8 @@ export interface ActionContext {
 
 export interface RunActionOptions {
   isolationLevel?: Prisma.TransactionIsolationLevel;
-  /** Milliseconds the transaction may run (Prisma's default of 5 s is short for bulk work). */
+  /** Milliseconds the transaction may run (Prisma's default of 5 s is short for bulk work);
+   * with `prisma: false`, each statement and each wait between them. */
   timeout?: number;
   /** False for an action that writes only through typed SQL: its transaction is begun and
    * committed on a pooled connection directly, without Prisma's interactive-transaction
@@ -122,8 +123,10 @@ const ISOLATION_LEVELS: Record<Prisma.TransactionIsolationLevel, string> = {
 };
 
 /** A transaction on a pooled connection, which the pool binds to this async context (see
- * transaction-pool.ts), so typed SQL in `body` runs in it. Each statement may run `timeoutMs`
- * (PostgreSQL cancels it past that), set in BEGIN's own round trip. */
+ * transaction-pool.ts), so typed SQL in `body` runs in it. Unlike Prisma's timeout, which
+ * bounds the whole transaction, `timeoutMs` bounds each statement and each wait between
+ * statements (PostgreSQL cancels the one, ends the session for the other, and the pool drops
+ * the connection): set in BEGIN's own round trip. */
 async function sqlTransaction<T>(
   body: (tx: Tx) => Promise<T>,
   timeoutMs: number,
@@ -137,8 +140,12 @@ async function sqlTransaction<T>(
     const begin = isolationLevel
       ? `BEGIN ISOLATION LEVEL ${ISOLATION_LEVELS[isolationLevel]}`
       : 'BEGIN';
-    // Two statements in one simple query: one round trip.
-    await client.query(`${begin}; SET LOCAL statement_timeout = ${Math.floor(timeoutMs)}`);
+    const limit = Math.floor(timeoutMs);
+    // Three statements in one simple query: one round trip.
+    await client.query(
+      `${begin}; SET LOCAL statement_timeout = ${limit}; ` +
+        `SET LOCAL idle_in_transaction_session_timeout = ${limit}`,
+    );
     let value: T;
     try {
       value = await body(withoutPrisma());
@@ -146,7 +153,10 @@ async function sqlTransaction<T>(
       await client.query('ROLLBACK').catch(() => (discard = true));
       throw error;
     }
-    await client.query('COMMIT');
+    // COMMIT of a transaction a failed statement aborted answers ROLLBACK, not an error: an
+    // action that swallowed the failure must not have its events published.
+    const committed = await client.query('COMMIT');
+    if (committed.command !== 'COMMIT') throw new Error('the transaction was rolled back');
     return value;
   } finally {
     client.release(discard);

@@ -139,6 +139,28 @@ describe('runAction without Prisma (prisma: false)', () => {
     expect(new Set(names)).toEqual(new Set(['Kept']));
   });
 
+  // runAction's own last statement meets the aborted transaction; were there none, COMMIT
+  // would answer ROLLBACK, which sqlTransaction refuses as well.
+  it('fails, and publishes nothing, when the action swallowed a failed statement', async () => {
+    const stringId = subdomain();
+    const realm = await getPrisma().realm.create({ data: { stringId, name: 'Kept' } });
+    let committed = false;
+    await expect(
+      runAction(
+        async ({ onCommit }) => {
+          onCommit(() => {
+            committed = true;
+          });
+          await query(renameRealm, [realm.id, 'Lost']);
+          await query(statement('SELECT 1 / 0'), []).catch(() => undefined);
+        },
+        { prisma: false },
+      ),
+    ).rejects.toThrow(/aborted|rolled back/);
+    expect(committed).toBe(false);
+    expect((await query(realmByStringId, [stringId]))[0]?.name).toBe('Kept');
+  });
+
   it('refuses Prisma in it, and gives each transaction its own ctx.tx', async () => {
     await expect(runAction(({ tx }) => tx.realm.findFirst(), { prisma: false })).rejects.toThrow(
       /without Prisma/,

@@ -49,8 +49,8 @@ export class TransactionAwarePool extends pg.Pool {
   }
 }
 
-/** Runs `body` (which starts one Prisma transaction) so that `query` inside it uses that
- * transaction's connection. */
+/** Runs `body` (which begins one transaction: Prisma's, or runAction's own on a pooled
+ * connection) so that `query` inside it uses that transaction's connection. */
 export async function withTransactionBinding<T>(body: () => Promise<T>): Promise<T> {
   const binding: TransactionBinding = { client: undefined, open: true, released: false };
   try {

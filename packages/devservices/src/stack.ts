@@ -12,7 +12,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { createServer, request } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { repoRoot } from './migrations';
@@ -175,6 +175,59 @@ function exited(child: ChildProcess): Promise<number | null> {
   return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
 }
 
+/** Starts nginx on a port the OS just handed out. Another process may take that port before
+ * nginx binds it (an outgoing connection's local port, under parallel tests): nginx then
+ * gives up after a few seconds, and it is started again on another port. */
+async function startNginx(
+  nginx: string,
+  dir: string,
+  api: { port: number }[],
+  events: { port: number }[],
+): Promise<{ proxy: ChildProcess; nginxPort: number }> {
+  const args = ['-p', dir, '-e', join(dir, 'error.log'), '-c', join(dir, 'nginx.conf')];
+  for (let attempt = 1; ; attempt++) {
+    const nginxPort = await freePort();
+    writeFileSync(
+      join(dir, 'nginx.conf'),
+      nginxConfig(
+        dir,
+        nginxPort,
+        api.map((r) => r.port),
+        events.map((r) => r.port),
+      ),
+    );
+    const check = spawnSync(nginx, [...args, '-t'], { encoding: 'utf8' });
+    if (check.status !== 0) throw new Error(`nginx rejected the configuration:\n${check.stderr}`);
+    const proxy = spawn(nginx, [...args, '-g', 'daemon off;'], { stdio: 'inherit' });
+    const outcome = await Promise.race([
+      listening(nginxPort, 10_000).then((ok) => (ok ? 'listening' : 'silent')),
+      exited(proxy).then(() => 'exited'),
+    ]);
+    if (outcome === 'listening') return { proxy, nginxPort };
+    proxy.kill('SIGKILL');
+    await exited(proxy);
+    if (attempt === 3)
+      throw new Error(`nginx did not start (${outcome}); see ${join(dir, 'error.log')}`);
+  }
+}
+
+/** Whether something accepts connections on the port within `timeoutMs`. */
+async function listening(port: number, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const accepted = await new Promise<boolean>((resolve) => {
+      const socket = connect({ host: '127.0.0.1', port }, () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.on('error', () => resolve(false));
+    });
+    if (accepted) return true;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return false;
+}
+
 export async function startStack(options: StackOptions): Promise<Stack> {
   const nginx = findNginx();
   if (!nginx) throw new Error(NGINX_HELP);
@@ -186,7 +239,6 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     chmodSync(join(dir, name), 0o777);
 
   // Ports the OS hands out: fixed or random ranges collide with whatever else runs.
-  const nginxPort = await freePort();
   const api: { name: string; port: number }[] = [];
   for (let i = 0; i < options.apiReplicas; i++)
     api.push({ name: `api${i + 1}`, port: await freePort() });
@@ -200,23 +252,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const kindOf = (replica: Replica) => (replica.name.startsWith('api') ? 'api' : 'events');
   await Promise.all(replicas.map((r) => waitForReady(r.port)));
 
-  writeFileSync(
-    join(dir, 'nginx.conf'),
-    nginxConfig(
-      dir,
-      nginxPort,
-      api.map((r) => r.port),
-      events.map((r) => r.port),
-    ),
-  );
-  const args = ['-p', dir, '-e', join(dir, 'error.log'), '-c', join(dir, 'nginx.conf')];
-  const check = spawnSync(nginx, [...args, '-t'], { encoding: 'utf8' });
-  if (check.status !== 0) throw new Error(`nginx rejected the configuration:\n${check.stderr}`);
-  const proxy = spawn(nginx, [...args, '-g', 'daemon off;'], { stdio: 'inherit' });
-  await new Promise((resolve) => setTimeout(resolve, 300));
-  if (proxy.exitCode !== null)
-    throw new Error(`nginx exited with ${proxy.exitCode}; see ${join(dir, 'error.log')}`);
-
+  const { proxy, nginxPort } = await startNginx(nginx, dir, api, events);
   return {
     url: `http://127.0.0.1:${nginxPort}`,
     api: replicas.filter((r) => kindOf(r) === 'api'),

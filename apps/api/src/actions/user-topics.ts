@@ -81,8 +81,8 @@ export async function doSetUserTopicPolicy(
 /** Zulip's automatic topic policies on send: the sender may follow (or, in a muted channel,
  * unmute) the topic per their settings, and people mentioned by name follow it when they
  * asked to. Returns the sender's new policy, for POST /messages's
- * automatic_new_visibility_policy. Bots never change policies. */
-/** `context` was read with the message's insert; null when setsPolicyOnSend said no. */
+ * automatic_new_visibility_policy. Bots never change policies. `context` was read with the
+ * message's insert; null when setsPolicyOnSend said no. */
 export async function doAutoFollowOnSend(
   ctx: ActionContext,
   sender: User,

@@ -3,15 +3,18 @@
 // reaches every replica at commit by NOTIFY ("realm_filter:<realm id>" on the auth-change
 // channel, migration 20261124050000) and the committing process at once (runAction's
 // committed changes), as for the auth cache. Only while the listener listens are answers
-// taken from memory; a read that began before a change is not kept.
+// taken from memory; a read that began before a change is not kept, nor one made inside a
+// transaction (it may see the transaction's own uncommitted changes, or an older snapshot);
+// entries also expire after a minute, a backstop for whatever notification goes missing.
 import { getConfig } from '@parley/config';
-import { ChangeListener, onCommittedAuthChanges } from '@parley/db';
+import { ChangeListener, currentTransaction, onCommittedAuthChanges } from '@parley/db';
 import type { Linkifier } from '@parley/markdown';
 
 const PREFIX = 'realm_filter:';
+const TTL_MS = 60_000;
 
 export class LinkifierCache {
-  private readonly entries = new Map<number, readonly Linkifier[]>();
+  private readonly entries = new Map<number, { value: readonly Linkifier[]; at: number }>();
   private generation = 0;
   private readonly listener: ChangeListener;
   private readonly forgetLocalChanges: () => void;
@@ -29,12 +32,13 @@ export class LinkifierCache {
   }
 
   async get(realmId: number, load: () => Promise<Linkifier[]>): Promise<readonly Linkifier[]> {
+    const now = Date.now();
     const hit = this.entries.get(realmId);
-    if (hit && this.listener.isListening) return hit;
+    if (hit && this.listener.isListening && now - hit.at < TTL_MS) return hit.value;
     const generation = this.generation;
     const loaded = Object.freeze(await load());
-    if (this.listener.isListening && generation === this.generation)
-      this.entries.set(realmId, loaded);
+    if (this.listener.isListening && generation === this.generation && !currentTransaction())
+      this.entries.set(realmId, { value: loaded, at: now });
     return loaded;
   }
 

@@ -54,10 +54,19 @@ export function presentMutedTopicsLegacy(rows: TopicPolicyRow[]): [string, strin
     .map((row) => [row.stream_name, row.topic_name, seconds(row.last_updated)]);
 }
 
+const mutedTopicRowsOf = statement<TopicPolicyRow, [number]>(`
+  SELECT ut.stream_id, s.name AS stream_name, ut.topic_name, ut.visibility_policy,
+         ut.last_updated
+  FROM user_topic ut JOIN stream s ON s.id = ut.stream_id
+  WHERE ut.user_profile_id = $1 AND ut.visibility_policy = ${VisibilityPolicy.MUTED}
+    AND NOT s.deactivated
+  ORDER BY ut.id`);
+
+/** The legacy muted_topics list alone (every policy change sends it). */
 export async function mutedTopicsLegacy(
   user: Pick<User, 'id'>,
 ): Promise<[string, string, number][]> {
-  return presentMutedTopicsLegacy(await topicPolicyRows(user));
+  return presentMutedTopicsLegacy(await query(mutedTopicRowsOf, [user.id]));
 }
 
 /** `m` (message) is in a topic the user gave one of `policies`. */
