@@ -153,9 +153,9 @@ describe('statements per request', () => {
     expect(await statements(async () => expectSuccess(await run()))).toHaveLength(8);
   });
 
-  // Every section, one prepared statement each: the groups, the users (and bots), profile
-  // values, the user's groups by name, custom fields, default channels, the user's groups for
-  // channel access, channels, the user's subscriptions, channel group settings, subscribers,
+  // Every section, one prepared statement each: the user's groups (for permission flags and
+  // channel access), the groups, the users (and bots), profile values, custom fields, default
+  // channels, channels, the user's subscriptions, channel group settings, subscribers,
   // system groups, the newest message, emoji, presence, topic policies, muted users, alert
   // words, muting, unread messages, starred messages, recent direct messages. (One more, the
   // members of unread group conversations, when there are any: not for this new user.)
@@ -163,6 +163,6 @@ describe('statements per request', () => {
     const newcomer = await createTestUser(org.realm, Role.MEMBER);
     const run = () => as(newcomer, org.host).post('/register', {});
     await run();
-    expect(await statements(async () => expectSuccess(await run()))).toHaveLength(22);
+    expect(await statements(async () => expectSuccess(await run()))).toHaveLength(21);
   });
 });

@@ -42,11 +42,13 @@ const subscriptionRowsOf = statement<Subscription, [number]>(`
   JOIN recipient r ON r.id = s.recipient_id AND r.type = ${RecipientType.STREAM}
   WHERE s.user_profile_id = $1`);
 
+/** `groups`: every group the user belongs to, if the caller has read them already. */
 export async function fetchChannelState(
   user: User,
   realm: Realm,
   types: Set<string>,
   options: ChannelStateOptions,
+  groups?: Set<number>,
 ): Promise<State> {
   const state: State = {};
   const wantSubscriptions = types.has('subscription');
@@ -57,7 +59,7 @@ export async function fetchChannelState(
   }
   if (!wantSubscriptions && !wantStreams) return state;
 
-  const perms = await loadPermissions(user);
+  const perms = groups ? { user, groups } : await loadPermissions(user);
   const streams = await query(channelsOfRealm, [realm.id, options.archivedChannels]);
   const rows = new Map(
     (await query(subscriptionRowsOf, [user.id])).map((row) => [row.recipientId, row]),

@@ -153,6 +153,10 @@ export async function fetchInitialState(
   if (types.has('realm')) Object.assign(state, realmState(realm, groups!));
   if (types.has('realm_user_groups'))
     state.realm_user_groups = presentRealmUserGroups(groups!, options.includeDeactivatedGroups);
+  // The user's groups serve realm_user's permission flags and channel access: read once.
+  const wantChannels = types.has('subscription') || types.has('stream');
+  const membership =
+    types.has('realm_user') || wantChannels ? await membershipOf(user.id) : undefined;
   // One read of the organization's users serves realm_user and realm_bot.
   const users = types.has('realm_user') ? await query(usersOfRealm, [realm.id]) : null;
   if (users) {
@@ -179,7 +183,7 @@ export async function fetchInitialState(
       avatar_version: user.avatarVersion,
       avatar_url: ownAvatar,
       avatar_url_medium: mediumAvatarUrl(ownAvatar),
-      ...realmUserPermissions(realm, await membershipOf(user.id)),
+      ...realmUserPermissions(realm, membership!),
     });
   }
   if (types.has('realm_bot')) {
@@ -213,7 +217,7 @@ export async function fetchInitialState(
     }));
     state.custom_profile_field_types = FIELD_TYPES;
   }
-  Object.assign(state, await fetchChannelState(user, realm, types, options));
+  Object.assign(state, await fetchChannelState(user, realm, types, options, membership?.ids));
   if (types.has('message')) {
     const [newest] = await query(newestMessageIdOf, [user.id]);
     state.max_message_id = newest!.id ?? -1;
