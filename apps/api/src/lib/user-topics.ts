@@ -24,12 +24,16 @@ export interface TopicPolicyRow {
   last_updated: Date;
 }
 
-const topicPolicyRowsOf = statement<TopicPolicyRow, [number]>(`
+/** The user's ($1) policy rows in channels that are not archived, before any further
+ * condition and the order. */
+const TOPIC_POLICY_ROWS = `
   SELECT ut.stream_id, s.name AS stream_name, ut.topic_name, ut.visibility_policy,
          ut.last_updated
   FROM user_topic ut JOIN stream s ON s.id = ut.stream_id
-  WHERE ut.user_profile_id = $1 AND NOT s.deactivated
-  ORDER BY ut.id`);
+  WHERE ut.user_profile_id = $1 AND NOT s.deactivated`;
+const topicPolicyRowsOf = statement<TopicPolicyRow, [number]>(
+  `${TOPIC_POLICY_ROWS} ORDER BY ut.id`,
+);
 
 /** The user's policy rows in channels that are not archived: what user_topics and the legacy
  * muted_topics are both made of (in the caller's transaction, if any). */
@@ -54,13 +58,9 @@ export function presentMutedTopicsLegacy(rows: TopicPolicyRow[]): [string, strin
     .map((row) => [row.stream_name, row.topic_name, seconds(row.last_updated)]);
 }
 
-const mutedTopicRowsOf = statement<TopicPolicyRow, [number]>(`
-  SELECT ut.stream_id, s.name AS stream_name, ut.topic_name, ut.visibility_policy,
-         ut.last_updated
-  FROM user_topic ut JOIN stream s ON s.id = ut.stream_id
-  WHERE ut.user_profile_id = $1 AND ut.visibility_policy = ${VisibilityPolicy.MUTED}
-    AND NOT s.deactivated
-  ORDER BY ut.id`);
+const mutedTopicRowsOf = statement<TopicPolicyRow, [number]>(
+  `${TOPIC_POLICY_ROWS} AND ut.visibility_policy = ${VisibilityPolicy.MUTED} ORDER BY ut.id`,
+);
 
 /** The legacy muted_topics list alone (every policy change sends it). */
 export async function mutedTopicsLegacy(
