@@ -8,9 +8,9 @@
 import { getConfig } from '@parley/config';
 import { randomUUID } from 'node:crypto';
 import {
-  ChangeListener,
+  CACHE_CHANGE_CHANNEL,
+  ChangeFeed,
   columnsOf,
-  onCommittedAuthChanges,
   query,
   statement,
   type Realm,
@@ -19,7 +19,7 @@ import {
 
 const TTL_MS = 60_000;
 
-const notifySync = statement<never, [string]>(`SELECT pg_notify('parley_auth_change', $1)`);
+const notifySync = statement<never, [string]>(`SELECT pg_notify('${CACHE_CHANGE_CHANNEL}', $1)`);
 
 const realmBySubdomain = statement<Realm, [string]>(
   `SELECT ${columnsOf('Realm', 'r')} FROM realm r WHERE r.string_id = $1`,
@@ -44,26 +44,15 @@ class AuthCache {
   private readonly users = new Map<string, Entry<User>>();
   /** Each cached user's key in `users`. */
   private readonly userKeys = new Map<number, string>();
-  /** Bumped by every notification and every loss of the connection: a value read before a
-   * bump may predate the change that caused it, so it is not stored. */
-  private generation = 0;
-  private readonly listener: ChangeListener;
-  private readonly forgetLocalChanges: () => void;
+  private readonly feed: ChangeFeed;
   private readonly syncs = new Map<string, () => void>();
   /** Reads in progress, by map and key, with the generation they began in. */
   private readonly loads = new Map<string, { generation: number; value: Promise<unknown> }>();
 
   constructor(databaseUrl: string) {
-    this.listener = new ChangeListener(databaseUrl, 'parley_auth_change', {
-      onNotify: (payload) => this.evict(payload),
+    this.feed = new ChangeFeed(databaseUrl, {
+      onChange: (change) => this.evict(change),
       onLost: () => this.clear(),
-      // A read that started before listening may predate a change nobody told us about.
-      onListening: () => this.generation++,
-    });
-    this.listener.start();
-    // This process's own changes are dropped at commit, before its next request.
-    this.forgetLocalChanges = onCommittedAuthChanges((changes) => {
-      for (const change of changes) this.evict(change);
     });
   }
 
@@ -71,7 +60,7 @@ class AuthCache {
    * outside runAction (a test's direct update, another process) arrive by NOTIFY only, and
    * PostgreSQL delivers notifications in commit order, so a marker sent now comes after them. */
   async sync(timeoutMs = 2000): Promise<void> {
-    if (!(await this.listener.waitUntilListening(timeoutMs))) return;
+    if (!(await this.feed.listening(timeoutMs))) return;
     const token = randomUUID();
     let timer: NodeJS.Timeout | undefined;
     const seen = new Promise<void>((resolve) => {
@@ -110,12 +99,11 @@ class AuthCache {
 
   /** Resolves once the cache may answer from memory (tests, and a warm start). */
   listening(): Promise<boolean> {
-    return this.listener.waitUntilListening();
+    return this.feed.listening();
   }
 
-  async stop(): Promise<void> {
-    this.forgetLocalChanges();
-    await this.listener.stop();
+  stop(): Promise<void> {
+    return this.feed.stop();
   }
 
   private async cached<T extends object>(
@@ -125,15 +113,15 @@ class AuthCache {
   ): Promise<T | null> {
     const now = Date.now();
     const hit = map.get(key);
-    if (hit && this.listener.isListening && now - hit.at < TTL_MS) return hit.value;
+    if (hit && this.feed.isListening && now - hit.at < TTL_MS) return hit.value;
     // Requests that miss the same key at once (every client reconnecting after a restart)
     // share one read, unless a change came after it began.
     const loadKey = `${map === (this.users as Map<string, unknown>) ? 'u' : 'r'}\n${key}`;
     const inFlight = this.loads.get(loadKey);
-    if (inFlight && inFlight.generation === this.generation) {
+    if (inFlight && inFlight.generation === this.feed.generation) {
       return (await inFlight.value) as T | null;
     }
-    const generation = this.generation;
+    const generation = this.feed.generation;
     const loading = load().then((loaded) => loaded && freeze(loaded));
     this.loads.set(loadKey, { generation, value: loading });
     let value: T | null;
@@ -142,7 +130,7 @@ class AuthCache {
     } finally {
       if (this.loads.get(loadKey)?.value === loading) this.loads.delete(loadKey);
     }
-    if (value && this.listener.isListening && generation === this.generation) {
+    if (value && this.feed.isListening && generation === this.feed.generation) {
       if (map.size >= MAX_ENTRIES) this.dropOldest(map);
       map.set(key, { value, at: now });
     }
@@ -158,15 +146,15 @@ class AuthCache {
     }
   }
 
-  private evict(payload: string): void {
+  /** Drops what a change touched; returns whether it concerned this cache. */
+  private evict(payload: string): boolean {
     const [table, rawId] = payload.split(':');
     if (table === 'sync') {
       this.syncs.get(rawId!)?.();
-      return;
+      return false;
     }
     // The channel also carries what other caches keep (linkifiers: the API's linkifier cache).
-    if (table === 'realm_filter') return;
-    this.generation++;
+    if (table === 'realm_filter') return false;
     const id = Number(rawId);
     // Organizations change rarely: scanning for one's entries is cheaper than an index.
     if (table === 'realm') {
@@ -179,10 +167,10 @@ class AuthCache {
     } else {
       this.clear();
     }
+    return true;
   }
 
   private clear(): void {
-    this.generation++;
     this.realms.clear();
     this.users.clear();
     this.userKeys.clear();

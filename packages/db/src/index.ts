@@ -33,6 +33,7 @@ export {
   type RoleValue,
 } from './roles';
 export { ChangeListener, type ChangeHandlers } from './change-listener';
+export { CACHE_CHANGE_CHANNEL, ChangeFeed, type ChangeFeedHandlers } from './change-feed';
 export { isUniqueViolation } from './prisma-errors';
 export { idsByLowerEquals } from './lookup';
 export { Prisma } from '@prisma/client';

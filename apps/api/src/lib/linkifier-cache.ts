@@ -1,13 +1,11 @@
 // Each organization's linkifiers, kept in memory: every send renders with them and every
-// message fetch computes topic_links from them, while they change about never. A change
-// reaches every replica at commit by NOTIFY ("realm_filter:<realm id>" on the auth-change
-// channel, migration 20261124050000) and the committing process at once (runAction's
-// committed changes), as for the auth cache. Only while the listener listens are answers
-// taken from memory; a read that began before a change is not kept, nor one made inside a
-// transaction (it may see the transaction's own uncommitted changes, or an older snapshot);
-// entries also expire after a minute, a backstop for whatever notification goes missing.
+// message fetch computes topic_links from them, while they change about never. Changes arrive
+// as "realm_filter:<realm id>" through the same change feed as the auth cache's (migration
+// 20261124050000). A read made inside a transaction is not kept (it may see the transaction's
+// own uncommitted changes, or an older snapshot); entries also expire after a minute, a
+// backstop for whatever notification goes missing.
 import { getConfig } from '@parley/config';
-import { ChangeListener, currentTransaction, onCommittedAuthChanges } from '@parley/db';
+import { ChangeFeed, currentTransaction } from '@parley/db';
 import type { Linkifier } from '@parley/markdown';
 
 const PREFIX = 'realm_filter:';
@@ -15,52 +13,38 @@ const TTL_MS = 60_000;
 
 export class LinkifierCache {
   private readonly entries = new Map<number, { value: readonly Linkifier[]; at: number }>();
-  private generation = 0;
-  private readonly listener: ChangeListener;
-  private readonly forgetLocalChanges: () => void;
+  private readonly feed: ChangeFeed;
 
   constructor(databaseUrl: string) {
-    this.listener = new ChangeListener(databaseUrl, 'parley_auth_change', {
-      onNotify: (payload) => this.evict(payload),
-      onLost: () => this.clear(),
-      onListening: () => this.generation++,
-    });
-    this.listener.start();
-    this.forgetLocalChanges = onCommittedAuthChanges((changes) => {
-      for (const change of changes) this.evict(change);
+    this.feed = new ChangeFeed(databaseUrl, {
+      onChange: (change) => {
+        if (!change.startsWith(PREFIX)) return false;
+        // Concerned even when nothing is cached yet: a read in flight must not be kept.
+        this.entries.delete(Number(change.slice(PREFIX.length)));
+        return true;
+      },
+      onLost: () => this.entries.clear(),
     });
   }
 
   async get(realmId: number, load: () => Promise<Linkifier[]>): Promise<readonly Linkifier[]> {
     const now = Date.now();
     const hit = this.entries.get(realmId);
-    if (hit && this.listener.isListening && now - hit.at < TTL_MS) return hit.value;
-    const generation = this.generation;
+    if (hit && this.feed.isListening && now - hit.at < TTL_MS) return hit.value;
+    const generation = this.feed.generation;
     const loaded = Object.freeze(await load());
-    if (this.listener.isListening && generation === this.generation && !currentTransaction())
+    if (this.feed.isListening && generation === this.feed.generation && !currentTransaction())
       this.entries.set(realmId, { value: loaded, at: now });
     return loaded;
   }
 
   /** Resolves once answers may come from memory (tests, a warm start). */
   listening(): Promise<boolean> {
-    return this.listener.waitUntilListening();
+    return this.feed.listening();
   }
 
-  async stop(): Promise<void> {
-    this.forgetLocalChanges();
-    await this.listener.stop();
-  }
-
-  private evict(payload: string): void {
-    if (!payload.startsWith(PREFIX)) return;
-    this.generation++;
-    this.entries.delete(Number(payload.slice(PREFIX.length)));
-  }
-
-  private clear(): void {
-    this.generation++;
-    this.entries.clear();
+  stop(): Promise<void> {
+    return this.feed.stop();
   }
 }
 
