@@ -11,13 +11,10 @@ import pg from 'pg';
 import { createRedis } from '@parley/events';
 import { repoRoot } from '@parley/devservices';
 import { prepareBench } from './setup';
+import { percentile } from './stats';
 
 const RAW_SAMPLES = 500;
 const TPS_SECONDS = 3;
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
 
 async function rawInserts(databaseUrl: string): Promise<{ p50Ms: number; tps8: number }> {
   const setup = new pg.Client({ connectionString: databaseUrl });

@@ -19,14 +19,11 @@ import {
   prepareBench,
   stopBench,
 } from './setup';
+import { percentile } from './stats';
 
 const MEMBERS = Number(process.env.BENCH_MEMBERS ?? 1000);
 const POLLS = Number(process.env.BENCH_POLLS ?? 10_000);
 const GIVE_UP_MS = 20_000;
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
-}
 
 function rssKb(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');

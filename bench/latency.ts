@@ -8,6 +8,7 @@ import { disconnectPrisma, runAction, type User } from '@parley/db';
 import { requestJson, startStack } from '@parley/devservices';
 import { createBenchOrganization, prepareBench } from './setup';
 import { checkCreateUser, doCreateUser } from '../apps/api/src/actions/users';
+import { percentile } from './stats';
 
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 300);
 const agent = new Agent({ keepAlive: true });
@@ -24,10 +25,6 @@ async function call(
   if (!answer.body)
     throw new Error(`${method} ${path}: not JSON (${answer.status}): ${answer.raw.slice(0, 200)}`);
   return answer.body;
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
 async function measure(

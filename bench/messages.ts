@@ -14,6 +14,7 @@ import {
   prepareBench,
   stopBench,
 } from './setup';
+import { percentile } from './stats';
 
 const SUBSCRIBERS = Number(process.env.BENCH_SUBSCRIBERS ?? 1000);
 const POLLERS = Number(process.env.BENCH_POLLERS ?? 20);
@@ -21,10 +22,6 @@ const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 200);
 /** Concurrent sending clients (each sends MESSAGES / SENDERS, one after another). */
 const SENDERS = Number(process.env.BENCH_SENDERS ?? 1);
 const agent = new Agent({ keepAlive: true, maxSockets: POLLERS + 10 });
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
 
 async function main(): Promise<void> {
   const services = await prepareBench();

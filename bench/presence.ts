@@ -15,14 +15,11 @@ import { disconnectPrisma, getPrisma, type Realm, type User } from '@parley/db';
 import { requestJson, startStack } from '@parley/devservices';
 import { doUpdatePresence } from '../apps/api/src/actions/presence';
 import { createBenchOrganization, createMembers, prepareBench } from './setup';
+import { percentile } from './stats';
 
 const USERS = Number(process.env.BENCH_USERS ?? 10_000);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 20);
 const PINGS = Number(process.env.BENCH_PINGS ?? 5_000);
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
 
 /** Runs `ping` PINGS times over CONNECTIONS concurrent workers, each on the next user. */
 async function measure(users: User[], ping: (user: User, worker: number) => Promise<void>) {
