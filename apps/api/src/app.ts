@@ -10,18 +10,24 @@ import { alertWordRoutes } from './routes/alert-words';
 import { authRoutes } from './routes/auth';
 import { botStorageRoutes } from './routes/bot-storage';
 import { botRoutes } from './routes/bots';
+import { draftRoutes } from './routes/drafts';
 import { flagRoutes } from './routes/flags';
+import { inviteRoutes } from './routes/invites';
 import { linkifierRoutes } from './routes/linkifiers';
 import { messageRoutes } from './routes/messages';
 import { mutedUserRoutes } from './routes/muted-users';
 import { emojiImageRoutes, emojiUploadRoutes, realmEmojiRoutes } from './routes/realm-emoji';
 import { presenceRoutes } from './routes/presence';
+import { profileFieldRoutes } from './routes/profile-fields';
+import { realmRoutes } from './routes/realm';
 import { registerRoutes } from './routes/register';
+import { savedSnippetRoutes } from './routes/saved-snippets';
 import { serverRoutes } from './routes/server';
 import { settingsRoutes } from './routes/settings';
 import { streamRoutes } from './routes/streams';
 import { subscriptionRoutes } from './routes/subscriptions';
 import { typingRoutes } from './routes/typing';
+import { userGroupRoutes } from './routes/user-groups';
 import { userTopicRoutes } from './routes/user-topics';
 import { uploadPostRoutes, servedUploadRoutes, uploadRoutes } from './routes/uploads';
 import { userRoutes } from './routes/users';
@@ -65,6 +71,12 @@ export function apiRouter(): Router {
     alertWordRoutes,
     mutedUserRoutes,
     botStorageRoutes,
+    realmRoutes,
+    profileFieldRoutes,
+    userGroupRoutes,
+    inviteRoutes,
+    draftRoutes,
+    savedSnippetRoutes,
   );
   return router;
 }

@@ -5,6 +5,7 @@ import { disconnectPrisma } from '@parley/db';
 import { disconnectRedis } from '@parley/events';
 import { serve } from '@parley/http';
 import { createLogger, setLogger } from '@parley/logger';
+import { closeQueues } from '@parley/jobs';
 import { createApp } from './app';
 import { OutboxRelay } from './outbox-relay';
 import { stopLinkifierCache } from './lib/linkifier-cache';
@@ -29,6 +30,7 @@ async function main(): Promise<void> {
         disconnectRedis(),
         stopAuthCache(),
         stopLinkifierCache(),
+        closeQueues(),
       ]);
     },
   });

@@ -576,7 +576,7 @@ describe('PATCH /users/{id} and /users/{email}', () => {
       [[{ id: select.id, value: 'zzz' }], `'zzz' is not a valid choice for '${select.name}'.`],
       [[{ id: date.id, value: '2023-02-29' }], `${date.name} is not a date`],
       [[{ id: link.id, value: 'javascript:alert(1)' }], `${link.name} is not a URL`],
-      [[{ id: people.id, value: [999999999] }], 'Invalid user ID: 999999999'],
+      [[{ id: people.id, value: [999999999] }], 'Invalid user IDs: 999999999'],
       [[{ id: 999999999, value: 'x' }], 'Field id 999999999 not found.'],
       [[{ id: short.id }], "profile_data[0]['value'] field is missing"],
       [{ id: short.id }, 'profile_data is not a list'],

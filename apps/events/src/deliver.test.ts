@@ -63,6 +63,43 @@ describe('eventForQueue', () => {
     expect(deliverOne(del, legacy)).toEqual({ type: 'stream', op: 'delete', stream_ids: [3] });
   });
 
+  it('sends each form of a group deactivation to the queues of the matching capability', () => {
+    const update = {
+      type: 'user_group',
+      op: 'update',
+      group_id: 7,
+      data: { deactivated: true },
+      internal_data: { include_deactivated_groups: true },
+    };
+    const remove = {
+      type: 'user_group',
+      op: 'remove',
+      group_id: 7,
+      internal_data: { include_deactivated_groups: false },
+    };
+    const capable = options({ client_capabilities: { include_deactivated_groups: true } });
+    const legacy = options({ client_capabilities: {} });
+    expect(deliverOne(update, capable)).toMatchObject({ data: { deactivated: true } });
+    expect(deliverOne(update, legacy)).toBeNull();
+    expect(deliverOne(remove, capable)).toBeNull();
+    expect(deliverOne(remove, legacy)).toEqual({ type: 'user_group', op: 'remove', group_id: 7 });
+  });
+
+  it('keeps the "Unknown user" announcement from queues with user_list_incomplete', () => {
+    const placeholder = {
+      type: 'realm_user',
+      op: 'add',
+      person: { user_id: 9, full_name: 'Unknown user' },
+      internal_data: { user_list_incomplete: false },
+    };
+    expect(
+      deliverOne(placeholder, options({ client_capabilities: { user_list_incomplete: true } })),
+    ).toBeNull();
+    expect(deliverOne(placeholder, options({ client_capabilities: {} }))).toMatchObject({
+      person: { full_name: 'Unknown user' },
+    });
+  });
+
   it('formats message events per queue: avatar, empty topic, local echo', () => {
     const event = {
       type: 'message',

@@ -13,6 +13,12 @@ interface InternalData {
   /** Only for queues whose archived_channels capability is this: archiving is an is_archived
    * update for capable clients and a delete (unarchiving: a create) for the others. */
   archived_channels?: boolean;
+  /** Only for queues whose include_deactivated_groups capability is this: capable clients
+   * get deactivation as an update of the group, the others a remove (reactivation: add). */
+  include_deactivated_groups?: boolean;
+  /** Only for queues whose user_list_incomplete capability is this (the "Unknown user"
+   * announcement of a user a restricted guest may not see goes to the others only). */
+  user_list_incomplete?: boolean;
   /** A public-channel message for a user who did not receive it: only their
    * all_public_streams queues take it. */
   all_public_streams_only?: boolean;
@@ -42,6 +48,19 @@ export function eventForQueue(
   if (
     internal.archived_channels !== undefined &&
     (options.client_capabilities.archived_channels === true) !== internal.archived_channels
+  )
+    return null;
+
+  if (
+    internal.include_deactivated_groups !== undefined &&
+    (options.client_capabilities.include_deactivated_groups === true) !==
+      internal.include_deactivated_groups
+  )
+    return null;
+
+  if (
+    internal.user_list_incomplete !== undefined &&
+    (options.client_capabilities.user_list_incomplete === true) !== internal.user_list_incomplete
   )
     return null;
 

@@ -19,6 +19,8 @@ import { passwordHashFor } from '@parley/api/actions/users';
 import { OutboxRelay } from '@parley/api/outbox-relay';
 import { realmUrl, stopAuthCache } from '@parley/auth';
 import { eventsRouter, readinessChecks, startEventsService } from '@parley/events-app';
+import { closeMail, closeQueues } from '@parley/jobs';
+import { startWorkers } from '@parley/worker';
 
 const DEMO_OWNER = { email: 'desdemona@example.com', fullName: 'Desdemona' };
 
@@ -38,6 +40,15 @@ async function main(): Promise<void> {
   try {
     process.env.DATABASE_URL = services.databaseUrl;
     process.env.REDIS_URL = services.redisUrl;
+    // Invitation emails land as .eml files to open locally, unless configured otherwise.
+    if (!process.env.EMAIL_BACKEND) {
+      process.env.EMAIL_BACKEND = 'directory';
+      process.env.EMAIL_DIR ??= join(stateDir, 'emails');
+    }
+    // The all-in-one server is its own front door: on another PORT, links (organization URLs,
+    // invitation emails) must name that port too.
+    if (!process.env.EXTERNAL_HOST && process.env.PORT)
+      process.env.EXTERNAL_HOST = `localhost:${process.env.PORT}`;
     resetConfig();
     const config = getConfig();
     setLogger(createLogger({ level: config.LOG_LEVEL, format: config.LOG_FORMAT }));
@@ -56,6 +67,8 @@ async function main(): Promise<void> {
     // Publishes the events of changes whose request died between commit and publish.
     const relay = new OutboxRelay();
     relay.start();
+    // Background jobs (invitation email) in the same process.
+    const workers = startWorkers();
     let draining = false;
     const app = createApp({
       mount: [eventsRouter(events)],
@@ -72,6 +85,9 @@ async function main(): Promise<void> {
       },
       onClosed: async () => {
         await relay.stop();
+        await workers.close();
+        await closeQueues();
+        closeMail();
         await events.stop();
         await Promise.all([
           disconnectPrisma(),
@@ -90,6 +106,7 @@ async function main(): Promise<void> {
         ...services.describe.map((line) => `  using ${line}`),
         `  API:           ${apiUrl}`,
         `  try:           curl ${apiUrl}/server_settings`,
+        `  email:         ${config.EMAIL_BACKEND === 'directory' ? `written to ${config.EMAIL_DIR}` : config.EMAIL_BACKEND}`,
         ...banner,
         '',
       ].join('\n'),

@@ -82,4 +82,51 @@ describe('parseConfig', () => {
     expect(problems.sort()).toEqual(['DATABASE_URL', 'EXTERNAL_HOST', 'PORT', 'REDIS_URL']);
     expect((error as ConfigError).message).toContain('Invalid configuration:\n  - ');
   });
+  it("has Zulip's invitation defaults and the log email backend", () => {
+    expect(parseConfig(minimal)).toMatchObject({
+      INVITATION_LINK_VALIDITY_MINUTES: 14400,
+      INVITES_DEFAULT_REALM_DAILY_MAX: 100,
+      INVITES_NEW_REALM_DAYS: 7,
+      INVITES_NEW_REALM_LIMIT_DAYS: [],
+      INVITES_MIN_USER_AGE_DAYS: 3,
+      EMAIL_BACKEND: 'log',
+      EMAIL_DIR: '.parley/emails',
+    });
+    expect(
+      parseConfig({ ...minimal, INVITES_NEW_REALM_LIMIT_DAYS: '[[1, 10], [7, 50]]' })
+        .INVITES_NEW_REALM_LIMIT_DAYS,
+    ).toEqual([
+      [1, 10],
+      [7, 50],
+    ]);
+  });
+
+  it('checks the email and invitation settings', () => {
+    const problems = (env: Record<string, string>) => {
+      try {
+        parseConfig({ ...minimal, ...env });
+        return [];
+      } catch (error) {
+        return (error as ConfigError).problems;
+      }
+    };
+    expect(problems({ EMAIL_BACKEND: 'smtp' })).toEqual([
+      'SMTP_URL: is required when EMAIL_BACKEND is smtp',
+    ]);
+    expect(
+      problems({ EMAIL_BACKEND: 'smtp', SMTP_URL: 'smtps://u:p@mail.example.com:465' }),
+    ).toEqual([]);
+    expect(problems({ EMAIL_BACKEND: 'pigeon' })[0]).toMatch(/^EMAIL_BACKEND: /);
+    expect(problems({ SMTP_URL: 'http://mail.example.com' })[0]).toMatch(/^SMTP_URL: /);
+    expect(problems({ NOREPLY_EMAIL_ADDRESS: 'nobody' })[0]).toMatch(/^NOREPLY_EMAIL_ADDRESS: /);
+    expect(problems({ INVITES_NEW_REALM_LIMIT_DAYS: 'lots' })[0]).toMatch(
+      /^INVITES_NEW_REALM_LIMIT_DAYS: must be JSON/,
+    );
+    expect(problems({ INVITES_NEW_REALM_LIMIT_DAYS: '[[0, 5]]' })[0]).toMatch(
+      /^INVITES_NEW_REALM_LIMIT_DAYS/,
+    );
+    expect(problems({ INVITATION_LINK_VALIDITY_MINUTES: '0' })[0]).toMatch(
+      /^INVITATION_LINK_VALIDITY_MINUTES: /,
+    );
+  });
 });

@@ -54,6 +54,24 @@ const rateLimitingRules = z
     ),
   }));
 
+/** INVITES_NEW_REALM_LIMIT_DAYS is JSON like Zulip's setting: `[[days, invitations], …]`. */
+const newRealmInviteLimits = z
+  .string()
+  .transform((text, ctx) => {
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      ctx.addIssue({ code: 'custom', message: 'must be JSON' });
+      return z.NEVER;
+    }
+  })
+  .pipe(z.array(z.tuple([z.number().int().min(1).max(365), z.number().int().min(0)])))
+  // Off unless set: Zulip applies it only where anyone may create an organization (a guard
+  // against spam sign-ups); Parley's organizations are created by the operator.
+  .default([]);
+
+export const EMAIL_BACKENDS = ['log', 'directory', 'smtp'] as const;
+
 const schema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   /** Port of the API tier (and of the all-in-one server of the quick start). */
@@ -109,6 +127,34 @@ const schema = z.object({
   /** Skip the request-volume limits (not failed logins) for requests from 127.0.0.1 and ::1.
    * Off unless set: the test suite sets it, since its clients all run on localhost. */
   RATE_LIMITING_EXEMPT_LOCALHOST: bool.default(false),
+  /** Zulip's CAN_ACCESS_ALL_USERS_GROUP_LIMITS_PRESENCE: whether the organization's
+   * can_access_all_users_group also limits what presence a restricted guest gets (the
+   * organization's, one user's, presence events). Off, as in Zulip: filtering makes every
+   * presence read and comeback ping cost more. */
+  CAN_ACCESS_ALL_USERS_GROUP_LIMITS_PRESENCE: bool.default(false),
+  /** How long email invitations and reusable links stay valid unless the request says
+   * (Zulip's INVITATION_LINK_VALIDITY_DAYS, 10 days). */
+  INVITATION_LINK_VALIDITY_MINUTES: z.coerce.number().int().min(1).default(14400),
+  /** Invitation emails an organization may send per day (Zulip's
+   * INVITES_DEFAULT_REALM_DAILY_MAX). */
+  INVITES_DEFAULT_REALM_DAILY_MAX: z.coerce.number().int().min(0).default(100),
+  /** Organizations younger than this many days share the limits below (Zulip's
+   * INVITES_NEW_REALM_DAYS and INVITES_NEW_REALM_LIMIT_DAYS): across all of them, at most
+   * `invitations` in the last `days`. */
+  INVITES_NEW_REALM_DAYS: z.coerce.number().int().min(0).default(7),
+  INVITES_NEW_REALM_LIMIT_DAYS: newRealmInviteLimits,
+  /** In organizations anyone may join, accounts younger than this may not invite (Zulip's
+   * INVITES_MIN_USER_AGE_DAYS). */
+  INVITES_MIN_USER_AGE_DAYS: z.coerce.number().int().min(0).default(3),
+  /** Where outgoing email goes: `log` (a line per message in the log, links left out),
+   * `directory` (one .eml file per message in EMAIL_DIR) or `smtp` (SMTP_URL). */
+  EMAIL_BACKEND: z.enum(EMAIL_BACKENDS).default('log'),
+  EMAIL_DIR: z.string().min(1).default('.parley/emails'),
+  /** smtp://user:password@host:587 or smtps://…:465 (required with EMAIL_BACKEND=smtp). */
+  SMTP_URL: z.url({ protocol: /^smtps?$/ }).optional(),
+  /** Sender of invitation emails (Zulip's NOREPLY_EMAIL_ADDRESS); by default
+   * noreply@ EXTERNAL_HOST without its port. */
+  NOREPLY_EMAIL_ADDRESS: z.email().optional(),
 });
 
 export type Config = z.infer<typeof schema> & { LOG_FORMAT: 'json' | 'pretty' };
@@ -126,7 +172,12 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
   const present = Object.fromEntries(
     Object.entries(env).filter(([, v]) => v !== undefined && v !== ''),
   );
-  const result = schema.safeParse(present);
+  const result = schema
+    .refine((config) => config.EMAIL_BACKEND !== 'smtp' || config.SMTP_URL !== undefined, {
+      message: 'is required when EMAIL_BACKEND is smtp',
+      path: ['SMTP_URL'],
+    })
+    .safeParse(present);
   if (!result.success) {
     throw new ConfigError(
       result.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`),

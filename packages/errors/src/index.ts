@@ -225,6 +225,16 @@ export class CannotDeactivateLastUserError extends JsonableError {
   }
 }
 
+/** A user group that a setting or an active supergroup still names (`objections` says which). */
+export class CannotDeactivateGroupInUseError extends JsonableError {
+  override readonly code = 'CANNOT_DEACTIVATE_GROUP_IN_USE';
+  override readonly data: ErrorData;
+  constructor(objections: Record<string, unknown>[]) {
+    super('Cannot deactivate user group in use.');
+    this.data = { objections };
+  }
+}
+
 export class StreamDoesNotExistError extends JsonableError {
   override readonly code = 'STREAM_DOES_NOT_EXIST';
   override readonly data: ErrorData;

@@ -20,14 +20,16 @@ import { usersAlertedBy } from '../lib/alert-words';
 import { sendEventOnCommit } from '../lib/events';
 import { activeMemberIds } from '../lib/groups';
 import { flagNames, InvalidMessageError } from '../lib/messages';
+import { inRealmGroups } from '../lib/realm-state';
 import {
   accessStreamById,
+  canAdministerChannel,
   loadPermissions,
   metadataAudience,
   subscribersOf,
   type Permissions,
 } from '../lib/streams';
-import { isAdmin, isModerator } from '../lib/users';
+import { isModerator } from '../lib/users';
 import {
   EMPTY_TOPIC_DISPLAY_NAME,
   isMeMessage,
@@ -43,8 +45,6 @@ export type PropagateMode = (typeof PROPAGATE_MODES)[number];
 
 /** Zulip's grace period on the edit time limit. */
 const EDIT_LIMIT_BUFFER_SECONDS = 20;
-/** Zulip's default limits for moving others' messages (not stored per organization yet). */
-const MOVE_LIMIT_SECONDS = 7 * 24 * 3600;
 const RESOLVED_PREFIX = '✔ ';
 
 export interface EditRequest {
@@ -136,14 +136,14 @@ export async function checkUpdateMessage(
       db: tx,
       allowArchived: false,
     }));
-    checkCanMoveBetweenChannels(perms, stream!, age);
+    checkCanMoveBetweenChannels(perms, realm, stream!, age);
     if (!perms.groups.has(target.canSendMessageGroupId))
       throw new JsonableError('You do not have permission to post in this channel.');
   }
   if (checkedTopic !== undefined) {
-    // Resolving needs the organization's can_resolve_topics_group, which Parley does not
-    // store yet; its Zulip default is everyone, and it has no time limit.
-    if (!resolving) checkCanMoveWithinChannel(perms, stream!, target, age);
+    // Resolving has no time limit.
+    if (resolving) checkCanResolveTopic(perms, realm, stream!);
+    else checkCanMoveWithinChannel(perms, realm, stream!, target, age);
   }
   if (checkedTopic !== undefined || target !== null)
     checkTopicPolicy(realm, target ?? stream!, checkedTopic ?? message.subject);
@@ -159,10 +159,12 @@ export async function checkUpdateMessage(
 }
 
 /** Renaming topics: the organization's can_move_messages_between_topics_group (Zulip's
- * default: everyone, within a week unless moderator), or the channel's own group, or its
- * administrators. */
+ * default: everyone), the channel's own group, or its administrators; within the
+ * organization's move_messages_within_stream_limit_seconds unless moderator or in the
+ * channel's group. */
 function checkCanMoveWithinChannel(
   perms: Permissions,
+  realm: Realm,
   stream: Stream,
   target: Stream | null,
   age: number,
@@ -172,22 +174,47 @@ function checkCanMoveWithinChannel(
   );
   if (
     !channelGroup &&
+    !canAdministerChannel(perms, stream) &&
+    !inRealmGroups(realm, 'can_move_messages_between_topics_group', perms.groups)
+  )
+    throw new JsonableError("You don't have permission to edit this message");
+  const limit = realm.moveMessagesWithinStreamLimitSeconds;
+  if (
+    !channelGroup &&
     !isModerator(perms.user) &&
-    age > MOVE_LIMIT_SECONDS + EDIT_LIMIT_BUFFER_SECONDS
+    limit !== null &&
+    age > limit + EDIT_LIMIT_BUFFER_SECONDS
   )
     throw new JsonableError("The time limit for editing this message's topic has passed.");
 }
 
-/** Moving between channels: members by default (Zulip's can_move_messages_between_channels_group),
- * administrators, or the channel's own group; a week's limit for non-moderators. */
-function checkCanMoveBetweenChannels(perms: Permissions, stream: Stream, age: number): void {
+/** Zulip's can_resolve_topics: the organization's can_resolve_topics_group (everyone by
+ * default), the channel's own group, or its administrators. */
+function checkCanResolveTopic(perms: Permissions, realm: Realm, stream: Stream): void {
+  if (
+    !inRealmGroups(realm, 'can_resolve_topics_group', perms.groups) &&
+    !perms.groups.has(stream.canResolveTopicsGroupId) &&
+    !canAdministerChannel(perms, stream)
+  )
+    throw new JsonableError("You don't have permission to resolve topics.");
+}
+
+/** Moving between channels: the organization's can_move_messages_between_channels_group
+ * (members by default), the channel's own group or its administrators; within the
+ * organization's move_messages_between_streams_limit_seconds unless moderator. */
+function checkCanMoveBetweenChannels(
+  perms: Permissions,
+  realm: Realm,
+  stream: Stream,
+  age: number,
+): void {
   const allowed =
-    isAdmin(perms.user) ||
-    perms.user.role <= 400 ||
+    inRealmGroups(realm, 'can_move_messages_between_channels_group', perms.groups) ||
     perms.groups.has(stream.canMoveMessagesOutOfChannelGroupId) ||
-    perms.groups.has(stream.canAdministerChannelGroupId);
+    canAdministerChannel(perms, stream);
   if (!allowed) throw new JsonableError("You don't have permission to move this message");
-  if (!isModerator(perms.user) && age > MOVE_LIMIT_SECONDS)
+  const limit = realm.moveMessagesBetweenStreamsLimitSeconds;
+  if (!isModerator(perms.user) && limit !== null && age > limit)
     throw new JsonableError("The time limit for editing this message's channel has passed");
 }
 
@@ -465,12 +492,20 @@ export function checkDeleteMessage(
   sender: Pick<User, 'id' | 'botOwnerId'>,
 ): void {
   if (stream?.deactivated) throw new InvalidMessageError();
-  // The organization's can_delete_any_message_group: administrators (Zulip's default).
-  if (isAdmin(perms.user)) return;
+  // The organization's can_delete_any_message_group (administrators by default).
+  if (inRealmGroups(realm, 'can_delete_any_message_group', perms.groups)) return;
   if (stream && perms.groups.has(stream.canDeleteAnyMessageGroupId)) return;
   const own = sender.id === perms.user.id || sender.botOwnerId === perms.user.id;
-  // The organization's can_delete_own_message_group is everyone by default.
-  if (!own) throw new JsonableError("You don't have permission to delete this message");
+  // Own messages: the organization's can_delete_own_message_group (everyone by default) or
+  // the channel's.
+  if (
+    !own ||
+    !(
+      inRealmGroups(realm, 'can_delete_own_message_group', perms.groups) ||
+      (stream !== null && perms.groups.has(stream.canDeleteOwnMessageGroupId))
+    )
+  )
+    throw new JsonableError("You don't have permission to delete this message");
   const limit = realm.messageContentDeleteLimitSeconds;
   if (limit !== null && Date.now() / 1000 - message.dateSent.getTime() / 1000 > limit)
     throw new JsonableError('The time limit for deleting this message has passed');

@@ -30,6 +30,7 @@ import { allPublicStreamsKey, getRedis } from '@parley/events';
 import { linkedPathIds } from '../lib/attachments';
 import { containsAlertWord, searchableText } from '../lib/alert-words';
 import { sendEventOnCommit } from '../lib/events';
+import { checkGroupMentionsAllowed } from '../lib/user-group-permissions';
 import {
   sendContextColumns,
   sendContextOf,
@@ -38,7 +39,9 @@ import {
   type VisibilityPolicyValue,
 } from '../lib/user-topics';
 import { doAutoFollowOnSend } from './user-topics';
-import { activeMemberIds, groupIdsOfUserSql } from '../lib/groups';
+import { activeMemberIds, groupIdsOfUser, groupIdsOfUserSql } from '../lib/groups';
+import { inRealmGroups, realmGroupId } from '../lib/realm-state';
+import { SYSTEM_GROUPS } from './system-groups';
 import { apiFlags, displayUser } from '../lib/messages';
 import { loadMentionData } from '../lib/rendering';
 import {
@@ -49,6 +52,7 @@ import {
   type Permissions,
 } from '../lib/streams';
 import { accessUserByEmail, apiEmailFor, canSeeDeliveryEmail } from '../lib/users';
+import { checkSenderCanAccessRecipients } from '../lib/user-access';
 import {
   EMPTY_TOPIC_DISPLAY_NAME,
   presentMessage,
@@ -154,7 +158,15 @@ export async function prepareMessage(
   const { addressee } = resolved;
   const recipients = await query(recipientDetails, [resolved.userIds, sender.id]);
   const flags = await recipientFlags(sender, addressee, recipients, content, rendered, options);
-  if (addressee.kind === 'channel') checkWildcardMention(sender, rendered, resolved.userIds, flags);
+  if (addressee.kind === 'channel')
+    checkWildcardMention(realm, resolved.senderGroups!, rendered, resolved.userIds, flags);
+  // After the wildcard check, as Zulip orders them; a statement only when groups are named.
+  if (rendered.mentions.groupIds.size > 0)
+    await checkGroupMentionsAllowed(
+      sender,
+      resolved.senderGroups ?? (await groupIdsOfUser(sender.id)),
+      rendered.mentions.groupIds,
+    );
   return {
     realm,
     sender,
@@ -180,6 +192,8 @@ interface Resolved {
   recipientId: number | null;
   userIds: number[];
   senderRecipientId: number | null;
+  /** Channel messages: every group the sender belongs to. */
+  senderGroups?: Set<number>;
 }
 
 type ChannelForSend = Stream & {
@@ -248,6 +262,7 @@ async function resolveChannel(
     recipientId: stream.recipientId!,
     userIds: subscriberIds,
     senderRecipientId: null,
+    senderGroups: perms.groups,
   };
 }
 
@@ -268,12 +283,21 @@ const usersByIds = statement<User, [number[], number]>(
   `SELECT ${columnsOf('User', 'u')} FROM user_profile u WHERE u.id = ANY($1::int[]) AND u.realm_id = $2`,
 );
 
-const personalRecipients = statement<{ userId: number; id: number }, [number[]]>(`
-  SELECT type_id AS "userId", id FROM recipient
+// Both also bring the sender's groups (the organization's direct-message settings need them)
+// without a statement of their own.
+const personalRecipients = statement<
+  { userId: number; id: number; senderGroups: number[] },
+  [number[], number]
+>(`
+  SELECT type_id AS "userId", id, ${groupIdsOfUserSql('$2')} AS "senderGroups" FROM recipient
   WHERE type = ${RecipientType.PERSONAL} AND type_id = ANY($1::int[])`);
 
-const directMessageGroupRecipient = statement<{ recipientId: number | null }, [number, string]>(`
-  SELECT recipient_id AS "recipientId" FROM direct_message_group WHERE realm_id = $1 AND hash = $2`);
+const directMessageGroupRecipient = statement<
+  { recipientId: number | null; senderGroups: number[] },
+  [number, string, number]
+>(`
+  SELECT (SELECT recipient_id FROM direct_message_group WHERE realm_id = $1 AND hash = $2)
+    AS "recipientId", ${groupIdsOfUserSql('$3')} AS "senderGroups"`);
 
 /** The `to` of a direct message: user ids or emails, as a JSON list or comma-separated. A
  * constant number of statements whatever the group's size (emails: one each). */
@@ -314,6 +338,8 @@ async function resolveDirect(realm: Realm, sender: User, to: string): Promise<Re
     if (!user) throw new JsonableError(`Invalid email '${email}'`);
     users.push(user);
   }
+  // Before the deactivated check, as in Zulip's check_message.
+  await checkSenderCanAccessRecipients(realm, sender, users);
   for (const user of users) {
     if (!user.isActive && user.id !== sender.id)
       throw new JsonableError(`'${apiEmailFor(sender, user, realm)}' is no longer using Zulip.`);
@@ -323,9 +349,23 @@ async function resolveDirect(realm: Realm, sender: User, to: string): Promise<Re
   if (userIds.length <= 2) {
     // 1:1 messages (and messages to oneself) go to the other user's personal recipient.
     const other = userIds.find((id) => id !== sender.id) ?? sender.id;
-    const personal = new Map(
-      (await query(personalRecipients, [[other, sender.id]])).map((r) => [r.userId, r.id]),
+    const rows = await query(personalRecipients, [[other, sender.id], sender.id]);
+    const personal = new Map(rows.map((r) => [r.userId, r.id]));
+    const dmCheck = await checkDirectMessagePolicy(
+      realm,
+      sender,
+      addressee.users,
+      new Set(rows[0]?.senderGroups ?? []),
     );
+    if (dmCheck.mayNotInitiate) {
+      const [row] = await query(personalConversationExists, [
+        personal.get(other)!,
+        sender.id,
+        personal.get(sender.id) ?? -1,
+        other,
+      ]);
+      if (!row?.exists) throw new JsonableError(MAY_NOT_INITIATE);
+    }
     return {
       addressee,
       recipientId: personal.get(other)!,
@@ -333,8 +373,72 @@ async function resolveDirect(realm: Realm, sender: User, to: string): Promise<Re
       senderRecipientId: personal.get(sender.id) ?? null,
     };
   }
-  const [group] = await query(directMessageGroupRecipient, [realm.id, groupHash(userIds)]);
+  const [group] = await query(directMessageGroupRecipient, [
+    realm.id,
+    groupHash(userIds),
+    sender.id,
+  ]);
+  const dmCheck = await checkDirectMessagePolicy(
+    realm,
+    sender,
+    addressee.users,
+    new Set(group!.senderGroups),
+  );
+  if (dmCheck.mayNotInitiate) {
+    const [row] = group?.recipientId
+      ? await query(conversationExists, [group.recipientId])
+      : [{ exists: false }];
+    if (!row?.exists) throw new JsonableError(MAY_NOT_INITIATE);
+  }
   return { addressee, recipientId: group?.recipientId ?? null, userIds, senderRecipientId: null };
+}
+
+const MAY_NOT_INITIATE = 'You are not allowed to start direct message conversations.';
+
+const conversationExists = statement<{ exists: boolean }, [number]>(
+  `SELECT EXISTS (SELECT 1 FROM message WHERE recipient_id = $1) AS exists`,
+);
+const personalConversationExists = statement<{ exists: boolean }, [number, number, number, number]>(
+  `SELECT EXISTS (SELECT 1 FROM message WHERE (recipient_id = $1 AND sender_id = $2)
+     OR (recipient_id = $3 AND sender_id = $4)) AS exists`,
+);
+
+/** The organization's direct_message_permission_group (a conversation needs someone in it
+ * among its participants) and direct_message_initiator_group (others may only reply to an
+ * existing conversation: `mayNotInitiate` asks the caller to check). Conversations with only
+ * bots or oneself are always allowed. */
+async function checkDirectMessagePolicy(
+  realm: Realm,
+  sender: User,
+  recipients: User[],
+  senderGroups: Set<number>,
+): Promise<{ mayNotInitiate: boolean }> {
+  const others = recipients.filter((user) => user.id !== sender.id);
+  if (others.every((user) => user.isBot)) return { mayNotInitiate: false };
+  if (!inRealmGroups(realm, 'direct_message_permission_group', senderGroups)) {
+    const groupId = realmGroupId(realm, 'direct_message_permission_group');
+    const authorized = groupId === null ? [] : await activeMemberIds([groupId]);
+    if (!others.some((user) => authorized.includes(user.id))) {
+      const nobody = groupId !== null && (await isNobodyGroup(groupId));
+      throw new JsonableError(
+        nobody
+          ? 'Direct messages are disabled in this organization.'
+          : 'This conversation does not include any users who can authorize it.',
+      );
+    }
+  }
+  return {
+    mayNotInitiate: !inRealmGroups(realm, 'direct_message_initiator_group', senderGroups),
+  };
+}
+
+const groupName = statement<{ name: string | null }, [number]>(
+  `SELECT name FROM user_group WHERE id = $1`,
+);
+
+async function isNobodyGroup(groupId: number): Promise<boolean> {
+  const [row] = await query(groupName, [groupId]);
+  return row?.name === SYSTEM_GROUPS.NOBODY;
 }
 
 function groupHash(userIds: number[]): string {
@@ -510,16 +614,17 @@ async function createDirectMessageGroup(tx: Tx, realm: Realm, ids: number[]): Pr
 }
 
 /** Zulip's WILDCARD_MENTION_THRESHOLD: wildcards reaching more people than this need the
- * organization's can_mention_many_users_group, administrators by default (not stored yet). */
+ * organization's can_mention_many_users_group (administrators by default). */
 const WILDCARD_MENTION_THRESHOLD = 15;
 
 function checkWildcardMention(
-  sender: User,
+  realm: Realm,
+  senderGroups: Set<number>,
   rendered: Rendered,
   recipients: number[],
   flags: Map<number, UserMessageFlag[]>,
 ): void {
-  if (sender.role <= 200) return;
+  if (inRealmGroups(realm, 'can_mention_many_users_group', senderGroups)) return;
   const { wildcard } = rendered.mentions;
   if (wildcard === 'channel' && recipients.length > WILDCARD_MENTION_THRESHOLD)
     throw new StreamWildcardMentionNotAllowedError();

@@ -18,9 +18,10 @@ import {
   OFFLINE_THRESHOLD_SECS,
   PRESENCE_PING_INTERVAL_SECS,
   PRESENCE_UPDATE_MIN_FREQ_SECS,
+  presenceLimitedByUserAccess,
   serverTimestamp,
 } from '../lib/presence';
-import { canSeeDeliveryEmail, dummyEmail } from '../lib/users';
+import { canSeeDeliveryEmail, dummyEmail, usersWhoCanAccess, type Viewer } from '../lib/users';
 import { doChangeSetting } from './users';
 
 export type PresenceStatus = 'active' | 'idle';
@@ -138,9 +139,10 @@ export async function doSetPresenceEnabled(
     sendEventOnCommit(ctx, event, users);
 }
 
-/** Zulip's send_presence_changed: everyone active in the organization hears of it, in the
- * legacy form (the events tier rewrites it for modern and slim clients); the address in it
- * depends on who may see the real one. */
+/** Zulip's send_presence_changed: everyone active in the organization hears of it (under
+ * presenceLimitedByUserAccess(), everyone who may access the user), in the legacy form (the events tier
+ * rewrites it for modern and slim clients); the address in it depends on who may see the real
+ * one. */
 async function presenceEvents(
   db: Tx,
   realm: Realm,
@@ -148,18 +150,23 @@ async function presenceEvents(
   write: PresenceWrite,
   force: boolean,
 ): Promise<{ event: ZulipEvent; users: number[] }[]> {
-  if (!force) {
-    // Counted without ordering or fetching: in a large organization this is the whole cost of
-    // a comeback ping.
-    const [{ n }] = await db.$queryRaw<[{ n: number }]>`
-      SELECT count(*)::int AS n FROM (SELECT 1 FROM user_profile
-        WHERE realm_id = ${realm.id} AND is_active LIMIT ${MAX_PRESENCE_EVENT_RECIPIENTS + 1}) s`;
-    if (n > MAX_PRESENCE_EVENT_RECIPIENTS) return [];
+  let viewers: Viewer[];
+  if (presenceLimitedByUserAccess()) {
+    // Zulip's get_user_ids_who_can_access_user: guests who may not access the user are left
+    // out, and the size limit counts only those who remain.
+    viewers = await usersWhoCanAccess(realm.id, db, user);
+    if (!force && viewers.length > MAX_PRESENCE_EVENT_RECIPIENTS) return [];
+  } else {
+    if (!force) {
+      // Counted without ordering or fetching: in a large organization this is the whole cost
+      // of a comeback ping.
+      const [{ n }] = await db.$queryRaw<[{ n: number }]>`
+        SELECT count(*)::int AS n FROM (SELECT 1 FROM user_profile
+          WHERE realm_id = ${realm.id} AND is_active LIMIT ${MAX_PRESENCE_EVENT_RECIPIENTS + 1}) s`;
+      if (n > MAX_PRESENCE_EVENT_RECIPIENTS) return [];
+    }
+    viewers = await usersWhoCanAccess(realm.id, db);
   }
-  const viewers = await db.user.findMany({
-    where: { realmId: realm.id, isActive: true },
-    select: { id: true, role: true },
-  });
   const modern = modernPresence({ ...write, date_joined: user.dateJoined });
   const build = (visible: boolean): ZulipEvent => ({
     type: 'presence',

@@ -7,11 +7,13 @@ import {
   Role,
   runAction,
   type ActionContext,
+  type Realm,
   type User,
 } from '@parley/db';
 import { InsufficientPermissionError, JsonableError } from '@parley/errors';
 import { emojiCodeForName } from '@parley/markdown';
 import { sendEventOnCommit } from '../lib/events';
+import { hasRealmPermission } from '../lib/realm-permissions';
 import { emojiStorePath, realmEmojiDict } from '../lib/realm-emoji';
 import { removeUpload, storeUpload } from '../lib/upload-store';
 import { usersWhoCanAccess } from '../lib/users';
@@ -43,14 +45,16 @@ async function notifyRealmEmoji(ctx: ActionContext, realmId: number): Promise<vo
 
 export async function doAddRealmEmoji(
   actor: User,
+  realm: Realm,
   requestedName: string,
   file: UploadedFile,
 ): Promise<void> {
   // As Zulip's upload_emoji view: spaces are typed for underscores.
   const name = requestedName.trim().replace(/ /g, '_');
   checkEmojiName(name);
-  // Zulip's can_add_custom_emoji_group defaults to members: guests may not.
-  if (actor.role === Role.GUEST) throw new InsufficientPermissionError();
+  // The organization's can_add_custom_emoji_group (members by default).
+  if (!(await hasRealmPermission(realm, actor, 'can_add_custom_emoji_group')))
+    throw new InsufficientPermissionError();
   if (emojiCodeForName(name) !== undefined && actor.role > Role.ADMINISTRATOR)
     throw new JsonableError('Only administrators can override default emoji.');
   let type: string | undefined;

@@ -9,7 +9,9 @@ import {
   type User,
 } from '@parley/db';
 import { JsonableError } from '@parley/errors';
-import { createSystemGroups, SYSTEM_GROUPS } from './system-groups';
+import { REALM_PERMISSION_SETTINGS, type RealmPermissionSetting } from '../lib/permission-settings';
+import { REALM_GROUP_COLUMNS } from '../lib/realm-state';
+import { createSystemGroups } from './system-groups';
 import { checkCreateUser, doCreateUser } from './users';
 
 // Subdomains are DNS labels; "" is the root organization.
@@ -55,12 +57,14 @@ export async function doCreateOrganization(
   const groups = await createSystemGroups(tx, realm.id);
   const withSettings = await tx.realm.update({
     where: { id: realm.id },
-    data: {
-      canCreatePublicChannelGroupId: groups.get(SYSTEM_GROUPS.MEMBERS)!,
-      canCreatePrivateChannelGroupId: groups.get(SYSTEM_GROUPS.MEMBERS)!,
-      canCreateWebPublicChannelGroupId: groups.get(SYSTEM_GROUPS.OWNERS)!,
-      canAddSubscribersGroupId: groups.get(SYSTEM_GROUPS.MEMBERS)!,
-    },
+    // Every organization permission names its default system group (Zulip's
+    // REALM_PERMISSION_GROUP_SETTINGS defaults).
+    data: Object.fromEntries(
+      Object.entries(REALM_GROUP_COLUMNS).map(([setting, column]) => [
+        column,
+        groups.get(REALM_PERMISSION_SETTINGS[setting as RealmPermissionSetting].default)!,
+      ]),
+    ),
   });
   const ownerFields = await checkCreateUser(tx, withSettings, {
     email: org.ownerEmail,

@@ -138,30 +138,29 @@ export async function checkChannelCreation(
   await checkPolicyPermissions(tx, perms, settings.topicsPolicy, settings.groups);
 }
 
-/** Realm-level gates on some channel settings. Parley does not store Zulip's
- * can_set_topics_policy_group / can_set_delete_message_policy_group yet; their defaults
- * (members, moderators) apply. */
+/** Realm-level gates on some channel settings: the organization's can_set_topics_policy_group
+ * and can_set_delete_message_policy_group (Zulip's defaults: members, moderators). */
 async function checkPolicyPermissions(
   tx: Tx,
   perms: Permissions,
   topicsPolicy: TopicsPolicy | undefined,
   groups: Partial<Record<StreamGroupSetting, GroupSettingValue>>,
 ): Promise<void> {
-  const system = await systemGroupIds(perms.user.realmId);
-  const inSystemGroup = (name: string) => perms.groups.has(system.get(name)!);
-  if (
-    topicsPolicy !== undefined &&
-    topicsPolicy !== 'inherit' &&
-    !inSystemGroup(SYSTEM_GROUPS.MEMBERS)
-  )
-    throw new InsufficientPermissionError();
-  for (const setting of ['can_delete_any_message_group', 'can_delete_own_message_group'] as const) {
-    const value = groups[setting];
-    if (
-      value !== undefined &&
-      value !== system.get(SYSTEM_GROUPS.NOBODY) &&
-      !inSystemGroup(SYSTEM_GROUPS.MODERATORS)
-    )
+  const deleteSettings = (
+    ['can_delete_any_message_group', 'can_delete_own_message_group'] as const
+  ).filter((setting) => groups[setting] !== undefined);
+  const topics = topicsPolicy !== undefined && topicsPolicy !== 'inherit';
+  if (!topics && deleteSettings.length === 0) return;
+  const realm = await tx.realm.findUniqueOrThrow({
+    where: { id: perms.user.realmId },
+    select: { canSetTopicsPolicyGroupId: true, canSetDeleteMessagePolicyGroupId: true },
+  });
+  const inGroup = (id: number | null) => id !== null && perms.groups.has(id);
+  if (topics && !inGroup(realm.canSetTopicsPolicyGroupId)) throw new InsufficientPermissionError();
+  if (deleteSettings.length === 0) return;
+  const nobody = (await systemGroupIds(perms.user.realmId)).get(SYSTEM_GROUPS.NOBODY);
+  for (const setting of deleteSettings) {
+    if (groups[setting] !== nobody && !inGroup(realm.canSetDeleteMessagePolicyGroupId))
       throw new InsufficientPermissionError();
   }
 }
@@ -307,29 +306,40 @@ async function updateStream(
   const before = new Set(await metadataAudience(stream, subscribers, tx));
   const updated = await tx.stream.update({ where: { id: stream.id }, data });
   const after = new Set(await metadataAudience(updated, subscribers, tx));
-  const lost = [...before].filter((id) => !after.has(id));
-  const gained = [...after].filter((id) => !before.has(id));
   const kept = [...after].filter((id) => before.has(id));
   for (const { property, value, extra } of events) {
     sendEventOnCommit(ctx, streamUpdateEvent(stream, property, value, extra), kept);
   }
+  await announceAudienceChange(ctx, updated, subscribers, before, after);
+  return updated;
+}
+
+/** Who may see a channel's metadata changed from `before` to `after`: those who lost it get
+ * the channel deleted, those who gained it get it created with its subscribers, as Zulip
+ * does after granting or revoking metadata access. */
+export async function announceAudienceChange(
+  ctx: ActionContext,
+  stream: Stream,
+  subscribers: number[],
+  before: Set<number>,
+  after: Set<number>,
+): Promise<void> {
+  const lost = [...before].filter((id) => !after.has(id));
+  const gained = [...after].filter((id) => !before.has(id));
   if (lost.length > 0) sendEventOnCommit(ctx, streamDeleteEvent([stream.id]), lost);
-  if (gained.length > 0) {
-    const details = await loadStreamDetails(stream.realmId, [updated]);
+  if (gained.length === 0) return;
+  const details = await loadStreamDetails(stream.realmId, [stream]);
+  sendEventOnCommit(
+    ctx,
+    { type: 'stream', op: 'create', streams: [presentStream(stream, details.context(stream))] },
+    gained,
+  );
+  if (subscribers.length > 0)
     sendEventOnCommit(
       ctx,
-      { type: 'stream', op: 'create', streams: [presentStream(updated, details.context(updated))] },
+      { type: 'subscription', op: 'peer_add', stream_ids: [stream.id], user_ids: subscribers },
       gained,
     );
-    // Newcomers also learn the subscribers, as Zulip does after granting metadata access.
-    if (subscribers.length > 0)
-      sendEventOnCommit(
-        ctx,
-        { type: 'subscription', op: 'peer_add', stream_ids: [stream.id], user_ids: subscribers },
-        gained,
-      );
-  }
-  return updated;
 }
 
 export async function checkRenameStream(tx: Tx, stream: Stream, rawName: string): Promise<string> {

@@ -53,23 +53,46 @@ export function systemGroupsForRole(role: RoleValue): string[] {
   }
 }
 
-/** Creates the groups and their edges; returns their ids by name. */
+/** The group settings every system group holds: "nobody" throughout (Zulip's
+ * default_for_system_groups), so system groups are read-only. */
+const GROUP_SETTING_COLUMNS = [
+  'canAddMembersGroupId',
+  'canJoinGroupId',
+  'canLeaveGroupId',
+  'canManageGroupId',
+  'canMentionGroupId',
+  'canRemoveMembersGroupId',
+] as const;
+
+/** Creates the groups and their edges; returns their ids by name. The ids are taken first, so
+ * that every group, "nobody" itself included, can name "nobody" in its settings as it is
+ * inserted (named groups must hold all their settings). */
 export async function createSystemGroups(tx: Tx, realmId: number): Promise<Map<string, number>> {
+  const names = Object.values(SYSTEM_GROUPS);
+  const ids = (
+    await tx.$queryRaw<{ id: number }[]>`
+      SELECT nextval(pg_get_serial_sequence('user_group', 'id'))::int AS id
+      FROM generate_series(1, ${names.length}::int)`
+  )
+    .map((row) => row.id)
+    .sort((a, b) => a - b);
+  const idOf = new Map(names.map((name, index) => [name as string, ids[index]!]));
+  const nobody = idOf.get(SYSTEM_GROUPS.NOBODY)!;
   await tx.userGroup.createMany({
-    data: Object.values(SYSTEM_GROUPS).map((name) => ({
+    data: names.map((name) => ({
+      id: idOf.get(name)!,
       realmId,
       name,
       description: DESCRIPTIONS[name] ?? '',
       isSystemGroup: true,
+      ...Object.fromEntries(GROUP_SETTING_COLUMNS.map((column) => [column, nobody])),
     })),
   });
-  const groups = await tx.userGroup.findMany({ where: { realmId, isSystemGroup: true } });
-  const idOf = new Map(groups.map((group) => [group.name, group.id]));
   await tx.groupGroupMembership.createMany({
     data: EDGES.map(([supergroup, subgroup]) => ({
       supergroupId: idOf.get(supergroup)!,
       subgroupId: idOf.get(subgroup)!,
     })),
   });
-  return idOf as Map<string, number>;
+  return idOf;
 }

@@ -19,10 +19,10 @@ import { getLogger } from '@parley/logger';
 import { InsufficientPermissionError, JsonableError } from '@parley/errors';
 import { generateApiKey, hashPassword } from '../lib/credentials';
 import { sendEventOnCommit } from '../lib/events';
-import { checkProfileValue, isRendered } from '../lib/profile-fields';
-import { renderDescriptionForRealm } from '../lib/rendering';
+import { presentInaccessibleUser } from '../lib/user-access';
 import {
   activeAdminIds,
+  activeUsersByAccessTo,
   canSeeDeliveryEmail,
   dummyEmail,
   isOwner,
@@ -38,6 +38,7 @@ import {
   sendChannelVisibilityChanges,
   sendSubscriberActivityEvents,
 } from './subscriptions';
+import { doForgetDrafts } from './drafts';
 import { SYSTEM_GROUPS, systemGroupsForRole } from './system-groups';
 
 // Django's EmailValidator accepts more, but every address it accepts has this shape.
@@ -101,7 +102,25 @@ export async function checkBotNameAvailable(tx: Tx, realm: Realm, fullName: stri
 export async function checkCreateUser(tx: Tx, realm: Realm, user: NewUser): Promise<NewUser> {
   const email = checkEmail(user.email);
   await checkEmailAvailable(tx, realm, email);
-  return { ...user, email, fullName: checkFullName(user.fullName), role: checkRole(user.role) };
+  const fullName = checkFullName(user.fullName);
+  if (realm.requireUniqueNames && !user.isBot) await checkUniqueName(tx, realm.id, null, fullName);
+  return { ...user, email, fullName, role: checkRole(user.role) };
+}
+
+/** The organization's require_unique_names (read here: callers may hold a cached copy): no
+ * other user may have the name, ignoring case (Zulip's check_full_name). */
+async function checkUniqueName(
+  tx: Tx,
+  realmId: number,
+  userId: number | null,
+  fullName: string,
+): Promise<void> {
+  const [row] = await tx.$queryRaw<{ taken: boolean }[]>`
+    SELECT r.require_unique_names AND EXISTS (SELECT 1 FROM user_profile u
+      WHERE u.realm_id = r.id AND u.id <> ${userId ?? -1} AND lower(u.full_name) = lower(${fullName}))
+      AS taken
+    FROM realm r WHERE r.id = ${realmId}`;
+  if (row?.taken) throw new JsonableError('Unique names required in this organization.');
 }
 
 /** Hashes a password if one is given; kept out of transactions (scrypt is slow on purpose). */
@@ -120,7 +139,7 @@ async function sendPersonUpdate(
   person: Record<string, unknown>,
   audience?: Viewer[],
 ): Promise<void> {
-  const viewers = audience ?? (await usersWhoCanAccess(target.realmId, ctx.tx));
+  const viewers = audience ?? (await usersWhoCanAccess(target.realmId, ctx.tx, target));
   sendEventOnCommit(
     ctx,
     { type: 'realm_user', op: 'update', person: { user_id: target.id, ...person } },
@@ -136,7 +155,7 @@ async function sendByEmailVisibility(
   build: (visible: boolean) => Record<string, unknown> | null,
   viewers?: Viewer[],
 ): Promise<void> {
-  const audience = viewers ?? (await usersWhoCanAccess(target.realmId, ctx.tx));
+  const audience = viewers ?? (await usersWhoCanAccess(target.realmId, ctx.tx, target));
   for (const visible of [true, false]) {
     const event = build(visible);
     const ids = audience
@@ -185,6 +204,9 @@ export async function doCreateUser(
   user: NewUser,
   passwordHash: string | null,
   actingUserId: number | null = null,
+  /** defaultStreams false: no default channels (an invitation without
+   * include_realm_default_subscriptions). */
+  options: { defaultStreams?: boolean } = {},
 ): Promise<User> {
   const { tx } = ctx;
   // checkCreateUser's lookup can race a concurrent creation; the unique indexes decide.
@@ -216,18 +238,40 @@ export async function doCreateUser(
   await audit(ctx, created, AuditLogEvent.USER_CREATED, actingUserId ?? created.id, {
     role: user.role,
   });
-  await sendByEmailVisibility(ctx, created, (visible) => ({
-    type: 'realm_user',
-    op: 'add',
-    person: presentUserWithVisibility(created, visible, realm, {
-      clientGravatar: false,
-      profileData: new Map(),
+  // Guests who may not see the new user (can_access_all_users_group) get an "Unknown user"
+  // in their place (Zulip's notify_created_user).
+  const { withAccess, withoutAccess } = await activeUsersByAccessTo(created);
+  await sendByEmailVisibility(
+    ctx,
+    created,
+    (visible) => ({
+      type: 'realm_user',
+      op: 'add',
+      person: presentUserWithVisibility(created, visible, realm, {
+        clientGravatar: false,
+        profileData: new Map(),
+      }),
+      // The events tier nulls avatar_url for client_gravatar queues, where clients compute it.
+      internal_data: { avatar_gravatar: visible && created.avatarSource === 'G' },
     }),
-    // The events tier nulls avatar_url for client_gravatar queues, where clients compute it.
-    internal_data: { avatar_gravatar: visible && created.avatarSource === 'G' },
-  }));
+    withAccess,
+  );
+  if (withoutAccess.length > 0)
+    sendEventOnCommit(
+      ctx,
+      {
+        type: 'realm_user',
+        op: 'add',
+        person: presentInaccessibleUser(created.id, realm),
+        // Zulip skips this event for queues with the user_list_incomplete capability; the
+        // mark says so to the events tier (which does not filter on it yet).
+        internal_data: { user_list_incomplete: false },
+      } as ZulipEvent,
+      withoutAccess.map((viewer) => viewer.id),
+    );
   // After the realm_user add, so peers learn of the user before seeing them subscribe.
-  if (!created.isBot) await subscribeToDefaultStreams(ctx, realm, created, actingUserId);
+  if (!created.isBot && options.defaultStreams !== false)
+    await subscribeToDefaultStreams(ctx, realm, created, actingUserId);
   if (created.isBot) {
     const recipients = new Set(await activeAdminIds(realm.id, tx));
     if (created.botOwnerId) recipients.add(created.botOwnerId);
@@ -268,13 +312,19 @@ async function addToSystemGroups(
   userId: number,
   role: RoleValue,
 ): Promise<void> {
-  const groups = await tx.userGroup.findMany({
-    where: { realmId, isSystemGroup: true, name: { in: systemGroupsForRole(role) } },
-    select: { id: true },
-  });
-  await tx.userGroupMembership.createMany({
-    data: groups.map((group) => ({ userGroupId: group.id, userId })),
-  });
+  // Members join "full members" only once their account is as old as the organization's
+  // waiting period (Zulip's update_users_in_full_members_system_group; PATCH /realm applies a
+  // new period to everyone).
+  await tx.$executeRaw`
+    INSERT INTO user_group_membership (user_group_id, user_profile_id)
+    SELECT g.id, ${userId}::int FROM user_group g
+    WHERE g.realm_id = ${realmId} AND g.is_system_group
+      AND g.name = ANY(${systemGroupsForRole(role)}::text[])
+      AND (g.name <> ${SYSTEM_GROUPS.FULL_MEMBERS} OR EXISTS (
+        SELECT 1 FROM user_profile u JOIN realm r ON r.id = u.realm_id
+        WHERE u.id = ${userId}::int
+          AND (r.waiting_period_threshold = 0
+            OR u.date_joined <= now() - make_interval(days => r.waiting_period_threshold))))`;
 }
 
 // ---- Profile ----------------------------------------------------------------------------------
@@ -286,6 +336,7 @@ export async function doChangeFullName(
   actingUserId: number,
 ): Promise<void> {
   if (fullName === target.fullName) return;
+  if (!target.isBot) await checkUniqueName(ctx.tx, target.realmId, target.id, fullName);
   await ctx.tx.user.update({ where: { id: target.id }, data: { fullName } });
   await audit(ctx, target, AuditLogEvent.USER_FULL_NAME_CHANGED, actingUserId, {
     old_value: target.fullName,
@@ -399,73 +450,6 @@ export async function doChangeEmail(
   );
 }
 
-export interface ProfileDataChange {
-  id: number;
-  value: unknown;
-}
-
-/** Validates every change first (nothing is written when one is invalid). */
-export async function checkProfileData(
-  tx: Tx,
-  target: User,
-  changes: ProfileDataChange[],
-  { adminOverride }: { adminOverride: boolean },
-): Promise<{ fieldId: number; fieldType: number; value: string | null }[]> {
-  if (target.isBot && changes.length > 0)
-    throw new JsonableError('Bots do not have custom profile fields');
-  const fields = await tx.customProfileField.findMany({
-    where: { realmId: target.realmId, id: { in: changes.map((change) => change.id) } },
-  });
-  const byId = new Map(fields.map((field) => [field.id, field]));
-  const checked = [];
-  for (const change of changes) {
-    const field = byId.get(change.id);
-    if (!field) throw new JsonableError(`Field id ${change.id} not found.`);
-    if (!field.editableByUser && !adminOverride)
-      throw new JsonableError(
-        'You are not allowed to change this field. Contact an administrator to update it.',
-      );
-    const empty =
-      change.value === null ||
-      change.value === '' ||
-      (Array.isArray(change.value) && change.value.length === 0);
-    if (empty && field.required) throw new JsonableError(`Field ${field.name} is required.`);
-    const value = empty ? null : await checkProfileValue(tx, target.realmId, field, change.value);
-    checked.push({ fieldId: field.id, fieldType: field.fieldType, value });
-  }
-  return checked;
-}
-
-export async function doUpdateProfileData(
-  ctx: ActionContext,
-  target: User,
-  changes: { fieldId: number; fieldType: number; value: string | null }[],
-): Promise<void> {
-  const { tx } = ctx;
-  // One audience for every field's event: the same users see the same person.
-  const viewers = await usersWhoCanAccess(target.realmId, tx);
-  for (const change of changes) {
-    const renderedValue =
-      change.value !== null && isRendered(change.fieldType)
-        ? await renderDescriptionForRealm(target.realmId, change.value, tx)
-        : null;
-    if (change.value === null) {
-      await tx.customProfileFieldValue.deleteMany({
-        where: { userId: target.id, fieldId: change.fieldId },
-      });
-    } else {
-      await tx.customProfileFieldValue.upsert({
-        where: { userId_fieldId: { userId: target.id, fieldId: change.fieldId } },
-        create: { userId: target.id, fieldId: change.fieldId, value: change.value, renderedValue },
-        update: { value: change.value, renderedValue },
-      });
-    }
-    const field: Record<string, unknown> = { id: change.fieldId, value: change.value };
-    if (renderedValue !== null) field.rendered_value = renderedValue;
-    await sendPersonUpdate(ctx, target, { custom_profile_field: field }, viewers);
-  }
-}
-
 // ---- Settings -------------------------------------------------------------------------------
 
 export async function doChangeTimezone(
@@ -495,7 +479,7 @@ export async function doChangeEmailVisibility(
   visibility: number,
 ): Promise<void> {
   if (visibility === user.emailAddressVisibility) return;
-  const viewers = await usersWhoCanAccess(user.realmId, ctx.tx);
+  const viewers = await usersWhoCanAccess(user.realmId, ctx.tx, user);
   const updated = { ...user, emailAddressVisibility: visibility };
   await ctx.tx.user.update({
     where: { id: user.id },
@@ -530,6 +514,9 @@ export async function doChangeSetting(
   const column = USER_SETTINGS[property].column;
   if (user[column] === value) return;
   await ctx.tx.user.update({ where: { id: user.id }, data: { [column]: value } });
+  // Zulip forgets the stored drafts when their synchronization is turned off.
+  if (property === 'enable_drafts_synchronization' && value === false)
+    await doForgetDrafts(ctx, user.id);
   sendUserSettingsUpdate(ctx, user, property, value, extra);
 }
 
@@ -597,7 +584,7 @@ async function deactivateOne(
   await tx.subscription.updateMany({ where: { userId: target.id }, data: { isUserActive: false } });
   await sendSubscriberActivityEvents(ctx, target, 'peer_remove');
   await audit(ctx, target, AuditLogEvent.USER_DEACTIVATED, actingUserId, { actions });
-  const viewers = await usersWhoCanAccess(target.realmId, tx);
+  const viewers = await usersWhoCanAccess(target.realmId, tx, target);
   const viewerIds = viewers.map((viewer) => viewer.id);
   if (deleted) {
     sendEventOnCommit(

@@ -71,14 +71,17 @@ const groupSettingRows = statement<
 >(`
   SELECT g.id, g.name,
     CASE WHEN g.name IS NULL THEN ARRAY(
-      SELECT user_profile_id FROM user_group_membership WHERE user_group_id = g.id ORDER BY 1
+      SELECT m.user_profile_id FROM user_group_membership m
+        JOIN user_profile u ON u.id = m.user_profile_id
+      WHERE m.user_group_id = g.id AND u.is_active ORDER BY 1
     ) END AS members,
     CASE WHEN g.name IS NULL THEN ARRAY(
       SELECT subgroup_id FROM group_group_membership WHERE supergroup_id = g.id ORDER BY 1
     ) END AS subgroups
   FROM user_group g WHERE g.id = ANY($1::int[])`);
 
-/** API form of the settings held in `groupIds`: named groups by id, anonymous ones expanded. */
+/** API form of the settings held in `groupIds`: named groups by id, anonymous ones expanded
+ * to their active direct members (as /register shows them, and as Zulip does). */
 export async function presentGroupSettings(
   groupIds: Iterable<number>,
 ): Promise<Map<number, GroupSettingValue>> {
@@ -90,6 +93,37 @@ export async function presentGroupSettings(
         ? group.id
         : { direct_members: group.members ?? [], direct_subgroups: group.subgroups ?? [] },
     ]),
+  );
+}
+
+/** A `{new, old}` change of a group setting (Zulip's GroupSettingChangeRequest): `old`, when
+ * given, must match what the setting holds. */
+export interface GroupSettingChange {
+  new: GroupSettingValue;
+  old?: GroupSettingValue;
+}
+
+/** The form a value is stored and compared in, as checkGroupSetting stores it: an anonymous
+ * group of one subgroup and no members is that subgroup, an empty one is "nobody"; members
+ * and subgroups sorted and each once. */
+export function normalizeGroupSetting(
+  value: GroupSettingValue,
+  nobodyId: number,
+): GroupSettingValue {
+  if (typeof value === 'number') return value;
+  const members = [...new Set(value.direct_members)].sort((a, b) => a - b);
+  const subgroups = [...new Set(value.direct_subgroups)].sort((a, b) => a - b);
+  if (members.length === 0 && subgroups.length === 1) return subgroups[0]!;
+  if (members.length === 0 && subgroups.length === 0) return nobodyId;
+  return { direct_members: members, direct_subgroups: subgroups };
+}
+
+/** Whether two normalized values name the same group or the same members and subgroups. */
+export function sameGroupSetting(a: GroupSettingValue, b: GroupSettingValue): boolean {
+  if (typeof a === 'number' || typeof b === 'number') return a === b;
+  return (
+    a.direct_members.join(',') === b.direct_members.join(',') &&
+    a.direct_subgroups.join(',') === b.direct_subgroups.join(',')
   );
 }
 
@@ -158,4 +192,36 @@ export async function checkGroupSetting(
       data: subgroups.map((subgroupId) => ({ supergroupId: group.id, subgroupId })),
     });
   return group.id;
+}
+
+// ---- Reads of one named group (GET /user_groups/{id}/members, /subgroups) -------------------
+
+const directActiveMembers = statement<{ id: number }, [number]>(`
+  SELECT m.user_profile_id AS id FROM user_group_membership m
+    JOIN user_profile u ON u.id = m.user_profile_id
+  WHERE m.user_group_id = $1 AND u.is_active ORDER BY 1`);
+
+/** Active members of a group: direct ones, or (Zulip's get_recursive_group_members) those of
+ * its subgroups too; ascending. */
+export async function groupMemberIds(groupId: number, directOnly: boolean): Promise<number[]> {
+  if (directOnly) return (await query(directActiveMembers, [groupId])).map((row) => row.id);
+  return (await activeMemberIds([groupId])).sort((a, b) => a - b);
+}
+
+const strictSubgroups = statement<{ id: number }, [number]>(`
+  WITH RECURSIVE g(id) AS (
+    SELECT subgroup_id FROM group_group_membership WHERE supergroup_id = $1
+    UNION
+    SELECT ggm.subgroup_id FROM group_group_membership ggm JOIN g ON ggm.supergroup_id = g.id
+  )
+  SELECT g.id FROM g JOIN user_group ug ON ug.id = g.id WHERE ug.name IS NOT NULL ORDER BY 1`);
+const directSubgroups = statement<{ id: number }, [number]>(
+  `SELECT subgroup_id AS id FROM group_group_membership WHERE supergroup_id = $1 ORDER BY 1`,
+);
+
+/** A group's subgroups: direct ones, or every named group below it. */
+export async function subgroupIdsOf(groupId: number, directOnly: boolean): Promise<number[]> {
+  return (await query(directOnly ? directSubgroups : strictSubgroups, [groupId])).map(
+    (row) => row.id,
+  );
 }

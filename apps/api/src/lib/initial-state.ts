@@ -13,17 +13,22 @@ import {
 import type { QueuedEvent } from '@parley/events';
 import { presentBot } from '../presenters/bots';
 import { presentLinkifier } from '../presenters/linkifiers';
+import { presentProfileField } from '../presenters/profile-fields';
 import { presentUser } from '../presenters/users';
 import { ABSENT_FEATURE_SECTIONS } from './absent-features-state';
 import { applyChannelEvent, fetchChannelState, type ChannelStateOptions } from './channel-state';
 import { linkifierRows } from './linkifiers';
-import { loadProfileData } from './profile-fields';
+import { FIELD_TYPES, loadProfileData } from './profile-fields';
 import { realmEmojiDict } from './realm-emoji';
 import { alertWordsOf } from './alert-words';
+import { newestDraftsOf } from './drafts';
+import { savedSnippetsOf } from './saved-snippets';
+import { presentSavedSnippet } from '../presenters/saved-snippets';
+import { presentDraft } from '../presenters/drafts';
 import { mutedUsersOf } from './muted-users';
 import {
   lastUpdateIdOf,
-  presenceRows,
+  presenceRowsFor,
   presentPresences,
   serverTimestamp,
   type LegacyClientPresence,
@@ -38,12 +43,19 @@ import {
 } from './message-state';
 import {
   alwaysSentLimits,
+  applyRealmEvent,
+  currentRealm,
   realmSettingGroupIds,
   realmState,
   realmUserPermissions,
 } from './realm-state';
 import { STOP_WORDS } from './stop-words';
-import { loadRealmGroups, membershipOf, presentRealmUserGroups } from './user-groups-state';
+import {
+  applyUserGroupEvent,
+  loadRealmGroups,
+  membershipOf,
+  presentRealmUserGroups,
+} from './user-groups-state';
 import { presentUserSettings, realmUserSettingsDefaults } from './user-settings';
 import {
   presentMutedTopicsLegacy,
@@ -54,6 +66,7 @@ import {
 } from './user-topics';
 import { EMPTY_TOPIC_DISPLAY_NAME } from '../presenters/messages';
 import { isAdmin, isGuest, isModerator, isOwner } from './users';
+import { accessibleUserIds, canAccessUser, presentInaccessibleUser } from './user-access';
 
 /** Every fetch_event_types value /register answers: all that Zulip documents (docs/register.md
  * says where each section's values come from). Without fetch_event_types or event_types the
@@ -81,19 +94,10 @@ export const STATE_TYPES = [
   'muted_users',
   'alert_words',
   'stop_words',
+  'drafts',
+  'saved_snippets',
   ...Object.keys(ABSENT_FEATURE_SECTIONS),
 ];
-
-export const FIELD_TYPES = {
-  SHORT_TEXT: { id: 1, name: 'Text (short)' },
-  LONG_TEXT: { id: 2, name: 'Text (long)' },
-  SELECT: { id: 3, name: 'List of options' },
-  DATE: { id: 4, name: 'Date picker' },
-  URL: { id: 5, name: 'Link' },
-  USER: { id: 6, name: 'Person picker' },
-  EXTERNAL_ACCOUNT: { id: 7, name: 'External account' },
-  PRONOUNS: { id: 8, name: 'Pronouns' },
-};
 
 type State = Record<string, unknown>;
 
@@ -111,6 +115,9 @@ export interface StateOptions extends ChannelStateOptions {
   linkifierUrlTemplate: boolean;
   /** The include_deactivated_groups capability: realm_user_groups lists deactivated groups. */
   includeDeactivatedGroups: boolean;
+  /** The user_list_incomplete capability: users the user may not see are left out of
+   * realm_users instead of standing there as "Unknown user". */
+  userListIncomplete?: boolean;
 }
 
 /** Values every registration returns, whatever it fetches. */
@@ -163,13 +170,23 @@ export async function fetchInitialState(
     const profileData = await loadProfileData(realm.id, undefined);
     const present = (target: User) =>
       presentUser(target, user, realm, { clientGravatar: options.clientGravatar, profileData });
+    // Under can_access_all_users_group (Zulip's get_users_for_api), a user the viewer may not
+    // see is an active "Unknown user", or absent for clients with user_list_incomplete.
+    const accessible = await accessibleUserIds(realm, user);
+    const seen = users.filter((target) => canAccessUser(accessible, user, target));
+    const unknown = options.userListIncomplete
+      ? []
+      : users.filter((target) => !canAccessUser(accessible, user, target));
     // The user's own avatar never leaves the URL to the client (Zulip forces
     // client_gravatar off here).
     const ownAvatar = presentUser(user, user, realm, { clientGravatar: false })
       .avatar_url as string;
     Object.assign(state, {
-      realm_users: users.filter((u) => u.isActive).map(present),
-      realm_non_active_users: users.filter((u) => !u.isActive).map(present),
+      realm_users: [
+        ...seen.filter((u) => u.isActive).map(present),
+        ...unknown.map((u) => presentInaccessibleUser(u.id, realm)),
+      ],
+      realm_non_active_users: seen.filter((u) => !u.isActive).map(present),
       cross_realm_bots: [],
       user_id: user.id,
       email: user.deliveryEmail,
@@ -203,18 +220,7 @@ export async function fetchInitialState(
     };
   if (types.has('custom_profile_fields')) {
     const fields = await query(profileFieldsOfRealm, [realm.id]);
-    state.custom_profile_fields = fields.map((field) => ({
-      id: field.id,
-      name: field.name,
-      type: field.fieldType,
-      hint: field.hint,
-      field_data: field.fieldData,
-      order: field.order,
-      required: field.required,
-      editable_by_user: field.editableByUser,
-      ...(field.displayInProfileSummary ? { display_in_profile_summary: true } : {}),
-      ...(field.useForUserMatching ? { use_for_user_matching: true } : {}),
-    }));
+    state.custom_profile_fields = fields.map(presentProfileField);
     state.custom_profile_field_types = FIELD_TYPES;
   }
   Object.assign(state, await fetchChannelState(user, realm, types, options, membership?.ids));
@@ -228,7 +234,7 @@ export async function fetchInitialState(
       ? (await linkifierRows(realm.id)).map(presentLinkifier)
       : [];
   if (types.has('presence')) {
-    const rows = await presenceRows(realm.id, {
+    const rows = await presenceRowsFor(realm, user, {
       historyLimitDays: options.presenceHistoryLimitDays,
     });
     Object.assign(state, {
@@ -256,6 +262,14 @@ export async function fetchInitialState(
   if (types.has('recent_private_conversations'))
     state.recent_private_conversations = await recentPrivateConversations(user.id);
   if (types.has('stop_words')) state.stop_words = STOP_WORDS;
+  // Newest edits first; none while the user does not synchronize drafts (Zulip forgets them
+  // when synchronizing is turned off).
+  if (types.has('drafts'))
+    state.drafts = user.enableDraftsSynchronization
+      ? (await newestDraftsOf(user.id)).map(presentDraft)
+      : [];
+  if (types.has('saved_snippets'))
+    state.saved_snippets = (await savedSnippetsOf(user.id)).map(presentSavedSnippet);
   for (const [type, section] of Object.entries(ABSENT_FEATURE_SECTIONS))
     if (types.has(type)) Object.assign(state, section());
   return state;
@@ -296,11 +310,20 @@ export async function refreshAfterEvents(
     raced.some((e) => e.type === 'delete_message' && e.message_type === 'private')
   )
     state.recent_private_conversations = await recentPrivateConversations(user.id);
+  // Organization settings decide the permission flags too.
+  const realmChanged = raced.some((e) => e.type === 'realm');
   if (
     'can_create_streams' in state &&
-    personChanges.some((e) => changed(e, 'role') && (e.person as Person).user_id === user.id)
+    (realmChanged ||
+      personChanges.some((e) => changed(e, 'role') && (e.person as Person).user_id === user.id))
   )
-    Object.assign(state, realmUserPermissions(realm, await membershipOf(user.id)));
+    Object.assign(
+      state,
+      realmUserPermissions(
+        realmChanged ? await currentRealm(realm) : realm,
+        await membershipOf(user.id),
+      ),
+    );
   if (
     state.realm_user_groups &&
     personChanges.some((e) => e.op !== 'update' || changed(e, 'role') || changed(e, 'is_active'))
@@ -348,6 +371,7 @@ export function applyEvent(
       return;
     case 'custom_profile_fields':
       if (state.custom_profile_fields) state.custom_profile_fields = event.fields;
+      pruneProfileData(state, event.fields as { id: number }[]);
       return;
     case 'message': {
       const message = event.message as {
@@ -395,9 +419,59 @@ export function applyEvent(
       if (state.realm_linkifiers && options.linkifierUrlTemplate)
         state.realm_linkifiers = event.realm_linkifiers;
       return;
+    case 'user_group':
+      return applyUserGroupEvent(state, event, options.includeDeactivatedGroups);
+    case 'realm':
+      return applyRealmEvent(state, event);
+    case 'drafts':
+      return applyDraftsEvent(state, event);
+    case 'saved_snippets':
+      return applySavedSnippetsEvent(state, event);
     default:
       return;
   }
+}
+
+/** Zulip's apply_event for drafts: added ones go to the end, an edited one is replaced where
+ * it stands, a deleted one leaves. */
+function applyDraftsEvent(state: State, event: QueuedEvent): void {
+  const drafts = state.drafts as { id: number }[] | undefined;
+  if (!drafts) return;
+  if (event.op === 'add') {
+    drafts.push(...(event.drafts as { id: number }[]));
+    return;
+  }
+  const id = event.op === 'update' ? (event.draft as { id: number }).id : event.draft_id;
+  const index = drafts.findIndex((draft) => draft.id === id);
+  if (index === -1) return;
+  if (event.op === 'update') drafts[index] = event.draft as { id: number };
+  else if (event.op === 'remove') drafts.splice(index, 1);
+}
+
+/** Zulip's apply_event for saved snippets: like drafts, keyed by id. */
+function applySavedSnippetsEvent(state: State, event: QueuedEvent): void {
+  const snippets = state.saved_snippets as { id: number }[] | undefined;
+  if (!snippets) return;
+  if (event.op === 'add') {
+    snippets.push(event.saved_snippet as { id: number });
+    return;
+  }
+  const id =
+    event.op === 'update' ? (event.saved_snippet as { id: number }).id : event.saved_snippet_id;
+  const index = snippets.findIndex((snippet) => snippet.id === id);
+  if (index === -1) return;
+  if (event.op === 'update') snippets[index] = event.saved_snippet as { id: number };
+  else if (event.op === 'remove') snippets.splice(index, 1);
+}
+
+/** A deleted field's values leave the users' profile_data (Zulip's apply_event). */
+function pruneProfileData(state: State, fields: { id: number }[]): void {
+  const ids = new Set(fields.map((field) => String(field.id)));
+  for (const list of [state.realm_users, state.realm_non_active_users] as (Person[] | undefined)[])
+    for (const person of list ?? []) {
+      const profile = person.profile_data as Record<string, unknown> | undefined;
+      if (profile) for (const id of Object.keys(profile)) if (!ids.has(id)) delete profile[id];
+    }
 }
 
 function applyRealmUser(state: State, event: QueuedEvent, user: User): void {

@@ -1,7 +1,7 @@
 // Zulip's group permission settings as data: for the organization, for channels and for user
 // groups, which group each defaults to and which groups it may name. /register reports them as
-// server_supported_permission_settings, and the defaults stand in for the organization and
-// group settings Parley does not store yet (docs/register.md lists those).
+// server_supported_permission_settings; new organizations, channels and groups get the
+// defaults, and PATCH /realm (actions/realm-settings.ts) checks requests against the rules.
 import { SYSTEM_GROUPS } from '../actions/system-groups';
 import type { StreamGroupSetting } from '../presenters/streams';
 
@@ -82,8 +82,8 @@ const STREAM_PERMISSION_SETTINGS: Record<StreamGroupSetting, PermissionSetting> 
   can_resolve_topics_group: setting(NOBODY, true, true),
 };
 
-/** Zulip's NamedUserGroup.GROUP_PERMISSION_SETTINGS. Parley stores none of them yet: every
- * group reports these defaults. */
+/** Zulip's NamedUserGroup.GROUP_PERMISSION_SETTINGS: the defaults a new group gets (stored
+ * per group, actions/user-groups.ts; system groups get "nobody" throughout). */
 export const GROUP_PERMISSION_SETTINGS = {
   can_add_members_group: setting('group_creator', true, false, { defaultForSystemGroups: NOBODY }),
   can_join_group: setting(NOBODY, true, false, { defaultForSystemGroups: NOBODY }),

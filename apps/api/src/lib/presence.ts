@@ -1,8 +1,15 @@
 // Reading presence (Zulip's zerver/lib/presence.py): the organization's presence in the modern
 // form (by user id, two timestamps) or the legacy one (by API email, a status per client), and
 // one user's presence for GET /users/{user}/presence.
+import { getConfig } from '@parley/config';
 import { getPrisma, query, statement, type Realm, type User } from '@parley/db';
+import { accessibleUserIds, checkCanAccessUser } from './user-access';
 import { canSeeDeliveryEmail, dummyEmail } from './users';
+
+/** Whether can_access_all_users_group limits presence too (a server setting, off by
+ * default as in Zulip: a restricted guest still sees every user id's availability). */
+export const presenceLimitedByUserAccess = (): boolean =>
+  getConfig().CAN_ACCESS_ALL_USERS_GROUP_LIMITS_PRESENCE;
 
 /** Zulip's OFFLINE_THRESHOLD_SECS and PRESENCE_PING_INTERVAL_SECS (advertised in /register). */
 export const OFFLINE_THRESHOLD_SECS = 200;
@@ -91,6 +98,32 @@ export async function presenceRows(
   if (days === 0) return [];
   const since = new Date(Date.now() - days * 24 * 60 * 60 * 1000);
   return query(presenceConnectedSince, [realmId, since]);
+}
+
+/** presenceRows as `viewer` may see them: when presenceLimitedByUserAccess(), a restricted guest gets only
+ * the users they may access (Zulip's get_presence_dict_by_realm with requesting_user_profile;
+ * bots have no presence). No statement beyond presenceRows unless the viewer is a guest. */
+export async function presenceRowsFor(
+  realm: Realm,
+  viewer: Pick<User, 'id' | 'role'>,
+  options: PresenceQuery,
+): Promise<PresenceRow[]> {
+  const rows = await presenceRows(realm.id, options);
+  if (!presenceLimitedByUserAccess()) return rows;
+  const accessible = await accessibleUserIds(realm, viewer);
+  if (accessible === null) return rows;
+  return rows.filter((row) => row.user_id === viewer.id || accessible.has(row.user_id));
+}
+
+/** Zulip's get_presence_backend under the same setting: one user's presence is refused as
+ * "Insufficient permission" to a guest who may not access them. */
+export async function checkCanSeePresenceOf(
+  realm: Realm,
+  viewer: Pick<User, 'id' | 'role'>,
+  target: Pick<User, 'id' | 'isBot'>,
+): Promise<void> {
+  if (!presenceLimitedByUserAccess()) return;
+  await checkCanAccessUser(realm, viewer, target);
 }
 
 /** The presence dict one viewer gets: by user id (modern, "slim") or by the API email the

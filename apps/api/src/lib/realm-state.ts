@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { realmBotDomain, realmUrl } from '@parley/auth';
 import { getConfig } from '@parley/config';
-import type { Realm } from '@parley/db';
+import { columnsOf, query, statement, type Realm } from '@parley/db';
 import { SYSTEM_GROUPS } from '../actions/system-groups';
 import { EMPTY_TOPIC_DISPLAY_NAME } from '../presenters/messages';
 import {
@@ -40,33 +40,65 @@ export function alwaysSentLimits(): Record<string, unknown> {
 /** Zulip's SERVER_GENERATION: when this process started, for clients' error reports. */
 const SERVER_GENERATION = Math.floor(Date.now() / 1000);
 
-/** The organization settings Parley stores, by column. The other realm group settings are not
- * stored and name their default system group. */
-const STORED_GROUP_SETTINGS = {
+/** The column of each organization permission setting (Zulip's REALM_PERMISSION_GROUP_SETTINGS).
+ * Every one is stored; a null (only between creating the row and its system groups, or after
+ * the named group was deleted) falls back to the setting's default system group. */
+export const REALM_GROUP_COLUMNS = {
+  create_multiuse_invite_group: 'createMultiuseInviteGroupId',
+  can_access_all_users_group: 'canAccessAllUsersGroupId',
+  can_add_subscribers_group: 'canAddSubscribersGroupId',
+  can_add_custom_emoji_group: 'canAddCustomEmojiGroupId',
+  can_create_bots_group: 'canCreateBotsGroupId',
+  can_create_groups: 'canCreateGroupsId',
   can_create_public_channel_group: 'canCreatePublicChannelGroupId',
   can_create_private_channel_group: 'canCreatePrivateChannelGroupId',
   can_create_web_public_channel_group: 'canCreateWebPublicChannelGroupId',
-  can_add_subscribers_group: 'canAddSubscribersGroupId',
-} as const satisfies Partial<Record<RealmPermissionSetting, keyof Realm>>;
+  can_create_write_only_bots_group: 'canCreateWriteOnlyBotsGroupId',
+  can_delete_any_message_group: 'canDeleteAnyMessageGroupId',
+  can_delete_own_message_group: 'canDeleteOwnMessageGroupId',
+  can_invite_users_group: 'canInviteUsersGroupId',
+  can_manage_all_groups: 'canManageAllGroupsId',
+  can_manage_billing_group: 'canManageBillingGroupId',
+  can_mention_many_users_group: 'canMentionManyUsersGroupId',
+  can_move_messages_between_channels_group: 'canMoveMessagesBetweenChannelsGroupId',
+  can_move_messages_between_topics_group: 'canMoveMessagesBetweenTopicsGroupId',
+  can_resolve_topics_group: 'canResolveTopicsGroupId',
+  can_set_delete_message_policy_group: 'canSetDeleteMessagePolicyGroupId',
+  can_set_topics_policy_group: 'canSetTopicsPolicyGroupId',
+  can_summarize_topics_group: 'canSummarizeTopicsGroupId',
+  direct_message_initiator_group: 'directMessageInitiatorGroupId',
+  direct_message_permission_group: 'directMessagePermissionGroupId',
+} as const satisfies Record<RealmPermissionSetting, keyof Realm>;
 
-type StoredSetting = keyof typeof STORED_GROUP_SETTINGS;
-
-function storedGroupId(realm: Realm, setting: RealmPermissionSetting): number | null {
-  const column = STORED_GROUP_SETTINGS[setting as StoredSetting] as
-    (typeof STORED_GROUP_SETTINGS)[StoredSetting] | undefined;
-  return column ? realm[column] : null;
+/** The group id a realm setting stores (null: its default system group, by name). */
+export function realmGroupId(realm: Realm, setting: RealmPermissionSetting): number | null {
+  return realm[REALM_GROUP_COLUMNS[setting]];
 }
 
-/** Group ids the stored settings name (possibly anonymous groups, whose members the state
- * must spell out). */
+const storedGroupId = realmGroupId;
+
+/** Group ids the settings name (possibly anonymous groups, whose members the state must spell
+ * out). */
 export function realmSettingGroupIds(realm: Realm): number[] {
-  return Object.values(STORED_GROUP_SETTINGS).flatMap((column) =>
+  return Object.values(REALM_GROUP_COLUMNS).flatMap((column) =>
     realm[column] === null ? [] : [realm[column]],
   );
 }
 
+/** Whether someone in the groups `groupIds` (every group they belong to, through subgroups,
+ * as lib/streams.ts Permissions.groups holds them) is in the group a realm setting names.
+ * Without a stored group (see REALM_GROUP_COLUMNS) nobody is. */
+export function inRealmGroups(
+  realm: Realm,
+  setting: RealmPermissionSetting,
+  groupIds: Set<number>,
+): boolean {
+  const id = realmGroupId(realm, setting);
+  return id !== null && groupIds.has(id);
+}
+
 /** Whether a member of `membership` is in the group a realm setting names. */
-function inRealmSetting(
+export function inRealmSetting(
   realm: Realm,
   setting: RealmPermissionSetting,
   membership: Membership,
@@ -138,7 +170,6 @@ const DEFAULT_EXTERNAL_ACCOUNTS = {
 
 const JITSI_SERVER_URL = 'https://meet.jit.si';
 const DEFAULT_LOGO_URL = '/static/images/logo/zulip-org-logo.svg?version=0';
-const WEEK_SECONDS = 7 * 24 * 3600;
 
 /** Zulip's realm_icon_url without an uploaded icon: Gravatar's identicon of the string id. */
 export function realmIconUrl(realm: Pick<Realm, 'stringId'>): string {
@@ -194,6 +225,19 @@ export function realmState(realm: Realm, groups: RealmGroups): Record<string, un
     realm_mandatory_topics: realm.mandatoryTopics,
     realm_topics_policy: realm.mandatoryTopics ? 'disable_empty_topic' : 'allow_empty_topic',
     realm_enable_spectator_access: realm.webPublicAccessEnabled,
+    realm_avatar_changes_disabled: realm.avatarChangesDisabled,
+    realm_name_changes_disabled: realm.nameChangesDisabled,
+    realm_email_changes_disabled: realm.emailChangesDisabled,
+    realm_disallow_disposable_email_addresses: realm.disallowDisposableEmailAddresses,
+    realm_require_unique_names: realm.requireUniqueNames,
+    realm_send_welcome_emails: realm.sendWelcomeEmails,
+    realm_enable_read_receipts: realm.enableReadReceipts,
+    realm_move_messages_within_stream_limit_seconds: realm.moveMessagesWithinStreamLimitSeconds,
+    realm_move_messages_between_streams_limit_seconds: realm.moveMessagesBetweenStreamsLimitSeconds,
+    realm_video_chat_provider: realm.videoChatProvider,
+    // null: the server's (jitsi_server_url below).
+    realm_jitsi_server_url: realm.jitsiServerUrl,
+    realm_welcome_message_custom_text: realm.welcomeMessageCustomText,
     // Parley's only login method is email + password (JWT is a server-to-server exchange
     // Zulip does not list here either).
     realm_password_auth_enabled: realm.passwordAuthEnabled,
@@ -234,23 +278,14 @@ export function realmState(realm: Realm, groups: RealmGroups): Record<string, un
     realm_push_notifications_enabled_end_timestamp: null,
 
     // Not stored yet: Zulip's defaults for a new organization (docs/register.md).
-    realm_avatar_changes_disabled: false,
-    realm_name_changes_disabled: false,
-    realm_email_changes_disabled: false,
     realm_default_code_block_language: '',
     realm_digest_emails_enabled: false,
     realm_digest_weekday: 1,
-    realm_disallow_disposable_email_addresses: true,
     realm_enable_guest_user_dm_warning: true,
     realm_enable_guest_user_indicator: true,
-    realm_enable_read_receipts: true,
     realm_inline_image_preview: true,
     realm_inline_url_embed_preview: false,
-    realm_jitsi_server_url: null,
     realm_message_content_allowed_in_email_notifications: true,
-    // actions/message-edit.ts enforces this week for everyone below moderator.
-    realm_move_messages_between_streams_limit_seconds: WEEK_SECONDS,
-    realm_move_messages_within_stream_limit_seconds: WEEK_SECONDS,
     // -1: no such channel (Parley sends no announcements or moderation requests yet).
     realm_moderation_request_channel_id: -1,
     realm_new_stream_announcements_stream_id: -1,
@@ -261,12 +296,8 @@ export function realmState(realm: Realm, groups: RealmGroups): Record<string, un
     zulip_plan_is_not_limited: true,
     realm_presence_disabled: false,
     realm_require_e2ee_push_notifications: false,
-    realm_require_unique_names: false,
-    realm_send_welcome_emails: true,
     realm_upload_quota_mib: null,
-    realm_video_chat_provider: 1,
     realm_want_advertise_in_communities_directory: false,
-    realm_welcome_message_custom_text: '',
     realm_icon_source: 'G',
     realm_icon_url: realmIconUrl(realm),
     realm_logo_source: 'D',
@@ -350,4 +381,33 @@ export function realmUserPermissions(
     // Documented but no longer sent by Zulip; clients of older feature levels read it.
     can_subscribe_other_users: can('can_add_subscribers_group'),
   };
+}
+
+type State = Record<string, unknown>;
+
+/** Folds a `realm` event (op update or update_dict) into the realm section of a /register
+ * state, as Zulip's apply_event does: each property lands on realm_<property>. */
+export function applyRealmEvent(state: State, event: Record<string, unknown>): void {
+  if (!('realm_name' in state)) return;
+  const changes =
+    event.op === 'update'
+      ? { [event.property as string]: event.value }
+      : event.op === 'update_dict'
+        ? (event.data as Record<string, unknown>)
+        : {};
+  for (const [property, value] of Object.entries(changes)) {
+    state[`realm_${property}`] = value;
+    if (property === 'message_edit_history_visibility_policy')
+      state.realm_allow_edit_history = value !== 'none';
+  }
+}
+
+const realmById = statement<Realm, [number]>(
+  `SELECT ${columnsOf('Realm', 'r')} FROM realm r WHERE r.id = $1`,
+);
+
+/** The organization's row as stored now (the request's copy may predate a raced change). */
+export async function currentRealm(realm: Realm): Promise<Realm> {
+  const [row] = await query(realmById, [realm.id]);
+  return row ?? realm;
 }

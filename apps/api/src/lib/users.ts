@@ -1,7 +1,18 @@
 // Reading users and deciding who may see what (Zulip's access_user_* and email visibility).
-import { getPrisma, idsByLowerEquals, Role, type Realm, type Tx, type User } from '@parley/db';
+import {
+  getPrisma,
+  idsByLowerEquals,
+  query,
+  RecipientType,
+  Role,
+  statement,
+  type Realm,
+  type Tx,
+  type User,
+} from '@parley/db';
 import { InsufficientPermissionError, JsonableError } from '@parley/errors';
 import { realmEmailDomain, realmHost } from '@parley/auth';
+import { SYSTEM_GROUPS } from '../actions/system-groups';
 
 /** email_address_visibility values (Zulip's EMAIL_ADDRESS_VISIBILITY_*). */
 export const EmailVisibility = {
@@ -102,12 +113,54 @@ export async function accessUserByEmail(
   return target;
 }
 
-/** Users who may see `target` at all: every active user of the organization (the realm
- * setting can_access_all_users_group is "everyone" until a later issue adds it). */
 export type Viewer = Pick<User, 'id' | 'role'>;
 
-/** Only what audience decisions need: id and role (email visibility is role-based). */
-export async function usersWhoCanAccess(realmId: number, db: Tx = getPrisma()): Promise<Viewer[]> {
+/** Every active user of the organization, with whether they can access `$2` (Zulip's
+ * get_user_ids_who_can_access_user): everyone when `$2` is a bot (`$3`) or the organization's
+ * can_access_all_users_group is "everyone" (also when unset: its default); otherwise the
+ * user themselves, every non-guest (the setting may only name everyone or members), and the
+ * guests subscribed to a channel or direct-message group `$2` is subscribed to. */
+const activeUsersWithAccessTo = statement<
+  Viewer & { canAccess: boolean },
+  [number, number, boolean]
+>(`
+  SELECT u.id, u.role,
+    (u.role <> ${Role.GUEST} OR u.id = $2 OR $3::boolean
+      OR NOT EXISTS (SELECT 1 FROM realm r JOIN user_group g ON g.id = r.can_access_all_users_group_id
+        WHERE r.id = $1 AND g.name <> '${SYSTEM_GROUPS.EVERYONE}')
+      OR EXISTS (SELECT 1 FROM subscription theirs
+        JOIN recipient rc ON rc.id = theirs.recipient_id
+          AND rc.type IN (${RecipientType.STREAM}, ${RecipientType.DIRECT_MESSAGE_GROUP})
+        JOIN subscription mine ON mine.recipient_id = theirs.recipient_id
+          AND mine.user_profile_id = u.id AND mine.active AND mine.is_user_active
+        WHERE theirs.user_profile_id = $2 AND theirs.active)) AS "canAccess"
+  FROM user_profile u
+  WHERE u.realm_id = $1 AND u.is_active
+  ORDER BY u.id`);
+
+/** Active users split by whether they can access `target` under the organization's
+ * can_access_all_users_group (one statement, in the current action's transaction). */
+export async function activeUsersByAccessTo(
+  target: Pick<User, 'id' | 'realmId' | 'isBot'>,
+): Promise<{ withAccess: Viewer[]; withoutAccess: Viewer[] }> {
+  const rows = await query(activeUsersWithAccessTo, [target.realmId, target.id, target.isBot]);
+  const strip = ({ id, role }: Viewer) => ({ id, role });
+  return {
+    withAccess: rows.filter((row) => row.canAccess).map(strip),
+    withoutAccess: rows.filter((row) => !row.canAccess).map(strip),
+  };
+}
+
+/** Active users who may see `target` (the audience of its realm_user events), or, without a
+ * target, every active user of the organization (the audience of organization-wide data).
+ * Only id and role: audience decisions need no more (email visibility is role-based). With a
+ * target the read is typed SQL, in the current runAction transaction rather than `db`. */
+export async function usersWhoCanAccess(
+  realmId: number,
+  db: Tx = getPrisma(),
+  target?: Pick<User, 'id' | 'isBot'>,
+): Promise<Viewer[]> {
+  if (target) return (await activeUsersByAccessTo({ ...target, realmId })).withAccess;
   return db.user.findMany({ where: { realmId, isActive: true }, select: { id: true, role: true } });
 }
 

@@ -7,6 +7,8 @@ import { defineRoute, p } from '@parley/http';
 import { checkBotNameAvailable, checkCreateUser, doCreateUser } from '../actions/users';
 import { userEndpoint } from '@parley/auth';
 import { realmBotDomain } from '@parley/auth';
+import { inRealmSetting } from '../lib/realm-state';
+import { membershipOf } from '../lib/user-groups-state';
 import { isAdmin, isGuest } from '../lib/users';
 import { presentBot } from '../presenters/bots';
 
@@ -33,6 +35,17 @@ defineRoute(botRoutes, '/bots', {
     },
     async ({ user, realm, params }) => {
       if (isGuest(user)) throw new InsufficientPermissionError();
+      // Zulip's check_bot_creation_policy: can_create_bots_group for any bot, or
+      // can_create_write_only_bots_group for incoming webhooks.
+      const membership = await membershipOf(user.id);
+      if (
+        !inRealmSetting(realm, 'can_create_bots_group', membership) &&
+        !(
+          params.bot_type === BotType.INCOMING_WEBHOOK &&
+          inRealmSetting(realm, 'can_create_write_only_bots_group', membership)
+        )
+      )
+        throw new InsufficientPermissionError();
       // Outgoing-webhook and embedded bots need a service configuration this server does not
       // keep yet; refusing them is clearer than creating bots that never answer.
       if (params.bot_type !== BotType.GENERIC && params.bot_type !== BotType.INCOMING_WEBHOOK) {

@@ -42,6 +42,8 @@ import { narrowSchema, normalizeNarrow } from '../lib/narrow';
 import { attachmentObject } from '../lib/attachments';
 import { customEmojiFor } from '../lib/realm-emoji';
 import { renderContent } from '../lib/rendering';
+import { groupIdsOfUser } from '../lib/groups';
+import { checkGroupMentionsAllowed } from '../lib/user-group-permissions';
 
 export const messageRoutes = Router();
 
@@ -254,6 +256,12 @@ defineRoute(messageRoutes, '/messages/:message_id', {
         });
         const rendered =
           edit.content === undefined ? null : await renderContent(realm.id, edit.content, tx);
+        if (rendered && rendered.mentions.groupIds.size > 0)
+          await checkGroupMentionsAllowed(
+            user,
+            await groupIdsOfUser(user.id),
+            rendered.mentions.groupIds,
+          );
         return (await doUpdateMessage(ctx, user, edit, rendered)).detached;
       });
       return {

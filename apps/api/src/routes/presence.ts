@@ -7,11 +7,12 @@ import { JsonableError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
 import { doUpdatePresence } from '../actions/presence';
 import {
+  checkCanSeePresenceOf,
   lastUpdateIdOf,
   legacyPresence,
   MAX_HISTORY_LIMIT_DAYS,
   OFFLINE_THRESHOLD_SECS,
-  presenceRows,
+  presenceRowsFor,
   presentPresences,
   serverTimestamp,
   storedPresence,
@@ -40,7 +41,7 @@ defineRoute(presenceRoutes, '/users/me/presence', {
       if (params.ping_only) return {};
       // Asking by change id is the modern protocol, whatever slim_presence says.
       const slim = params.slim_presence || params.last_update_id !== undefined;
-      const rows = await presenceRows(realm.id, {
+      const rows = await presenceRowsFor(realm, user, {
         lastUpdateId: params.last_update_id,
         historyLimitDays: params.history_limit_days,
       });
@@ -55,7 +56,7 @@ defineRoute(presenceRoutes, '/users/me/presence', {
 
 defineRoute(presenceRoutes, '/realm/presence', {
   GET: userEndpoint({}, async ({ user, realm }) => {
-    const rows = await presenceRows(realm.id, {});
+    const rows = await presenceRowsFor(realm, user, {});
     return {
       presences: presentPresences(rows, user, realm, false),
       server_timestamp: serverTimestamp(),
@@ -77,6 +78,7 @@ defineRoute(presenceRoutes, '/users/:user/presence', {
         : await accessUserByEmail(user, realm, path.user).catch(notFound);
       if (!target || !target.isActive) throw new JsonableError('No such user');
       if (target.isBot) throw new JsonableError('Presence is not supported for bot users.');
+      await checkCanSeePresenceOf(realm, user, target);
       const modern = await storedPresence(target);
       if (!modern) throw new JsonableError(`No presence data for ${path.user}`);
       const { status, timestamp } = legacyPresence(modern);

@@ -25,10 +25,10 @@ emojiUploadRoutes.post(
   '/realm/emoji/:emoji_name',
   userEndpoint(
     { path: emojiPath, uploads: () => uploadLimits(MAX_EMOJI_FILE_BYTES) },
-    async ({ user, path, req }) => {
+    async ({ user, realm, path, req }) => {
       const files = uploadedFiles(req);
       if (files.length !== 1) throw new JsonableError('You must upload exactly one file.');
-      await doAddRealmEmoji(user, path.emoji_name, files[0]!);
+      await doAddRealmEmoji(user, realm, path.emoji_name, files[0]!);
       return {};
     },
   ),

@@ -50,6 +50,7 @@ defineRoute(registerRoutes, '/register', {
         archivedChannels: capabilities.archived_channels === true,
         linkifierUrlTemplate: capabilities.linkifier_url_template === true,
         includeDeactivatedGroups: capabilities.include_deactivated_groups === true,
+        userListIncomplete: capabilities.user_list_incomplete === true,
         peers: new Map<number, Set<number>>(),
       };
       const state = await fetchInitialState(user, realm, new Set(fetchTypes), stateOptions);

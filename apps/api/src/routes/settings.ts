@@ -18,6 +18,7 @@ import {
 } from '../actions/users';
 import { verifyPassword } from '../lib/credentials';
 import { isValidTimezone, LANGUAGES } from '../lib/languages';
+import { isAdmin } from '../lib/users';
 import { checkSetting, SETTING_NAMES, USER_SETTINGS, type SettingName } from '../lib/user-settings';
 
 export const settingsRoutes = Router();
@@ -59,7 +60,10 @@ defineRoute(settingsRoutes, '/settings', {
         passwordHash = await passwordHashFor(params.new_password);
       }
       await runAction(async (ctx) => {
-        if (fullName !== undefined) await doChangeFullName(ctx, user, fullName, user.id);
+        // The organization's name_changes_disabled: like Zulip, the request is silently not
+        // applied (clients hide the field); administrators may still rename themselves.
+        if (fullName !== undefined && !(realm.nameChangesDisabled && !isAdmin(user)))
+          await doChangeFullName(ctx, user, fullName, user.id);
         if (passwordHash !== null) await doSetPassword(ctx, user, passwordHash, user.id);
         for (const [name, value] of changes) {
           switch (name) {

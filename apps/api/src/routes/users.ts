@@ -11,7 +11,6 @@ import {
   checkCreateUser,
   checkDeactivateUser,
   checkFullName,
-  checkProfileData,
   checkRole,
   doChangeEmail,
   doChangeFullName,
@@ -20,12 +19,13 @@ import {
   doDeactivateUser,
   doDeleteMessagesOf,
   doReactivateUser,
-  doUpdateProfileData,
   passwordHashFor,
 } from '../actions/users';
+import { checkProfileData, doUpdateProfileData } from '../actions/profile-fields';
 import { userEndpoint } from '@parley/auth';
-import { loadProfileData } from '../lib/profile-fields';
+import { loadProfileData, profileDataSchema } from '../lib/profile-fields';
 import { accessUserByEmail, accessUserById, isAdmin, isOwner, requireAdmin } from '../lib/users';
+import { accessibleUserIds, canAccessUser, checkCanAccessUser } from '../lib/user-access';
 import { presentUser } from '../presenters/users';
 
 export const userRoutes = Router();
@@ -33,14 +33,7 @@ export const userRoutes = Router();
 const MAX_ID = 2 ** 31 - 1;
 const userIdList = z.array(z.number().int().min(1).max(MAX_ID));
 
-const profileDataParam = p.json(
-  z.array(
-    z.object({
-      id: z.number().int().min(1).max(MAX_ID),
-      value: z.union([z.string(), z.array(z.number().int()), z.null()]),
-    }),
-  ),
-);
+const profileDataParam = p.json(profileDataSchema(true));
 
 const deactivationActions = p.json(
   z.strictObject({
@@ -97,11 +90,15 @@ defineRoute(userRoutes, '/users', {
         const missing = params.user_ids.find((id) => !found.has(id));
         if (missing !== undefined) throw new JsonableError(`Invalid user ID: ${missing}`);
       }
+      // Users the requester may not see are left out (Zulip's get_users_for_api with
+      // user_list_incomplete), also when asked for by id.
+      const accessible = await accessibleUserIds(realm, user);
+      const visible = users.filter((target) => canAccessUser(accessible, user, target));
       const profileData = params.include_custom_profile_fields
         ? await loadProfileData(realm.id, params.user_ids)
         : undefined;
       return {
-        members: users.map((target) =>
+        members: visible.map((target) =>
           presentUser(target, user, realm, { clientGravatar: params.client_gravatar, profileData }),
         ),
       };
@@ -171,6 +168,7 @@ defineRoute(userRoutes, '/users/:user', {
     },
     async ({ user, realm, path, params }) => {
       const target = await accessUserByPath(user, realm, path.user, false);
+      await checkCanAccessUser(realm, user, target);
       return {
         user: await presentOne(
           user,
@@ -205,13 +203,14 @@ defineRoute(userRoutes, '/users/:user', {
           params.new_email === undefined
             ? undefined
             : await checkChangeEmail(ctx.tx, user, target, params.new_email);
+        // Null, '' and [] clear a value here (Zulip's update_user_backend).
         const profile = params.profile_data
-          ? await checkProfileData(ctx.tx, target, params.profile_data, { adminOverride: true })
+          ? await checkProfileData(ctx, user, target, params.profile_data, { emptyClears: true })
           : [];
         if (fullName !== undefined) await doChangeFullName(ctx, target, fullName, user.id);
         if (role !== undefined) await doChangeRole(ctx, target, role, user.id);
         if (newEmail !== undefined) await doChangeEmail(ctx, target, newEmail, user.id);
-        if (profile.length > 0) await doUpdateProfileData(ctx, target, profile);
+        await doUpdateProfileData(ctx, target, profile);
       });
       return {};
     },

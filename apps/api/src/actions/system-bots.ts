@@ -1,0 +1,80 @@
+// The organization's automated senders (Zulip's Notification Bot and Welcome Bot). Zulip keeps
+// them as cross-organization system bots; Parley gives each organization its own, created on
+// first use, so they are ordinary bots to every query and client.
+import { getPrisma, Role, runAction, type Realm, type User } from '@parley/db';
+import { JsonableError } from '@parley/errors';
+import { MAX_WELCOME_MESSAGE_CUSTOM_TEXT_LENGTH } from '../lib/invites';
+import { codePoints } from '../lib/text';
+import { prepareMessage, sendPreparedMessage } from './messages';
+import { checkCreateUser, doCreateUser } from './users';
+
+export const SYSTEM_BOTS = {
+  notification: { email: 'notification-bot@zulip.com', fullName: 'Notification Bot' },
+  welcome: { email: 'welcome-bot@zulip.com', fullName: 'Welcome Bot' },
+} as const;
+
+export type SystemBot = keyof typeof SYSTEM_BOTS;
+
+/** The organization's `kind` bot, created the first time it is needed. */
+export async function ensureSystemBot(realm: Realm, kind: SystemBot): Promise<User> {
+  const { email, fullName } = SYSTEM_BOTS[kind];
+  const find = () =>
+    getPrisma().user.findFirst({ where: { realmId: realm.id, isBot: true, email } });
+  const existing = await find();
+  if (existing) return existing;
+  try {
+    return await runAction(async (ctx) => {
+      const bot = await checkCreateUser(ctx.tx, realm, {
+        email,
+        fullName,
+        password: null,
+        role: Role.MEMBER,
+        isBot: true,
+        botType: 1,
+        botOwnerId: null,
+      });
+      return doCreateUser(ctx, realm, bot, null);
+    });
+  } catch (error) {
+    // Another request created it at the same moment.
+    const raced = await find();
+    if (raced) return raced;
+    throw error;
+  }
+}
+
+/** A direct message from the organization's `kind` bot to `recipient` (Zulip's
+ * internal_send_private_message); returns its id. Runs its own transaction: call it after the
+ * change it tells about has committed. */
+export async function sendBotDirectMessage(
+  realm: Realm,
+  kind: SystemBot,
+  recipient: Pick<User, 'id'>,
+  content: string,
+): Promise<number> {
+  const bot = await ensureSystemBot(realm, kind);
+  const prepared = await prepareMessage(
+    realm,
+    bot,
+    { kind: 'direct', to: JSON.stringify([recipient.id]) },
+    content,
+    { client: 'Internal', readBySender: true },
+  );
+  return (await sendPreparedMessage(prepared)).message.id;
+}
+
+/** Zulip's send_test_welcome_bot_custom_message: the Welcome Bot sends `text` to the
+ * administrator trying it, as it would to a new user; returns the message id. */
+export async function sendTestWelcomeText(
+  realm: Realm,
+  admin: User,
+  text: string,
+): Promise<number> {
+  const content = text.trim();
+  if (content === '') throw new JsonableError('Message must not be empty');
+  if (codePoints(content) > MAX_WELCOME_MESSAGE_CUSTOM_TEXT_LENGTH)
+    throw new JsonableError(
+      `welcome_message_custom_text is too long (limit: ${MAX_WELCOME_MESSAGE_CUSTOM_TEXT_LENGTH} characters)`,
+    );
+  return sendBotDirectMessage(realm, 'welcome', admin, content);
+}

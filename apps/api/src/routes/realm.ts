@@ -1,0 +1,91 @@
+// PATCH /realm: organization settings (Zulip's update_realm). Administrators only; some
+// settings are for owners (actions/realm-settings.ts says which).
+import { Router } from 'express';
+import { z } from 'zod';
+import { userEndpoint } from '@parley/auth';
+import { runAction } from '@parley/db';
+import { defineRoute, p, type Param } from '@parley/http';
+import { doUpdateRealmSettings, type RealmSettingsRequest } from '../actions/realm-settings';
+import { sendTestWelcomeText } from '../actions/system-bots';
+import type { GroupSettingChange } from '../lib/groups';
+import { REALM_PERMISSION_SETTINGS, type RealmPermissionSetting } from '../lib/permission-settings';
+
+export const realmRoutes = Router();
+
+const INT32_MAX = 2 ** 31 - 1;
+const id = z.number().int().min(-INT32_MAX).max(INT32_MAX);
+const groupValue = z.union([
+  id,
+  z.object({ direct_members: z.array(id).max(10_000), direct_subgroups: z.array(id).max(1000) }),
+]);
+/** Zulip's GroupSettingChangeRequest. */
+const groupChange = z.object({ new: groupValue, old: groupValue.optional() });
+
+/** A number, or a word such as "unlimited" (Json[int | str]). */
+const intOrWord = () =>
+  p.jsonOrText(z.union([z.number().int().max(INT32_MAX), z.string().max(100)])).optional();
+
+const groupParams = Object.fromEntries(
+  Object.keys(REALM_PERMISSION_SETTINGS).map((setting) => [
+    setting,
+    p.json(groupChange).optional(),
+  ]),
+) as Record<RealmPermissionSetting, Param<GroupSettingChange | undefined>>;
+
+const settingParams = {
+  name: p.string().optional(),
+  description: p.string().optional(),
+  allow_message_editing: p.bool().optional(),
+  message_content_edit_limit_seconds: intOrWord(),
+  message_content_delete_limit_seconds: intOrWord(),
+  move_messages_within_stream_limit_seconds: intOrWord(),
+  move_messages_between_streams_limit_seconds: intOrWord(),
+  message_edit_history_visibility_policy: p.string().optional(),
+  invite_required: p.bool().optional(),
+  emails_restricted_to_domains: p.bool().optional(),
+  disallow_disposable_email_addresses: p.bool().optional(),
+  // Days; the bound keeps the cut-off date (now minus the period) a valid date. 100,000 days
+  // is three centuries: as good as "never" for anyone who wants that.
+  waiting_period_threshold: p.int({ min: 0, max: 100_000 }).optional(),
+  default_language: p.string().optional(),
+  mandatory_topics: p.bool().optional(),
+  topics_policy: p.string().optional(),
+  message_retention_days: intOrWord(),
+  enable_spectator_access: p.bool().optional(),
+  avatar_changes_disabled: p.bool().optional(),
+  name_changes_disabled: p.bool().optional(),
+  email_changes_disabled: p.bool().optional(),
+  require_unique_names: p.bool().optional(),
+  send_welcome_emails: p.bool().optional(),
+  enable_read_receipts: p.bool().optional(),
+  video_chat_provider: p.int().optional(),
+  jitsi_server_url: p.jsonOrText(z.string().max(1000)).optional(),
+  welcome_message_custom_text: p.string().optional(),
+};
+
+defineRoute(realmRoutes, '/realm', {
+  PATCH: userEndpoint(
+    { adminOnly: true, params: { ...settingParams, ...groupParams } },
+    async ({ user, params }) => {
+      const request: RealmSettingsRequest = { groups: {} };
+      for (const [name, value] of Object.entries(params)) {
+        if (value === undefined) continue;
+        if (name in REALM_PERMISSION_SETTINGS)
+          request.groups[name as RealmPermissionSetting] = value as GroupSettingChange;
+        else (request as unknown as Record<string, unknown>)[name] = value;
+      }
+      return runAction((ctx) => doUpdateRealmSettings(ctx, user, request));
+    },
+  ),
+});
+
+// Zulip's send_test_welcome_bot_custom_message: the Welcome Bot sends the text to the
+// administrator trying it, as it would to a new user.
+defineRoute(realmRoutes, '/realm/test_welcome_bot_custom_message', {
+  POST: userEndpoint(
+    { adminOnly: true, params: { welcome_message_custom_text: p.string() } },
+    async ({ user, realm, params }) => ({
+      message_id: await sendTestWelcomeText(realm, user, params.welcome_message_custom_text),
+    }),
+  ),
+});

@@ -1,0 +1,42 @@
+// The worker tier as its own process: runs the background jobs (invitation email, …) from
+// the BullMQ queues in Redis. Several may run; each job runs once. On SIGTERM/SIGINT it stops
+// taking jobs, lets the running ones finish, then closes its connections.
+import { getConfig } from '@parley/config';
+import { disconnectPrisma } from '@parley/db';
+import { disconnectRedis } from '@parley/events';
+import { closeMail, closeQueues } from '@parley/jobs';
+import { createLogger, getLogger, setLogger } from '@parley/logger';
+import { startWorkers } from './jobs';
+
+async function main(): Promise<void> {
+  const config = getConfig();
+  setLogger(createLogger({ level: config.LOG_LEVEL, format: config.LOG_FORMAT }));
+  const log = getLogger();
+  const workers = startWorkers();
+  await workers.ready();
+  log.info('worker running', { email_backend: config.EMAIL_BACKEND });
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info('worker draining', { signal });
+    void (async () => {
+      try {
+        await workers.close();
+        await closeQueues();
+        closeMail();
+        await Promise.all([disconnectPrisma(), disconnectRedis()]);
+      } finally {
+        log.info('worker stopped');
+        process.exit(0);
+      }
+    })();
+  };
+  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  process.once('SIGINT', () => shutdown('SIGINT'));
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,14 @@
+export {
+  closeQueues,
+  enqueueJob,
+  JOB_QUEUES,
+  jobsConnection,
+  QUEUE_NAMES,
+  repeatingJobSchedule,
+  scheduleRepeatingJob,
+  type JobData,
+  type JobName,
+  type QueueName,
+} from './queues';
+export { startJobWorkers, type JobHandlers, type JobWorkers } from './worker';
+export { closeMail, noreplyAddress, sendMail, type MailMessage } from './mail';

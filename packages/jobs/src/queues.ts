@@ -1,0 +1,93 @@
+// Background jobs on BullMQ, in the same Redis as the events. Every job names its queue in
+// one exhaustive record, so adding a job without deciding where it runs does not compile.
+import { Queue, type ConnectionOptions, type JobsOptions } from 'bullmq';
+import { getConfig } from '@parley/config';
+
+export const QUEUE_NAMES = ['mail', 'maintenance'] as const;
+export type QueueName = (typeof QUEUE_NAMES)[number];
+
+/** Each job's data. Jobs carry ids, never secrets: the worker reads the rest from the
+ * database (a confirmation key never sits in Redis). */
+export interface JobData {
+  /** The `sequence`-th invitation email of an invitation (a resend is the next one). */
+  'invitation-email': { invitationId: number; sequence: number };
+  /** Members whose waiting period has passed join role:fullmembers (periodic). */
+  'promote-full-members': Record<string, never>;
+}
+export type JobName = keyof JobData;
+
+export const JOB_QUEUES: Record<JobName, QueueName> = {
+  'invitation-email': 'mail',
+  'promote-full-members': 'maintenance',
+};
+
+/** Retries with backoff; finished jobs are kept a while so that an id seen again (a retried
+ * enqueue) is recognized and not run twice. */
+const DEFAULT_JOB_OPTIONS: JobsOptions = {
+  attempts: 8,
+  backoff: { type: 'exponential', delay: 5_000 },
+  removeOnComplete: { age: 7 * 24 * 3600 },
+  removeOnFail: { age: 30 * 24 * 3600 },
+};
+
+/** Connection options for a queue or a worker (workers need maxRetriesPerRequest null). */
+export function jobsConnection(): ConnectionOptions {
+  return { url: getConfig().REDIS_URL, maxRetriesPerRequest: null };
+}
+
+const queues = new Map<QueueName, Queue>();
+
+function queueFor(name: QueueName): Queue {
+  let queue = queues.get(name);
+  if (!queue) {
+    queue = new Queue(name, {
+      connection: { url: getConfig().REDIS_URL, maxRetriesPerRequest: 3 },
+    });
+    queues.set(name, queue);
+  }
+  return queue;
+}
+
+/** Adds a job under `jobId`: adding the same id again while it is known does nothing, so an
+ * enqueue repeated after a crash cannot run the job twice. Call only for committed data
+ * (from an action's onCommit). */
+export async function enqueueJob<J extends JobName>(
+  job: J,
+  data: JobData[J],
+  jobId: string,
+): Promise<void> {
+  await queueFor(JOB_QUEUES[job]).add(job, data, { ...DEFAULT_JOB_OPTIONS, jobId });
+}
+
+/** Runs `job` every `everyMs` (a BullMQ job scheduler: one schedule in Redis however many
+ * processes declare it, each run taken by one worker). Declaring it again with another
+ * period replaces the period. */
+export async function scheduleRepeatingJob<J extends JobName>(
+  job: J,
+  data: JobData[J],
+  everyMs: number,
+): Promise<void> {
+  await queueFor(JOB_QUEUES[job]).upsertJobScheduler(
+    job,
+    { every: everyMs },
+    {
+      name: job,
+      data,
+      opts: { removeOnComplete: { count: 10 }, removeOnFail: { age: 7 * 24 * 3600 } },
+    },
+  );
+}
+
+/** The schedule of `job`, if one is declared (for operators' tools and tests). */
+export async function repeatingJobSchedule(
+  job: JobName,
+): Promise<{ every?: number | null; next?: number | null } | undefined> {
+  const scheduler = await queueFor(JOB_QUEUES[job]).getJobScheduler(job);
+  return scheduler ? { every: scheduler.every ?? null, next: scheduler.next ?? null } : undefined;
+}
+
+export async function closeQueues(): Promise<void> {
+  const open = [...queues.values()];
+  queues.clear();
+  await Promise.all(open.map((queue) => queue.close()));
+}
