@@ -69,6 +69,10 @@ describe('load-balanced topology', () => {
 
     // Every client registers through nginx, then long-polls until it has seen every change.
     const received = new Map<number, number[]>();
+    // What a failure needs to be understood: each change's event ids and the poll that brought
+    // it, per client, and every PATCH that had to be retried.
+    const arrivals = new Map<number, Map<number, string[]>>();
+    const retried: string[] = [];
     let changesDone = false;
     // Everyone registers before the first change: a change that races a registration is folded
     // into that client's initial state instead of arriving as an event (as in Zulip).
@@ -84,6 +88,9 @@ describe('load-balanced topology', () => {
       let last = registered.body.last_event_id as number;
       const seqs: number[] = [];
       received.set(client.id, seqs);
+      const seen = new Map<number, string[]>();
+      arrivals.set(client.id, seen);
+      let polls = 0;
       const deadline = Date.now() + 240_000;
       while (seqs.length < CHANGES && Date.now() < deadline) {
         const answer = await call(
@@ -94,6 +101,7 @@ describe('load-balanced topology', () => {
           `/api/v1/events?queue_id=${encodeURIComponent(queueId)}&last_event_id=${last}`,
         ).catch(() => null);
         if (!answer || answer.status !== 200) continue; // e.g. a 503 while no replica answers; poll again
+        polls++;
         for (const event of answer.body.events as {
           id: number;
           type: string;
@@ -101,7 +109,11 @@ describe('load-balanced topology', () => {
         }[]) {
           last = event.id;
           const match = /^Seq (\d+)$/.exec(event.person?.full_name ?? '');
-          if (event.type === 'realm_user' && match) seqs.push(Number(match[1]));
+          if (event.type === 'realm_user' && match) {
+            const seq = Number(match[1]);
+            seqs.push(seq);
+            seen.set(seq, [...(seen.get(seq) ?? []), `event ${event.id} in poll ${polls}`]);
+          }
         }
         if (changesDone && seqs.length >= CHANGES) break;
       }
@@ -125,6 +137,7 @@ describe('load-balanced topology', () => {
           full_name: `Seq ${seq}`,
         });
         if (answer.status === 200) break;
+        retried.push(`Seq ${seq} attempt ${attempt}: ${answer.status} ${String(answer.body.msg)}`);
         // Only nginx's own "no replica answered" may happen (never a half-applied change:
         // nginx does not retry a PATCH it already sent, and our retry is of one not applied).
         expect([answer.status, answer.body.code]).toEqual([503, 'SERVER_NOT_READY']);
@@ -138,6 +151,19 @@ describe('load-balanced topology', () => {
 
     expect(nonJson).toEqual([]);
     const expected = Array.from({ length: CHANGES }, (_, i) => i);
-    for (const client of clients) expect(received.get(client.id)).toEqual(expected);
+    const wrong = clients.flatMap((client) => {
+      const seqs = received.get(client.id)!;
+      if (seqs.join() === expected.join()) return [];
+      const seen = arrivals.get(client.id)!;
+      return [
+        {
+          client: client.id,
+          missing: expected.filter((seq) => !seen.has(seq)),
+          repeated: [...seen].filter(([, how]) => how.length > 1),
+          outOfOrder: seqs.filter((seq, i) => i > 0 && seq < seqs[i - 1]!),
+        },
+      ];
+    });
+    expect({ wrong, retried: wrong.length ? retried : [] }).toEqual({ wrong: [], retried: [] });
   }, 300_000);
 });
