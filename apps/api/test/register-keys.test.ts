@@ -5,9 +5,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 
 import { parse } from 'yaml';
-import { getPrisma, Role, type User } from '@parley/db';
+import { getPrisma, Role, type User, SYSTEM_GROUPS } from '@parley/db';
 import type { QueuedEvent } from '@parley/events';
-import { SYSTEM_GROUPS } from '../src/actions/system-groups';
 import { applyEvent, refreshAfterEvents, type StateOptions } from '../src/lib/initial-state';
 import { STOP_WORDS } from '../src/lib/stop-words';
 import { as, createTestRealm, createTestUser, expectSuccess, type TestRealm } from './helpers';

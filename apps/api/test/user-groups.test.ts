@@ -1,7 +1,6 @@
 import request from 'supertest';
-import { getPrisma, Role, type User } from '@parley/db';
+import { getPrisma, Role, type User, SYSTEM_GROUPS } from '@parley/db';
 import type { QueuedEvent } from '@parley/events';
-import { SYSTEM_GROUPS } from '../src/actions/system-groups';
 import { groupIdsOfUser } from '../src/lib/groups';
 import { applyEvent, type StateOptions } from '../src/lib/initial-state';
 import {

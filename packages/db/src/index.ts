@@ -31,6 +31,7 @@ export {
   Role,
   ROLE_NAMES,
   type RoleValue,
+  SYSTEM_GROUPS,
 } from './roles';
 export { ChangeListener, type ChangeHandlers } from './change-listener';
 export { CACHE_CHANGE_CHANNEL, ChangeFeed, type ChangeFeedHandlers } from './change-feed';

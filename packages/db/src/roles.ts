@@ -23,6 +23,19 @@ export function isRoleValue(value: number): value is RoleValue {
 }
 
 /** Recipient.type values. */
+/** The names of Zulip's role-based system groups, created with every organization
+ * (apps/api/src/actions/system-groups.ts creates them; reads and actions both name them). */
+export const SYSTEM_GROUPS = {
+  OWNERS: 'role:owners',
+  ADMINISTRATORS: 'role:administrators',
+  MODERATORS: 'role:moderators',
+  FULL_MEMBERS: 'role:fullmembers',
+  MEMBERS: 'role:members',
+  EVERYONE: 'role:everyone',
+  EVERYONE_ON_INTERNET: 'role:internet',
+  NOBODY: 'role:nobody',
+} as const;
+
 export const RecipientType = { PERSONAL: 1, STREAM: 2, DIRECT_MESSAGE_GROUP: 3 } as const;
 
 /** AuditLog.event_type values used so far (Zulip's AuditLogEventType numbers). */

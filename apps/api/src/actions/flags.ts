@@ -15,7 +15,7 @@ import {
 import { JsonableError } from '@parley/errors';
 import { sendEventOnCommit } from '../lib/events';
 import { canReadChannelHistory, displayRecipients, InvalidMessageError } from '../lib/messages';
-import { loadPermissions, subscriptionOf } from '../lib/streams';
+import { accessStreamById, loadPermissions, subscriptionOf } from '../lib/streams';
 import { isTopicMuted, loadMuting } from '../lib/user-topics';
 
 export const EDITABLE_FLAGS = ['read', 'starred', 'collapsed'] as const;
@@ -153,6 +153,51 @@ export async function doMarkAsRead(
 ): Promise<void> {
   const changed = await applyFlag(ctx.tx, user.id, 'add', 'read', which);
   await sendFlagsEvent(ctx, user, realm, 'add', 'read', changed);
+}
+
+/** POST /mark_all_as_read. */
+export async function doMarkAllAsRead(ctx: ActionContext, user: User, realm: Realm): Promise<void> {
+  await doMarkAsRead(ctx, user, realm, Prisma.sql`TRUE`);
+}
+
+/** POST /mark_stream_as_read: every message of a channel the user may access. */
+export async function doMarkChannelAsRead(
+  ctx: ActionContext,
+  user: User,
+  realm: Realm,
+  streamId: number,
+): Promise<void> {
+  const { stream } = await accessStreamById(await loadPermissions(user), streamId, { db: ctx.tx });
+  await doMarkAsRead(
+    ctx,
+    user,
+    realm,
+    Prisma.sql`message_id IN (SELECT id FROM message WHERE recipient_id = ${stream.recipientId})`,
+  );
+}
+
+/** POST /mark_topic_as_read: `topic` as stored ('' for the empty topic); `topicName` as the
+ * client wrote it, for the error when the channel has no such topic (Zulip's words). */
+export async function doMarkTopicAsRead(
+  ctx: ActionContext,
+  user: User,
+  realm: Realm,
+  streamId: number,
+  topic: string,
+  topicName: string,
+): Promise<void> {
+  const { stream } = await accessStreamById(await loadPermissions(user), streamId, { db: ctx.tx });
+  const [exists] = await ctx.tx.$queryRaw<{ id: number }[]>`
+    SELECT id FROM message WHERE recipient_id = ${stream.recipientId}
+      AND upper(subject) = upper(${topic}) LIMIT 1`;
+  if (!exists) throw new JsonableError(`No such topic '${topicName}'`);
+  await doMarkAsRead(
+    ctx,
+    user,
+    realm,
+    Prisma.sql`message_id IN (SELECT id FROM message WHERE recipient_id = ${stream.recipientId}
+      AND upper(subject) = upper(${topic}))`,
+  );
 }
 
 /** update_message_flags to the user's clients; marking unread carries message_details so

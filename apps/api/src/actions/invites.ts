@@ -37,12 +37,11 @@ import {
 } from '../lib/invites';
 import { hasRealmPermission } from '../lib/realm-permissions';
 import { checkCanAddMembersToGroups } from '../lib/user-group-permissions';
-import { isAdmin } from '../lib/users';
+import { checkEmail, isAdmin } from '../lib/users';
 import { doAddSubscriptions } from './subscriptions';
 import { sendBotDirectMessage } from './system-bots';
 import {
   checkCreateUser,
-  checkEmail,
   checkFullName,
   doCreateUser,
   passwordHashFor,

@@ -19,7 +19,7 @@ import { linkifiersForRealm } from '../lib/linkifiers';
 import { usersAlertedBy } from '../lib/alert-words';
 import { sendEventOnCommit } from '../lib/events';
 import { activeMemberIds } from '../lib/groups';
-import { flagNames, InvalidMessageError } from '../lib/messages';
+import { accessMessage, flagNames, InvalidMessageError } from '../lib/messages';
 import { inRealmGroups } from '../lib/realm-state';
 import {
   accessStreamById,
@@ -509,6 +509,19 @@ export function checkDeleteMessage(
   const limit = realm.messageContentDeleteLimitSeconds;
   if (limit !== null && Date.now() / 1000 - message.dateSent.getTime() / 1000 > limit)
     throw new JsonableError('The time limit for deleting this message has passed');
+}
+
+/** DELETE /messages/{id}: the message, locked, once the user may delete it. */
+export async function checkDeleteMessageById(
+  ctx: ActionContext,
+  user: User,
+  realm: Realm,
+  messageId: number,
+): Promise<{ message: Message; stream: Stream | null }> {
+  const { message, stream } = await accessMessage(user, messageId, ctx.tx, { lock: true });
+  const sender = await ctx.tx.user.findUniqueOrThrow({ where: { id: message.senderId } });
+  checkDeleteMessage(await loadPermissions(user), realm, message, stream, sender);
+  return { message, stream };
 }
 
 /** Deletes the message and tells everyone who could see it, and the actor. */

@@ -16,8 +16,8 @@ import {
 import type { ZulipEvent } from '@parley/events';
 import { JsonableError, OrganizationOwnerRequiredError } from '@parley/errors';
 import { sendEventOnCommit } from '../lib/events';
+import { checkGroupSetting } from './group-settings';
 import {
-  checkGroupSetting,
   normalizeGroupSetting,
   presentGroupSettings,
   sameGroupSetting,

@@ -2,6 +2,7 @@
 // zerver/actions/streams.py and create_stream_if_needed). Each do* writes in the caller's
 // transaction and queues its events for after the commit.
 import {
+  getPrisma,
   AuditLogEvent,
   idsByLowerEquals,
   isUniqueViolation,
@@ -19,7 +20,8 @@ import {
 } from '@parley/errors';
 import { renderDescriptionForRealm } from '../lib/rendering';
 import { sendEventOnCommit } from '../lib/events';
-import { checkGroupSetting, systemGroupIds, type GroupSettingValue } from '../lib/groups';
+import { systemGroupIds, type GroupSettingValue } from '../lib/groups';
+import { checkGroupSetting } from './group-settings';
 import {
   loadStreamDetails,
   metadataAudience,
@@ -602,7 +604,7 @@ export async function doSetDefaultStream(
   await sendDefaultStreams(ctx, stream.realmId);
 }
 
-export async function defaultStreamIds(realmId: number, tx: Tx): Promise<number[]> {
+export async function defaultStreamIds(realmId: number, tx: Tx = getPrisma()): Promise<number[]> {
   const rows = await tx.defaultStream.findMany({
     where: { realmId },
     select: { streamId: true },

@@ -1,18 +1,9 @@
 // Zulip's role-based system groups, created with every organization. Group-based permission
 // settings (later issues) point at these; each role group contains the next-higher role group
 // as a subgroup, so "moderators" includes administrators and owners.
-import { Role, type RoleValue, type Tx } from '@parley/db';
+import { Role, SYSTEM_GROUPS, type RoleValue, type Tx } from '@parley/db';
 
-export const SYSTEM_GROUPS = {
-  OWNERS: 'role:owners',
-  ADMINISTRATORS: 'role:administrators',
-  MODERATORS: 'role:moderators',
-  FULL_MEMBERS: 'role:fullmembers',
-  MEMBERS: 'role:members',
-  EVERYONE: 'role:everyone',
-  EVERYONE_ON_INTERNET: 'role:internet',
-  NOBODY: 'role:nobody',
-} as const;
+export { SYSTEM_GROUPS };
 
 const DESCRIPTIONS: Record<string, string> = {
   [SYSTEM_GROUPS.OWNERS]: 'Owners of this organization',

@@ -13,7 +13,6 @@ import {
   type Tx,
   type User,
 } from '@parley/db';
-import { isEmailDomain } from '@parley/auth';
 import type { ZulipEvent } from '@parley/events';
 import { getLogger } from '@parley/logger';
 import { InsufficientPermissionError, JsonableError } from '@parley/errors';
@@ -24,6 +23,7 @@ import {
   activeAdminIds,
   activeUsersByAccessTo,
   canSeeDeliveryEmail,
+  checkEmail,
   dummyEmail,
   isOwner,
   usersWhoCanAccess,
@@ -43,7 +43,6 @@ import { SYSTEM_GROUPS, systemGroupsForRole } from './system-groups';
 
 // Django's EmailValidator accepts more, but every address it accepts has this shape.
 /** A local part, then a domain Zulip (Django) accepts: dotted, or "localhost". */
-const EMAIL = /^[^\s@]+@([^\s@]+)$/;
 
 export interface NewUser {
   email: string;
@@ -56,15 +55,6 @@ export interface NewUser {
   botOwnerId?: number | null;
   timezone?: string;
   isImportedStub?: boolean;
-}
-
-export function checkEmail(email: string): string {
-  const trimmed = email.trim();
-  const domain = EMAIL.exec(trimmed)?.[1];
-  if (trimmed.length > 254 || !domain || !isEmailDomain(domain) || trimmed.includes('\0')) {
-    throw new JsonableError(`Invalid email '${email}'`);
-  }
-  return trimmed;
 }
 
 export function checkFullName(fullName: string): string {
@@ -746,6 +736,14 @@ function deleteMessagesEvent(group: DeletedGroup): ZulipEvent {
     message_type: group.isChannelMessage ? 'stream' : 'private',
     ...(group.isChannelMessage ? { stream_id: group.streamId, topic: group.topic } : {}),
   };
+}
+
+/** Zulip's reactivate_user_backend: a bot comes back only with an active owner. */
+export async function checkReactivateUser(tx: Tx, target: User): Promise<void> {
+  if (!target.isBot || !target.botOwnerId) return;
+  const owner = await tx.user.findUnique({ where: { id: target.botOwnerId } });
+  if (owner && !owner.isActive)
+    throw new JsonableError('Cannot reactivate a bot whose owner is deactivated.');
 }
 
 export async function doReactivateUser(

@@ -123,3 +123,21 @@ export async function uploadSpaceUsed(realmId: number, db: Tx = getPrisma()): Pr
   const total = await db.attachment.aggregate({ where: { realmId }, _sum: { size: true } });
   return total._sum.size ?? 0;
 }
+
+/** The user's uploads with the messages linking each (GET /attachments). */
+export async function attachmentsOf(userId: number) {
+  return getPrisma().attachment.findMany({
+    where: { ownerId: userId },
+    orderBy: { id: 'asc' },
+    include: {
+      messages: {
+        select: { message: { select: { id: true, dateSent: true } } },
+        orderBy: { messageId: 'asc' },
+      },
+    },
+  });
+}
+
+export async function attachmentByPathId(pathId: string): Promise<Attachment | null> {
+  return getPrisma().attachment.findUnique({ where: { pathId } });
+}

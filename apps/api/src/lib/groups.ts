@@ -1,9 +1,7 @@
 // Group-valued permission settings (Zulip's "group settings"): a setting names either a
 // system group by id or an anonymous group given as its direct members and subgroups. Group
 // membership is transitive through subgroups ("moderators" contains "administrators").
-import { query, statement, type Tx } from '@parley/db';
-import { JsonableError } from '@parley/errors';
-import { SYSTEM_GROUPS } from '../actions/system-groups';
+import { query, statement } from '@parley/db';
 
 export interface AnonymousGroup {
   direct_members: number[];
@@ -127,73 +125,6 @@ export function sameGroupSetting(a: GroupSettingValue, b: GroupSettingValue): bo
   );
 }
 
-export interface GroupSettingRules {
-  /** System groups the setting may not name (Zulip refuses e.g. "everyone on the internet"). */
-  forbidden?: string[];
-}
-
-/** Validates a requested setting and returns the group id to store: a named group of this
- * organization, or a new anonymous group row for `{direct_members, direct_subgroups}`. An
- * anonymous group with no subgroups and one named subgroup is stored as that group. */
-export async function checkGroupSetting(
-  tx: Tx,
-  realmId: number,
-  setting: string,
-  value: GroupSettingValue,
-  rules: GroupSettingRules = {},
-): Promise<number> {
-  const forbidden = new Set(rules.forbidden ?? [SYSTEM_GROUPS.EVERYONE_ON_INTERNET]);
-  const assertAllowed = async (ids: number[]) => {
-    if (ids.length === 0) return;
-    const groups = await tx.userGroup.findMany({
-      where: { id: { in: ids }, realmId, deactivated: false, name: { not: null } },
-      select: { id: true, name: true },
-    });
-    for (const id of ids) {
-      const group = groups.find((g) => g.id === id);
-      if (!group) throw new JsonableError(`Invalid user group ID: ${id}`);
-      if (forbidden.has(group.name!))
-        throw new JsonableError(`'${setting}' setting cannot be set to '${group.name}' group.`);
-    }
-  };
-  if (typeof value === 'number') {
-    await assertAllowed([value]);
-    return value;
-  }
-  const members = [...new Set(value.direct_members)];
-  const subgroups = [...new Set(value.direct_subgroups)];
-  await assertAllowed(subgroups);
-  if (members.length > 0) {
-    const found = await tx.user.count({ where: { id: { in: members }, realmId } });
-    if (found !== members.length) {
-      const known = new Set(
-        (
-          await tx.user.findMany({ where: { id: { in: members }, realmId }, select: { id: true } })
-        ).map((u) => u.id),
-      );
-      throw new JsonableError(`Invalid user ID: ${members.find((id) => !known.has(id))}`);
-    }
-  }
-  if (members.length === 0 && subgroups.length === 1) return subgroups[0]!;
-  if (members.length === 0 && subgroups.length === 0) {
-    const nobody = await tx.userGroup.findFirst({
-      where: { realmId, name: SYSTEM_GROUPS.NOBODY },
-      select: { id: true },
-    });
-    return nobody!.id;
-  }
-  const group = await tx.userGroup.create({ data: { realmId, isSystemGroup: false } });
-  if (members.length > 0)
-    await tx.userGroupMembership.createMany({
-      data: members.map((userId) => ({ userGroupId: group.id, userId })),
-    });
-  if (subgroups.length > 0)
-    await tx.groupGroupMembership.createMany({
-      data: subgroups.map((subgroupId) => ({ supergroupId: group.id, subgroupId })),
-    });
-  return group.id;
-}
-
 // ---- Reads of one named group (GET /user_groups/{id}/members, /subgroups) -------------------
 
 const directActiveMembers = statement<{ id: number }, [number]>(`
@@ -225,3 +156,12 @@ export async function subgroupIdsOf(groupId: number, directOnly: boolean): Promi
     (row) => row.id,
   );
 }
+
+/** Whether the user is a direct member of the group (not through a subgroup). */
+export async function isDirectMember(groupId: number, userId: number): Promise<boolean> {
+  const [row] = await query(directMembership, [groupId, userId]);
+  return row !== undefined;
+}
+
+const directMembership = statement<{ one: number }, [number, number]>(`
+  SELECT 1 AS one FROM user_group_membership WHERE user_group_id = $1 AND user_profile_id = $2`);

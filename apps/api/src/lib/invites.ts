@@ -18,7 +18,7 @@ import {
   OrganizationOwnerRequiredError,
   RealmDeactivatedError,
 } from '@parley/errors';
-import { checkEmail } from '../actions/users';
+import { checkEmail } from './users';
 import { canAddSubscribers, hasContentAccess, loadPermissions, subscriptionOf } from './streams';
 import { isAdmin, isGuest, isOwner } from './users';
 

@@ -2,7 +2,7 @@
 // groups, which group each defaults to and which groups it may name. /register reports them as
 // server_supported_permission_settings; new organizations, channels and groups get the
 // defaults, and PATCH /realm (actions/realm-settings.ts) checks requests against the rules.
-import { SYSTEM_GROUPS } from '../actions/system-groups';
+import { SYSTEM_GROUPS } from '@parley/db';
 import type { StreamGroupSetting } from '../presenters/streams';
 
 /** Zulip's GroupPermissionSetting, in our own words. */

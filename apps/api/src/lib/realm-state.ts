@@ -7,8 +7,7 @@
 import { createHash } from 'node:crypto';
 import { realmBotDomain, realmUrl } from '@parley/auth';
 import { getConfig } from '@parley/config';
-import { columnsOf, query, statement, type Realm } from '@parley/db';
-import { SYSTEM_GROUPS } from '../actions/system-groups';
+import { columnsOf, query, statement, type Realm, SYSTEM_GROUPS } from '@parley/db';
 import { EMPTY_TOPIC_DISPLAY_NAME } from '../presenters/messages';
 import {
   REALM_PERMISSION_SETTINGS,

@@ -4,6 +4,7 @@
 import {
   getPrisma,
   idsByLowerEquals,
+  Prisma,
   query,
   Role,
   statement,
@@ -12,7 +13,7 @@ import {
   type Tx,
   type User,
 } from '@parley/db';
-import { JsonableError } from '@parley/errors';
+import { CannotAdministerChannelError, JsonableError } from '@parley/errors';
 import { STREAM_GROUP_SETTINGS, type StreamContext } from '../presenters/streams';
 import { activeMemberIds, groupIdsOfUser, presentGroupSettings, systemGroupIds } from './groups';
 import { isAdmin, isGuest } from './users';
@@ -305,4 +306,118 @@ async function subscriberCounts(streams: Stream[]): Promise<Map<number, number>>
     streams.flatMap((s) => s.recipientId ?? []),
   ]);
   return new Map(rows.map((row) => [byRecipient.get(row.recipient_id)!, row.count]));
+}
+
+/** Which channels GET /streams lists (Zulip's get_streams_for_user): the flags as the
+ * endpoint takes them. */
+export interface ChannelListFlags {
+  include_public: boolean;
+  include_web_public: boolean;
+  include_subscribed: boolean;
+  exclude_archived: boolean;
+  include_all_active: boolean;
+  include_all: boolean;
+  include_owner_subscribed: boolean;
+  include_can_access_content: boolean;
+}
+
+export async function listChannels(
+  user: User,
+  realmId: number,
+  params: ChannelListFlags,
+): Promise<Stream[]> {
+  const perms = await loadPermissions(user);
+  const all = await getPrisma().stream.findMany({
+    where: { realmId, ...(params.exclude_archived ? { deactivated: false } : {}) },
+    orderBy: { name: 'asc' },
+  });
+  const subscribed = await subscribedRecipientIds(user.id);
+  const ownerSubscribed =
+    params.include_owner_subscribed && user.isBot && user.botOwnerId !== null
+      ? await subscribedRecipientIds(user.botOwnerId)
+      : new Set<number>();
+  const isSubscribed = (stream: Stream) => subscribed.has(stream.recipientId!);
+  const wanted = (stream: Stream): boolean => {
+    if (params.include_all || params.include_all_active)
+      return hasMetadataAccess(perms, stream, isSubscribed(stream));
+    if (params.include_can_access_content)
+      return hasContentAccess(perms, stream, isSubscribed(stream));
+    // Guests never list public channels they are not in.
+    if (params.include_public && !isGuest(user) && !stream.inviteOnly) return true;
+    if (params.include_web_public && stream.isWebPublic && !stream.deactivated) return true;
+    if (params.include_subscribed && isSubscribed(stream)) return true;
+    return ownerSubscribed.has(stream.recipientId!) && hasMetadataAccess(perms, stream, false);
+  };
+  return all.filter(wanted);
+}
+
+/** GET /get_stream_id: a channel the user may read, by name (case-insensitive). */
+export async function channelIdByName(user: User, realmId: number, name: string): Promise<number> {
+  const prisma = getPrisma();
+  const [id] = await idsByLowerEquals(prisma, 'stream', 'name', realmId, [name.trim()]);
+  const stream =
+    id === undefined ? null : await prisma.stream.findFirst({ where: { id, deactivated: false } });
+  const perms = await loadPermissions(user);
+  if (!stream || !hasContentAccess(perms, stream, (await subscriptionOf(user.id, stream)) !== null))
+    throw new JsonableError(`Invalid channel name '${name}'`);
+  return stream.id;
+}
+
+/** Zulip's get_topic_history_for_stream: topics grouped case-insensitively, newest first,
+ * each named as in its latest message. Without shared history only the messages the user
+ * received count. */
+export async function topicHistory(
+  stream: Stream,
+  user: User,
+): Promise<{ name: string; max_id: number }[]> {
+  const onlyReceived = stream.historyPublicToSubscribers
+    ? Prisma.empty
+    : Prisma.sql`AND id IN (SELECT message_id FROM user_message WHERE user_profile_id = ${user.id})`;
+  return getPrisma().$queryRaw<{ name: string; max_id: number }[]>`
+    SELECT m.subject AS name, t.max_id
+    FROM (
+      SELECT max(id) AS max_id FROM message
+      WHERE recipient_id = ${stream.recipientId} ${onlyReceived}
+      GROUP BY upper(subject)
+    ) t JOIN message m ON m.id = t.max_id
+    ORDER BY t.max_id DESC`;
+}
+
+/** PATCH and DELETE /streams/{id}: channel administrators only. Others who can read the channel
+ * learn they lack the permission; the rest that the id is invalid. */
+export async function accessStreamForUpdate(
+  tx: Tx,
+  perms: Permissions,
+  streamId: number,
+): Promise<Stream> {
+  const stream = await tx.stream.findFirst({
+    where: { id: streamId, realmId: perms.user.realmId },
+  });
+  if (!stream) throw new JsonableError('Invalid channel ID');
+  if (canAdministerChannel(perms, stream)) return stream;
+  const subscribed = (await subscriptionOf(perms.user.id, stream, tx)) !== null;
+  if (hasContentAccess(perms, stream, subscribed)) throw new CannotAdministerChannelError();
+  throw new JsonableError('Invalid channel ID');
+}
+
+/** Zulip's validate_user_access_to_subscribers. */
+export function checkSubscriberAccess(
+  perms: Permissions,
+  stream: Stream,
+  subscribed: boolean,
+): void {
+  if (stream.isWebPublic || subscribed) return;
+  if (isGuest(perms.user))
+    throw new JsonableError('Subscriber data is not available for this channel');
+  if (!stream.inviteOnly) return;
+  if (hasMetadataAccess(perms, stream, false)) return;
+  throw new JsonableError('Unable to retrieve subscribers for private channel');
+}
+
+async function subscribedRecipientIds(userId: number): Promise<Set<number>> {
+  const rows = await getPrisma().subscription.findMany({
+    where: { userId, active: true },
+    select: { recipientId: true },
+  });
+  return new Set(rows.map((row) => row.recipientId));
 }

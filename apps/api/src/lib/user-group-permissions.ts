@@ -59,6 +59,11 @@ export async function getNamedGroup(
   return group as NamedGroup;
 }
 
+/** A named group of the organization for a read outside any transaction. */
+export async function accessNamedGroup(realmId: number, groupId: number): Promise<NamedGroup> {
+  return getNamedGroup(getPrisma(), realmId, groupId);
+}
+
 /** Whether a member of `membership` holds the permission a group setting naming `groupId`
  * grants; guests never hold those that may not name "everyone". */
 export function inGroupSetting(

@@ -3,8 +3,7 @@
 // permission settings, and the members of the anonymous groups that organization and group
 // settings point at, so that group-setting values can be given as {direct_members,
 // direct_subgroups}. One query serves both. Raced user_group events fold in here too.
-import { query, statement, type Realm } from '@parley/db';
-import { SYSTEM_GROUPS } from '../actions/system-groups';
+import { query, statement, type Realm, SYSTEM_GROUPS } from '@parley/db';
 import { presentUserGroup } from '../presenters/user-groups';
 import type { GroupSettingValue } from './groups';
 import { GROUP_PERMISSION_SETTINGS, type GroupPermissionSettingName } from './permission-settings';

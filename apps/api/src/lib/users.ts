@@ -9,10 +9,10 @@ import {
   type Realm,
   type Tx,
   type User,
+  SYSTEM_GROUPS,
 } from '@parley/db';
 import { InsufficientPermissionError, JsonableError } from '@parley/errors';
-import { realmEmailDomain, realmHost } from '@parley/auth';
-import { SYSTEM_GROUPS } from '../actions/system-groups';
+import { isEmailDomain, realmEmailDomain, realmHost } from '@parley/auth';
 
 /** email_address_visibility values (Zulip's EMAIL_ADDRESS_VISIBILITY_*). */
 export const EmailVisibility = {
@@ -170,4 +170,55 @@ export async function activeAdminIds(realmId: number, db: Tx = getPrisma()): Pro
     select: { id: true },
   });
   return admins.map((admin) => admin.id);
+}
+
+const EMAIL = /^[^\s@]+@([^\s@]+)$/;
+
+/** An address as Zulip's validate_email accepts it, trimmed; JsonableError otherwise. */
+export function checkEmail(email: string): string {
+  const trimmed = email.trim();
+  const domain = EMAIL.exec(trimmed)?.[1];
+  if (trimmed.length > 254 || !domain || !isEmailDomain(domain) || trimmed.includes('\0')) {
+    throw new JsonableError(`Invalid email '${email}'`);
+  }
+  return trimmed;
+}
+
+/** The human account that `email` logs in to (case-insensitive, as Zulip's
+ * get_user_by_delivery_email), if any. */
+export async function getLoginUser(realm: Realm, email: string): Promise<User | undefined> {
+  const prisma = getPrisma();
+  const ids = await idsByLowerEquals(prisma, 'user_profile', 'delivery_email', realm.id, [email]);
+  const [user] = await prisma.user.findMany({ where: { id: { in: ids }, isBot: false }, take: 1 });
+  return user;
+}
+
+/** A user as stored now (after an action changed it). */
+export async function getUser(id: number): Promise<User> {
+  return getPrisma().user.findUniqueOrThrow({ where: { id } });
+}
+
+/** Users of the organization, all or the ones named (each must exist: "Invalid user ID"),
+ * by id. */
+export async function getRealmUsers(realmId: number, ids?: number[]): Promise<User[]> {
+  const users = await getPrisma().user.findMany({
+    where: { realmId, ...(ids ? { id: { in: ids } } : {}) },
+    orderBy: { id: 'asc' },
+  });
+  if (ids) {
+    const found = new Set(users.map((u) => u.id));
+    const missing = ids.find((id) => !found.has(id));
+    if (missing !== undefined) throw new JsonableError(`Invalid user ID: ${missing}`);
+  }
+  return users;
+}
+
+const newestMessageOf = statement<{ messageId: number }, [number]>(`
+  SELECT message_id AS "messageId" FROM user_message
+  WHERE user_profile_id = $1 ORDER BY message_id DESC LIMIT 1`);
+
+/** The newest message the user received, -1 for none (GET /users/me's max_message_id). */
+export async function newestMessageIdOf(userId: number): Promise<number> {
+  const [last] = await query(newestMessageOf, [userId]);
+  return last?.messageId ?? -1;
 }

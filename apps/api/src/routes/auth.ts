@@ -2,7 +2,7 @@
 // Token), POST /users/me/api_key/regenerate.
 import { Router } from 'express';
 import jwt from 'jsonwebtoken';
-import { getPrisma, idsByLowerEquals, runAction, type Realm, type User } from '@parley/db';
+import { runAction, type Realm, type User } from '@parley/db';
 import {
   AuthenticationFailedError,
   JsonableError,
@@ -11,8 +11,9 @@ import {
   UserDeactivatedError,
 } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
-import { checkEmail, doCompleteFirstLogin, doRegenerateApiKey } from '../actions/users';
+import { doCompleteFirstLogin, doRegenerateApiKey } from '../actions/users';
 import { verifyPassword } from '../lib/credentials';
+import { checkEmail, getLoginUser, getUser } from '../lib/users';
 import {
   checkLoginRateLimit,
   clearFailedLogins,
@@ -24,13 +25,6 @@ import {
 import { presentUser } from '../presenters/users';
 
 export const authRoutes = Router();
-
-async function findLoginUser(realm: Realm, email: string): Promise<User | undefined> {
-  const prisma = getPrisma();
-  const ids = await idsByLowerEquals(prisma, 'user_profile', 'delivery_email', realm.id, [email]);
-  const [user] = await prisma.user.findMany({ where: { id: { in: ids }, isBot: false }, take: 1 });
-  return user;
-}
 
 /** Zulip's checks after the credentials were proven: the account and organization must be
  * active. Then the login counts (an imported stub account becomes a regular one). */
@@ -52,7 +46,7 @@ defineRoute(authRoutes, '/fetch_api_key', {
         throw new JsonableError('Enter a valid email address.');
       }
       await checkLoginRateLimit(realm.id, email);
-      const user = await findLoginUser(realm, email);
+      const user = await getLoginUser(realm, email);
       // Hash even when the user does not exist, so timing does not reveal which addresses do.
       const valid = await verifyPassword(params.password, user?.passwordHash ?? DUMMY_HASH);
       if (!user || !valid) {
@@ -93,10 +87,10 @@ defineRoute(authRoutes, '/jwt/fetch_api_key', {
           : undefined;
       if (typeof email !== 'string' || email === '')
         throw new JsonableError('No email specified in JSON web token claims');
-      const user = await findLoginUser(realm, email);
+      const user = await getLoginUser(realm, email);
       if (!user) throw new AuthenticationFailedError();
       await completeLogin(realm, user);
-      const fresh = await getPrisma().user.findUniqueOrThrow({ where: { id: user.id } });
+      const fresh = await getUser(user.id);
       const result: Record<string, unknown> = {
         api_key: fresh.apiKey,
         email: fresh.deliveryEmail,

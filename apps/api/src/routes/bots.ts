@@ -1,15 +1,16 @@
 // Bots: POST /bots creates one owned by the caller; GET /bots lists the caller's bots (all of
 // the organization's for administrators, as in Zulip).
 import { Router } from 'express';
-import { getPrisma, Role, runAction } from '@parley/db';
+import { Role, runAction } from '@parley/db';
 import { InsufficientPermissionError, JsonableError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
 import { checkBotNameAvailable, checkCreateUser, doCreateUser } from '../actions/users';
 import { userEndpoint } from '@parley/auth';
 import { realmBotDomain } from '@parley/auth';
+import { getBotsVisibleTo } from '../lib/bots';
 import { inRealmSetting } from '../lib/realm-state';
 import { membershipOf } from '../lib/user-groups-state';
-import { isAdmin, isGuest } from '../lib/users';
+import { isGuest } from '../lib/users';
 import { presentBot } from '../presenters/bots';
 
 export const botRoutes = Router();
@@ -18,10 +19,7 @@ const BotType = { GENERIC: 1, INCOMING_WEBHOOK: 2, OUTGOING_WEBHOOK: 3, EMBEDDED
 
 defineRoute(botRoutes, '/bots', {
   GET: userEndpoint({}, async ({ user, realm }) => {
-    const bots = await getPrisma().user.findMany({
-      where: { realmId: realm.id, isBot: true, ...(isAdmin(user) ? {} : { botOwnerId: user.id }) },
-      orderBy: { id: 'asc' },
-    });
+    const bots = await getBotsVisibleTo(user, realm);
     return { bots: bots.map((bot) => presentBot(bot, realm)) };
   }),
   POST: userEndpoint(

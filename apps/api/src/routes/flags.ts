@@ -3,13 +3,17 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { userEndpoint } from '@parley/auth';
-import { Prisma, runAction } from '@parley/db';
-import { JsonableError } from '@parley/errors';
+import { runAction } from '@parley/db';
 import { defineRoute, p } from '@parley/http';
-import { checkFlag, doMarkAsRead, doUpdateMessageFlags } from '../actions/flags';
+import {
+  checkFlag,
+  doMarkAllAsRead,
+  doMarkChannelAsRead,
+  doMarkTopicAsRead,
+  doUpdateMessageFlags,
+} from '../actions/flags';
 import { fetchMessages } from '../lib/message-fetch';
 import { narrowSchema, normalizeNarrow } from '../lib/narrow';
-import { accessStreamById, loadPermissions } from '../lib/streams';
 import { EMPTY_TOPIC_DISPLAY_NAME } from '../presenters/messages';
 
 export const flagRoutes = Router();
@@ -94,7 +98,7 @@ defineRoute(flagRoutes, '/messages/flags/narrow', {
 
 defineRoute(flagRoutes, '/mark_all_as_read', {
   POST: userEndpoint({}, async ({ user, realm }) => {
-    await runAction((ctx) => doMarkAsRead(ctx, user, realm, Prisma.sql`TRUE`));
+    await runAction((ctx) => doMarkAllAsRead(ctx, user, realm));
     return { complete: true };
   }),
 });
@@ -103,16 +107,7 @@ defineRoute(flagRoutes, '/mark_stream_as_read', {
   POST: userEndpoint(
     { params: { stream_id: p.int({ min: 1 }) } },
     async ({ user, realm, params }) => {
-      await runAction(async (ctx) => {
-        const perms = await loadPermissions(user);
-        const { stream } = await accessStreamById(perms, params.stream_id, { db: ctx.tx });
-        await doMarkAsRead(
-          ctx,
-          user,
-          realm,
-          Prisma.sql`message_id IN (SELECT id FROM message WHERE recipient_id = ${stream.recipientId})`,
-        );
-      });
+      await runAction((ctx) => doMarkChannelAsRead(ctx, user, realm, params.stream_id));
       return {};
     },
   ),
@@ -123,21 +118,9 @@ defineRoute(flagRoutes, '/mark_topic_as_read', {
     { params: { stream_id: p.int({ min: 1 }), topic_name: p.string({ maxLength: 60 }) } },
     async ({ user, realm, params }) => {
       const topic = params.topic_name === EMPTY_TOPIC_DISPLAY_NAME ? '' : params.topic_name;
-      await runAction(async (ctx) => {
-        const perms = await loadPermissions(user);
-        const { stream } = await accessStreamById(perms, params.stream_id, { db: ctx.tx });
-        const [exists] = await ctx.tx.$queryRaw<{ id: number }[]>`
-          SELECT id FROM message WHERE recipient_id = ${stream.recipientId}
-            AND upper(subject) = upper(${topic}) LIMIT 1`;
-        if (!exists) throw new JsonableError(`No such topic '${params.topic_name}'`);
-        await doMarkAsRead(
-          ctx,
-          user,
-          realm,
-          Prisma.sql`message_id IN (SELECT id FROM message WHERE recipient_id = ${stream.recipientId}
-            AND upper(subject) = upper(${topic}))`,
-        );
-      });
+      await runAction((ctx) =>
+        doMarkTopicAsRead(ctx, user, realm, params.stream_id, topic, params.topic_name),
+      );
       return {};
     },
   ),

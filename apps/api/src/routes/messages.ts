@@ -14,7 +14,7 @@ import {
   type SendTarget,
 } from '../actions/messages';
 import {
-  checkDeleteMessage,
+  checkDeleteMessageById,
   checkUpdateMessage,
   doDeleteMessage,
   doUpdateMessage,
@@ -30,7 +30,6 @@ import {
 } from '../actions/reactions';
 import { clientName, sentByHuman } from '../lib/clients';
 import { editHistorySnapshots } from '../lib/edit-history';
-import { loadPermissions } from '../lib/streams';
 import { fetchMessages } from '../lib/message-fetch';
 import {
   accessMessage,
@@ -273,10 +272,7 @@ defineRoute(messageRoutes, '/messages/:message_id', {
   ),
   DELETE: userEndpoint({ path: messagePath }, async ({ user, realm, path }) => {
     await runAction(async (ctx) => {
-      const { tx } = ctx;
-      const { message, stream } = await accessMessage(user, path.message_id, tx, { lock: true });
-      const sender = await tx.user.findUniqueOrThrow({ where: { id: message.senderId } });
-      checkDeleteMessage(await loadPermissions(user), realm, message, stream, sender);
+      const { message, stream } = await checkDeleteMessageById(ctx, user, realm, path.message_id);
       await doDeleteMessage(ctx, user, message, stream);
     });
     return {};

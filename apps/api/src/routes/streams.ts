@@ -3,16 +3,8 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { userEndpoint } from '@parley/auth';
-import {
-  getPrisma,
-  idsByLowerEquals,
-  Prisma,
-  runAction,
-  type Stream,
-  type Tx,
-  type User,
-} from '@parley/db';
-import { CannotAdministerChannelError, JsonableError } from '@parley/errors';
+import { runAction } from '@parley/db';
+import { JsonableError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
 import {
   checkChangePrivacy,
@@ -42,15 +34,18 @@ import {
 } from '../lib/channel-params';
 import {
   accessStreamById,
-  canAdministerChannel,
+  accessStreamForUpdate,
+  channelIdByName,
+  checkSubscriberAccess,
   hasContentAccess,
-  hasMetadataAccess,
+  listChannels,
   loadPermissions,
   loadStreamDetails,
   subscriptionOf,
-  type Permissions,
+  topicHistory,
 } from '../lib/streams';
-import { isAdmin, isGuest, isOwner } from '../lib/users';
+import { EMPTY_TOPIC_DISPLAY_NAME } from '../presenters/messages';
+import { isAdmin, isOwner } from '../lib/users';
 import { OrganizationOwnerRequiredError, InsufficientPermissionError } from '@parley/errors';
 import { presentStream, STREAM_GROUP_SETTINGS } from '../presenters/streams';
 
@@ -74,36 +69,11 @@ defineRoute(streamRoutes, '/streams', {
       },
     },
     async ({ user, realm, params }) => {
-      const prisma = getPrisma();
-      const perms = await loadPermissions(user);
-      const all = await prisma.stream.findMany({
-        where: { realmId: realm.id, ...(params.exclude_archived ? { deactivated: false } : {}) },
-        orderBy: { name: 'asc' },
-      });
-      const subscribed = await subscribedRecipientIds(user.id);
-      const ownerSubscribed =
-        params.include_owner_subscribed && user.isBot && user.botOwnerId !== null
-          ? await subscribedRecipientIds(user.botOwnerId)
-          : new Set<number>();
-      const isSubscribed = (stream: Stream) => subscribed.has(stream.recipientId!);
-      const wanted = (stream: Stream): boolean => {
-        if (params.include_all || params.include_all_active)
-          return hasMetadataAccess(perms, stream, isSubscribed(stream));
-        if (params.include_can_access_content)
-          return hasContentAccess(perms, stream, isSubscribed(stream));
-        // Guests never list public channels they are not in.
-        if (params.include_public && !isGuest(user) && !stream.inviteOnly) return true;
-        if (params.include_web_public && stream.isWebPublic && !stream.deactivated) return true;
-        if (params.include_subscribed && isSubscribed(stream)) return true;
-        return ownerSubscribed.has(stream.recipientId!) && hasMetadataAccess(perms, stream, false);
-      };
-      const streams = all.filter(wanted);
+      const streams = await listChannels(user, realm.id, params);
       const details = await loadStreamDetails(realm.id, streams, {
         withSubscribers: false,
       });
-      const defaults = params.include_default
-        ? new Set(await defaultStreamIds(realm.id, prisma))
-        : null;
+      const defaults = params.include_default ? new Set(await defaultStreamIds(realm.id)) : null;
       return {
         streams: streams.map((stream) => ({
           ...presentStream(stream, details.context(stream)),
@@ -235,20 +205,7 @@ defineRoute(streamRoutes, '/streams/:stream_id/members', {
 
 defineRoute(streamRoutes, '/get_stream_id', {
   GET: userEndpoint({ params: { stream: p.string() } }, async ({ user, realm, params }) => {
-    const name = params.stream.trim();
-    const prisma = getPrisma();
-    const [id] = await idsByLowerEquals(prisma, 'stream', 'name', realm.id, [name]);
-    const stream =
-      id === undefined
-        ? null
-        : await prisma.stream.findFirst({ where: { id, deactivated: false } });
-    const perms = await loadPermissions(user);
-    if (
-      !stream ||
-      !hasContentAccess(perms, stream, (await subscriptionOf(user.id, stream)) !== null)
-    )
-      throw new JsonableError(`Invalid channel name '${params.stream}'`);
-    return { stream_id: stream.id };
+    return { stream_id: await channelIdByName(user, realm.id, params.stream) };
   }),
 });
 
@@ -271,60 +228,3 @@ defineRoute(streamRoutes, '/users/me/:stream_id/topics', {
     },
   ),
 });
-
-const EMPTY_TOPIC_DISPLAY_NAME = 'general chat';
-
-/** Zulip's get_topic_history_for_stream: topics grouped case-insensitively, newest first,
- * each named as in its latest message. Without shared history only the messages the user
- * received count. */
-async function topicHistory(
-  stream: Stream,
-  user: User,
-): Promise<{ name: string; max_id: number }[]> {
-  const onlyReceived = stream.historyPublicToSubscribers
-    ? Prisma.empty
-    : Prisma.sql`AND id IN (SELECT message_id FROM user_message WHERE user_profile_id = ${user.id})`;
-  return getPrisma().$queryRaw<{ name: string; max_id: number }[]>`
-    SELECT m.subject AS name, t.max_id
-    FROM (
-      SELECT max(id) AS max_id FROM message
-      WHERE recipient_id = ${stream.recipientId} ${onlyReceived}
-      GROUP BY upper(subject)
-    ) t JOIN message m ON m.id = t.max_id
-    ORDER BY t.max_id DESC`;
-}
-
-/** PATCH and DELETE /streams/{id}: channel administrators only. Others who can read the channel
- * learn they lack the permission; the rest that the id is invalid. */
-async function accessStreamForUpdate(
-  tx: Tx,
-  perms: Permissions,
-  streamId: number,
-): Promise<Stream> {
-  const stream = await tx.stream.findFirst({
-    where: { id: streamId, realmId: perms.user.realmId },
-  });
-  if (!stream) throw new JsonableError('Invalid channel ID');
-  if (canAdministerChannel(perms, stream)) return stream;
-  const subscribed = (await subscriptionOf(perms.user.id, stream, tx)) !== null;
-  if (hasContentAccess(perms, stream, subscribed)) throw new CannotAdministerChannelError();
-  throw new JsonableError('Invalid channel ID');
-}
-
-/** Zulip's validate_user_access_to_subscribers. */
-function checkSubscriberAccess(perms: Permissions, stream: Stream, subscribed: boolean): void {
-  if (stream.isWebPublic || subscribed) return;
-  if (isGuest(perms.user))
-    throw new JsonableError('Subscriber data is not available for this channel');
-  if (!stream.inviteOnly) return;
-  if (hasMetadataAccess(perms, stream, false)) return;
-  throw new JsonableError('Unable to retrieve subscribers for private channel');
-}
-
-async function subscribedRecipientIds(userId: number): Promise<Set<number>> {
-  const rows = await getPrisma().subscription.findMany({
-    where: { userId, active: true },
-    select: { recipientId: true },
-  });
-  return new Set(rows.map((row) => row.recipientId));
-}

@@ -4,15 +4,7 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { userEndpoint } from '@parley/auth';
-import {
-  getPrisma,
-  idsByLowerEquals,
-  runAction,
-  type Realm,
-  type Stream,
-  type Tx,
-  type User,
-} from '@parley/db';
+import { runAction, type Stream, type User } from '@parley/db';
 import { InsufficientPermissionError, JsonableError, NotFoundError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
 import {
@@ -49,12 +41,16 @@ import {
   canRemoveSubscribers,
   hasContentAccess,
   loadPermissions,
-  loadStreamDetails,
   streamsByName,
   subscriptionOf,
 } from '../lib/streams';
-import { canSeeDeliveryEmail, dummyEmailUserId, isGuest } from '../lib/users';
-import { presentSubscription } from '../presenters/streams';
+import { isGuest } from '../lib/users';
+import {
+  resolvePrincipals,
+  subscribedRecipients,
+  subscriptionsOf,
+  userByPathSegment,
+} from '../lib/subscriptions';
 
 export const subscriptionRoutes = Router();
 
@@ -286,34 +282,6 @@ defineRoute(subscriptionRoutes, '/users/:user_id/subscriptions/:stream_id', {
 
 // ---- Helpers ---------------------------------------------------------------------------------
 
-/** The caller's active subscriptions to unarchived channels, sorted by name. */
-export async function subscriptionsOf(
-  user: User,
-  realm: Realm,
-  withSubscribers: boolean,
-  { includeArchived = false, db = getPrisma() as Tx } = {},
-): Promise<Record<string, unknown>[]> {
-  const rows = await db.subscription.findMany({
-    where: { userId: user.id, active: true, recipient: { type: 2 } },
-  });
-  const streams = await db.stream.findMany({
-    where: {
-      recipientId: { in: rows.map((row) => row.recipientId) },
-      ...(includeArchived ? {} : { deactivated: false }),
-    },
-    orderBy: { name: 'asc' },
-  });
-  const details = await loadStreamDetails(realm.id, streams, { withSubscribers });
-  return streams.map((stream) =>
-    presentSubscription(
-      stream,
-      rows.find((row) => row.recipientId === stream.recipientId)!,
-      details.context(stream),
-      withSubscribers ? { subscribers: details.subscribers.get(stream.id) ?? [] } : null,
-    ),
-  );
-}
-
 /** One change to the caller's own subscription, in its own transaction. */
 async function changeOwnSubscription(
   user: User,
@@ -336,68 +304,6 @@ async function changeOwnSubscription(
       change.value,
     );
   });
-}
-
-/** Zulip's bulk_principals_to_user_profiles: all ids or all emails; unknown users (and users
- * whose address the caller may not see) are "No such user", deactivated ones refused. */
-async function resolvePrincipals(
-  tx: Tx,
-  actor: User,
-  realm: Realm,
-  principals: number[] | string[],
-): Promise<User[]> {
-  const wanted = new Set<number>();
-  const emails: string[] = [];
-  for (const principal of principals) {
-    if (typeof principal === 'number') wanted.add(principal);
-    else {
-      // The dummy form user{id}@{realm host} names users whose address is hidden.
-      const dummy = dummyEmailUserId(realm, principal);
-      if (dummy === null) emails.push(principal.trim());
-      else wanted.add(dummy);
-    }
-  }
-  const byEmail = await tx.user.findMany({
-    where: {
-      id: { in: await idsByLowerEquals(tx, 'user_profile', 'delivery_email', realm.id, emails) },
-    },
-  });
-  // An address the caller may not see does not find its user.
-  const visibleByEmail = byEmail.filter((target) => canSeeDeliveryEmail(actor, target));
-  if (
-    new Set(visibleByEmail.map((u) => u.deliveryEmail.toLowerCase())).size !==
-    new Set(emails.map((e) => e.toLowerCase())).size
-  )
-    throw new JsonableError('No such user');
-  const byId = await tx.user.findMany({ where: { id: { in: [...wanted] }, realmId: realm.id } });
-  if (byId.length !== wanted.size) throw new JsonableError('No such user');
-  const users = [...new Map([...byId, ...visibleByEmail].map((u) => [u.id, u])).values()];
-  if (users.some((target) => !target.isActive)) throw new JsonableError('User is deactivated');
-  return users;
-}
-
-async function userByPathSegment(actor: User, realm: Realm, segment: string): Promise<User> {
-  if (segment === 'me') return actor;
-  if (!/^\d{1,10}$/.test(segment) || Number(segment) > 2 ** 31 - 1)
-    throw new JsonableError('No such user');
-  const target = await getPrisma().user.findFirst({
-    where: { id: Number(segment), realmId: realm.id },
-  });
-  if (!target) throw new JsonableError('No such user');
-  return target;
-}
-
-/** Recipient ids of `streams` the user is subscribed to, in one query. */
-async function subscribedRecipients(
-  tx: Tx,
-  userId: number,
-  streams: Stream[],
-): Promise<Set<number>> {
-  const rows = await tx.subscription.findMany({
-    where: { userId, active: true, recipientId: { in: streams.map((s) => s.recipientId!) } },
-    select: { recipientId: true },
-  });
-  return new Set(rows.map((row) => row.recipientId));
 }
 
 function namesByUser(pairs: SubscriptionPair[]): Record<string, string[]> {

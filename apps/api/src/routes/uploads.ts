@@ -6,12 +6,18 @@ import { randomBytes } from 'node:crypto';
 import { Router, type Request, type Response } from 'express';
 import { getConfig } from '@parley/config';
 import { authenticate, resolveRealm, userEndpoint } from '@parley/auth';
-import { getPrisma, runAction } from '@parley/db';
+import { runAction } from '@parley/db';
 import { JsonableError, ResourceNotFoundError } from '@parley/errors';
 import { getRedis, uploadTokenKey } from '@parley/events';
 import { defineRoute, p } from '@parley/http';
 import { doRemoveAttachment, doUploadFile, type UploadedFile } from '../actions/uploads';
-import { accessAttachmentByPath, uploadSpaceUsed, type Attachment } from '../lib/attachments';
+import {
+  accessAttachmentByPath,
+  attachmentByPathId,
+  attachmentsOf,
+  uploadSpaceUsed,
+  type Attachment,
+} from '../lib/attachments';
 import { presentAttachment } from '../presenters/attachments';
 import { uploadFilePath } from '../lib/upload-store';
 
@@ -44,16 +50,7 @@ uploadPostRoutes.post(
 
 defineRoute(uploadRoutes, '/attachments', {
   GET: userEndpoint({}, async ({ user, realm }) => {
-    const attachments = await getPrisma().attachment.findMany({
-      where: { ownerId: user.id },
-      orderBy: { id: 'asc' },
-      include: {
-        messages: {
-          select: { message: { select: { id: true, dateSent: true } } },
-          orderBy: { messageId: 'asc' },
-        },
-      },
-    });
+    const attachments = await attachmentsOf(user.id);
     return {
       attachments: attachments.map(({ messages, ...attachment }) =>
         presentAttachment(
@@ -124,9 +121,7 @@ export function servedUploadRoutes(): Router {
   router.get('/user_uploads/temporary/:token/:filename', async (req, res) => {
     const token = req.params.token;
     const pathId = token.length <= 64 ? await getRedis().get(uploadTokenKey(token)) : null;
-    const attachment = pathId
-      ? await getPrisma().attachment.findUnique({ where: { pathId } })
-      : null;
+    const attachment = pathId ? await attachmentByPathId(pathId) : null;
     if (!attachment) throw new ResourceNotFoundError('File not found');
     sendUpload(res, attachment);
   });

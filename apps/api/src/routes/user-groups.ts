@@ -5,7 +5,7 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { userEndpoint } from '@parley/auth';
-import { getPrisma, runAction } from '@parley/db';
+import { runAction } from '@parley/db';
 import { JsonableError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
 import {
@@ -19,13 +19,18 @@ import {
 import { groupSettingValue, id, MAX_LIST } from '../lib/channel-params';
 import {
   groupIdsOfUser,
+  isDirectMember,
   groupMemberIds,
   subgroupIdsOf,
   type GroupSettingValue,
   type GroupSettingChange,
 } from '../lib/groups';
 import type { GroupPermissionSettingName } from '../lib/permission-settings';
-import { checkNotGuest, getNamedGroup, GROUP_SETTING_NAMES } from '../lib/user-group-permissions';
+import {
+  accessNamedGroup,
+  checkNotGuest,
+  GROUP_SETTING_NAMES,
+} from '../lib/user-group-permissions';
 import { loadRealmGroups, presentRealmUserGroups } from '../lib/user-groups-state';
 import { realmSettingGroupIds } from '../lib/realm-state';
 import { accessUserById } from '../lib/users';
@@ -130,7 +135,7 @@ defineRoute(userGroupRoutes, '/user_groups/:user_group_id/members', {
     { path: groupPath, params: { direct_member_only: p.bool().default(false) } },
     async ({ user, realm, path, params }) => {
       checkNotGuest(user);
-      const group = await getNamedGroup(getPrisma(), realm.id, path.user_group_id);
+      const group = await accessNamedGroup(realm.id, path.user_group_id);
       return { members: await groupMemberIds(group.id, params.direct_member_only) };
     },
   ),
@@ -166,16 +171,14 @@ defineRoute(userGroupRoutes, '/user_groups/:user_group_id/members/:user_id', {
     },
     async ({ user, realm, path, params }) => {
       checkNotGuest(user);
-      const group = await getNamedGroup(getPrisma(), realm.id, path.user_group_id);
+      const group = await accessNamedGroup(realm.id, path.user_group_id);
       // Zulip's access_user_by_id: bots and deactivated users are not looked up.
       const target = await accessUserById(user, path.user_id);
       if (target.isBot) throw new JsonableError('No such user');
       if (!target.isActive) throw new JsonableError('User is deactivated');
       return {
         is_user_group_member: params.direct_member_only
-          ? (await getPrisma().userGroupMembership.count({
-              where: { userGroupId: group.id, userId: target.id },
-            })) > 0
+          ? await isDirectMember(group.id, target.id)
           : (await groupIdsOfUser(target.id)).has(group.id),
       };
     },
@@ -187,7 +190,7 @@ defineRoute(userGroupRoutes, '/user_groups/:user_group_id/subgroups', {
     { path: groupPath, params: { direct_subgroup_only: p.bool().default(false) } },
     async ({ user, realm, path, params }) => {
       checkNotGuest(user);
-      const group = await getNamedGroup(getPrisma(), realm.id, path.user_group_id);
+      const group = await accessNamedGroup(realm.id, path.user_group_id);
       return { subgroups: await subgroupIdsOf(group.id, params.direct_subgroup_only) };
     },
   ),

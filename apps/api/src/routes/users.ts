@@ -2,7 +2,7 @@
 // DELETE /users/{id}, /users/me; POST /users/{id}/reactivate.
 import { Router } from 'express';
 import { z } from 'zod';
-import { getPrisma, query, Role, runAction, statement, type Realm, type User } from '@parley/db';
+import { Role, runAction, type Realm, type User } from '@parley/db';
 import { InsufficientPermissionError, JsonableError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
 import {
@@ -18,13 +18,22 @@ import {
   doCreateUser,
   doDeactivateUser,
   doDeleteMessagesOf,
+  checkReactivateUser,
   doReactivateUser,
   passwordHashFor,
 } from '../actions/users';
 import { checkProfileData, doUpdateProfileData } from '../actions/profile-fields';
 import { userEndpoint } from '@parley/auth';
 import { loadProfileData, profileDataSchema } from '../lib/profile-fields';
-import { accessUserByEmail, accessUserById, isAdmin, isOwner, requireAdmin } from '../lib/users';
+import {
+  accessUserByEmail,
+  accessUserById,
+  getRealmUsers,
+  isAdmin,
+  isOwner,
+  newestMessageIdOf,
+  requireAdmin,
+} from '../lib/users';
 import { accessibleUserIds, canAccessUser, checkCanAccessUser } from '../lib/user-access';
 import { presentUser } from '../presenters/users';
 
@@ -81,15 +90,7 @@ defineRoute(userRoutes, '/users', {
       },
     },
     async ({ user, realm, params }) => {
-      const users = await getPrisma().user.findMany({
-        where: { realmId: realm.id, ...(params.user_ids ? { id: { in: params.user_ids } } : {}) },
-        orderBy: { id: 'asc' },
-      });
-      if (params.user_ids) {
-        const found = new Set(users.map((u) => u.id));
-        const missing = params.user_ids.find((id) => !found.has(id));
-        if (missing !== undefined) throw new JsonableError(`Invalid user ID: ${missing}`);
-      }
+      const users = await getRealmUsers(realm.id, params.user_ids);
       // Users the requester may not see are left out (Zulip's get_users_for_api with
       // user_list_incomplete), also when asked for by id.
       const accessible = await accessibleUserIds(realm, user);
@@ -126,13 +127,9 @@ defineRoute(userRoutes, '/users', {
   ),
 });
 
-const newestMessageOf = statement<{ messageId: number }, [number]>(`
-  SELECT message_id AS "messageId" FROM user_message
-  WHERE user_profile_id = $1 ORDER BY message_id DESC LIMIT 1`);
-
 defineRoute(userRoutes, '/users/me', {
   GET: userEndpoint({}, async ({ user, realm }) => {
-    const [last] = await query(newestMessageOf, [user.id]);
+    const maxMessageId = await newestMessageIdOf(user.id);
     // Zulip's get_profile_backend (format_user_row): bot_type and bot_owner_id only for bots,
     // profile_data only for people.
     const {
@@ -143,7 +140,7 @@ defineRoute(userRoutes, '/users/me', {
     return {
       ...own,
       ...(user.isBot ? { bot_type: botType } : { profile_data: profileData }),
-      max_message_id: last?.messageId ?? -1,
+      max_message_id: maxMessageId,
     };
   }),
   DELETE: userEndpoint({ humansOnly: true }, async ({ user }) => {
@@ -243,11 +240,7 @@ defineRoute(userRoutes, '/users/:user/reactivate', {
     requireAdmin(user);
     const target = await accessUserByPath(user, realm, path.user, true);
     await runAction(async (ctx) => {
-      if (target.isBot && target.botOwnerId) {
-        const owner = await ctx.tx.user.findUnique({ where: { id: target.botOwnerId } });
-        if (owner && !owner.isActive)
-          throw new JsonableError('Cannot reactivate a bot whose owner is deactivated.');
-      }
+      await checkReactivateUser(ctx.tx, target);
       await doReactivateUser(ctx, target, user.id);
     });
     return {};
