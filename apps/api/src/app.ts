@@ -6,6 +6,8 @@ import { pingDatabase } from '@parley/db';
 import { pingRedis } from '@parley/events';
 import { bodyParsers, errorHandler, healthRoutes, notFound, requestContext } from '@parley/http';
 import { resolveRealm } from '@parley/auth';
+import { httpMetrics, metricsRouter } from '@parley/metrics';
+import { registerApiMetrics } from './metrics';
 import { alertWordRoutes } from './routes/alert-words';
 import { authRoutes } from './routes/auth';
 import { botStorageRoutes } from './routes/bot-storage';
@@ -91,6 +93,9 @@ export function createApp(options: ApiAppOptions = {}): express.Express {
   app.set('query parser', 'simple');
   app.set('trust proxy', config.TRUST_PROXY);
   app.use(requestContext());
+  app.use(httpMetrics());
+  registerApiMetrics();
+  app.use(metricsRouter());
   app.use(
     healthRoutes(
       { postgres: pingDatabase, redis: pingRedis, ...options.readiness },

@@ -5,6 +5,7 @@ import { disconnectPrisma } from '@parley/db';
 import { disconnectRedis } from '@parley/events';
 import { serve } from '@parley/http';
 import { createLogger, setLogger } from '@parley/logger';
+import { initMetrics } from '@parley/metrics';
 import { closeQueues } from '@parley/jobs';
 import { createApp } from './app';
 import { OutboxRelay } from './outbox-relay';
@@ -13,6 +14,7 @@ import { stopLinkifierCache } from './lib/linkifier-cache';
 async function main(): Promise<void> {
   const config = getConfig();
   setLogger(createLogger({ level: config.LOG_LEVEL, format: config.LOG_FORMAT }));
+  initMetrics('api');
   let draining = false;
   const relay = new OutboxRelay();
   relay.start();

@@ -4,6 +4,7 @@ import express from 'express';
 import { pingDatabase } from '@parley/db';
 import { pingRedis } from '@parley/events';
 import { errorHandler, healthRoutes, notFound, requestContext } from '@parley/http';
+import { httpMetrics, metricsRouter } from '@parley/metrics';
 import { eventsRouter } from './routes';
 import type { EventsService } from './service';
 
@@ -30,6 +31,8 @@ export function createApp(
   app.set('etag', false);
   app.set('query parser', 'simple');
   app.use(requestContext());
+  app.use(httpMetrics());
+  app.use(metricsRouter());
   // Postgres is read only to authenticate; the fan-out never touches it.
   app.use(healthRoutes(readinessChecks(service), options.isDraining ?? (() => false)));
   app.use('/api/v1', eventsRouter(service));

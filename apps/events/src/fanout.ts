@@ -14,7 +14,17 @@ import {
 } from '@parley/events';
 import type { Logger } from '@parley/logger';
 import { isDependencyDown } from '@parley/http';
+import { histogram } from '@parley/metrics';
 import { eventForQueue } from './deliver';
+
+/** From a notification's arrival in its shard's log (the entry id's time) to its events being
+ * in the queues: what a parked client waits beyond the send itself. */
+const fanoutLag = histogram(
+  'parley_events_fanout_lag_seconds',
+  'Time from a notification entering its shard log to its events being queued, by shard',
+  ['shard'],
+  [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+);
 
 const ACQUIRE = `return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])`;
 const RENEW = `
@@ -393,7 +403,9 @@ class ShardWorker {
       ...forms,
       ...targets.flatMap((t) => [t.form, t.queueId]),
     );
-    return result !== -1;
+    if (result === -1) return false;
+    fanoutLag.observe({ shard: String(this.shard) }, (Date.now() - entryTime(entryId)) / 1000);
+    return true;
   }
 
   /** Queues' options and starting points never change after registration, so they are read
@@ -437,6 +449,11 @@ interface QueueInfo {
   raw: string;
   /** The newest log entry when the queue was created (see QueueStore.create). */
   since: string;
+}
+
+/** The time (ms) Redis gave a stream entry, from its id (`<ms>-<seq>`). */
+function entryTime(entryId: string): number {
+  return Number(entryId.slice(0, entryId.indexOf('-')));
 }
 
 function compareIds(a: string, b: string): number {

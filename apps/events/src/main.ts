@@ -5,12 +5,14 @@ import { disconnectPrisma } from '@parley/db';
 import { disconnectRedis } from '@parley/events';
 import { serve } from '@parley/http';
 import { createLogger, setLogger } from '@parley/logger';
+import { initMetrics } from '@parley/metrics';
 import { createApp } from './app';
 import { startEventsService } from './service';
 
 async function main(): Promise<void> {
   const config = getConfig();
   setLogger(createLogger({ level: config.LOG_LEVEL, format: config.LOG_FORMAT }));
+  initMetrics('events');
   const service = await startEventsService();
   let draining = false;
   await serve(createApp(service, { isDraining: () => draining }), {

@@ -4,6 +4,7 @@ import { getConfig } from '@parley/config';
 import { createRedis, QueueStore } from '@parley/events';
 import { getLogger } from '@parley/logger';
 import { Fanout, SHARD_READ_TIMEOUT_MS } from './fanout';
+import { trackService } from './metrics';
 import { Poller } from './poller';
 
 export interface EventsService {
@@ -69,15 +70,18 @@ export async function startEventsService(
           log,
         });
   fanout?.start();
-  return {
+  const service: EventsService = {
     store,
     poller,
     fanout,
     stop: async () => {
+      untrack();
       poller.drain();
       await fanout?.stop();
       subscriber.disconnect();
       await redis.quit().catch(() => redis.disconnect());
     },
   };
+  const untrack = trackService(service);
+  return service;
 }

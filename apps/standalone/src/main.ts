@@ -9,6 +9,7 @@ import { repoRoot, resolveServices, runMigrations } from '@parley/devservices';
 import { disconnectRedis } from '@parley/events';
 import { serve } from '@parley/http';
 import { createLogger, setLogger } from '@parley/logger';
+import { initMetrics } from '@parley/metrics';
 import { createApp } from '@parley/api';
 import { stopLinkifierCache } from '@parley/api/lib/linkifier-cache';
 import { doCreateOrganization } from '@parley/api/actions/realms';
@@ -52,6 +53,7 @@ async function main(): Promise<void> {
     resetConfig();
     const config = getConfig();
     setLogger(createLogger({ level: config.LOG_LEVEL, format: config.LOG_FORMAT }));
+    initMetrics('standalone');
     // `pnpm manage` reads this to reach the same database without any configuration.
     mkdirSync(stateDir, { recursive: true });
     writeFileSync(

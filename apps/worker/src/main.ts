@@ -4,14 +4,26 @@
 import { getConfig } from '@parley/config';
 import { disconnectPrisma } from '@parley/db';
 import { disconnectRedis } from '@parley/events';
-import { closeMail, closeQueues } from '@parley/jobs';
+import { closeMail, closeQueues, registerJobQueueMetrics } from '@parley/jobs';
+import { createServer } from 'node:http';
 import { createLogger, getLogger, setLogger } from '@parley/logger';
+import { initMetrics, registry } from '@parley/metrics';
 import { startWorkers } from './jobs';
 
 async function main(): Promise<void> {
   const config = getConfig();
   setLogger(createLogger({ level: config.LOG_LEVEL, format: config.LOG_FORMAT }));
   const log = getLogger();
+  initMetrics('worker');
+  registerJobQueueMetrics();
+  // The worker serves nothing else: GET /metrics on a port of its own.
+  const metrics = createServer((req, res) => {
+    if (req.method !== 'GET' || req.url !== '/metrics') return void res.writeHead(404).end();
+    registry.metrics().then(
+      (text) => res.writeHead(200, { 'Content-Type': registry.contentType }).end(text),
+      () => res.writeHead(500).end(),
+    );
+  }).listen(config.WORKER_METRICS_PORT, config.BIND_HOST);
   const workers = startWorkers();
   await workers.ready();
   log.info('worker running', { email_backend: config.EMAIL_BACKEND });
@@ -22,6 +34,7 @@ async function main(): Promise<void> {
     log.info('worker draining', { signal });
     void (async () => {
       try {
+        metrics.close();
         await workers.close();
         await closeQueues();
         closeMail();

@@ -14,6 +14,13 @@ import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limite
 import { getConfig, type Config, type RateLimitDomain } from '@parley/config';
 import { RateLimitedError } from '@parley/errors';
 import { getRedis, rateLimitKeys } from '@parley/events';
+import { counter } from '@parley/metrics';
+
+const rateLimitHits = counter(
+  'parley_rate_limit_hits_total',
+  'Requests refused with RATE_LIMIT_HIT, by limit domain',
+  ['domain'],
+);
 
 type Limiter = RateLimiterRedis | RateLimiterMemory;
 
@@ -86,6 +93,7 @@ async function consume(
     await Promise.all(rules.map(({ limiter }) => limiter.reward(key, 1).catch(() => undefined)));
     const seconds = Math.max(...exceeded.map((result) => result.msBeforeNext)) / 1000;
     setHeaders(res, { limit, remaining: 0, secondsToFreedom: seconds });
+    rateLimitHits.inc({ domain });
     throw new RateLimitedError(seconds);
   }
   setHeaders(res, {
@@ -142,6 +150,7 @@ export async function checkLoginRateLimit(realmId: number, username: string): Pr
   for (const { limiter } of limiters().authenticate_by_username) {
     const res = await limiter.get(key);
     if (res && res.consumedPoints >= limiter.points) {
+      rateLimitHits.inc({ domain: 'authenticate_by_username' });
       throw new RateLimitedError(res.msBeforeNext / 1000);
     }
   }

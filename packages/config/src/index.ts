@@ -78,6 +78,8 @@ const schema = z.object({
   PORT: port.default(9991),
   /** Port of a separately started events tier. */
   EVENTS_PORT: port.default(9993),
+  /** Where a worker process serves GET /metrics (the worker has no other HTTP port). */
+  WORKER_METRICS_PORT: port.default(9995),
   BIND_HOST: z.string().min(1).default('0.0.0.0'),
   /** Host (and port) clients use; `sub.EXTERNAL_HOST` serves the organization `sub`. */
   EXTERNAL_HOST: z

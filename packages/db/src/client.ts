@@ -4,6 +4,7 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import { PrismaClient } from '@prisma/client';
 import { getConfig } from '@parley/config';
 import { getLogger } from '@parley/logger';
+import { instrumentQueries } from './query-metrics';
 import { TransactionAwarePool } from './transaction-pool';
 
 export type Db = PrismaClient;
@@ -25,6 +26,8 @@ export function createPool(databaseUrl: string, poolSize: number): TransactionAw
   // An idle connection the server ends (a restart) is dropped by the pool; without a listener
   // the 'error' event would end the process.
   pool.on('error', (error) => getLogger().warn('idle database connection lost', { error }));
+  // Prisma's queries and typed SQL both go through these connections: timed in one place.
+  pool.on('connect', instrumentQueries);
   return pool;
 }
 

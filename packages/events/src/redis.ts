@@ -1,6 +1,32 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import { getConfig } from '@parley/config';
 import { getLogger } from '@parley/logger';
+import { histogram, LATENCY_BUCKETS } from '@parley/metrics';
+
+const commandDuration = histogram(
+  'parley_redis_command_duration_seconds',
+  'Time from sending a Redis command to its answer, by command (blocking reads wait by design)',
+  ['command', 'outcome'],
+  LATENCY_BUCKETS,
+);
+
+const HANDSHAKE = new Set(['client', 'info', 'select', 'auth', 'hello']);
+
+/** Times every command the connection sends. */
+function instrumentCommands(redis: Redis): void {
+  const send = redis.sendCommand.bind(redis);
+  redis.sendCommand = (command, stream) => {
+    // ioredis's own handshake on each (re)connection, not the application's work (CLIENT
+    // SETINFO even fails on Redis 6 by design).
+    if (HANDSHAKE.has(command.name)) return send(command, stream);
+    const stop = commandDuration.startTimer({ command: command.name });
+    command.promise.then(
+      () => stop({ outcome: 'ok' }),
+      () => stop({ outcome: 'error' }),
+    );
+    return send(command, stream);
+  };
+}
 
 let client: Redis | undefined;
 
@@ -18,6 +44,7 @@ export function createRedis(url: string, options: RedisOptions = {}): Redis {
     retryStrategy: (times) => Math.min(times * 100, 1000),
     ...options,
   });
+  instrumentCommands(redis);
   // Without a listener ioredis prints every failed reconnection as an unhandled error; one
   // log line per outage (and one when it is back) says the same.
   let down = false;

@@ -11,4 +11,5 @@ export {
   type QueueName,
 } from './queues';
 export { startJobWorkers, type JobHandlers, type JobWorkers } from './worker';
+export { registerJobQueueMetrics } from './metrics';
 export { closeMail, noreplyAddress, sendMail, type MailMessage } from './mail';

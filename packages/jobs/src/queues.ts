@@ -37,7 +37,7 @@ export function jobsConnection(): ConnectionOptions {
 
 const queues = new Map<QueueName, Queue>();
 
-function queueFor(name: QueueName): Queue {
+export function queueFor(name: QueueName): Queue {
   let queue = queues.get(name);
   if (!queue) {
     queue = new Queue(name, {

@@ -2,7 +2,15 @@
 // handler record is exhaustive, so a process that runs the workers runs every job.
 import { Worker, type Job } from 'bullmq';
 import { getLogger } from '@parley/logger';
+import { histogram } from '@parley/metrics';
 import { JOB_QUEUES, QUEUE_NAMES, jobsConnection, type JobData, type JobName } from './queues';
+
+const jobDuration = histogram(
+  'parley_job_duration_seconds',
+  'Time a job handler ran, by job and outcome (failed runs are retried with backoff)',
+  ['job', 'outcome'],
+  [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300],
+);
 
 export type JobHandlers = { [J in JobName]: (data: JobData[J]) => Promise<void> };
 
@@ -24,7 +32,14 @@ export function startJobWorkers(
         const name = job.name as JobName;
         if (JOB_QUEUES[name] !== queue) throw new Error(`job ${job.name} is not for ${queue}`);
         const handler = handlers[name] as (data: unknown) => Promise<void>;
-        await handler(job.data);
+        const stop = jobDuration.startTimer({ job: name });
+        try {
+          await handler(job.data);
+          stop({ outcome: 'completed' });
+        } catch (error) {
+          stop({ outcome: 'failed' });
+          throw error;
+        }
       },
       { connection: jobsConnection(), concurrency },
     );

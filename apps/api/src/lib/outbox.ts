@@ -120,3 +120,14 @@ export async function relayOutbox({
   );
   return rows.length;
 }
+
+const backlog = statement<{ rows: string; oldestSeconds: number | null }, []>(`
+  SELECT count(*) AS rows, extract(epoch FROM now() - min(created_at))::float8 AS "oldestSeconds"
+  FROM event_outbox`);
+
+/** Rows waiting to be published and the age of the oldest (metrics: a growing backlog means
+ * publishing fails, e.g. Redis is down, or no relay runs). */
+export async function outboxBacklog(): Promise<{ rows: number; oldestSeconds: number }> {
+  const [row] = await query(backlog, []);
+  return { rows: Number(row?.rows ?? 0), oldestSeconds: row?.oldestSeconds ?? 0 };
+}

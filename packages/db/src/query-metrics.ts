@@ -1,0 +1,39 @@
+// Time spent in PostgreSQL as the application sees it (round trip included), for every
+// statement on a pooled connection: Prisma's and typed SQL's alike.
+import type pg from 'pg';
+import { histogram, LATENCY_BUCKETS } from '@parley/metrics';
+
+const queryDuration = histogram(
+  'parley_db_query_duration_seconds',
+  'Time from sending a statement to PostgreSQL to its answer, by outcome',
+  ['outcome'],
+  LATENCY_BUCKETS,
+);
+
+type QueryFn = (...args: unknown[]) => unknown;
+
+/** Wraps a new connection's query(): promise-style calls (Prisma's adapter, typed SQL) and
+ * callback-style ones are both timed. */
+export function instrumentQueries(client: pg.PoolClient): void {
+  const original = client.query as unknown as QueryFn;
+  const timed: QueryFn = function (this: unknown, ...args: unknown[]) {
+    const stop = queryDuration.startTimer();
+    const last = args.length - 1;
+    const callback = args[last];
+    if (typeof callback === 'function') {
+      args[last] = (error: unknown, ...rest: unknown[]) => {
+        stop({ outcome: error ? 'error' : 'ok' });
+        return (callback as QueryFn)(error, ...rest);
+      };
+      return original.apply(this, args);
+    }
+    const result = original.apply(this, args);
+    if (result instanceof Promise)
+      result.then(
+        () => stop({ outcome: 'ok' }),
+        () => stop({ outcome: 'error' }),
+      );
+    return result;
+  };
+  (client as unknown as { query: QueryFn }).query = timed;
+}
