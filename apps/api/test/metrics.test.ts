@@ -72,6 +72,12 @@ describe('GET /metrics', () => {
     expect(text).toContain('process_cpu_user_seconds_total');
   });
 
+  it('is not served through a proxy (a request with X-Forwarded-For)', async () => {
+    const res = await request(createApp()).get('/metrics').set('X-Forwarded-For', '203.0.113.9');
+    expect(res.status).toBe(404);
+    expect(res.body).toMatchObject({ result: 'error', code: 'BAD_REQUEST' });
+  });
+
   it('counts refused requests in parley_rate_limit_hits_total', async () => {
     const res = await request(createApp()).get('/metrics');
     // Declared from the start (no hits yet in this process is a valid zero, not an absence).

@@ -78,11 +78,13 @@ export function httpMetrics(): RequestHandler {
   };
 }
 
-/** GET /metrics in Prometheus's text format. Scrape each replica directly: nginx does not
- * pass /metrics (infra/nginx.conf). */
+/** GET /metrics in Prometheus's text format. Scrape each replica directly: a request that
+ * came through a proxy (it carries X-Forwarded-For: nginx, an ingress) is refused, so the
+ * public entry point never exposes them whatever its configuration. */
 export function metricsRouter(): Router {
   const router = Router();
-  router.get('/metrics', async (_req, res) => {
+  router.get('/metrics', async (req, res, next) => {
+    if (req.headers['x-forwarded-for'] !== undefined) return next();
     res.setHeader('Content-Type', registry.contentType);
     res.send(await registry.metrics());
   });
