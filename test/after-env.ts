@@ -5,7 +5,12 @@ import { disconnectRedis } from '@parley/events';
 // The API's linkifier cache by its own module: loading the API app in every test file would
 // cost more than the connection it closes.
 import { stopLinkifierCache } from '../apps/api/src/lib/linkifier-cache';
+import { checkResponsesAgainstOpenApi, conformanceViolations } from './openapi-conformance';
+
+checkResponsesAgainstOpenApi();
 
 afterAll(async () => {
+  // Every answer this file's tests received matched the generated OpenAPI description.
+  expect(conformanceViolations()).toEqual([]);
   await Promise.all([disconnectPrisma(), disconnectRedis(), stopAuthCache(), stopLinkifierCache()]);
 });

@@ -3,10 +3,17 @@
 import express from 'express';
 import { pingDatabase } from '@parley/db';
 import { pingRedis } from '@parley/events';
-import { errorHandler, healthRoutes, notFound, requestContext } from '@parley/http';
+import {
+  errorHandler,
+  healthRoutes,
+  notFound,
+  openApiDocument,
+  requestContext,
+} from '@parley/http';
 import { httpMetrics, metricsRouter } from '@parley/metrics';
 import { eventsRouter } from './routes';
 import type { EventsService } from './service';
+import { ZULIP_FEATURE_LEVEL, ZULIP_VERSION } from '@parley/config';
 
 export { eventsRouter } from './routes';
 export { startEventsService, type EventsService, type EventsServiceOptions } from './service';
@@ -36,6 +43,15 @@ export function createApp(
   // Postgres is read only to authenticate; the fan-out never touches it.
   app.use(healthRoutes(readinessChecks(service), options.isDraining ?? (() => false)));
   app.use('/api/v1', eventsRouter(service));
+  // This tier's part of the API description (the API tier serves the rest at the same path).
+  app.get('/api/v1/openapi.json', (_req, res) => {
+    res.json(
+      openApiDocument({
+        title: 'Parley API: events tier',
+        version: `${ZULIP_VERSION} (feature level ${ZULIP_FEATURE_LEVEL})`,
+      }),
+    );
+  });
   app.use(notFound);
   app.use(errorHandler);
   return app;

@@ -8,7 +8,9 @@ import {
   OrganizationAdministratorRequiredError,
 } from '@parley/errors';
 import {
+  attachDoc,
   bodyParsers,
+  docOf,
   endpoint,
   runMiddleware,
   type EndpointInput,
@@ -50,18 +52,21 @@ export function userEndpoint<P extends ParamShape = NoParams, Q extends ParamSha
     const realm = input.res.locals.realm!;
     return handler({ ...input, user: input.res.locals.user, realm });
   });
-  return async (req, res, next) => {
-    const user = await authenticate(req, res);
-    await rateLimitUser(req, res, user.id, spec.rateLimitScope ?? 'api');
-    if (spec.humansOnly && user.isBot) throw new HumanUsersOnlyError();
-    if (spec.adminOnly && user.role > Role.ADMINISTRATOR)
-      throw new OrganizationAdministratorRequiredError();
-    if (spec.uploads) {
-      const limits = spec.uploads();
-      await runMiddleware(bodyParsers(limits.maxBodyBytes, limits), req, res);
-    }
-    await inner(req, res, next);
-  };
+  return attachDoc<RequestHandler>(
+    async (req, res, next) => {
+      const user = await authenticate(req, res);
+      await rateLimitUser(req, res, user.id, spec.rateLimitScope ?? 'api');
+      if (spec.humansOnly && user.isBot) throw new HumanUsersOnlyError();
+      if (spec.adminOnly && user.role > Role.ADMINISTRATOR)
+        throw new OrganizationAdministratorRequiredError();
+      if (spec.uploads) {
+        const limits = spec.uploads();
+        await runMiddleware(bodyParsers(limits.maxBodyBytes, limits), req, res);
+      }
+      await inner(req, res, next);
+    },
+    { ...docOf(inner)!, auth: 'basic' },
+  );
 }
 
 /** An endpoint anyone may call: it counts against the caller's IP address (api_by_ip). */
@@ -70,10 +75,10 @@ export function anonymousEndpoint<P extends ParamShape = NoParams, Q extends Par
   handler: (input: EndpointInput<P, Q>) => Promise<Json> | Json,
 ): RequestHandler {
   const inner = endpoint(spec, handler);
-  return async (req, res, next) => {
+  return attachDoc<RequestHandler>(async (req, res, next) => {
     await rateLimitIp(req, res);
     await inner(req, res, next);
-  };
+  }, docOf(inner)!);
 }
 
 /** An unauthenticated endpoint that needs the organization of the Host header. */

@@ -3,6 +3,7 @@
 // the apps, which wrap this with their own context (see apps/api/src/lib/endpoint.ts).
 import type { Request, RequestHandler, Response } from 'express';
 import { sendSuccess, type Json } from './envelope';
+import { attachDoc, type RouteAuth } from './openapi';
 import { parseParams, parsePathParams, type ParamShape, type ParamValues } from './params';
 
 export interface EndpointSpec<P extends ParamShape, Q extends ParamShape> {
@@ -22,14 +23,18 @@ type NoParams = Record<never, never>;
 export function endpoint<P extends ParamShape = NoParams, Q extends ParamShape = NoParams>(
   spec: EndpointSpec<P, Q>,
   handler: (input: EndpointInput<P, Q>) => Promise<Json> | Json,
+  auth: RouteAuth = 'none',
 ): RequestHandler {
-  return async (req, res) => {
-    const path = parsePathParams(spec.path ?? ({} as P), req.params as Record<string, string>);
-    const { values, ignored } = parseParams(spec.params ?? ({} as Q), {
-      body: req.body as Record<string, unknown>,
-      query: req.query as Record<string, unknown>,
-    });
-    const data = await handler({ req, res, path, params: values });
-    sendSuccess(res, data, ignored);
-  };
+  return attachDoc<RequestHandler>(
+    async (req, res) => {
+      const path = parsePathParams(spec.path ?? ({} as P), req.params as Record<string, string>);
+      const { values, ignored } = parseParams(spec.params ?? ({} as Q), {
+        body: req.body as Record<string, unknown>,
+        query: req.query as Record<string, unknown>,
+      });
+      const data = await handler({ req, res, path, params: values });
+      sendSuccess(res, data, ignored);
+    },
+    { path: spec.path, params: spec.params, auth },
+  );
 }

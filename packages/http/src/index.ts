@@ -24,3 +24,12 @@ export {
 export { healthRoutes } from './health';
 export { serve, type ServeOptions } from './serve';
 export { isDependencyDown } from './dependency-errors';
+export {
+  attachDoc,
+  docOf,
+  documentedRoutes,
+  openApiDocument,
+  openApiPath,
+  type DocumentedRoute,
+  type EndpointDoc,
+} from './openapi';

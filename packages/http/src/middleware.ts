@@ -22,6 +22,7 @@ import {
 import { getLogger, type Logger } from '@parley/logger';
 import { isDependencyDown } from './dependency-errors';
 import { sendError } from './envelope';
+import { docOf, recordRoute } from './openapi';
 
 declare module 'express-serve-static-core' {
   interface Locals {
@@ -164,6 +165,8 @@ export function defineRoute(
   const allowed = Object.keys(handlers);
   for (const [method, handler] of Object.entries(handlers)) {
     route[method.toLowerCase() as 'get'](handler);
+    const doc = docOf(handler);
+    if (doc) recordRoute(path, method, doc);
   }
   route.all((_req, _res, next) => next(new MethodNotAllowedError(allowed)));
 }

@@ -1,7 +1,8 @@
-// GET /server_settings: what a client asks before logging in (no authentication).
+// GET /server_settings: what a client asks before logging in (no authentication); GET
+// /openapi.json: Parley's own API description, generated from the route definitions.
 import { Router } from 'express';
 import { getConfig, ZULIP_FEATURE_LEVEL, ZULIP_MERGE_BASE, ZULIP_VERSION } from '@parley/config';
-import { defineRoute } from '@parley/http';
+import { defineRoute, openApiDocument } from '@parley/http';
 import { anonymousEndpoint, realmUrl } from '@parley/auth';
 import { realmIconUrl } from '../lib/realm-state';
 import { renderDescription } from '../presenters/realm';
@@ -50,4 +51,19 @@ defineRoute(serverRoutes, '/server_settings', {
     }
     return settings;
   }),
+});
+
+/** Built on the first request, once every router has registered its routes. */
+let description: Record<string, unknown> | undefined;
+
+serverRoutes.get('/openapi.json', (_req, res) => {
+  description ??= openApiDocument({
+    title: 'Parley API',
+    version: `${ZULIP_VERSION} (feature level ${ZULIP_FEATURE_LEVEL})`,
+    description:
+      "Parley's REST API, compatible with Zulip's. Generated from the route definitions: every " +
+      "path, method and parameter Parley accepts; answers share Zulip's envelope (result, msg, " +
+      'code). The events tier (GET/DELETE /events) documents itself on its own port.',
+  });
+  res.json(description);
 });

@@ -1,0 +1,95 @@
+// GET /api/v1/openapi.json: Parley's description generated from its route definitions, and the
+// check that holds every test's answers to it (test/openapi-conformance.ts).
+import express from 'express';
+import request from 'supertest';
+import { createApp } from '../src/app';
+import { conformanceViolations } from '../../../test/openapi-conformance';
+
+type Operation = {
+  parameters?: { name: string; in: string; required: boolean; schema: Record<string, unknown> }[];
+  requestBody?: {
+    content: Record<
+      string,
+      { schema: { properties: Record<string, Record<string, unknown>>; required?: string[] } }
+    >;
+  };
+  security: unknown[];
+  responses: Record<string, unknown>;
+};
+
+describe('GET /api/v1/openapi.json', () => {
+  let doc: { openapi: string; paths: Record<string, Record<string, Operation>> };
+
+  beforeAll(async () => {
+    const res = await request(createApp()).get('/api/v1/openapi.json');
+    expect(res.status).toBe(200);
+    doc = res.body as typeof doc;
+  });
+
+  it('is an OpenAPI 3.1 document of every route with its methods', () => {
+    expect(doc.openapi).toBe('3.1.0');
+    expect(Object.keys(doc.paths['/api/v1/messages/{message_id}']!).sort()).toEqual([
+      'delete',
+      'get',
+      'patch',
+    ]);
+    expect(Object.keys(doc.paths['/api/v1/messages']!).sort()).toEqual(['get', 'post']);
+    expect(doc.paths['/api/v1/users/me']!.get).toBeDefined();
+    expect(doc.paths['/api/v1/drafts']).toBeDefined();
+    expect(Object.keys(doc.paths).length).toBeGreaterThan(60);
+  });
+
+  it('describes parameters from their declarations', () => {
+    const getMessages = doc.paths['/api/v1/messages']!.get!;
+    const anchor = getMessages.parameters!.find((param) => param.name === 'anchor');
+    expect(anchor).toMatchObject({ in: 'query', required: false });
+    const narrow = getMessages.parameters!.find((param) => param.name === 'narrow');
+    // JSON-typed parameters travel as JSON text whose content the schema describes.
+    expect(narrow!.schema).toMatchObject({ type: 'string', contentMediaType: 'application/json' });
+    const byId = doc.paths['/api/v1/messages/{message_id}']!.get!;
+    expect(byId.parameters!.find((param) => param.in === 'path')).toMatchObject({
+      name: 'message_id',
+      required: true,
+      schema: { type: 'integer' },
+    });
+    const send =
+      doc.paths['/api/v1/messages']!.post!.requestBody!.content[
+        'application/x-www-form-urlencoded'
+      ]!.schema;
+    expect(send.properties.content).toMatchObject({ type: 'string' });
+    expect(send.required).toEqual(expect.arrayContaining(['type', 'content']));
+  });
+
+  it('says which endpoints need credentials and what every answer looks like', () => {
+    expect(doc.paths['/api/v1/users/me']!.get!.security).toEqual([{ basicAuth: [] }]);
+    expect(doc.paths['/api/v1/server_settings']!.get!.security).toEqual([]);
+    expect(Object.keys(doc.paths['/api/v1/users/me']!.get!.responses)).toEqual([
+      '200',
+      '4XX',
+      '5XX',
+    ]);
+  });
+});
+
+describe('the conformance check of test answers', () => {
+  it('reports an answer from an undocumented route and a malformed envelope', async () => {
+    const rogue = express();
+    rogue.get('/api/v1/rogue', (_req, res) => {
+      res.json({ result: 'success', msg: '' });
+    });
+    rogue.get('/api/v1/bad-error', (_req, res) => {
+      res.status(400).json({ result: 'error', msg: 'no code' });
+    });
+    await request(rogue).get('/api/v1/rogue');
+    await request(rogue).get('/api/v1/bad-error');
+    const found = conformanceViolations();
+    expect(found).toEqual([
+      expect.stringContaining(
+        'GET /api/v1/rogue → 200: answered by a route the OpenAPI description lacks',
+      ),
+      expect.stringContaining(
+        "GET /api/v1/bad-error → 400: not an error envelope: data must have required property 'code'",
+      ),
+    ]);
+  });
+});

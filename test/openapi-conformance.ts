@@ -1,0 +1,64 @@
+// Every JSON answer an integration test receives is checked against Parley's generated OpenAPI
+// description (packages/http/src/openapi.ts): an answer under /api/v1 must come from a
+// documented route and method, and match its response schema (the Zulip envelope: success with
+// `result` and `msg`, errors with `code` too). Violations fail the test file (after-env.ts).
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import Ajv from 'ajv';
+import type { Request, Response } from 'express';
+import { documentedRoutes, openApiDocument } from '@parley/http';
+
+const violations: string[] = [];
+
+export function conformanceViolations(): string[] {
+  return violations.splice(0);
+}
+
+/** Patches express's response.json of the instance every app in this test process uses (the
+ * one @parley/http resolves). */
+export function checkResponsesAgainstOpenApi(): void {
+  const requireFromHttp = createRequire(join(__dirname, '..', 'packages', 'http', 'package.json'));
+  const express = requireFromHttp('express') as { response: Response & { __parleyChecked?: true } };
+  const proto = express.response;
+  if (proto.__parleyChecked) return;
+  proto.__parleyChecked = true;
+  const schemas = (
+    openApiDocument({ title: 'check', version: '0' }).components as {
+      schemas: Record<string, object>;
+    }
+  ).schemas;
+  const ajv = new Ajv({ strict: false, allErrors: false });
+  const success = ajv.compile(schemas.Success!);
+  const error = ajv.compile(schemas.Error!);
+  const original = proto.json;
+  proto.json = function (this: Response, body: unknown) {
+    check(this.req, this.statusCode, body);
+    return original.call(this, body);
+  } as typeof proto.json;
+
+  function check(req: Request, status: number, body: unknown): void {
+    const url = req.originalUrl.split('?')[0]!;
+    if (!url.startsWith('/api/v1/') || url === '/api/v1/openapi.json') return;
+    const where = `${req.method} ${url} → ${status}`;
+    if (status >= 400) {
+      if (!error(body))
+        violations.push(`${where}: not an error envelope: ${ajv.errorsText(error.errors)}`);
+      return;
+    }
+    if (!success(body)) {
+      violations.push(`${where}: not a success envelope: ${ajv.errorsText(success.errors)}`);
+      return;
+    }
+    const pattern = (req.route as { path?: unknown } | undefined)?.path;
+    const method = req.method.toLowerCase();
+    const documented = documentedRoutes().some(
+      (route) =>
+        route.path_pattern === pattern &&
+        (route.method === method || (method === 'head' && route.method === 'get')),
+    );
+    if (!documented)
+      violations.push(
+        `${where}: answered by a route the OpenAPI description lacks (${String(pattern)})`,
+      );
+  }
+}
