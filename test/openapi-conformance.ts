@@ -5,8 +5,19 @@
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import Ajv from 'ajv';
-import type { Request, Response } from 'express';
 import { documentedRoutes, openApiDocument } from '@parley/http';
+
+/** What the check reads of express's request and response (the root has no express types). */
+interface Request {
+  originalUrl: string;
+  method: string;
+  route?: { path?: unknown };
+}
+interface Response {
+  req: Request;
+  statusCode: number;
+  json(body: unknown): Response;
+}
 
 const violations: string[] = [];
 
@@ -18,7 +29,9 @@ export function conformanceViolations(): string[] {
  * one @parley/http resolves). */
 export function checkResponsesAgainstOpenApi(): void {
   const requireFromHttp = createRequire(join(__dirname, '..', 'packages', 'http', 'package.json'));
-  const express = requireFromHttp('express') as { response: Response & { __parleyChecked?: true } };
+  const express = requireFromHttp('express') as {
+    response: Response & { __parleyChecked?: true };
+  };
   const proto = express.response;
   if (proto.__parleyChecked) return;
   proto.__parleyChecked = true;
@@ -49,7 +62,7 @@ export function checkResponsesAgainstOpenApi(): void {
       violations.push(`${where}: not a success envelope: ${ajv.errorsText(success.errors)}`);
       return;
     }
-    const pattern = (req.route as { path?: unknown } | undefined)?.path;
+    const pattern = req.route?.path;
     const method = req.method.toLowerCase();
     const documented = documentedRoutes().some(
       (route) =>

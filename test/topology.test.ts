@@ -16,6 +16,7 @@ const agent = new Agent({ keepAlive: true, maxSockets: 64 });
 interface Answer {
   status: number;
   body: Record<string, unknown>;
+  headers: Record<string, string | string[] | undefined>;
 }
 
 const nonJson: string[] = [];
@@ -32,7 +33,7 @@ async function call(
   const answer = await requestJson(stack.url, { host, user, method, path, form, agent });
   if (!answer.body)
     nonJson.push(`${method} ${path} → ${answer.status}: ${answer.raw.slice(0, 200)}`);
-  return { status: answer.status, body: answer.body ?? {} };
+  return { status: answer.status, body: answer.body ?? {}, headers: answer.headers };
 }
 
 let stack: Stack | undefined;
@@ -73,6 +74,7 @@ describe('load-balanced topology', () => {
     // it, per client, and every PATCH that had to be retried.
     const arrivals = new Map<number, Map<number, string[]>>();
     const retried: string[] = [];
+    const pollLogs = new Map<number, string[]>();
     let changesDone = false;
     // Everyone registers before the first change: a change that races a registration is folded
     // into that client's initial state instead of arriving as an event (as in Zulip).
@@ -90,6 +92,8 @@ describe('load-balanced topology', () => {
       received.set(client.id, seqs);
       const seen = new Map<number, string[]>();
       arrivals.set(client.id, seen);
+      const log: string[] = [];
+      pollLogs.set(client.id, log);
       let polls = 0;
       const deadline = Date.now() + 240_000;
       while (seqs.length < CHANGES && Date.now() < deadline) {
@@ -100,8 +104,14 @@ describe('load-balanced topology', () => {
           'GET',
           `/api/v1/events?queue_id=${encodeURIComponent(queueId)}&last_event_id=${last}`,
         ).catch(() => null);
-        if (!answer || answer.status !== 200) continue; // e.g. a 503 while no replica answers; poll again
+        if (!answer || answer.status !== 200) {
+          log.push(`last=${last} → ${answer ? answer.status : 'no answer'}`);
+          continue; // e.g. a 503 while no replica answers; poll again
+        }
         polls++;
+        log.push(
+          `poll ${polls}: last=${last} → [${(answer.body.events as { id: number }[]).map((e) => e.id).join(',')}] via ${String(answer.headers['x-served-by'])}`,
+        );
         for (const event of answer.body.events as {
           id: number;
           type: string;
@@ -155,12 +165,19 @@ describe('load-balanced topology', () => {
       const seqs = received.get(client.id)!;
       if (seqs.join() === expected.join()) return [];
       const seen = arrivals.get(client.id)!;
+      const log = pollLogs.get(client.id)!;
+      const firstRepeat = log.findIndex((line) =>
+        [...seen.values()].some(
+          (how) => how.length > 1 && line.startsWith(how[1]!.split(' in ')[1]! + ':'),
+        ),
+      );
       return [
         {
           client: client.id,
           missing: expected.filter((seq) => !seen.has(seq)),
           repeated: [...seen].filter(([, how]) => how.length > 1),
           outOfOrder: seqs.filter((seq, i) => i > 0 && seq < seqs[i - 1]!),
+          polls: firstRepeat < 0 ? [] : log.slice(Math.max(0, firstRepeat - 4), firstRepeat + 3),
         },
       ];
     });

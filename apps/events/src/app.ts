@@ -1,5 +1,6 @@
 // The events tier's Express app, built without listening: /health, /ready and the long-poll
 // routes (GET/DELETE /api/v1/events).
+import { hostname } from 'node:os';
 import express from 'express';
 import { pingDatabase } from '@parley/db';
 import { pingRedis } from '@parley/events';
@@ -38,6 +39,13 @@ export function createApp(
   app.set('etag', false);
   app.set('query parser', 'simple');
   app.use(requestContext());
+  // Which replica answered (process id on its host): behind a load balancer, what an operator
+  // (or the topology test) needs to follow a client's polls across replicas.
+  const servedBy = `${hostname()}:${process.pid}`;
+  app.use((_req, res, next) => {
+    res.setHeader('X-Served-By', servedBy);
+    next();
+  });
   app.use(httpMetrics());
   app.use(metricsRouter());
   // Postgres is read only to authenticate; the fan-out never touches it.

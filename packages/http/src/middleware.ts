@@ -160,6 +160,9 @@ export function defineRoute(
   router: Router,
   path: string,
   handlers: Partial<Record<'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE', RequestHandler>>,
+  /** `pass`: other methods fall through to routers mounted later (a path whose methods two
+   * routers share, e.g. an upload endpoint parsed before the general body parsers). */
+  { otherMethods = 'refuse' }: { otherMethods?: 'refuse' | 'pass' } = {},
 ): void {
   const route = router.route(path);
   const allowed = Object.keys(handlers);
@@ -168,7 +171,8 @@ export function defineRoute(
     const doc = docOf(handler);
     if (doc) recordRoute(path, method, doc);
   }
-  route.all((_req, _res, next) => next(new MethodNotAllowedError(allowed)));
+  if (otherMethods === 'refuse')
+    route.all((_req, _res, next) => next(new MethodNotAllowedError(allowed)));
 }
 
 export const notFound: RequestHandler = (_req, _res, next) => next(new NotFoundError());

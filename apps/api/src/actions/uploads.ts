@@ -1,9 +1,11 @@
 // Uploads (spec 4.22, Zulip's upload_message_attachment and do_claim_attachments): files are
 // stored first, then recorded; a message that links an upload shares it with its readers.
+import { randomBytes } from 'node:crypto';
 import { imageSize } from 'image-size';
 import type { ActionContext, Message, Realm, User } from '@parley/db';
 import { runAction } from '@parley/db';
 import { JsonableError } from '@parley/errors';
+import { getRedis, uploadTokenKey } from '@parley/events';
 import { sendEventOnCommit } from '../lib/events';
 import {
   canAccessAttachment,
@@ -170,4 +172,16 @@ export async function doUpdateAttachmentLinks(
     }
   }
   return { linked, detached };
+}
+
+/** How long a temporary file URL works (Zulip's get-file-temporary-url: a minute). */
+const TEMPORARY_URL_SECONDS = 60;
+
+/** A token under which anyone may fetch the file for a minute (the caller checked access). */
+export async function doCreateTemporaryUploadToken(attachment: {
+  pathId: string;
+}): Promise<string> {
+  const token = randomBytes(24).toString('base64url');
+  await getRedis().set(uploadTokenKey(token), attachment.pathId, 'EX', TEMPORARY_URL_SECONDS);
+  return token;
 }

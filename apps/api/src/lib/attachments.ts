@@ -1,5 +1,6 @@
 // Uploaded files (Zulip's Attachment): names and path ids, who may open one, and the
 // attachment objects of `attachment` events.
+import { getRedis, uploadTokenKey } from '@parley/events';
 import { randomBytes } from 'node:crypto';
 import { getPrisma, Role, type Tx, type User } from '@parley/db';
 import { FileAccessDeniedError, ResourceNotFoundError } from '@parley/errors';
@@ -140,4 +141,10 @@ export async function attachmentsOf(userId: number) {
 
 export async function attachmentByPathId(pathId: string): Promise<Attachment | null> {
   return getPrisma().attachment.findUnique({ where: { pathId } });
+}
+
+/** The file a temporary URL's token names, while the token lives. */
+export async function attachmentByTemporaryToken(token: string): Promise<Attachment | null> {
+  const pathId = token.length <= 64 ? await getRedis().get(uploadTokenKey(token)) : null;
+  return pathId ? attachmentByPathId(pathId) : null;
 }

@@ -21,17 +21,22 @@ const emojiPath = { emoji_name: p.string({ maxLength: 100 }) };
 /** Adding one: mounted before the general body parsers (see routes/uploads). */
 export const emojiUploadRoutes = Router();
 
-emojiUploadRoutes.post(
+defineRoute(
+  emojiUploadRoutes,
   '/realm/emoji/:emoji_name',
-  userEndpoint(
-    { path: emojiPath, uploads: () => uploadLimits(MAX_EMOJI_FILE_BYTES) },
-    async ({ user, realm, path, req }) => {
-      const files = uploadedFiles(req);
-      if (files.length !== 1) throw new JsonableError('You must upload exactly one file.');
-      await doAddRealmEmoji(user, realm, path.emoji_name, files[0]!);
-      return {};
-    },
-  ),
+  {
+    POST: userEndpoint(
+      { path: emojiPath, uploads: () => uploadLimits(MAX_EMOJI_FILE_BYTES) },
+      async ({ user, realm, path, req }) => {
+        const files = uploadedFiles(req);
+        if (files.length !== 1) throw new JsonableError('You must upload exactly one file.');
+        await doAddRealmEmoji(user, realm, path.emoji_name, files[0]!);
+        return {};
+      },
+    ),
+  },
+  // DELETE of the same path is realmEmojiRoutes', mounted after the body parsers.
+  { otherMethods: 'pass' },
 );
 
 defineRoute(realmEmojiRoutes, '/realm/emoji/:emoji_name', {

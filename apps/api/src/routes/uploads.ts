@@ -2,18 +2,21 @@
 // URL), GET /attachments and DELETE /attachments/{id} under /api/v1; and the file URLs
 // themselves: /user_uploads/{path} with HTTP Basic authentication (as Zulip serves them to API
 // clients) and /user_uploads/temporary/{token}/{name} for the temporary URLs.
-import { randomBytes } from 'node:crypto';
-import { Router, type Request, type Response } from 'express';
+import { Router, type Request, type RequestHandler, type Response } from 'express';
 import { getConfig } from '@parley/config';
 import { authenticate, resolveRealm, userEndpoint } from '@parley/auth';
 import { runAction } from '@parley/db';
 import { JsonableError, ResourceNotFoundError } from '@parley/errors';
-import { getRedis, uploadTokenKey } from '@parley/events';
-import { defineRoute, p } from '@parley/http';
-import { doRemoveAttachment, doUploadFile, type UploadedFile } from '../actions/uploads';
+import { attachDoc, defineRoute, docOf, p } from '@parley/http';
+import {
+  doCreateTemporaryUploadToken,
+  doRemoveAttachment,
+  doUploadFile,
+  type UploadedFile,
+} from '../actions/uploads';
 import {
   accessAttachmentByPath,
-  attachmentByPathId,
+  attachmentByTemporaryToken,
   attachmentsOf,
   uploadSpaceUsed,
   type Attachment,
@@ -36,9 +39,8 @@ export function uploadedFiles(req: Request): UploadedFile[] {
   return (req.files as UploadedFile[] | undefined) ?? [];
 }
 
-uploadPostRoutes.post(
-  '/user_uploads',
-  userEndpoint({ uploads: () => uploadLimits() }, async ({ user, realm, req }) => {
+defineRoute(uploadPostRoutes, '/user_uploads', {
+  POST: userEndpoint({ uploads: () => uploadLimits() }, async ({ user, realm, req }) => {
     const files = uploadedFiles(req);
     if (files.length === 0) throw new JsonableError('You must specify a file to upload');
     if (files.length > 1) throw new JsonableError('You may only upload one file at a time');
@@ -46,7 +48,7 @@ uploadPostRoutes.post(
     const url = `/user_uploads/${attachment.pathId}`;
     return { uri: url, url, filename: attachment.fileName };
   }),
-);
+});
 
 defineRoute(uploadRoutes, '/attachments', {
   GET: userEndpoint({}, async ({ user, realm }) => {
@@ -70,7 +72,6 @@ defineRoute(uploadRoutes, '/attachments/:attachment_id', {
   }),
 });
 
-const TEMPORARY_URL_SECONDS = 60;
 const uploadPath = { realm_id: p.int({ min: 0 }), path: p.string({ maxLength: 1000 }) };
 
 // Express 5 gives the segments of a `*path` wildcard as an array; the endpoint helper wants
@@ -81,16 +82,17 @@ function joinWildcard(req: Request): void {
 }
 
 /** Zulip's get-file-temporary-url: a link anyone may open for a minute. */
+const temporaryUrl = userEndpoint({ path: uploadPath }, async ({ user, path }) => {
+  const attachment = await accessAttachmentByPath(user, `${path.realm_id}/${path.path}`);
+  const token = await doCreateTemporaryUploadToken(attachment);
+  return { url: `/user_uploads/temporary/${token}/${encodeURIComponent(attachment.fileName)}` };
+});
+
 defineRoute(uploadRoutes, '/user_uploads/:realm_id/*path', {
-  GET: async (req, res, next) => {
+  GET: attachDoc<RequestHandler>(async (req, res, next) => {
     joinWildcard(req);
-    await userEndpoint({ path: uploadPath }, async ({ user, path }) => {
-      const attachment = await accessAttachmentByPath(user, `${path.realm_id}/${path.path}`);
-      const token = randomBytes(24).toString('base64url');
-      await getRedis().set(uploadTokenKey(token), attachment.pathId, 'EX', TEMPORARY_URL_SECONDS);
-      return { url: `/user_uploads/temporary/${token}/${encodeURIComponent(attachment.fileName)}` };
-    })(req, res, next);
-  },
+    await temporaryUrl(req, res, next);
+  }, docOf(temporaryUrl)!),
 });
 
 // Served in the page only when the browser cannot be made to run it.
@@ -119,9 +121,7 @@ export function servedUploadRoutes(): Router {
   const router = Router();
   router.use('/user_uploads', resolveRealm);
   router.get('/user_uploads/temporary/:token/:filename', async (req, res) => {
-    const token = req.params.token;
-    const pathId = token.length <= 64 ? await getRedis().get(uploadTokenKey(token)) : null;
-    const attachment = pathId ? await attachmentByPathId(pathId) : null;
+    const attachment = await attachmentByTemporaryToken(req.params.token);
     if (!attachment) throw new ResourceNotFoundError('File not found');
     sendUpload(res, attachment);
   });
