@@ -1,5 +1,6 @@
 // What every benchmark starts from: PostgreSQL and Redis (found or started as for the tests,
 // Redis database 11, flushed), migrations applied, and a fresh organization.
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { resetConfig } from '@parley/config';
@@ -24,7 +25,20 @@ export interface Bench {
   stop: () => Promise<void>;
 }
 
+/** Benchmarks measure what production runs: the bundles of `pnpm build` (built once per
+ * `pnpm bench`, which passes PARLEY_REPLICA_BUNDLES to each benchmark it starts). */
+export function useProductionBundles(): void {
+  if (process.env.PARLEY_REPLICA_BUNDLES) return;
+  const dist = join(repoRoot(), 'dist');
+  const built = spawnSync(process.execPath, [join(repoRoot(), 'scripts', 'build.mjs'), dist], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  if (built.status !== 0) throw new Error('pnpm build failed');
+  process.env.PARLEY_REPLICA_BUNDLES = dist;
+}
+
 export async function prepareBench(): Promise<Bench> {
+  useProductionBundles();
   const services = await resolveServices({
     stateDir: join(repoRoot(), '.parley', 'bench'),
     databaseName: 'parley_bench',

@@ -21,9 +21,11 @@ import { mutedUserRoutes } from './routes/muted-users';
 import { emojiImageRoutes, emojiUploadRoutes, realmEmojiRoutes } from './routes/realm-emoji';
 import { presenceRoutes } from './routes/presence';
 import { profileFieldRoutes } from './routes/profile-fields';
+import { pushDeviceRoutes } from './routes/push-devices';
 import { realmRoutes } from './routes/realm';
 import { registerRoutes } from './routes/register';
 import { savedSnippetRoutes } from './routes/saved-snippets';
+import { scheduledMessageRoutes } from './routes/scheduled-messages';
 import { serverRoutes } from './routes/server';
 import { settingsRoutes } from './routes/settings';
 import { streamRoutes } from './routes/streams';
@@ -55,6 +57,8 @@ export function apiRouter(): Router {
   router.use(
     serverRoutes,
     authRoutes,
+    // Before userRoutes: /users/me/apns_device_token is not a user's path.
+    pushDeviceRoutes,
     userRoutes,
     botRoutes,
     settingsRoutes,
@@ -79,6 +83,7 @@ export function apiRouter(): Router {
     inviteRoutes,
     draftRoutes,
     savedSnippetRoutes,
+    scheduledMessageRoutes,
   );
   return router;
 }

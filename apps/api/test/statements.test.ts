@@ -164,6 +164,6 @@ describe('statements per request', () => {
     const newcomer = await createTestUser(org.realm, Role.MEMBER);
     const run = () => as(newcomer, org.host).post('/register', {});
     await run();
-    expect(await statements(async () => expectSuccess(await run()))).toHaveLength(23);
+    expect(await statements(async () => expectSuccess(await run()))).toHaveLength(25);
   });
 });

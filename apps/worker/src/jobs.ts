@@ -2,7 +2,17 @@
 // names (packages/jobs), so a new job cannot be forgotten here; the standalone server and
 // the worker tier both start exactly this.
 import { requeueUnsentInvitationEmails, sendInvitationEmail } from '@parley/api/actions/invites';
+import { registerWithBouncer } from '@parley/api/actions/push-devices';
+import {
+  sendPushNotificationRemoval,
+  sendPushNotifications,
+} from '@parley/api/actions/push-notifications';
 import { promoteFullMembers } from '@parley/api/actions/realm-settings';
+import {
+  deliverScheduledMessage,
+  requeueScheduledMessages,
+} from '@parley/api/actions/scheduled-messages';
+import { deleteOldUnclaimedUploads } from '@parley/api/actions/upload-cleanup';
 import {
   scheduleRepeatingJob,
   startJobWorkers,
@@ -13,15 +23,33 @@ import { getLogger } from '@parley/logger';
 
 export const JOB_HANDLERS: JobHandlers = {
   'invitation-email': sendInvitationEmail,
+  'push-notifications': async (data) => {
+    await sendPushNotifications(data);
+  },
+  'push-notification-removal': async (data) => {
+    await sendPushNotificationRemoval(data);
+  },
+  'push-device-registration': registerWithBouncer,
   'promote-full-members': async () => {
     const promoted = await promoteFullMembers();
     if (promoted > 0) getLogger().info('members promoted to full members', { count: promoted });
+  },
+  'deliver-scheduled-message': async (data) => {
+    await deliverScheduledMessage(data);
+  },
+  'delete-unclaimed-uploads': async () => {
+    const deleted = await deleteOldUnclaimedUploads();
+    if (deleted > 0) getLogger().info('unclaimed uploads deleted', { count: deleted });
   },
 };
 
 /** Zulip promotes members once a day; hourly keeps a promotion within an hour of its due
  * time at the cost of one indexed query per organization with a waiting period. */
 export const FULL_MEMBER_PROMOTION_EVERY_MS = 3600_000;
+
+/** Zulip deletes unclaimed uploads once a day; each run here deletes at most one batch
+ * (UPLOAD_CLEANUP_BATCH_SIZE), so hourly runs also work off a backlog within the day. */
+export const UPLOAD_CLEANUP_EVERY_MS = 3600_000;
 
 export interface WorkerOptions {
   concurrency?: number;
@@ -45,8 +73,16 @@ export function startWorkers({
       },
       (error: unknown) => getLogger().warn('invitation email sweep failed', { error }),
     );
+    // Scheduled messages whose job was lost (a Redis that lost its data, an enqueue lost
+    // between COMMIT and Redis): queued again; a job still known is left as it is.
+    requeueScheduledMessages().catch((error: unknown) =>
+      getLogger().warn('scheduled message sweep failed', { error }),
+    );
     scheduleRepeatingJob('promote-full-members', {}, FULL_MEMBER_PROMOTION_EVERY_MS).catch(
       (error: unknown) => getLogger().warn('scheduling full-member promotion failed', { error }),
+    );
+    scheduleRepeatingJob('delete-unclaimed-uploads', {}, UPLOAD_CLEANUP_EVERY_MS).catch(
+      (error: unknown) => getLogger().warn('scheduling the upload clean-up failed', { error }),
     );
   };
   const timer = sweepIntervalMs > 0 ? setInterval(sweep, sweepIntervalMs) : undefined;

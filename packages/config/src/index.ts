@@ -120,9 +120,25 @@ const schema = z.object({
   /** Where uploaded files live (Zulip's LOCAL_UPLOADS_DIR). Every API replica must see the
    * same directory: a shared volume in docker-compose.yml. */
   LOCAL_UPLOADS_DIR: z.string().min(1).default('.parley/uploads'),
+  /** Uploads no message links are deleted once older than this many weeks (Zulip's
+   * delete_old_unclaimed_attachments --weeks, 5 by default). */
+  UNCLAIMED_UPLOADS_RETENTION_WEEKS: z.coerce.number().int().min(1).max(5200).default(5),
   /** Trust X-Forwarded-* from the load balancer in front (nginx in infra/). */
   TRUST_PROXY: bool.default(false),
   PUSH_NOTIFICATIONS_ENABLED: bool.default(false),
+  /** Where mobile push notifications go (docs/push-notifications.md): `log` records them (a
+   * log line and a row of push_notification_log, nothing is delivered); `bouncer` posts them
+   * to Zulip's push notification service (PUSH_BOUNCER_URL) as a registered server. */
+  PUSH_TRANSPORT: z.enum(['log', 'bouncer']).default('log'),
+  /** Zulip's ZULIP_SERVICES_URL: the bouncer the `bouncer` transport posts to. */
+  PUSH_BOUNCER_URL: z.url({ protocol: /^https?$/ }).default('https://push.zulipchat.com'),
+  /** The server's registration with the bouncer (Zulip's zulip_org_id, a UUID, and
+   * zulip_org_key): HTTP Basic credentials of every bouncer request. */
+  ZULIP_ORG_ID: z.uuid().optional(),
+  ZULIP_ORG_KEY: z.string().min(1).max(256).optional(),
+  /** Zulip's PUSH_NOTIFICATION_REDACT_CONTENT: notifications say "New message" instead of
+   * carrying the text. */
+  PUSH_NOTIFICATION_REDACT_CONTENT: bool.default(false),
   /** Zulip's RATE_LIMITING switch. */
   RATE_LIMITING: bool.default(true),
   RATE_LIMITING_RULES: rateLimitingRules,
@@ -175,6 +191,12 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     Object.entries(env).filter(([, v]) => v !== undefined && v !== ''),
   );
   const result = schema
+    .refine(
+      (config) =>
+        config.PUSH_TRANSPORT !== 'bouncer' ||
+        (config.ZULIP_ORG_ID !== undefined && config.ZULIP_ORG_KEY !== undefined),
+      { message: 'ZULIP_ORG_ID and ZULIP_ORG_KEY are required', path: ['PUSH_TRANSPORT'] },
+    )
     .refine((config) => config.EMAIL_BACKEND !== 'smtp' || config.SMTP_URL !== undefined, {
       message: 'is required when EMAIL_BACKEND is smtp',
       path: ['SMTP_URL'],

@@ -95,25 +95,38 @@ export function nginxConfig(
   )}`;
 }
 
+const PORT_VARIABLES = {
+  api: 'PORT',
+  events: 'EVENTS_PORT',
+  worker: 'WORKER_METRICS_PORT',
+} as const;
+
 /** A replica of one tier as a process of its own on a loopback port: node itself with tsx's
- * loader, so SIGTERM and SIGKILL reach the server, not a wrapper. Production settings and
+ * loader (or, with PARLEY_REPLICA_BUNDLES=<dir>, the production bundle `<dir>/<kind>.cjs`), so
+ * SIGTERM and SIGKILL reach the server, not a wrapper. Production settings and
  * quiet logs unless `env` says otherwise; stderr is shown. PARLEY_REPLICA_NODE_ARGS adds node
- * options (profiling a benchmark: `--cpu-prof --cpu-prof-dir=/tmp/prof`). */
+ * options (profiling a benchmark: `--cpu-prof --cpu-prof-dir=/tmp/prof`). A worker's port is
+ * the one of its metrics. */
 export function spawnReplica(
-  kind: 'api' | 'events',
+  kind: 'api' | 'events' | 'worker',
   port: number,
   env: Record<string, string> = {},
 ): ChildProcess {
-  const main = join(repoRoot(), 'apps', kind, 'src', 'main.ts');
   const nodeArgs = (process.env.PARLEY_REPLICA_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  return spawn(process.execPath, [...nodeArgs, '--import', 'tsx', main], {
+  // The production bundles when asked (the benchmarks measure what production runs), else the
+  // sources through tsx.
+  const bundles = process.env.PARLEY_REPLICA_BUNDLES;
+  const command = bundles
+    ? ['--enable-source-maps', join(bundles, `${kind}.cjs`)]
+    : ['--import', 'tsx', join(repoRoot(), 'apps', kind, 'src', 'main.ts')];
+  return spawn(process.execPath, [...nodeArgs, ...command], {
     cwd: repoRoot(),
     env: {
       ...process.env,
       NODE_ENV: 'production',
       LOG_LEVEL: 'warn',
       BIND_HOST: '127.0.0.1',
-      [kind === 'api' ? 'PORT' : 'EVENTS_PORT']: String(port),
+      [PORT_VARIABLES[kind]]: String(port),
       ...env,
     },
     stdio: ['ignore', 'ignore', 'inherit'],

@@ -13,3 +13,12 @@ export {
 export { startJobWorkers, type JobHandlers, type JobWorkers } from './worker';
 export { registerJobQueueMetrics } from './metrics';
 export { closeMail, noreplyAddress, sendMail, type MailMessage } from './mail';
+export {
+  failedJobQueues,
+  FailedJobLookupError,
+  listFailedJobs,
+  removeFailedJob,
+  retryFailedJob,
+  type FailedJob,
+  type FailedJobList,
+} from './failed';

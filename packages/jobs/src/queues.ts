@@ -3,7 +3,7 @@
 import { Queue, type ConnectionOptions, type JobsOptions } from 'bullmq';
 import { getConfig } from '@parley/config';
 
-export const QUEUE_NAMES = ['mail', 'maintenance'] as const;
+export const QUEUE_NAMES = ['mail', 'maintenance', 'scheduled', 'push'] as const;
 export type QueueName = (typeof QUEUE_NAMES)[number];
 
 /** Each job's data. Jobs carry ids, never secrets: the worker reads the rest from the
@@ -13,12 +13,29 @@ export interface JobData {
   'invitation-email': { invitationId: number; sequence: number };
   /** Members whose waiting period has passed join role:fullmembers (periodic). */
   'promote-full-members': Record<string, never>;
+  /** Uploads no message links, older than the grace period, are deleted (periodic). */
+  'delete-unclaimed-uploads': Record<string, never>;
+  /** A scheduled message or reminder, at its time; `version` is the row's version when the
+   * job was queued (an edit queues another job; this one then does nothing). */
+  'deliver-scheduled-message': { scheduledMessageId: number; version: number };
+  /** Mobile push notifications of a sent message: each user with the reason they are
+   * notified (Zulip's NotificationTriggers value). */
+  'push-notifications': { messageId: number; recipients: { userId: number; trigger: string }[] };
+  /** The user read or lost messages whose mobile notifications are showing: they go. */
+  'push-notification-removal': { userId: number; messageIds: number[] };
+  /** A device registered with this server, to register with the push bouncer too. */
+  'push-device-registration': { deviceId: number };
 }
 export type JobName = keyof JobData;
 
 export const JOB_QUEUES: Record<JobName, QueueName> = {
   'invitation-email': 'mail',
   'promote-full-members': 'maintenance',
+  'delete-unclaimed-uploads': 'maintenance',
+  'deliver-scheduled-message': 'scheduled',
+  'push-notifications': 'push',
+  'push-notification-removal': 'push',
+  'push-device-registration': 'push',
 };
 
 /** Retries with backoff; finished jobs are kept a while so that an id seen again (a retried
@@ -55,8 +72,13 @@ export async function enqueueJob<J extends JobName>(
   job: J,
   data: JobData[J],
   jobId: string,
+  { delayMs }: { delayMs?: number } = {},
 ): Promise<void> {
-  await queueFor(JOB_QUEUES[job]).add(job, data, { ...DEFAULT_JOB_OPTIONS, jobId });
+  await queueFor(JOB_QUEUES[job]).add(job, data, {
+    ...DEFAULT_JOB_OPTIONS,
+    jobId,
+    ...(delayMs !== undefined && delayMs > 0 ? { delay: Math.ceil(delayMs) } : {}),
+  });
 }
 
 /** Runs `job` every `everyMs` (a BullMQ job scheduler: one schedule in Redis however many

@@ -14,6 +14,7 @@ import {
 } from '@parley/db';
 import { JsonableError } from '@parley/errors';
 import { sendEventOnCommit } from '../lib/events';
+import { doClearMobilePushNotifications } from './push-notifications';
 import { canReadChannelHistory, displayRecipients, InvalidMessageError } from '../lib/messages';
 import { accessStreamById, loadPermissions, subscriptionOf } from '../lib/streams';
 import { isTopicMuted, loadMuting } from '../lib/user-topics';
@@ -72,6 +73,9 @@ export async function doUpdateMessageFlags(
     ({ target, ignoredChannels } = await withoutUnsubscribedChannels(tx, user, ids));
   }
   const changed = await applyFlag(tx, user.id, op, flag, target);
+  // Read elsewhere: the phone's notification goes away (Zulip's
+  // do_clear_mobile_push_notifications_for_ids).
+  if (flag === 'read' && op === 'add') await doClearMobilePushNotifications(ctx, user.id, changed);
   await sendFlagsEvent(ctx, user, realm, op, flag, changed);
   return { messages: changed, ...(ignoredChannels ? { ignoredChannels } : {}) };
 }
@@ -152,6 +156,7 @@ export async function doMarkAsRead(
   which: Prisma.Sql,
 ): Promise<void> {
   const changed = await applyFlag(ctx.tx, user.id, 'add', 'read', which);
+  await doClearMobilePushNotifications(ctx, user.id, changed);
   await sendFlagsEvent(ctx, user, realm, 'add', 'read', changed);
 }
 

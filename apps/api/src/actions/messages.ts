@@ -17,6 +17,7 @@ import {
   type Tx,
   type User,
   type UserMessageFlag,
+  SYSTEM_GROUPS,
 } from '@parley/db';
 import {
   JsonableError,
@@ -39,9 +40,10 @@ import {
   type VisibilityPolicyValue,
 } from '../lib/user-topics';
 import { doAutoFollowOnSend } from './user-topics';
+import { queuePushNotifications } from './push-notifications';
+import { pushTrigger, type PushSettings } from '../lib/push-notifications';
 import { activeMemberIds, groupIdsOfUser, groupIdsOfUserSql } from '../lib/groups';
 import { inRealmGroups, realmGroupId } from '../lib/realm-state';
-import { SYSTEM_GROUPS } from './system-groups';
 import { apiFlags, displayUser } from '../lib/messages';
 import { loadMentionData } from '../lib/rendering';
 import {
@@ -138,6 +140,8 @@ export interface PreparedMessage {
    * user, feature level 327). */
   senderRecipientId: number | null;
   options: SendOptions;
+  /** Recipients to notify on their mobile devices, with the reason (Zulip's trigger). */
+  pushRecipients: { userId: number; trigger: string }[];
 }
 
 type Viewer = { id: number; role: number };
@@ -156,7 +160,12 @@ export async function prepareMessage(
   const mentionData = await loadMentionData(realm.id, content);
   const rendered = renderMarkdown(content, mentionData);
   const { addressee } = resolved;
-  const recipients = await query(recipientDetails, [resolved.userIds, sender.id]);
+  const recipients = await query(recipientDetails, [
+    resolved.userIds,
+    sender.id,
+    addressee.kind === 'channel' ? addressee.stream.recipientId : null,
+    addressee.kind === 'channel' ? addressee.topic : '',
+  ]);
   const flags = await recipientFlags(sender, addressee, recipients, content, rendered, options);
   if (addressee.kind === 'channel')
     checkWildcardMention(realm, resolved.senderGroups!, rendered, resolved.userIds, flags);
@@ -184,7 +193,24 @@ export async function prepareMessage(
         : [],
     senderRecipientId: resolved.senderRecipientId,
     options,
+    pushRecipients: pushRecipients(recipients, flags, addressee.kind === 'channel'),
   };
+}
+
+/** Who gets a mobile notification and why: recipients with a registered device (the only
+ * ones whose `push` settings were read), other than the sender and those who muted them. */
+function pushRecipients(
+  recipients: RecipientDetails[],
+  flags: Map<number, UserMessageFlag[]>,
+  isChannel: boolean,
+): { userId: number; trigger: string }[] {
+  const notified: { userId: number; trigger: string }[] = [];
+  for (const { id, push, muted } of recipients) {
+    if (!push || muted) continue;
+    const trigger = pushTrigger(flags.get(id) ?? [], push, isChannel);
+    if (trigger) notified.push({ userId: id, trigger });
+  }
+  return notified;
 }
 
 interface Resolved {
@@ -568,6 +594,8 @@ export async function doSendMessage(
       data: { firstMessageId: message.id },
     });
   sendMessageEvents(ctx, prepared, message);
+  if (prepared.pushRecipients.length > 0)
+    queuePushNotifications(ctx, message.id, prepared.pushRecipients);
   const automaticPolicy =
     addressee.kind === 'channel'
       ? await doAutoFollowOnSend(
@@ -641,14 +669,33 @@ interface RecipientDetails {
   /** Whether they muted the sender. */
   muted: boolean;
   alertWords: string[];
+  /** Push settings, only for recipients other than the sender with a registered device
+   * (computed for nobody else: the subscription and topic lookups cost only them). */
+  push: PushSettings | null;
 }
 
-/** What each recipient's flags and events depend on, for every recipient at once. */
-const recipientDetails = statement<RecipientDetails, [number[], number]>(`
+/** What each recipient's flags and events depend on, for every recipient at once. $3 and $4:
+ * the channel's recipient and the topic (null and '' for direct messages). */
+const recipientDetails = statement<RecipientDetails, [number[], number, number | null, string]>(`
   SELECT u.id, u.role,
     EXISTS (SELECT 1 FROM muted_user mu WHERE mu.user_profile_id = u.id
       AND mu.muted_user_id = $2) AS muted,
-    ARRAY(SELECT aw.word FROM alert_word aw WHERE aw.user_profile_id = u.id) AS "alertWords"
+    ARRAY(SELECT aw.word FROM alert_word aw WHERE aw.user_profile_id = u.id) AS "alertWords",
+    CASE WHEN u.id <> $2 AND NOT u.is_bot
+        AND EXISTS (SELECT 1 FROM push_device_token d WHERE d.user_profile_id = u.id)
+      THEN (SELECT json_build_object(
+          'offline', u.enable_offline_push_notifications,
+          'channelPush', COALESCE(s.push_notifications, u.enable_stream_push_notifications),
+          'wildcardNotify', COALESCE(s.wildcard_mentions_notify, u.wildcard_mentions_notify),
+          'channelMuted', s.is_muted,
+          'topicPolicy', (SELECT ut.visibility_policy FROM user_topic ut
+            WHERE ut.user_profile_id = u.id AND ut.recipient_id = $3::int
+              AND lower(ut.topic_name) = lower($4::text) ORDER BY ut.id DESC LIMIT 1),
+          'followedPush', u.enable_followed_topic_push_notifications,
+          'followedWildcard', u.enable_followed_topic_wildcard_mentions_notify)
+        FROM (SELECT 1) AS one
+        LEFT JOIN subscription s ON s.user_profile_id = u.id AND s.recipient_id = $3::int)
+    END AS push
   FROM user_profile u WHERE u.id = ANY($1::int[])`);
 
 /** Each recipient's flags: read for the sender when sent by a person and for those who muted

@@ -12,6 +12,7 @@ import {
   type ActionContext,
   type Realm,
   type User,
+  SYSTEM_GROUPS,
 } from '@parley/db';
 import type { ZulipEvent } from '@parley/events';
 import { JsonableError, OrganizationOwnerRequiredError } from '@parley/errors';
@@ -32,7 +33,6 @@ import { REALM_PERMISSION_SETTINGS, type RealmPermissionSetting } from '../lib/p
 import { REALM_GROUP_COLUMNS, realmGroupId } from '../lib/realm-state';
 import { isOwner } from '../lib/users';
 import { auditRealmChange } from './audit';
-import { SYSTEM_GROUPS } from './system-groups';
 
 export const MAX_REALM_NAME_LENGTH = 40;
 export const MAX_REALM_DESCRIPTION_LENGTH = 1000;

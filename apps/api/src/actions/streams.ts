@@ -11,6 +11,7 @@ import {
   type Realm,
   type Stream,
   type Tx,
+  SYSTEM_GROUPS,
 } from '@parley/db';
 import {
   ChannelExistsError,
@@ -37,7 +38,6 @@ import {
   streamPostPolicy,
   type StreamGroupSetting,
 } from '../presenters/streams';
-import { SYSTEM_GROUPS } from './system-groups';
 
 export const MAX_NAME_LENGTH = 60;
 export const MAX_DESCRIPTION_LENGTH = 1024;

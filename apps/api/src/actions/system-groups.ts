@@ -3,8 +3,6 @@
 // as a subgroup, so "moderators" includes administrators and owners.
 import { Role, SYSTEM_GROUPS, type RoleValue, type Tx } from '@parley/db';
 
-export { SYSTEM_GROUPS };
-
 const DESCRIPTIONS: Record<string, string> = {
   [SYSTEM_GROUPS.OWNERS]: 'Owners of this organization',
   [SYSTEM_GROUPS.ADMINISTRATORS]: 'Administrators of this organization, including owners',

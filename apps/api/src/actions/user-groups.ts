@@ -10,6 +10,7 @@ import {
   type Realm,
   type Tx,
   type User,
+  SYSTEM_GROUPS,
 } from '@parley/db';
 import { CannotDeactivateGroupInUseError, JsonableError } from '@parley/errors';
 import type { ZulipEvent } from '@parley/events';
@@ -39,7 +40,6 @@ import { usersWhoCanAccess } from '../lib/users';
 import { metadataAudience, subscribersOf } from '../lib/streams';
 import { STREAM_GROUP_SETTINGS } from '../presenters/streams';
 import { announceAudienceChange } from './streams';
-import { SYSTEM_GROUPS } from './system-groups';
 
 /** Zulip's NamedUserGroup.MAX_NAME_LENGTH and INVALID_NAME_PREFIXES. */
 export const MAX_GROUP_NAME_LENGTH = 100;

@@ -12,6 +12,7 @@ import {
   type RoleValue,
   type Tx,
   type User,
+  SYSTEM_GROUPS,
 } from '@parley/db';
 import type { ZulipEvent } from '@parley/events';
 import { getLogger } from '@parley/logger';
@@ -39,7 +40,7 @@ import {
   sendSubscriberActivityEvents,
 } from './subscriptions';
 import { doForgetDrafts } from './drafts';
-import { SYSTEM_GROUPS, systemGroupsForRole } from './system-groups';
+import { systemGroupsForRole } from './system-groups';
 
 // Django's EmailValidator accepts more, but every address it accepts has this shape.
 /** A local part, then a domain Zulip (Django) accepts: dotted, or "localhost". */

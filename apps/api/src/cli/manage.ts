@@ -15,6 +15,16 @@ import {
 } from '@parley/db';
 import { JsonableError } from '@parley/errors';
 import { repoRoot } from '@parley/devservices';
+import {
+  closeQueues,
+  failedJobQueues,
+  FailedJobLookupError,
+  listFailedJobs,
+  QUEUE_NAMES,
+  removeFailedJob,
+  retryFailedJob,
+  type FailedJob,
+} from '@parley/jobs';
 import { checkOrganization, doCreateOrganization } from '../actions/realms';
 import {
   checkCreateUser,
@@ -37,6 +47,9 @@ const realmOption = {
   type: 'string' as const,
   help: 'subdomain of the organization ("" or omitted: the root organization)',
 };
+
+/** Failed jobs listed unless --limit says. */
+const FAILED_JOBS_LIMIT = 20;
 
 const commands: Record<string, Command> = {
   'create-organization': {
@@ -248,7 +261,85 @@ const commands: Record<string, Command> = {
       return { json: { realm_id: realm.id, users: rows }, text: text || '(no users)' };
     },
   },
+  'failed-jobs': {
+    summary: 'List failed background jobs, newest first; --retry or --remove one',
+    options: {
+      queue: { type: 'string', help: `only this queue (${QUEUE_NAMES.join(', ')}); default: all` },
+      limit: { type: 'string', help: `how many to list (default ${FAILED_JOBS_LIMIT})` },
+      retry: { type: 'string', help: 'id of a failed job to put back in its queue, to run now' },
+      remove: { type: 'string', help: 'id of a failed job to delete' },
+    },
+    async run(o) {
+      const queues = await jobLookup(async () =>
+        failedJobQueues(o.queue === undefined ? undefined : str(o.queue)),
+      );
+      if (o.retry !== undefined && o.remove !== undefined)
+        throw new JsonableError('Give --retry or --remove, not both');
+      if (o.retry !== undefined || o.remove !== undefined) {
+        const retry = o.retry !== undefined;
+        const id = str(retry ? o.retry : o.remove);
+        const job = await jobLookup(() =>
+          retry ? retryFailedJob(id, queues) : removeFailedJob(id, queues),
+        );
+        return {
+          json: { [retry ? 'retried' : 'removed']: failedJobJson(job) },
+          text: `${retry ? 'Queued again' : 'Removed'}: ${job.queue} job ${job.id} (${job.name})`,
+        };
+      }
+      const limit = o.limit === undefined ? String(FAILED_JOBS_LIMIT) : str(o.limit);
+      if (!/^\d{1,4}$/.test(limit))
+        throw new JsonableError(`Invalid --limit '${limit}' (a number up to 9999)`);
+      const { counts, jobs } = await listFailedJobs({ queues, limit: Number(limit) });
+      const total = Object.values(counts).reduce((sum, count) => sum + count, 0);
+      const lines = [
+        `Failed jobs: ${Object.entries(counts)
+          .map(([queue, count]) => `${queue} ${count}`)
+          .join(', ')}${total > jobs.length ? ` (newest ${jobs.length} shown)` : ''}`,
+        ...jobs.map(failedJobText),
+      ];
+      return {
+        json: { counts, jobs: jobs.map(failedJobJson) },
+        text: lines.join('\n'),
+      };
+    },
+  },
 };
+
+/** Errors of a queue or job the operator named become the command's error message. */
+async function jobLookup<T>(lookup: () => Promise<T>): Promise<T> {
+  try {
+    return await lookup();
+  } catch (error) {
+    if (error instanceof FailedJobLookupError) throw new JsonableError(error.message);
+    throw error;
+  }
+}
+
+function isoTime(ms: number | null): string | null {
+  return ms === null ? null : new Date(ms).toISOString();
+}
+
+function failedJobJson(job: FailedJob): Record<string, unknown> {
+  return {
+    queue: job.queue,
+    name: job.name,
+    id: job.id,
+    attempts_made: job.attemptsMade,
+    attempts: job.attempts,
+    failed_reason: job.failedReason,
+    finished_time: isoTime(job.finishedOn),
+    created_time: isoTime(job.createdOn),
+    data: job.data,
+  };
+}
+
+function failedJobText(job: FailedJob): string {
+  return [
+    `${job.queue}\t${job.name}\tid ${job.id}\tattempts ${job.attemptsMade}/${job.attempts}\tfailed ${isoTime(job.finishedOn) ?? '?'}`,
+    `    reason: ${job.failedReason}`,
+    `    data: ${JSON.stringify(job.data)}`,
+  ].join('\n');
+}
 
 const SPECIAL_PERMISSIONS: Record<string, 'canCreateUsers' | 'canChangeUserEmails'> = {
   can_create_users: 'canCreateUsers',
@@ -313,8 +404,11 @@ function usage(): string {
 /** With nothing configured, use the services the all-in-one server found (it writes them to
  * .parley/runtime.env), then the local defaults. */
 function loadServiceEnv(): void {
-  const runtimeEnv = join(repoRoot(), '.parley', 'runtime.env');
-  if (!process.env.DATABASE_URL && existsSync(runtimeEnv)) process.loadEnvFile(runtimeEnv);
+  // Only in a checkout: a production image configures DATABASE_URL and has no repository.
+  if (!process.env.DATABASE_URL) {
+    const runtimeEnv = join(repoRoot(), '.parley', 'runtime.env');
+    if (existsSync(runtimeEnv)) process.loadEnvFile(runtimeEnv);
+  }
   process.env.DATABASE_URL ||= 'postgresql://postgres@127.0.0.1:5432/parley';
   process.env.REDIS_URL ||= 'redis://127.0.0.1:6379';
   resetConfig();
@@ -362,7 +456,7 @@ export async function main(argv: string[]): Promise<number> {
     else process.stderr.write(`Error: ${error.message}\n`);
     return 1;
   } finally {
-    await disconnectPrisma();
+    await Promise.all([disconnectPrisma(), closeQueues()]);
   }
 }
 

@@ -30,6 +30,4 @@ export const ABSENT_FEATURE_SECTIONS: Record<string, () => State> = {
   video_calls: () => ({ has_zoom_token: false }),
   // No statuses: Zulip lists only users who set one.
   user_status: () => ({ user_status: {} }),
-  scheduled_messages: () => ({ scheduled_messages: [] }),
-  reminders: () => ({ reminders: [] }),
 };

@@ -22,9 +22,15 @@ import { FIELD_TYPES, loadProfileData } from './profile-fields';
 import { realmEmojiDict } from './realm-emoji';
 import { alertWordsOf } from './alert-words';
 import { newestDraftsOf } from './drafts';
+import {
+  applyScheduledMessagesEvent,
+  remindersOf,
+  scheduledMessagesOf,
+} from './scheduled-messages';
 import { savedSnippetsOf } from './saved-snippets';
 import { presentSavedSnippet } from '../presenters/saved-snippets';
 import { presentDraft } from '../presenters/drafts';
+import { presentReminder, presentScheduledMessage } from '../presenters/scheduled-messages';
 import { mutedUsersOf } from './muted-users';
 import {
   lastUpdateIdOf,
@@ -96,6 +102,8 @@ export const STATE_TYPES = [
   'stop_words',
   'drafts',
   'saved_snippets',
+  'scheduled_messages',
+  'reminders',
   ...Object.keys(ABSENT_FEATURE_SECTIONS),
 ];
 
@@ -270,6 +278,10 @@ export async function fetchInitialState(
       : [];
   if (types.has('saved_snippets'))
     state.saved_snippets = (await savedSnippetsOf(user.id)).map(presentSavedSnippet);
+  // Undelivered ones (failed included), soonest first: one statement each.
+  if (types.has('scheduled_messages'))
+    state.scheduled_messages = (await scheduledMessagesOf(user.id)).map(presentScheduledMessage);
+  if (types.has('reminders')) state.reminders = (await remindersOf(user.id)).map(presentReminder);
   for (const [type, section] of Object.entries(ABSENT_FEATURE_SECTIONS))
     if (types.has(type)) Object.assign(state, section());
   return state;
@@ -427,6 +439,9 @@ export function applyEvent(
       return applyDraftsEvent(state, event);
     case 'saved_snippets':
       return applySavedSnippetsEvent(state, event);
+    case 'scheduled_messages':
+    case 'reminders':
+      return applyScheduledMessagesEvent(state, event);
     default:
       return;
   }

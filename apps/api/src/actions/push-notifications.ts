@@ -1,0 +1,379 @@
+// Mobile push notifications (Zulip's handle_push_notification and its transports). The send
+// path decides who is notified and why (lib/push-notifications.ts pushTrigger) and queues one
+// `push-notifications` job per message after its commit; the job builds each user's APNs and
+// FCM payloads and hands them to the transport PUSH_TRANSPORT names:
+// - `log` (the default): a log line and a row of push_notification_log; nothing is delivered.
+// - `bouncer`: Zulip's push notification service (POST {PUSH_BOUNCER_URL}/api/v1/remotes/
+//   push/notify, HTTP Basic with ZULIP_ORG_ID and ZULIP_ORG_KEY). A 5xx answer or a network
+//   failure fails the job, which BullMQ retries; a 4xx answer is logged and not retried.
+// A user's notification is sent once: a delivered one sets the copy's
+// active_mobile_push_notification flag, and a retry skips such users (and those who read the
+// message meanwhile), as Zulip does.
+import { createHash } from 'node:crypto';
+import { realmUrl } from '@parley/auth';
+import { getConfig } from '@parley/config';
+import {
+  flagBit,
+  getPrisma,
+  Prisma,
+  query,
+  RecipientType,
+  statement,
+  type ActionContext,
+  type Realm,
+  type User,
+} from '@parley/db';
+import { enqueueJob, type JobData } from '@parley/jobs';
+import { getLogger } from '@parley/logger';
+import { activeMemberIds } from '../lib/groups';
+import {
+  postToBouncer,
+  PushRetryLaterError,
+  serverScopedUuid,
+  usesBouncer,
+} from '../lib/push-bouncer';
+import {
+  mentionedGroupIds,
+  mentionsPersonally,
+  messagePayloadApns,
+  messagePayloadGcm,
+  PushTrigger,
+  removedIds,
+  removePayloadApns,
+  removePayloadGcm,
+  type Payload,
+  type PushMessage,
+  type PushOptions,
+} from '../lib/push-notifications';
+import { apiEmailFor, canSeeDeliveryEmail } from '../lib/users';
+import { avatarUrl } from '../presenters/users';
+import { PushDeviceKind } from './push-devices';
+
+/** Queues the message's notifications once the send commits; the job id is the message's,
+ * so queuing it again does nothing. */
+export function queuePushNotifications(
+  ctx: ActionContext,
+  messageId: number,
+  recipients: { userId: number; trigger: string }[],
+): void {
+  ctx.onCommit(() =>
+    enqueueJob('push-notifications', { messageId, recipients }, `push-notifications-${messageId}`),
+  );
+}
+
+/** One user's notification, as a transport gets it. */
+export interface PushDelivery {
+  user: Pick<User, 'id'>;
+  realm: Pick<Realm, 'id'>;
+  /** Null for a removal (its payloads name the messages). */
+  messageId: number | null;
+  apnsPayload: Payload;
+  gcmPayload: Payload;
+  gcmOptions: Payload;
+  appleDevices: string[];
+  androidDevices: string[];
+}
+
+/** The push_notification_log row of the `log` transport. */
+async function logTransport(delivery: PushDelivery): Promise<void> {
+  await getPrisma().pushNotificationLog.create({
+    data: {
+      userId: delivery.user.id,
+      messageId: delivery.messageId,
+      event: String(delivery.gcmPayload.event ?? 'message'),
+      appleDevices: delivery.appleDevices.length,
+      androidDevices: delivery.androidDevices.length,
+      apnsPayload: delivery.apnsPayload as Prisma.InputJsonObject,
+      gcmPayload: delivery.gcmPayload as Prisma.InputJsonObject,
+      gcmOptions: delivery.gcmOptions as Prisma.InputJsonObject,
+    },
+  });
+  getLogger().info('push notification (PUSH_TRANSPORT=log: not delivered)', {
+    user_id: delivery.user.id,
+    message_id: delivery.messageId,
+    apple_devices: delivery.appleDevices.length,
+    android_devices: delivery.androidDevices.length,
+  });
+}
+
+/** Zulip's send_notifications_to_bouncer. */
+async function bouncerTransport(delivery: PushDelivery): Promise<void> {
+  const answer = await postToBouncer('push/notify', {
+    json: {
+      user_uuid: serverScopedUuid('user', delivery.user.id),
+      user_id: delivery.user.id,
+      realm_uuid: serverScopedUuid('realm', delivery.realm.id),
+      apns_payload: delivery.apnsPayload,
+      gcm_payload: delivery.gcmPayload,
+      gcm_options: delivery.gcmOptions,
+      android_devices: delivery.androidDevices,
+      apple_devices: delivery.appleDevices,
+    },
+  });
+  if (answer.status >= 400) {
+    getLogger().warn('push bouncer refused a notification (not retried)', {
+      user_id: delivery.user.id,
+      message_id: delivery.messageId,
+      status: answer.status,
+      response: answer.text.slice(0, 500),
+    });
+    return;
+  }
+  await forgetDeletedDevices(answer.text);
+  getLogger().info('push notification sent through the bouncer', {
+    user_id: delivery.user.id,
+    message_id: delivery.messageId,
+  });
+}
+
+/** The bouncer names the devices APNs or FCM no longer know: they are removed here too. */
+async function forgetDeletedDevices(responseText: string): Promise<void> {
+  let deleted: { android_devices?: unknown; apple_devices?: unknown } | undefined;
+  try {
+    deleted = (JSON.parse(responseText) as { deleted_devices?: typeof deleted }).deleted_devices;
+  } catch {
+    return;
+  }
+  const tokens = (list: unknown) =>
+    Array.isArray(list) ? list.filter((t): t is string => typeof t === 'string') : [];
+  const android = tokens(deleted?.android_devices);
+  const apple = tokens(deleted?.apple_devices);
+  if (android.length + apple.length === 0) return;
+  getLogger().info('push devices removed as the bouncer asked', {
+    android: android.length,
+    apple: apple.length,
+  });
+  await getPrisma().pushDeviceToken.deleteMany({
+    where: {
+      OR: [
+        { kind: PushDeviceKind.FCM, token: { in: android } },
+        { kind: PushDeviceKind.APNS, token: { in: apple } },
+      ],
+    },
+  });
+}
+
+function transport(): (delivery: PushDelivery) => Promise<void> {
+  return usesBouncer() ? bouncerTransport : logTransport;
+}
+
+const SKIP_FLAGS = flagBit('read') | flagBit('active_mobile_push_notification');
+
+/** The `push-notifications` job: each user's notification, once. Users who read the message
+ * meanwhile, lost their copy or their devices, or were already notified are skipped. Returns
+ * how many users were notified. */
+export async function sendPushNotifications({
+  messageId,
+  recipients,
+}: JobData['push-notifications']): Promise<number> {
+  const prisma = getPrisma();
+  const message = await prisma.message.findUnique({
+    where: { id: messageId },
+    include: { sender: true, recipient: true, realm: true },
+  });
+  if (!message || recipients.length === 0) return 0;
+  const userIds = recipients.map((r) => r.userId);
+  const [users, devices, copies] = await Promise.all([
+    prisma.user.findMany({ where: { id: { in: userIds }, isActive: true, isBot: false } }),
+    prisma.pushDeviceToken.findMany({ where: { userId: { in: userIds } }, orderBy: { id: 'asc' } }),
+    prisma.userMessage.findMany({ where: { messageId, userId: { in: userIds } } }),
+  ]);
+  const copyFlags = new Map(copies.map((c) => [c.userId, c.flags]));
+  const pending = users.filter((user) => {
+    const flags = copyFlags.get(user.id);
+    return flags !== undefined && (flags & SKIP_FLAGS) === 0n;
+  });
+  if (pending.length === 0) return 0;
+
+  const { realm, sender } = message;
+  const base = await pushMessageBase(message.recipient.type, message.recipient.typeId, message);
+  const groups = await mentionedGroups(message.renderedContent ?? '');
+  const options: PushOptions = {
+    server: getConfig().EXTERNAL_HOST,
+    redactContent: getConfig().PUSH_NOTIFICATION_REDACT_CONTENT,
+  };
+  const pushRealm = { id: realm.id, name: realm.name, url: realmUrl(realm) };
+  const triggers = new Map(recipients.map((r) => [r.userId, r.trigger]));
+  const send = transport();
+  let notified = 0;
+  let retry: unknown = null;
+  for (const user of pending) {
+    const own = devices.filter((d) => d.userId === user.id);
+    if (own.length === 0) continue;
+    const trigger = triggers.get(user.id)!;
+    const visible = canSeeDeliveryEmail(user, sender);
+    const pushMessage: PushMessage = {
+      ...base,
+      sender: {
+        id: sender.id,
+        fullName: sender.fullName,
+        email: apiEmailFor(user, sender, realm),
+        avatarUrl: avatarUrl(sender, visible, realm),
+      },
+    };
+    const recipient = {
+      id: user.id,
+      realm: pushRealm,
+      trigger,
+      mentionedGroup:
+        trigger === PushTrigger.MENTION &&
+        !mentionsPersonally(message.renderedContent ?? '', user.id)
+          ? smallestGroupOf(user.id, groups)
+          : null,
+    };
+    const [gcmPayload, gcmOptions] = messagePayloadGcm(pushMessage, recipient, options);
+    try {
+      await send({
+        user,
+        realm,
+        messageId,
+        apnsPayload: messagePayloadApns(pushMessage, recipient, options),
+        gcmPayload,
+        gcmOptions,
+        appleDevices: own.filter((d) => d.kind === PushDeviceKind.APNS).map((d) => d.token),
+        androidDevices: own.filter((d) => d.kind === PushDeviceKind.FCM).map((d) => d.token),
+      });
+    } catch (error) {
+      // The others are still tried; the job fails afterwards and its retry skips the
+      // users notified now.
+      retry = error;
+      continue;
+    }
+    await prisma.$executeRaw`
+      UPDATE user_message SET flags = flags | ${flagBit('active_mobile_push_notification')}
+      WHERE user_profile_id = ${user.id} AND message_id = ${messageId}`;
+    notified += 1;
+  }
+  if (retry) throw retry instanceof Error ? retry : new PushRetryLaterError(String(retry));
+  return notified;
+}
+
+/** The parts of a notification that do not depend on who gets it. */
+async function pushMessageBase(
+  recipientType: number,
+  typeId: number,
+  message: { id: number; dateSent: Date; renderedContent: string | null; subject: string },
+): Promise<Omit<PushMessage, 'sender'>> {
+  const prisma = getPrisma();
+  let channel: PushMessage['channel'] = null;
+  let groupParticipants: PushMessage['groupParticipants'] = null;
+  if (recipientType === RecipientType.STREAM) {
+    const stream = await prisma.stream.findUniqueOrThrow({ where: { id: typeId } });
+    channel = { id: stream.id, name: stream.name, topic: message.subject };
+  } else if (recipientType === RecipientType.DIRECT_MESSAGE_GROUP) {
+    const group = await prisma.directMessageGroup.findUniqueOrThrow({ where: { id: typeId } });
+    const members = await prisma.subscription.findMany({
+      where: { recipientId: group.recipientId! },
+      include: { user: true },
+    });
+    if (members.length > 2)
+      groupParticipants = members.map((m) => ({ id: m.user.id, fullName: m.user.fullName }));
+  }
+  return {
+    id: message.id,
+    dateSent: message.dateSent,
+    renderedContent: message.renderedContent ?? '',
+    channel,
+    groupParticipants,
+  };
+}
+
+interface MentionedGroup {
+  id: number;
+  name: string;
+  members: Set<number>;
+}
+
+/** The user groups the message mentions, with their active members. */
+async function mentionedGroups(renderedContent: string): Promise<MentionedGroup[]> {
+  const ids = mentionedGroupIds(renderedContent);
+  if (ids.length === 0) return [];
+  const rows = await getPrisma().userGroup.findMany({ where: { id: { in: ids } } });
+  return Promise.all(
+    rows.map(async (row) => ({
+      id: row.id,
+      name: row.name ?? '',
+      members: new Set(await activeMemberIds([row.id])),
+    })),
+  );
+}
+
+/** The smallest mentioned group the user is in (Zulip's get_user_group_mentions_data). */
+function smallestGroupOf(
+  userId: number,
+  groups: MentionedGroup[],
+): { id: number; name: string } | null {
+  let best: MentionedGroup | null = null;
+  for (const group of groups)
+    if (group.members.has(userId) && (!best || group.members.size < best.members.size))
+      best = group;
+  return best ? { id: best.id, name: best.name } : null;
+}
+
+const ACTIVE_PUSH = flagBit('active_mobile_push_notification');
+
+const clearActivePush = statement<{ messageId: number }, [number, number[]]>(`
+  UPDATE user_message SET flags = flags & ~${ACTIVE_PUSH}::bigint
+  WHERE user_profile_id = $1 AND message_id = ANY($2::int[])
+    AND (flags & ${ACTIVE_PUSH}::bigint) <> 0
+  RETURNING message_id AS "messageId"`);
+
+/** Zulip's do_clear_mobile_push_notifications_for_ids: among `messageIds`, the user's copies
+ * with a notification showing lose the flag, and once committed a job tells the devices to
+ * remove those notifications. One statement; call it in the transaction that marks the
+ * messages read, or before deleting them. */
+export async function doClearMobilePushNotifications(
+  ctx: ActionContext,
+  userId: number,
+  messageIds: number[],
+): Promise<void> {
+  if (messageIds.length === 0) return;
+  const rows = await query(clearActivePush, [userId, messageIds]);
+  if (rows.length === 0) return;
+  const ids = rows.map((row) => row.messageId).sort((a, b) => a - b);
+  const digest = createHash('sha1').update(ids.join(',')).digest('hex').slice(0, 16);
+  ctx.onCommit(() =>
+    enqueueJob(
+      'push-notification-removal',
+      { userId, messageIds: ids },
+      `push-notification-removal-${userId}-${digest}`,
+    ),
+  );
+}
+
+/** The `push-notification-removal` job (Zulip's handle_remove_push_notification): the
+ * messages are treated as opaque ids, since they may be gone. */
+export async function sendPushNotificationRemoval({
+  userId,
+  messageIds,
+}: JobData['push-notification-removal']): Promise<void> {
+  const prisma = getPrisma();
+  const user = await prisma.user.findUnique({ where: { id: userId }, include: { realm: true } });
+  if (!user || messageIds.length === 0) return;
+  const devices = await prisma.pushDeviceToken.findMany({
+    where: { userId },
+    orderBy: { id: 'asc' },
+  });
+  if (devices.length === 0) return;
+  const config = getConfig();
+  const options: PushOptions = {
+    server: config.EXTERNAL_HOST,
+    redactContent: config.PUSH_NOTIFICATION_REDACT_CONTENT,
+  };
+  const recipient = {
+    id: user.id,
+    realm: { id: user.realm.id, name: user.realm.name, url: realmUrl(user.realm) },
+  };
+  const ids = removedIds(messageIds);
+  const [gcmPayload, gcmOptions] = removePayloadGcm(recipient, ids, options);
+  await transport()({
+    user,
+    realm: user.realm,
+    messageId: null,
+    apnsPayload: removePayloadApns(recipient, ids, options),
+    gcmPayload,
+    gcmOptions,
+    appleDevices: devices.filter((d) => d.kind === PushDeviceKind.APNS).map((d) => d.token),
+    androidDevices: devices.filter((d) => d.kind === PushDeviceKind.FCM).map((d) => d.token),
+  });
+}

@@ -1,0 +1,56 @@
+// Push-device registration (spec 4.14): POST and DELETE /users/me/apns_device_token and
+// /users/me/android_gcm_reg_id. Bots are refused, as Zulip's human_users_only does.
+import { Router } from 'express';
+import { userEndpoint } from '@parley/auth';
+import { runAction } from '@parley/db';
+import { defineRoute, p } from '@parley/http';
+import {
+  checkAppId,
+  checkPushToken,
+  doAddPushDevice,
+  doRemovePushDevice,
+  PushDeviceKind,
+} from '../actions/push-devices';
+
+export const pushDeviceRoutes = Router();
+
+defineRoute(pushDeviceRoutes, '/users/me/apns_device_token', {
+  POST: userEndpoint(
+    { humansOnly: true, params: { token: p.string(), appid: p.string() } },
+    async ({ user, params }) => {
+      checkAppId(params.appid);
+      checkPushToken(params.token, PushDeviceKind.APNS);
+      await runAction((ctx) =>
+        doAddPushDevice(ctx, user, PushDeviceKind.APNS, params.token, params.appid),
+      );
+      return {};
+    },
+  ),
+  DELETE: userEndpoint(
+    { humansOnly: true, params: { token: p.string() } },
+    async ({ user, params }) => {
+      checkPushToken(params.token, PushDeviceKind.APNS);
+      await runAction((ctx) => doRemovePushDevice(ctx, user, PushDeviceKind.APNS, params.token));
+      return {};
+    },
+  ),
+});
+
+defineRoute(pushDeviceRoutes, '/users/me/android_gcm_reg_id', {
+  POST: userEndpoint(
+    { humansOnly: true, params: { token: p.string() } },
+    async ({ user, params }) => {
+      checkPushToken(params.token, PushDeviceKind.FCM);
+      await runAction((ctx) => doAddPushDevice(ctx, user, PushDeviceKind.FCM, params.token, null));
+      return {};
+    },
+  ),
+  DELETE: userEndpoint(
+    { humansOnly: true, params: { token: p.string() } },
+    async ({ user, params }) => {
+      checkPushToken(params.token, PushDeviceKind.FCM);
+      await runAction((ctx) => doRemovePushDevice(ctx, user, PushDeviceKind.FCM, params.token));
+      return {};
+    },
+  ),
+});
