@@ -15,8 +15,9 @@ let service: EventsService;
 
 beforeAll(async () => {
   initMetrics('api');
+  // No heartbeat during the test: the parked poll must be answered by the event it waits for.
   service = await startEventsService({
-    heartbeatSeconds: 1,
+    heartbeatSeconds: 300,
     heartbeatJitterSeconds: 0,
     leaseMs: 1000,
   });
