@@ -59,7 +59,7 @@ async function longPoll(
   closed: (onClose: () => void) => void = () => undefined,
 ): Promise<QueuedEvent[] | null> {
   const { poller, store, meta, userId: owner } = setupResult;
-  const parked = poller.park(meta, closed);
+  const parked = poller.park(meta, closed, lastEventId);
   const polled = await store.poll(meta.queueId, owner, lastEventId, 60_000);
   if (!polled.ok) throw new Error(polled.error);
   if (polled.events.length > 0) {
@@ -76,6 +76,20 @@ afterAll(() => {
 });
 
 describe('Poller', () => {
+  it('never answers an event up to the poll’s last_event_id, whatever the queue holds', async () => {
+    const ctx = await setup();
+    const { poller, store, meta } = ctx;
+    await deliver(store, meta, 'first');
+    await deliver(store, meta, 'second');
+    // A poll that acknowledged event 1, woken before its own read pruned the queue: the
+    // wake-up's read still holds 0 and 1 (the topology test caught a poll answered with the
+    // event it had just acknowledged).
+    const parked = poller.park(meta, () => undefined, 1);
+    parked.setGeneration(1);
+    await deliver(store, meta, 'third');
+    expect((await parked.answer)!.map((event) => [event.id, event.type])).toEqual([[2, 'third']]);
+  });
+
   it('schedules the heartbeat 45 s plus up to 10 s of jitter after parking', async () => {
     expect((await setup({ heartbeatSeconds: 45, random: () => 0 })).poller.heartbeatDelayMs()).toBe(
       45_000,

@@ -72,6 +72,9 @@ export class Poller {
   park(
     meta: Pick<QueueMeta, 'shard' | 'queueId'>,
     closed: (onClose: () => void) => void,
+    /** The poll's last_event_id: an answer never holds an event up to it, whatever the queue
+     * held when it was read (as Zulip's fetch_events). */
+    lastEventId = -1,
   ): ParkedPoll {
     const { store } = this.options;
     let settled = false;
@@ -98,7 +101,7 @@ export class Poller {
       if (settled) return;
       cleanup();
       try {
-        resolveAnswer(await this.take(meta));
+        resolveAnswer(newerThan(await this.take(meta), lastEventId));
       } catch (error) {
         this.options.log.warn('reading a queue failed', { error });
         resolveAnswer([]);
@@ -109,7 +112,7 @@ export class Poller {
       if (taking) return void (wokenAgain = true);
       taking = true;
       try {
-        const events = await this.take(meta);
+        const events = newerThan(await this.take(meta), lastEventId);
         if (!settled && events.length > 0) {
           cleanup();
           resolveAnswer(events);
@@ -221,4 +224,10 @@ export class Poller {
       else if (generation > waiter.generation) waiter.finish();
     }
   }
+}
+
+function newerThan(events: QueuedEvent[], lastEventId: number): QueuedEvent[] {
+  return events[0] !== undefined && events[0].id <= lastEventId
+    ? events.filter((event) => event.id > lastEventId)
+    : events;
 }

@@ -50,7 +50,11 @@ export function eventsRouter(service: EventsService): Router {
         const queueId = params.queue_id;
         const shard = parseQueueId(queueId, store.shards)?.shard ?? 0;
         // Registered before the queue is read, so no wake-up in between is missed.
-        const parked = poller.park({ shard, queueId }, (onClose) => res.on('close', onClose));
+        const parked = poller.park(
+          { shard, queueId },
+          (onClose) => res.on('close', onClose),
+          params.last_event_id,
+        );
         let polled;
         try {
           polled = await store.poll(

@@ -237,29 +237,34 @@ export class QueueStore {
     return answer!;
   }
 
-  /** take() for many queues in one round trip (the polls one fan-out wakes together): each
-   * queue's events, or the error its script met. */
+  /** take() for many queues (the polls one fan-out wakes together): each queue's events, or
+   * the error its script met. The scripts go out as separate commands, not as one explicit
+   * pipeline: on the events tier's auto-pipelined connection an explicit pipeline is written at
+   * once, ahead of auto-pipelined commands still waiting for an earlier batch, and a TAKE could
+   * then read a queue before the POLL that pruned it (a poll answered with the event it had
+   * just acknowledged). Auto-pipelining still sends them in one round trip. */
   async takeMany(
     metas: Pick<QueueMeta, 'shard' | 'queueId'>[],
   ): Promise<(QueuedEvent[] | Error)[]> {
-    const pipeline = this.redis.pipeline();
     const now = String(Date.now());
-    for (const meta of metas)
-      pipeline.eval(
-        TAKE,
-        3,
-        keys.queueMeta(meta.shard, meta.queueId),
-        keys.queueEvents(meta.shard, meta.queueId),
-        keys.queueExpiry(meta.shard),
-        now,
-        meta.queueId,
-      );
-    const results = (await pipeline.exec()) ?? [];
-    return metas.map((_, index) => {
-      const [error, raw] = results[index] ?? [new Error('no answer'), null];
-      if (error) return error;
-      return (raw as string[]).map((entry) => JSON.parse(entry) as QueuedEvent);
-    });
+    return Promise.all(
+      metas.map((meta) =>
+        (
+          this.redis.eval(
+            TAKE,
+            3,
+            keys.queueMeta(meta.shard, meta.queueId),
+            keys.queueEvents(meta.shard, meta.queueId),
+            keys.queueExpiry(meta.shard),
+            now,
+            meta.queueId,
+          ) as Promise<string[]>
+        ).then(
+          (raw) => raw.map((entry) => JSON.parse(entry) as QueuedEvent),
+          (error: unknown) => (error instanceof Error ? error : new Error(String(error))),
+        ),
+      ),
+    );
   }
 
   /** Sets the queue's expiry deadline (ms), e.g. while a poll is parked on it. */
