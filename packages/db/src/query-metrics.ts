@@ -12,6 +12,11 @@ const queryDuration = histogram(
 
 type QueryFn = (...args: unknown[]) => unknown;
 
+// Children bound to their label once: observing through them skips hashing the labels, which
+// on a statement of a tenth of a millisecond is not free.
+const ok = queryDuration.labels('ok');
+const failed = queryDuration.labels('error');
+
 /** Wraps a new connection's query(): promise-style calls (Prisma's adapter, typed SQL) and
  * callback-style ones are both timed. */
 export function instrumentQueries(client: pg.PoolClient): void {
@@ -20,12 +25,12 @@ export function instrumentQueries(client: pg.PoolClient): void {
   const proto = Object.getPrototypeOf(client) as { query: QueryFn };
   const timed: QueryFn = function (this: unknown, ...args: unknown[]) {
     const original = proto.query;
-    const stop = queryDuration.startTimer();
+    const start = performance.now();
     const last = args.length - 1;
     const callback = args[last];
     if (typeof callback === 'function') {
       args[last] = (error: unknown, ...rest: unknown[]) => {
-        stop({ outcome: error ? 'error' : 'ok' });
+        (error ? failed : ok).observe((performance.now() - start) / 1000);
         return (callback as QueryFn)(error, ...rest);
       };
       return original.apply(this, args);
@@ -33,8 +38,8 @@ export function instrumentQueries(client: pg.PoolClient): void {
     const result = original.apply(this, args);
     if (result instanceof Promise)
       result.then(
-        () => stop({ outcome: 'ok' }),
-        () => stop({ outcome: 'error' }),
+        () => ok.observe((performance.now() - start) / 1000),
+        () => failed.observe((performance.now() - start) / 1000),
       );
     return result;
   };

@@ -102,7 +102,8 @@ const PORT_VARIABLES = {
 } as const;
 
 /** A replica of one tier as a process of its own on a loopback port: node itself with tsx's
- * loader (or, with PARLEY_REPLICA_BUNDLES=<dir>, the production bundle `<dir>/<kind>.cjs`), so
+ * loader (or, with PARLEY_REPLICA_BUNDLES=<dir>, the production bundle `<dir>/<kind>.cjs`; `off`:
+ * the sources, to compare), so
  * SIGTERM and SIGKILL reach the server, not a wrapper. Production settings and
  * quiet logs unless `env` says otherwise; stderr is shown. PARLEY_REPLICA_NODE_ARGS adds node
  * options (profiling a benchmark: `--cpu-prof --cpu-prof-dir=/tmp/prof`). A worker's port is
@@ -116,9 +117,10 @@ export function spawnReplica(
   // The production bundles when asked (the benchmarks measure what production runs), else the
   // sources through tsx.
   const bundles = process.env.PARLEY_REPLICA_BUNDLES;
-  const command = bundles
-    ? ['--enable-source-maps', join(bundles, `${kind}.cjs`)]
-    : ['--import', 'tsx', join(repoRoot(), 'apps', kind, 'src', 'main.ts')];
+  const command =
+    bundles && bundles !== 'off'
+      ? ['--enable-source-maps', join(bundles, `${kind}.cjs`)]
+      : ['--import', 'tsx', join(repoRoot(), 'apps', kind, 'src', 'main.ts')];
   return spawn(process.execPath, [...nodeArgs, ...command], {
     cwd: repoRoot(),
     env: {

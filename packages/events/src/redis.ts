@@ -12,6 +12,25 @@ const commandDuration = histogram(
 
 const HANDSHAKE = new Set(['client', 'info', 'select', 'auth', 'hello']);
 
+/** Children bound to their labels once per command name (observing through them skips
+ * hashing the labels on every command). */
+const byCommand = new Map<
+  string,
+  { ok: { observe(v: number): void }; error: { observe(v: number): void } }
+>();
+
+function observerOf(name: string) {
+  let children = byCommand.get(name);
+  if (!children) {
+    children = {
+      ok: commandDuration.labels(name, 'ok'),
+      error: commandDuration.labels(name, 'error'),
+    };
+    byCommand.set(name, children);
+  }
+  return children;
+}
+
 /** Times every command the connection sends. */
 function instrumentCommands(redis: Redis): void {
   const send = redis.sendCommand.bind(redis);
@@ -19,10 +38,11 @@ function instrumentCommands(redis: Redis): void {
     // ioredis's own handshake on each (re)connection, not the application's work (CLIENT
     // SETINFO even fails on Redis 6 by design).
     if (HANDSHAKE.has(command.name)) return send(command, stream);
-    const stop = commandDuration.startTimer({ command: command.name });
+    const observer = observerOf(command.name);
+    const start = performance.now();
     command.promise.then(
-      () => stop({ outcome: 'ok' }),
-      () => stop({ outcome: 'error' }),
+      () => observer.ok.observe((performance.now() - start) / 1000),
+      () => observer.error.observe((performance.now() - start) / 1000),
     );
     return send(command, stream);
   };
