@@ -9,7 +9,7 @@ import { repoRoot } from '@parley/devservices';
 
 interface Manifest {
   kind: string;
-  metadata: { name: string };
+  metadata: { name: string; labels?: Record<string, string> };
   spec?: Record<string, unknown>;
   data?: Record<string, string>;
 }
@@ -131,6 +131,19 @@ describe('Kubernetes manifests (infra/k8s)', () => {
       ['/', 'parley-api'],
     ]);
     for (const path of paths) expect(services.has(path.backend.service.name)).toBe(true);
+  });
+
+  it('lets the settings and the migration be applied alone, before the tiers (runbook)', () => {
+    const labelled = manifests
+      .filter((m) =>
+        ['parley-config', 'parley-migrate'].includes(
+          (m.metadata as { labels?: Record<string, string> }).labels?.['app.kubernetes.io/name'] ??
+            '',
+        ),
+      )
+      .map((m) => m.kind)
+      .sort();
+    expect(labelled).toEqual(['ConfigMap', 'Job']);
   });
 
   it('sets only settings Parley accepts', () => {

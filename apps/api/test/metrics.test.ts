@@ -48,6 +48,7 @@ describe('GET /metrics', () => {
     const user = await createTestUser(realm);
     const app = createApp();
     expectSuccess(await as(user, host).get(`/users/${user.id}`));
+    expect((await as(user, host).get('/users/2147483000')).status).toBe(400);
     const res = await request(app).get('/metrics');
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toMatch(/^text\/plain/);
@@ -61,6 +62,15 @@ describe('GET /metrics', () => {
       }),
     ).toBeGreaterThanOrEqual(1);
     expect(text).not.toContain(`route="/api/v1/users/${user.id}"`);
+    // An error answer keeps its route's full pattern too (express resets req.baseUrl when an
+    // error leaves the router).
+    expect(
+      sample(text, 'parley_http_request_duration_seconds_count', {
+        method: 'GET',
+        route: '/api/v1/users/:user',
+        status: '400',
+      }),
+    ).toBeGreaterThanOrEqual(1);
     expect(
       sample(text, 'parley_db_query_duration_seconds_count', { outcome: 'ok' }),
     ).toBeGreaterThan(0);

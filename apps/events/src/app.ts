@@ -1,6 +1,6 @@
 // The events tier's Express app, built without listening: /health, /ready and the long-poll
 // routes (GET/DELETE /api/v1/events).
-import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
 import express from 'express';
 import { pingDatabase } from '@parley/db';
 import { pingRedis } from '@parley/events';
@@ -29,6 +29,9 @@ export function readinessChecks(service: EventsService): Record<string, () => Pr
   };
 }
 
+/** This process's replica id in X-Served-By (also in its startup log line). */
+export const SERVED_BY = randomBytes(4).toString('hex');
+
 export function createApp(
   service: EventsService,
   options: { isDraining?: () => boolean } = {},
@@ -39,9 +42,9 @@ export function createApp(
   app.set('etag', false);
   app.set('query parser', 'simple');
   app.use(requestContext());
-  // Which replica answered (process id on its host): behind a load balancer, what an operator
-  // (or the topology test) needs to follow a client's polls across replicas.
-  const servedBy = `${hostname()}:${process.pid}`;
+  // Which replica answered: behind a load balancer, what an operator (or the topology test)
+  // needs to follow a client's polls across replicas. Opaque, so clients learn no host names.
+  const servedBy = SERVED_BY;
   app.use((_req, res, next) => {
     res.setHeader('X-Served-By', servedBy);
     next();

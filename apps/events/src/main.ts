@@ -4,9 +4,9 @@ import { getConfig } from '@parley/config';
 import { disconnectPrisma } from '@parley/db';
 import { disconnectRedis } from '@parley/events';
 import { serve } from '@parley/http';
-import { createLogger, setLogger } from '@parley/logger';
+import { createLogger, getLogger, setLogger } from '@parley/logger';
 import { initMetrics } from '@parley/metrics';
-import { createApp } from './app';
+import { createApp, SERVED_BY } from './app';
 import { startEventsService } from './service';
 
 async function main(): Promise<void> {
@@ -14,6 +14,8 @@ async function main(): Promise<void> {
   setLogger(createLogger({ level: config.LOG_LEVEL, format: config.LOG_FORMAT }));
   initMetrics('events');
   const service = await startEventsService();
+  // Answers carry X-Served-By with this id: it names the replica in the logs.
+  getLogger().info('events replica', { served_by: SERVED_BY });
   let draining = false;
   await serve(createApp(service, { isDraining: () => draining }), {
     name: 'events',

@@ -66,24 +66,29 @@ export function startWorkers({
   sweepIntervalMs = 60_000,
 }: WorkerOptions = {}): JobWorkers {
   const workers = startJobWorkers(JOB_HANDLERS, { concurrency });
+  // The sweep in flight: closing waits for it, so nothing it queues outlives the workers (a
+  // queue connection opened after closeQueues() would keep the process alive).
+  let sweeping: Promise<unknown> = Promise.resolve();
   const sweep = () => {
-    requeueUnsentInvitationEmails().then(
-      (count) => {
-        if (count > 0) getLogger().info('invitation emails queued again', { count });
-      },
-      (error: unknown) => getLogger().warn('invitation email sweep failed', { error }),
-    );
-    // Scheduled messages whose job was lost (a Redis that lost its data, an enqueue lost
-    // between COMMIT and Redis): queued again; a job still known is left as it is.
-    requeueScheduledMessages().catch((error: unknown) =>
-      getLogger().warn('scheduled message sweep failed', { error }),
-    );
-    scheduleRepeatingJob('promote-full-members', {}, FULL_MEMBER_PROMOTION_EVERY_MS).catch(
-      (error: unknown) => getLogger().warn('scheduling full-member promotion failed', { error }),
-    );
-    scheduleRepeatingJob('delete-unclaimed-uploads', {}, UPLOAD_CLEANUP_EVERY_MS).catch(
-      (error: unknown) => getLogger().warn('scheduling the upload clean-up failed', { error }),
-    );
+    sweeping = Promise.all([
+      requeueUnsentInvitationEmails().then(
+        (count) => {
+          if (count > 0) getLogger().info('invitation emails queued again', { count });
+        },
+        (error: unknown) => getLogger().warn('invitation email sweep failed', { error }),
+      ),
+      // Scheduled messages whose job was lost (a Redis that lost its data, an enqueue lost
+      // between COMMIT and Redis): queued again; a job still known is left as it is.
+      requeueScheduledMessages().catch((error: unknown) =>
+        getLogger().warn('scheduled message sweep failed', { error }),
+      ),
+      scheduleRepeatingJob('promote-full-members', {}, FULL_MEMBER_PROMOTION_EVERY_MS).catch(
+        (error: unknown) => getLogger().warn('scheduling full-member promotion failed', { error }),
+      ),
+      scheduleRepeatingJob('delete-unclaimed-uploads', {}, UPLOAD_CLEANUP_EVERY_MS).catch(
+        (error: unknown) => getLogger().warn('scheduling the upload clean-up failed', { error }),
+      ),
+    ]);
   };
   const timer = sweepIntervalMs > 0 ? setInterval(sweep, sweepIntervalMs) : undefined;
   timer?.unref();
@@ -92,6 +97,7 @@ export function startWorkers({
     ready: () => workers.ready(),
     async close() {
       clearInterval(timer);
+      await sweeping;
       await workers.close();
     },
   };

@@ -18,7 +18,9 @@ async function main(): Promise<void> {
   registerJobQueueMetrics();
   // The worker serves nothing else: GET /metrics on a port of its own.
   const metrics = createServer((req, res) => {
-    if (req.method !== 'GET' || req.url !== '/metrics') return void res.writeHead(404).end();
+    // Scraped directly, never through a proxy (see packages/metrics).
+    if (req.method !== 'GET' || req.url !== '/metrics' || req.headers['x-forwarded-for'])
+      return void res.writeHead(404).end();
     registry.metrics().then(
       (text) => res.writeHead(200, { 'Content-Type': registry.contentType }).end(text),
       () => res.writeHead(500).end(),

@@ -30,6 +30,8 @@ declare module 'express-serve-static-core' {
     log: Logger;
     /** Filled in by authentication so the request log line can name them. */
     logContext: Record<string, unknown>;
+    /** The matched route's full pattern (`/api/v1/messages/:message_id`), set by defineRoute. */
+    routePattern?: string;
   }
 }
 
@@ -165,6 +167,12 @@ export function defineRoute(
   { otherMethods = 'refuse' }: { otherMethods?: 'refuse' | 'pass' } = {},
 ): void {
   const route = router.route(path);
+  // The full pattern, noted while the router's mount path is known: an error leaving the
+  // router resets req.baseUrl before the request finishes (metrics label by this).
+  route.all((req, res, next) => {
+    res.locals.routePattern = `${req.baseUrl}${path}`;
+    next();
+  });
   const allowed = Object.keys(handlers);
   for (const [method, handler] of Object.entries(handlers)) {
     route[method.toLowerCase() as 'get'](handler);

@@ -70,8 +70,16 @@ export function httpMetrics(): RequestHandler {
   return (req, res, next) => {
     const stop = httpDuration.startTimer();
     res.on('finish', () => {
+      // defineRoute notes the full pattern when the route matches (res.locals.routePattern);
+      // req.baseUrl is no longer the mount path once an error has left the router.
+      const noted = (res.locals as { routePattern?: unknown }).routePattern;
       const pattern = (req.route as { path?: unknown } | undefined)?.path;
-      const route = typeof pattern === 'string' ? `${req.baseUrl}${pattern}` : 'unmatched';
+      const route =
+        typeof noted === 'string'
+          ? noted
+          : typeof pattern === 'string'
+            ? `${req.baseUrl}${pattern}`
+            : 'unmatched';
       stop({ method: req.method, route, status: String(res.statusCode) });
     });
     next();
