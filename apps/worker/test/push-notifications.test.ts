@@ -435,6 +435,8 @@ describe('the bouncer transport', () => {
   const requests: { url: string; auth: string; type: string; body: Record<string, unknown> }[] = [];
   /** Statuses to answer, by user id, in order (then 200). */
   const answers = new Map<number, number[]>();
+  /** Runs (once) while the bouncer holds a user's next request, before answering it. */
+  const beforeAnswer = new Map<number, () => Promise<void>>();
   const saved: Record<string, string | undefined> = {};
 
   beforeAll(async () => {
@@ -454,20 +456,25 @@ describe('the bouncer transport', () => {
           body,
         });
         const status = answers.get(body.user_id as number)?.shift() ?? 200;
-        res.writeHead(status, { 'content-type': 'application/json' });
-        res.end(
-          JSON.stringify(
-            status === 200
-              ? {
-                  result: 'success',
-                  msg: '',
-                  total_android_devices: 1,
-                  total_apple_devices: 1,
-                  deleted_devices: { android_devices: [], apple_devices: [] },
-                }
-              : { result: 'error', msg: 'nope', code: 'BAD_REQUEST' },
-          ),
-        );
+        const answer = () => {
+          res.writeHead(status, { 'content-type': 'application/json' });
+          res.end(
+            JSON.stringify(
+              status === 200
+                ? {
+                    result: 'success',
+                    msg: '',
+                    total_android_devices: 1,
+                    total_apple_devices: 1,
+                    deleted_devices: { android_devices: [], apple_devices: [] },
+                  }
+                : { result: 'error', msg: 'nope', code: 'BAD_REQUEST' },
+            ),
+          );
+        };
+        const hook = beforeAnswer.get(body.user_id as number);
+        if (hook) hook().then(answer, answer);
+        else answer();
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -501,6 +508,33 @@ describe('the bouncer transport', () => {
         (r.body.gcm_payload as { zulip_message_id?: number } | undefined)?.zulip_message_id ===
           messageId,
     );
+
+  it('removes a notification whose message was read while it was being sent', async () => {
+    beforeAnswer.set(org.other.id, async () => {
+      beforeAnswer.delete(org.other.id);
+      // The newest copy is the message being sent: read on another device meanwhile.
+      await prisma().$executeRaw`
+        UPDATE user_message SET flags = flags | ${flagBit('read')}
+        WHERE user_profile_id = ${org.other.id}
+          AND message_id = (SELECT max(message_id) FROM user_message WHERE user_profile_id = ${org.other.id})`;
+    });
+    const id = await dm(org.member, [org.other], 'Read while sending');
+    const removal = await until(async () =>
+      requests.find((r) => {
+        const payload = r.body.gcm_payload as { event?: string; zulip_message_ids?: string };
+        return (
+          r.body.user_id === org.other.id &&
+          payload?.event === 'remove' &&
+          String(payload.zulip_message_ids).split(',').includes(String(id))
+        );
+      }),
+    );
+    expect(removal!.url).toBe('/api/v1/remotes/push/notify');
+    const [copy] = await prisma().userMessage.findMany({
+      where: { userId: org.other.id, messageId: id },
+    });
+    expect(copy!.flags & flagBit('active_mobile_push_notification')).toBe(0n);
+  });
 
   it('posts Zulip’s push/notify request with the server’s credentials', async () => {
     const id = await dm(org.member, [org.other], 'Through the bouncer');

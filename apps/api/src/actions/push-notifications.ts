@@ -239,9 +239,13 @@ export async function sendPushNotifications({
       retry = error;
       continue;
     }
-    await prisma.$executeRaw`
+    // Showing now, unless the user read the message while it was being sent: then the read
+    // found no notification to remove, so the removal is queued here.
+    const showing = await prisma.$executeRaw`
       UPDATE user_message SET flags = flags | ${flagBit('active_mobile_push_notification')}
-      WHERE user_profile_id = ${user.id} AND message_id = ${messageId}`;
+      WHERE user_profile_id = ${user.id} AND message_id = ${messageId}
+        AND (flags & ${flagBit('read')}) = 0`;
+    if (showing === 0) await queueRemoval(user.id, [messageId]);
     notified += 1;
   }
   if (retry) throw retry instanceof Error ? retry : new PushRetryLaterError(String(retry));
@@ -331,13 +335,17 @@ export async function doClearMobilePushNotifications(
   const rows = await query(clearActivePush, [userId, messageIds]);
   if (rows.length === 0) return;
   const ids = rows.map((row) => row.messageId).sort((a, b) => a - b);
-  const digest = createHash('sha1').update(ids.join(',')).digest('hex').slice(0, 16);
-  ctx.onCommit(() =>
-    enqueueJob(
-      'push-notification-removal',
-      { userId, messageIds: ids },
-      `push-notification-removal-${userId}-${digest}`,
-    ),
+  ctx.onCommit(() => queueRemoval(userId, ids));
+}
+
+/** The removal job for these notifications of the user (keyed by them: queued twice, sent
+ * once). */
+async function queueRemoval(userId: number, messageIds: number[]): Promise<void> {
+  const digest = createHash('sha1').update(messageIds.join(',')).digest('hex').slice(0, 16);
+  await enqueueJob(
+    'push-notification-removal',
+    { userId, messageIds },
+    `push-notification-removal-${userId}-${digest}`,
   );
 }
 
