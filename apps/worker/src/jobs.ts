@@ -4,6 +4,7 @@
 import { requeueUnsentInvitationEmails, sendInvitationEmail } from '@parley/api/actions/invites';
 import { registerWithBouncer } from '@parley/api/actions/push-devices';
 import {
+  prunePushNotificationLog,
   sendPushNotificationRemoval,
   sendPushNotifications,
 } from '@parley/api/actions/push-notifications';
@@ -41,7 +42,15 @@ export const JOB_HANDLERS: JobHandlers = {
     const deleted = await deleteOldUnclaimedUploads();
     if (deleted > 0) getLogger().info('unclaimed uploads deleted', { count: deleted });
   },
+  'prune-push-log': async () => {
+    const deleted = await prunePushNotificationLog();
+    if (deleted > 0) getLogger().info('push notification log pruned', { count: deleted });
+  },
 };
+
+/** The `log` push transport's rows hold message text: kept a day by default, then pruned
+ * hourly. */
+export const PUSH_LOG_PRUNE_EVERY_MS = 3600_000;
 
 /** Zulip promotes members once a day; hourly keeps a promotion within an hour of its due
  * time at the cost of one indexed query per organization with a waiting period. */
@@ -84,6 +93,9 @@ export function startWorkers({
       ),
       scheduleRepeatingJob('promote-full-members', {}, FULL_MEMBER_PROMOTION_EVERY_MS).catch(
         (error: unknown) => getLogger().warn('scheduling full-member promotion failed', { error }),
+      ),
+      scheduleRepeatingJob('prune-push-log', {}, PUSH_LOG_PRUNE_EVERY_MS).catch((error: unknown) =>
+        getLogger().warn('scheduling the push log pruning failed', { error }),
       ),
       scheduleRepeatingJob('delete-unclaimed-uploads', {}, UPLOAD_CLEANUP_EVERY_MS).catch(
         (error: unknown) => getLogger().warn('scheduling the upload clean-up failed', { error }),

@@ -10,6 +10,7 @@ import { flagBit, getPrisma, runAction, type User } from '@parley/db';
 import { closeQueues, type JobWorkers } from '@parley/jobs';
 import {
   doClearMobilePushNotifications,
+  prunePushNotificationLog,
   sendPushNotifications,
 } from '@parley/api/actions/push-notifications';
 import { as, expectSuccess } from '../../api/test/helpers';
@@ -425,6 +426,22 @@ describe('reading a message', () => {
     const removed = entry.gcmPayload as { event: string; zulip_message_ids: string };
     expect(removed.event).toBe('remove');
     expect(removed.zulip_message_ids.split(',')).toContain(String(second));
+  });
+});
+
+describe('the log transport’s rows', () => {
+  it('are pruned once older than PUSH_LOG_RETENTION_HOURS (they hold message text)', async () => {
+    const id = await dm(org.member, [org.other], 'Kept a day');
+    const entry = await entryFor(id, org.other);
+    await prisma().pushNotificationLog.update({
+      where: { id: entry.id },
+      data: { created: new Date(Date.now() - 25 * 3600_000) },
+    });
+    const fresh = await dm(org.member, [org.other], 'Just sent');
+    await entryFor(fresh, org.other);
+    expect(await prunePushNotificationLog()).toBeGreaterThanOrEqual(1);
+    expect(await prisma().pushNotificationLog.findUnique({ where: { id: entry.id } })).toBeNull();
+    expect(await prisma().pushNotificationLog.count({ where: { messageId: fresh } })).toBe(1);
   });
 });
 

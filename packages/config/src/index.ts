@@ -130,6 +130,8 @@ const schema = z.object({
    * log line and a row of push_notification_log, nothing is delivered); `bouncer` posts them
    * to Zulip's push notification service (PUSH_BOUNCER_URL) as a registered server. */
   PUSH_TRANSPORT: z.enum(['log', 'bouncer']).default('log'),
+  /** How long the `log` transport keeps its rows (they hold the notifications' text). */
+  PUSH_LOG_RETENTION_HOURS: z.coerce.number().int().min(1).max(8760).default(24),
   /** Zulip's ZULIP_SERVICES_URL: the bouncer the `bouncer` transport posts to. */
   PUSH_BOUNCER_URL: z.url({ protocol: /^https?$/ }).default('https://push.zulipchat.com'),
   /** The server's registration with the bouncer (Zulip's zulip_org_id, a UUID, and

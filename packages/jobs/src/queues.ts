@@ -15,6 +15,8 @@ export interface JobData {
   'promote-full-members': Record<string, never>;
   /** Uploads no message links, older than the grace period, are deleted (periodic). */
   'delete-unclaimed-uploads': Record<string, never>;
+  /** Rows of the `log` push transport older than PUSH_LOG_RETENTION_HOURS go (periodic). */
+  'prune-push-log': Record<string, never>;
   /** A scheduled message or reminder, at its time; `version` is the row's version when the
    * job was queued (an edit queues another job; this one then does nothing). */
   'deliver-scheduled-message': { scheduledMessageId: number; version: number };
@@ -32,6 +34,7 @@ export const JOB_QUEUES: Record<JobName, QueueName> = {
   'invitation-email': 'mail',
   'promote-full-members': 'maintenance',
   'delete-unclaimed-uploads': 'maintenance',
+  'prune-push-log': 'maintenance',
   'deliver-scheduled-message': 'scheduled',
   'push-notifications': 'push',
   'push-notification-removal': 'push',

@@ -385,3 +385,19 @@ export async function sendPushNotificationRemoval({
     androidDevices: devices.filter((d) => d.kind === PushDeviceKind.FCM).map((d) => d.token),
   });
 }
+
+/** The `prune-push-log` job: the `log` transport's rows hold message text, so they are kept
+ * only PUSH_LOG_RETENTION_HOURS (a deleted message's text must not live on here). In batches;
+ * returns how many rows went. */
+export async function prunePushNotificationLog(
+  cutoff = new Date(Date.now() - getConfig().PUSH_LOG_RETENTION_HOURS * 3600_000),
+): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const deleted = await getPrisma().$executeRaw`
+      DELETE FROM push_notification_log WHERE id IN (
+        SELECT id FROM push_notification_log WHERE created < ${cutoff} ORDER BY id LIMIT 5000)`;
+    total += deleted;
+    if (deleted < 5000) return total;
+  }
+}
