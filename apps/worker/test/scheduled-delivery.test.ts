@@ -13,7 +13,7 @@ import {
   type JsonAnswer,
 } from '@parley/devservices';
 import { getRedis } from '@parley/events';
-import { closeQueues, type JobWorkers } from '@parley/jobs';
+import { closeQueues, queueFor, type JobWorkers } from '@parley/jobs';
 import {
   deliverScheduledMessage,
   requeueScheduledMessages,
@@ -388,6 +388,41 @@ describe('the sweep', () => {
     await requeueScheduledMessages();
     expect(await messagesWith(content)).toHaveLength(1);
     expect((await messagesWith(content))[0]!.dateSent.getTime()).toBeGreaterThanOrEqual(at * 1000);
+  });
+});
+
+describe('a delivery job that failed for good', () => {
+  it('is replaced by the sweep, and the message is sent once', async () => {
+    const content = unique('Failed once');
+    const at = inSeconds(1);
+    const row = await prisma().scheduledMessage.create({
+      data: {
+        realmId: org.realm.id,
+        senderId: user.id,
+        type: 'stream',
+        streamId: org.general.id,
+        subject: 'sweep',
+        content,
+        renderedContent: `<p>${content}</p>`,
+        scheduledTimestamp: new Date(at * 1000),
+      },
+    });
+    // The row's job, run and failed with its one attempt used up (as after retries while the
+    // database was away): its data names no message, so the handler throws.
+    const queue = queueFor('scheduled');
+    await queue.add(
+      'deliver-scheduled-message',
+      { scheduledMessageId: 'not a number', version: row.version },
+      { jobId: jobKey(row.id, row.version), attempts: 1 },
+    );
+    await until(
+      async () => (await (await queue.getJob(jobKey(row.id, row.version)))?.isFailed()) === true,
+      'the failure',
+    );
+    await until(async () => Date.now() >= at * 1000, 'its time');
+    await requeueScheduledMessages();
+    await until(async () => (await rowOf(row.id)).delivered, 'the delivery');
+    expect(await messagesWith(content)).toHaveLength(1);
   });
 });
 

@@ -9,6 +9,8 @@ export {
   type JobData,
   type JobName,
   type QueueName,
+  removeIfFailed,
+  queueFor,
 } from './queues';
 export { startJobWorkers, type JobHandlers, type JobWorkers } from './worker';
 export { registerJobQueueMetrics } from './metrics';

@@ -71,6 +71,16 @@ export function queueFor(name: QueueName): Queue {
 /** Adds a job under `jobId`: adding the same id again while it is known does nothing, so an
  * enqueue repeated after a crash cannot run the job twice. Call only for committed data
  * (from an action's onCommit). */
+/** Removes the job if it failed for good (its attempts used up), so that adding its id again
+ * queues it afresh: a sweep making good a lost job would otherwise find the failed one and add
+ * nothing. True if it was removed. */
+export async function removeIfFailed(job: JobName, jobId: string): Promise<boolean> {
+  const found = await queueFor(JOB_QUEUES[job]).getJob(jobId);
+  if (!found || !(await found.isFailed())) return false;
+  await found.remove();
+  return true;
+}
+
 export async function enqueueJob<J extends JobName>(
   job: J,
   data: JobData[J],

@@ -15,7 +15,7 @@ import {
   type User,
 } from '@parley/db';
 import { JsonableError, RealmDeactivatedError, UserDeactivatedError } from '@parley/errors';
-import { enqueueJob, type JobData } from '@parley/jobs';
+import { enqueueJob, removeIfFailed, type JobData } from '@parley/jobs';
 import { getLogger } from '@parley/logger';
 import { sendEventOnCommit } from '../lib/events';
 import { accessMessage } from '../lib/messages';
@@ -515,6 +515,13 @@ export async function requeueScheduledMessages({
   limit = 1000,
 }: { horizonMs?: number; limit?: number } = {}): Promise<number> {
   const rows = await query(pendingSoon, [horizonMs / 1000, limit]);
-  for (const row of rows) await enqueueDelivery(row);
+  const now = Date.now();
+  for (const row of rows) {
+    // Overdue and still pending: a job that used up its attempts (e.g. while the database was
+    // away) sits failed under the same id; it is replaced rather than left to stall the row.
+    if (row.scheduledTimestamp.getTime() <= now)
+      await removeIfFailed('deliver-scheduled-message', jobId(row));
+    await enqueueDelivery(row);
+  }
   return rows.length;
 }

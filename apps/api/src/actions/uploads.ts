@@ -158,6 +158,11 @@ export async function doUpdateAttachmentLinks(
   }
   let linked = false;
   if (pathIds.length > 0) {
+    // Held until commit: the upload clean-up (actions/upload-cleanup.ts) cannot delete an
+    // upload this message is linking, and one it already deleted is simply not found here
+    // (instead of a foreign-key failure on the link).
+    await tx.$queryRaw`SELECT id FROM attachment
+      WHERE realm_id = ${sender.realmId} AND path_id = ANY(${pathIds}::text[]) FOR KEY SHARE`;
     const attachments = await tx.attachment.findMany({
       where: { realmId: sender.realmId, pathId: { in: pathIds } },
     });
