@@ -101,6 +101,17 @@ describe('parseConfig', () => {
     ]);
   });
 
+  it('sends the bouncer its key over https only, or to this machine', () => {
+    const base = { DATABASE_URL: 'postgresql://a@b/c', REDIS_URL: 'redis://r' };
+    expect(() => parseConfig({ ...base, PUSH_BOUNCER_URL: 'http://push.example.com' })).toThrow(
+      /PUSH_BOUNCER_URL: must be https/,
+    );
+    expect(
+      parseConfig({ ...base, PUSH_BOUNCER_URL: 'http://127.0.0.1:9000' }).PUSH_BOUNCER_URL,
+    ).toBe('http://127.0.0.1:9000');
+    expect(parseConfig(base).PUSH_BOUNCER_URL).toBe('https://push.zulipchat.com');
+  });
+
   it('checks the email and invitation settings', () => {
     const problems = (env: Record<string, string>) => {
       try {

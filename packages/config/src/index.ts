@@ -199,6 +199,16 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
         (config.ZULIP_ORG_ID !== undefined && config.ZULIP_ORG_KEY !== undefined),
       { message: 'ZULIP_ORG_ID and ZULIP_ORG_KEY are required', path: ['PUSH_TRANSPORT'] },
     )
+    .refine(
+      // The bouncer gets the server's key with every request: cleartext only on this machine.
+      (config) => {
+        const url = new URL(config.PUSH_BOUNCER_URL);
+        return (
+          url.protocol === 'https:' || ['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname)
+        );
+      },
+      { message: 'must be https (http only to this machine)', path: ['PUSH_BOUNCER_URL'] },
+    )
     .refine((config) => config.EMAIL_BACKEND !== 'smtp' || config.SMTP_URL !== undefined, {
       message: 'is required when EMAIL_BACKEND is smtp',
       path: ['SMTP_URL'],
