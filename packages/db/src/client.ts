@@ -26,8 +26,15 @@ export function createPool(databaseUrl: string, poolSize: number): TransactionAw
   // An idle connection the server ends (a restart) is dropped by the pool; without a listener
   // the 'error' event would end the process.
   pool.on('error', (error) => getLogger().warn('idle database connection lost', { error }));
-  // Prisma's queries and typed SQL both go through these connections: timed in one place.
-  pool.on('connect', instrumentQueries);
+  pool.on('connect', (client) => {
+    // A connection checked out between two statements (a transaction awaiting something) that
+    // the server ends (a restart) emits 'error' on its client, and pg-pool listens only on idle
+    // ones: unheard, the event would end the process. The statement in progress or the next
+    // one fails instead, and the request answers 503.
+    client.on('error', (error) => getLogger().warn('database connection lost', { error }));
+    // Prisma's queries and typed SQL both go through these connections: timed in one place.
+    instrumentQueries(client);
+  });
   return pool;
 }
 
