@@ -429,6 +429,27 @@ describe('reading a message', () => {
   });
 });
 
+describe('deleting a message', () => {
+  it('removes its notification from the phones still showing it', async () => {
+    const id = await dm(org.member, [org.other], 'Soon deleted');
+    await entryFor(id, org.other);
+    expectSuccess(await as(org.member, org.host).delete(`/messages/${id}`));
+    const removal = await until(async () =>
+      (
+        await prisma().pushNotificationLog.findMany({
+          where: { userId: org.other.id, event: 'remove' },
+          orderBy: { id: 'desc' },
+        })
+      ).find((row) =>
+        (row.gcmPayload as { zulip_message_ids: string }).zulip_message_ids
+          .split(',')
+          .includes(String(id)),
+      ),
+    );
+    expect(removal!.messageId).toBeNull();
+  });
+});
+
 describe('the log transport’s rows', () => {
   it('are pruned once older than PUSH_LOG_RETENTION_HOURS (they hold message text)', async () => {
     const id = await dm(org.member, [org.other], 'Kept a day');

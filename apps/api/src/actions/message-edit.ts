@@ -38,6 +38,7 @@ import {
 import { streamUpdateEvent } from '../presenters/streams';
 import { checkContent, checkTopic, checkTopicPolicy } from './messages';
 import type { Attachment } from '../lib/attachments';
+import { queuePushRemovalsOnCommit } from './push-notifications';
 import { doUpdateAttachmentLinks } from './uploads';
 
 export const PROPAGATE_MODES = ['change_one', 'change_later', 'change_all'] as const;
@@ -532,9 +533,15 @@ export async function doDeleteMessage(
   stream: Stream | null,
 ): Promise<void> {
   const { tx } = ctx;
-  const holders = (
-    await tx.userMessage.findMany({ where: { messageId: message.id }, select: { userId: true } })
-  ).map((row) => row.userId);
+  const copies = await tx.userMessage.findMany({
+    where: { messageId: message.id },
+    select: { userId: true, flags: true },
+  });
+  const holders = copies.map((row) => row.userId);
+  // Phones still showing its notification remove it (Zulip does on deletion too).
+  const showing = copies
+    .filter((row) => (row.flags & flagBit('active_mobile_push_notification')) !== 0n)
+    .map((row) => row.userId);
   let audience = new Set(holders);
   if (stream) {
     const subscribers = (
@@ -551,6 +558,7 @@ export async function doDeleteMessage(
   audience.add(actor.id);
   const deleted = await tx.message.deleteMany({ where: { id: message.id } });
   if (deleted.count === 0) throw new JsonableError('Message already deleted');
+  queuePushRemovalsOnCommit(ctx, showing, [message.id]);
   sendEventOnCommit(
     ctx,
     {

@@ -338,6 +338,20 @@ export async function doClearMobilePushNotifications(
   ctx.onCommit(() => queueRemoval(userId, ids));
 }
 
+/** After commit, the removal of these messages' notifications from each user's phones (a
+ * deletion: the copies and their flags are gone with the message). */
+export function queuePushRemovalsOnCommit(
+  ctx: Pick<ActionContext, 'onCommit'>,
+  userIds: number[],
+  messageIds: number[],
+): void {
+  if (userIds.length === 0 || messageIds.length === 0) return;
+  const ids = [...messageIds].sort((a, b) => a - b);
+  ctx.onCommit(async () => {
+    for (const userId of userIds) await queueRemoval(userId, ids);
+  });
+}
+
 /** The removal job for these notifications of the user (keyed by them: queued twice, sent
  * once). */
 async function queueRemoval(userId: number, messageIds: number[]): Promise<void> {
