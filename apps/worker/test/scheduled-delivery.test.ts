@@ -92,6 +92,22 @@ const jobKnown = async (id: number, version: number) =>
 const jobCompleted = async (id: number, version: number) =>
   (await getRedis().zscore('bull:scheduled:completed', jobKey(id, version))) !== null;
 
+/** A scheduled message committed without its delivery job (as when the process died between
+ * COMMIT and Redis). */
+const committedButNotQueued = (content: string, at: number) =>
+  prisma().scheduledMessage.create({
+    data: {
+      realmId: org.realm.id,
+      senderId: user.id,
+      type: 'stream',
+      streamId: org.general.id,
+      subject: 'sweep',
+      content,
+      renderedContent: `<p>${content}</p>`,
+      scheduledTimestamp: new Date(at * 1000),
+    },
+  });
+
 const notificationBot = () =>
   prisma().user.findFirstOrThrow({
     where: { realmId: org.realm.id, email: 'notification-bot@zulip.com' },
@@ -369,19 +385,7 @@ describe('the sweep', () => {
   it('queues again a message whose job was lost, without sending it twice', async () => {
     const content = unique('Lost and found');
     const at = inSeconds(1);
-    // Committed, but never queued (as when the process died between COMMIT and Redis).
-    const row = await prisma().scheduledMessage.create({
-      data: {
-        realmId: org.realm.id,
-        senderId: user.id,
-        type: 'stream',
-        streamId: org.general.id,
-        subject: 'sweep',
-        content,
-        renderedContent: `<p>${content}</p>`,
-        scheduledTimestamp: new Date(at * 1000),
-      },
-    });
+    const row = await committedButNotQueued(content, at);
     await requeueScheduledMessages();
     await requeueScheduledMessages();
     await until(async () => (await rowOf(row.id)).delivered, 'the delivery');
@@ -395,18 +399,7 @@ describe('a delivery job that failed for good', () => {
   it('is replaced by the sweep, and the message is sent once', async () => {
     const content = unique('Failed once');
     const at = inSeconds(1);
-    const row = await prisma().scheduledMessage.create({
-      data: {
-        realmId: org.realm.id,
-        senderId: user.id,
-        type: 'stream',
-        streamId: org.general.id,
-        subject: 'sweep',
-        content,
-        renderedContent: `<p>${content}</p>`,
-        scheduledTimestamp: new Date(at * 1000),
-      },
-    });
+    const row = await committedButNotQueued(content, at);
     // The row's job, run and failed with its one attempt used up (as after retries while the
     // database was away): its data names no message, so the handler throws.
     const queue = queueFor('scheduled');
