@@ -7,7 +7,7 @@ import { JsonableError, ResourceNotFoundError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
 import { doAddRealmEmoji, doRemoveRealmEmoji, MAX_EMOJI_FILE_BYTES } from '../actions/realm-emoji';
 import { emojiStorePath, realmEmojiDict } from '../lib/realm-emoji';
-import { uploadFilePath } from '../lib/upload-store';
+import { sendStoredUpload } from '../lib/upload-store';
 import { uploadedFiles, uploadLimits } from './uploads';
 
 export const realmEmojiRoutes = Router();
@@ -49,18 +49,13 @@ defineRoute(realmEmojiRoutes, '/realm/emoji/:emoji_name', {
 /** The emoji images, outside /api/v1. */
 export function emojiImageRoutes(): Router {
   const router = Router();
-  router.get('/user_avatars/:realm_id/emoji/images/:file_name', (req, res) => {
+  router.get('/user_avatars/:realm_id/emoji/images/:file_name', async (req, res) => {
     const { realm_id: realmId, file_name: fileName } = req.params;
-    const file =
-      /^\d+$/.test(realmId) && /^\d+\.(?:png|gif|jpg|webp)$/.test(fileName)
-        ? uploadFilePath(emojiStorePath(Number(realmId), fileName))
-        : null;
-    if (!file) throw new ResourceNotFoundError('File not found');
-    res.sendFile(file, {
-      headers: {
-        'X-Content-Type-Options': 'nosniff',
-        'Cache-Control': 'public, max-age=86400',
-      },
+    if (!/^\d+$/.test(realmId) || !/^\d+\.(?:png|gif|jpg|webp)$/.test(fileName))
+      throw new ResourceNotFoundError('File not found');
+    await sendStoredUpload(res, emojiStorePath(Number(realmId), fileName), {
+      'X-Content-Type-Options': 'nosniff',
+      'Cache-Control': 'public, max-age=86400',
     });
   });
   return router;

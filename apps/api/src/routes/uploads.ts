@@ -22,7 +22,7 @@ import {
   type Attachment,
 } from '../lib/attachments';
 import { presentAttachment } from '../presenters/attachments';
-import { uploadFilePath } from '../lib/upload-store';
+import { sendStoredUpload } from '../lib/upload-store';
 
 export const uploadRoutes = Router();
 
@@ -99,20 +99,15 @@ defineRoute(uploadRoutes, '/user_uploads/:realm_id/*path', {
 const INLINE_TYPES =
   /^(?:image\/(?:png|jpeg|gif|webp|bmp)|audio\/|video\/|application\/pdf$|text\/plain$)/;
 
-function sendUpload(res: Response, attachment: Attachment): void {
-  const file = uploadFilePath(attachment.pathId);
-  if (!file) throw new ResourceNotFoundError('File not found');
+async function sendUpload(res: Response, attachment: Attachment): Promise<void> {
   const type = attachment.contentType ?? 'application/octet-stream';
   const disposition = INLINE_TYPES.test(type) ? 'inline' : 'attachment';
-  res.sendFile(file, {
-    dotfiles: 'allow',
-    headers: {
-      'Content-Type': type,
-      'Content-Disposition': `${disposition}; filename*=UTF-8''${encodeURIComponent(attachment.fileName)}`,
-      'X-Content-Type-Options': 'nosniff',
-      'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'; sandbox",
-      'Cache-Control': 'private, max-age=86400',
-    },
+  await sendStoredUpload(res, attachment.pathId, {
+    'Content-Type': type,
+    'Content-Disposition': `${disposition}; filename*=UTF-8''${encodeURIComponent(attachment.fileName)}`,
+    'X-Content-Type-Options': 'nosniff',
+    'Content-Security-Policy': "default-src 'none'; style-src 'unsafe-inline'; sandbox",
+    'Cache-Control': 'private, max-age=86400',
   });
 }
 
@@ -123,13 +118,13 @@ export function servedUploadRoutes(): Router {
   router.get('/user_uploads/temporary/:token/:filename', async (req, res) => {
     const attachment = await attachmentByTemporaryToken(req.params.token);
     if (!attachment) throw new ResourceNotFoundError('File not found');
-    sendUpload(res, attachment);
+    await sendUpload(res, attachment);
   });
   router.get('/user_uploads/:realm_id/*path', async (req, res) => {
     joinWildcard(req);
     const user = await authenticate(req, res);
     const pathId = `${req.params.realm_id}/${String(req.params.path)}`;
-    sendUpload(res, await accessAttachmentByPath(user, pathId));
+    await sendUpload(res, await accessAttachmentByPath(user, pathId));
   });
   return router;
 }
