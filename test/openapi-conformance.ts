@@ -1,11 +1,18 @@
 // Every JSON answer an integration test receives is checked against Parley's generated OpenAPI
 // description (packages/http/src/openapi.ts): an answer under /api/v1 must come from a
 // documented route and method, and match its response schema (the Zulip envelope: success with
-// `result` and `msg`, errors with `code` too). Violations fail the test file (after-env.ts).
+// `result` and `msg` and the data the route declares, errors with `code` too). Violations fail
+// the test file (after-env.ts).
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import Ajv from 'ajv';
-import { documentedRoutes, openApiDocument } from '@parley/http';
+import {
+  documentedRoutes,
+  openApiDocument,
+  successSchema,
+  type DocumentedRoute,
+} from '@parley/http';
+import type { ValidateFunction } from 'ajv';
 
 /** What the check reads of express's request and response (the root has no express types). */
 interface Request {
@@ -41,8 +48,27 @@ export function checkResponsesAgainstOpenApi(): void {
     }
   ).schemas;
   const ajv = new Ajv({ strict: false, allErrors: false });
+  ajv.addSchema({ $id: 'parley', components: { schemas } });
   const success = ajv.compile(schemas.Success!);
   const error = ajv.compile(schemas.Error!);
+  // Each route's success schema, compiled once (the route's entry is replaced when a test
+  // builds another app, so the key is the entry itself).
+  const compiled = new WeakMap<DocumentedRoute, ValidateFunction>();
+  const routeSchema = (route: DocumentedRoute): ValidateFunction => {
+    let validate = compiled.get(route);
+    if (!validate) {
+      // The components are registered under the id `parley`.
+      const schema = JSON.parse(
+        JSON.stringify(successSchema(route)).replaceAll(
+          '"#/components/schemas/',
+          '"parley#/components/schemas/',
+        ),
+      ) as object;
+      validate = ajv.compile(schema);
+      compiled.set(route, validate);
+    }
+    return validate;
+  };
   const original = proto.json;
   proto.json = function (this: Response, body: unknown) {
     check(this.req, this.statusCode, body);
@@ -64,14 +90,21 @@ export function checkResponsesAgainstOpenApi(): void {
     }
     const pattern = req.route?.path;
     const method = req.method.toLowerCase();
-    const documented = documentedRoutes().some(
-      (route) =>
-        route.path_pattern === pattern &&
-        (route.method === method || (method === 'head' && route.method === 'get')),
+    const route = documentedRoutes().find(
+      (candidate) =>
+        candidate.path_pattern === pattern &&
+        (candidate.method === method || (method === 'head' && candidate.method === 'get')),
     );
-    if (!documented)
+    if (!route) {
       violations.push(
         `${where}: answered by a route the OpenAPI description lacks (${String(pattern)})`,
+      );
+      return;
+    }
+    const validate = routeSchema(route);
+    if (!validate(body))
+      violations.push(
+        `${where}: does not match its documented answer: ${ajv.errorsText(validate.errors)}`,
       );
   }
 }

@@ -1,7 +1,10 @@
 // GET /api/v1/openapi.json: Parley's description generated from its route definitions, and the
 // check that holds every test's answers to it (test/openapi-conformance.ts).
-import express from 'express';
+import express, { Router } from 'express';
 import request from 'supertest';
+import { z } from 'zod';
+import { bodyParsers, defineRoute, documentedRoutes, endpoint } from '@parley/http';
+import { eventsRouter } from '@parley/events-app';
 import { createApp } from '../src/app';
 import { conformanceViolations } from '../../../test/openapi-conformance';
 
@@ -69,6 +72,24 @@ describe('GET /api/v1/openapi.json', () => {
       '5XX',
     ]);
   });
+
+  it('describes the data of every success: each route declares what it answers', () => {
+    // The events tier's routes too (declaring them touches no queue).
+    eventsRouter({ store: {}, poller: {} } as never);
+    const undeclared = documentedRoutes()
+      .filter((route) => !route.response)
+      .map((route) => `${route.method.toUpperCase()} ${route.path_pattern}`);
+    expect(undeclared).toEqual([]);
+    const send = doc.paths['/api/v1/messages']!.post!.responses['200'] as {
+      content: Record<
+        string,
+        { schema: { properties: Record<string, unknown>; required: string[] } }
+      >;
+    };
+    const { schema } = send.content['application/json']!;
+    expect(schema.required).toEqual(['result', 'msg', 'id']);
+    expect(schema.properties.id).toMatchObject({ type: 'integer' });
+  });
 });
 
 describe('the conformance check of test answers', () => {
@@ -90,6 +111,28 @@ describe('the conformance check of test answers', () => {
       expect.stringContaining(
         "GET /api/v1/bad-error → 400: not an error envelope: data must have required property 'code'",
       ),
+    ]);
+  });
+});
+
+describe('the check of a success against its route’s declared data', () => {
+  it('reports a missing, mistyped or undeclared key', async () => {
+    const router = Router();
+    let answer: Record<string, unknown> = {};
+    defineRoute(router, '/declared', {
+      GET: endpoint({ response: z.object({ count: z.int() }) }, () => answer),
+    });
+    const app = express();
+    app.use(bodyParsers(1024));
+    app.use('/api/v1', router);
+    for (const body of [{ count: 2 }, {}, { count: 'two' }, { count: 2, extra: true }]) {
+      answer = body;
+      expect((await request(app).get('/api/v1/declared')).status).toBe(200);
+    }
+    expect(conformanceViolations()).toEqual([
+      expect.stringContaining("must have required property 'count'"),
+      expect.stringContaining('data/count must be integer'),
+      expect.stringContaining('must NOT have additional properties'),
     ]);
   });
 });

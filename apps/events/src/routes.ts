@@ -4,8 +4,14 @@ import { resolveRealm, userEndpoint } from '@parley/auth';
 import { getConfig } from '@parley/config';
 import { Role } from '@parley/db';
 import { BadEventQueueIdError, JsonableError } from '@parley/errors';
-import { parseQueueId, queueOptionsFromParams, queueParams, type QueueMeta } from '@parley/events';
-import { bodyParsers, defineRoute, p } from '@parley/http';
+import {
+  deleteEventsSpec,
+  getEventsSpec,
+  parseQueueId,
+  queueOptionsFromParams,
+  type QueueMeta,
+} from '@parley/events';
+import { bodyParsers, defineRoute } from '@parley/http';
 import type { EventsService } from './service';
 
 export function eventsRouter(service: EventsService): Router {
@@ -23,15 +29,7 @@ export function eventsRouter(service: EventsService): Router {
 
   defineRoute(router, '/events', {
     GET: userEndpoint(
-      {
-        rateLimitScope: 'events',
-        params: {
-          queue_id: p.string({ maxLength: 100 }).optional(),
-          last_event_id: p.int({ min: -1 }).optional(),
-          dont_block: p.bool().default(false),
-          ...queueParams,
-        },
-      },
+      { rateLimitScope: 'events', ...getEventsSpec },
       async ({ user, realm, params, res }) => {
         if (params.queue_id === undefined) {
           // Zulip: without a queue, a non-blocking call registers one with these parameters.
@@ -86,7 +84,7 @@ export function eventsRouter(service: EventsService): Router {
       },
     ),
     DELETE: userEndpoint(
-      { rateLimitScope: 'events', params: { queue_id: p.string({ maxLength: 100 }) } },
+      { rateLimitScope: 'events', ...deleteEventsSpec },
       async ({ user, params }) => {
         const meta = await ownQueue(params.queue_id, user.id);
         await store.delete(meta);

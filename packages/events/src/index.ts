@@ -10,6 +10,7 @@ export {
 export { publishNotification, publishOutboxRows } from './publish';
 export { makeQueueId, parseQueueId } from './queue-id';
 export { queueOptionsFromParams, queueParams, type QueueParamValues } from './queue-params';
+export { deleteEventsSpec, documentEventsEndpoints, getEventsSpec } from './events-endpoints';
 export {
   DEFAULT_QUEUE_LIFESPAN_SECS,
   defaultQueueOptions,

@@ -2,6 +2,7 @@
 // path and the parameters, run the handler, answer with the envelope. Authentication lives in
 // the apps, which wrap this with their own context (see apps/api/src/lib/endpoint.ts).
 import type { Request, RequestHandler, Response } from 'express';
+import type { z } from 'zod';
 import { sendSuccess, type Json } from './envelope';
 import { attachDoc, type RouteAuth } from './openapi';
 import { parseParams, parsePathParams, type ParamShape, type ParamValues } from './params';
@@ -9,6 +10,10 @@ import { parseParams, parsePathParams, type ParamShape, type ParamValues } from 
 export interface EndpointSpec<P extends ParamShape, Q extends ParamShape> {
   path?: P;
   params?: Q;
+  /** What a success carries besides `result` and `msg` (a z.object; `z.object({})` for the
+   * envelope alone): the OpenAPI description publishes it, and the tests hold every answer
+   * to it. */
+  response?: z.ZodType;
 }
 
 export interface EndpointInput<P extends ParamShape, Q extends ParamShape> {
@@ -35,6 +40,6 @@ export function endpoint<P extends ParamShape = NoParams, Q extends ParamShape =
       const data = await handler({ req, res, path, params: values });
       sendSuccess(res, data, ignored);
     },
-    { path: spec.path, params: spec.params, auth },
+    { path: spec.path, params: spec.params, response: spec.response, auth },
   );
 }

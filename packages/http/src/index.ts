@@ -30,6 +30,8 @@ export {
   documentedRoutes,
   openApiDocument,
   openApiPath,
+  recordRoute,
+  successSchema,
   type DocumentedRoute,
   type EndpointDoc,
 } from './openapi';

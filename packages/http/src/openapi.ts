@@ -2,8 +2,8 @@
 // declared with defineRoute and an endpoint() handler records its path, method, parameters
 // (their zod schemas, as JSON Schema) and authentication here; openApiDocument() assembles
 // them. Answers are described by the envelope every endpoint shares (Zulip's `result`, `msg`,
-// `code`); the test suite checks every response of its integration tests against this
-// document (apps/api/test/openapi-conformance.ts).
+// `code`) and, for a success, the data the route declares (`response`); the test suite checks
+// every response of its integration tests against this document (test/openapi-conformance.ts).
 import { z } from 'zod';
 import type { Param, ParamShape } from './params';
 
@@ -13,6 +13,9 @@ export type RouteAuth = 'basic' | 'none';
 export interface EndpointDoc {
   path?: ParamShape;
   params?: ParamShape;
+  /** The success's data, besides the envelope; 'none' for a success answered without a body
+   * (204, as tus answers a DELETE). */
+  response?: z.ZodType | 'none';
   auth: RouteAuth;
 }
 
@@ -50,13 +53,31 @@ export function openApiPath(pattern: string): string {
   return pattern.replace(/:(\w+)/g, '{$1}').replace(/\*(\w+)/g, '{$1}');
 }
 
-function jsonSchema(schema: z.ZodType): Record<string, unknown> {
+function jsonSchema(schema: z.ZodType, io: 'input' | 'output' = 'input'): Record<string, unknown> {
   const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, {
     target: 'draft-2020-12',
-    io: 'input',
+    io,
     unrepresentable: 'any',
   }) as Record<string, unknown>;
   return rest;
+}
+
+/** A success answer of a route: the envelope and, where the route declares it, its data (one
+ * object, so that a data schema closed to unknown keys still admits the envelope's). */
+export function successSchema(route: Pick<EndpointDoc, 'response'>): Record<string, unknown> {
+  if (!route.response) return { $ref: '#/components/schemas/Success' };
+  // No JSON success at all.
+  if (route.response === 'none') return { not: {} };
+  const data = jsonSchema(route.response, 'output') as {
+    properties?: Record<string, unknown>;
+    required?: string[];
+  };
+  return {
+    ...data,
+    type: 'object',
+    properties: { ...ENVELOPE_SUCCESS.properties, ...data.properties },
+    required: [...ENVELOPE_SUCCESS.required, ...(data.required ?? [])],
+  };
 }
 
 /** A parameter as it travels: form values are text; JSON-typed ones are JSON text whose
@@ -145,10 +166,14 @@ export function openApiDocument(info: OpenApiInfo): Record<string, unknown> {
         : {}),
       ...(route.auth === 'basic' ? { security: [{ basicAuth: [] }] } : { security: [] }),
       responses: {
-        '200': {
-          description: 'Success',
-          content: { 'application/json': { schema: { $ref: '#/components/schemas/Success' } } },
-        },
+        ...(route.response === 'none'
+          ? { '204': { description: 'Success, without a body' } }
+          : {
+              '200': {
+                description: 'Success',
+                content: { 'application/json': { schema: successSchema(route) } },
+              },
+            }),
         '4XX': {
           description: 'A client error (Zulip error envelope)',
           content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },

@@ -13,8 +13,13 @@ export const alertWordRoutes = Router();
 const MAX_ALERT_WORD_LENGTH = 100;
 const MAX_WORDS_PER_REQUEST = 1000;
 
+/** Every answer is the user's whole list after the change. */
+const alertWords = z.object({ alert_words: z.array(z.string()) });
+
 defineRoute(alertWordRoutes, '/users/me/alert_words', {
-  GET: userEndpoint({}, async ({ user }) => ({ alert_words: await alertWordsOf(user.id) })),
+  GET: userEndpoint({ response: alertWords }, async ({ user }) => ({
+    alert_words: await alertWordsOf(user.id),
+  })),
   POST: userEndpoint(
     {
       params: {
@@ -22,6 +27,7 @@ defineRoute(alertWordRoutes, '/users/me/alert_words', {
           z.array(z.string().max(MAX_ALERT_WORD_LENGTH)).max(MAX_WORDS_PER_REQUEST),
         ),
       },
+      response: alertWords,
     },
     async ({ user, params }) => ({
       alert_words: await runAction((ctx) => doAddAlertWords(ctx, user, params.alert_words)),
@@ -32,6 +38,7 @@ defineRoute(alertWordRoutes, '/users/me/alert_words', {
       params: {
         alert_words: p.json(z.array(z.string().max(1000)).max(MAX_WORDS_PER_REQUEST)),
       },
+      response: alertWords,
     },
     async ({ user, params }) => ({
       alert_words: await runAction((ctx) => doRemoveAlertWords(ctx, user, params.alert_words)),

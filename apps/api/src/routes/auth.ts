@@ -1,6 +1,7 @@
 // Obtaining API keys: POST /fetch_api_key (password), POST /jwt/fetch_api_key (JSON Web
 // Token), POST /users/me/api_key/regenerate.
 import { Router } from 'express';
+import { z } from 'zod';
 import jwt from 'jsonwebtoken';
 import { runAction, type Realm, type User } from '@parley/db';
 import {
@@ -11,6 +12,7 @@ import {
   UserDeactivatedError,
 } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
+import * as schema from '../presenters/schemas';
 import { doCompleteFirstLogin, doRegenerateApiKey } from '../actions/users';
 import { verifyPassword } from '../lib/credentials';
 import { checkEmail, getLoginUser, getUser } from '../lib/users';
@@ -34,9 +36,11 @@ async function completeLogin(realm: Realm, user: User): Promise<void> {
   await runAction((ctx) => doCompleteFirstLogin(ctx, user));
 }
 
+const apiKeyAnswer = z.object({ api_key: z.string(), email: z.string(), user_id: schema.id });
+
 defineRoute(authRoutes, '/fetch_api_key', {
   POST: realmEndpoint(
-    { params: { username: p.string(), password: p.string() } },
+    { params: { username: p.string(), password: p.string() }, response: apiKeyAnswer },
     async ({ realm, params }) => {
       if (!realm.passwordAuthEnabled) throw new PasswordAuthDisabledError();
       let email: string;
@@ -67,7 +71,10 @@ const DUMMY_HASH =
 
 defineRoute(authRoutes, '/jwt/fetch_api_key', {
   POST: realmEndpoint(
-    { params: { token: p.string().default(''), include_profile: p.bool().default(false) } },
+    {
+      params: { token: p.string().default(''), include_profile: p.bool().default(false) },
+      response: apiKeyAnswer.extend({ user: schema.user.optional() }),
+    },
     async ({ realm, params }) => {
       if (!realm.jwtKey || realm.jwtAlgorithms.length === 0) {
         throw new JsonableError('JWT authentication is not enabled for this organization');
@@ -104,7 +111,7 @@ defineRoute(authRoutes, '/jwt/fetch_api_key', {
 });
 
 defineRoute(authRoutes, '/users/me/api_key/regenerate', {
-  POST: userEndpoint({}, async ({ user }) => {
+  POST: userEndpoint({ response: z.object({ api_key: z.string() }) }, async ({ user }) => {
     const apiKey = await runAction((ctx) => doRegenerateApiKey(ctx, user, user.id));
     return { api_key: apiKey };
   }),

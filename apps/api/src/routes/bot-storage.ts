@@ -5,6 +5,7 @@ import { userEndpoint, type UserEndpointInput } from '@parley/auth';
 import { runAction } from '@parley/db';
 import { ApiParamValidationError, JsonableError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
+import * as schema from '../presenters/schemas';
 import { doRemoveBotStorage, doSetBotStorage } from '../actions/bot-storage';
 import { botStorageEntries } from '../lib/bot-storage';
 
@@ -32,17 +33,26 @@ function requireBot({ user }: Pick<UserEndpointInput<never, never>, 'user'>): vo
 }
 
 defineRoute(botStorageRoutes, '/bot_storage', {
-  GET: userEndpoint({ params: { keys: keysParam } }, async (input) => {
-    requireBot(input);
-    return { storage: await botStorageEntries(input.user.id, input.params.keys ?? null) };
-  }),
-  PUT: userEndpoint({ params: { storage: p.json(z.unknown()) } }, async (input) => {
-    requireBot(input);
-    const storage = checkStorage(input.params.storage);
-    await runAction((ctx) => doSetBotStorage(ctx, input.user, storage));
-    return {};
-  }),
-  DELETE: userEndpoint({ params: { keys: keysParam } }, async (input) => {
+  GET: userEndpoint(
+    {
+      params: { keys: keysParam },
+      response: z.object({ storage: z.record(z.string(), z.string()) }),
+    },
+    async (input) => {
+      requireBot(input);
+      return { storage: await botStorageEntries(input.user.id, input.params.keys ?? null) };
+    },
+  ),
+  PUT: userEndpoint(
+    { params: { storage: p.json(z.unknown()) }, response: schema.empty },
+    async (input) => {
+      requireBot(input);
+      const storage = checkStorage(input.params.storage);
+      await runAction((ctx) => doSetBotStorage(ctx, input.user, storage));
+      return {};
+    },
+  ),
+  DELETE: userEndpoint({ params: { keys: keysParam }, response: schema.empty }, async (input) => {
     requireBot(input);
     const keys = input.params.keys ?? null;
     await runAction((ctx) => doRemoveBotStorage(ctx, input.user, keys));

@@ -1,9 +1,11 @@
 // Bots: POST /bots creates one owned by the caller; GET /bots lists the caller's bots (all of
 // the organization's for administrators, as in Zulip).
 import { Router } from 'express';
+import { z } from 'zod';
 import { Role, runAction } from '@parley/db';
 import { InsufficientPermissionError, JsonableError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
+import * as schema from '../presenters/schemas';
 import { checkBotNameAvailable, checkCreateUser, doCreateUser } from '../actions/users';
 import { userEndpoint } from '@parley/auth';
 import { realmBotDomain } from '@parley/auth';
@@ -18,10 +20,13 @@ export const botRoutes = Router();
 const BotType = { GENERIC: 1, INCOMING_WEBHOOK: 2, OUTGOING_WEBHOOK: 3, EMBEDDED: 4 } as const;
 
 defineRoute(botRoutes, '/bots', {
-  GET: userEndpoint({}, async ({ user, realm }) => {
-    const bots = await getBotsVisibleTo(user, realm);
-    return { bots: bots.map((bot) => presentBot(bot, realm)) };
-  }),
+  GET: userEndpoint(
+    { response: z.object({ bots: z.array(schema.bot) }) },
+    async ({ user, realm }) => {
+      const bots = await getBotsVisibleTo(user, realm);
+      return { bots: bots.map((bot) => presentBot(bot, realm)) };
+    },
+  ),
   POST: userEndpoint(
     {
       humansOnly: true,
@@ -30,6 +35,14 @@ defineRoute(botRoutes, '/bots', {
         short_name: p.string({ maxLength: 60 }),
         bot_type: p.int().default(BotType.GENERIC),
       },
+      response: z.object({
+        user_id: schema.id,
+        api_key: z.string(),
+        avatar_url: z.string(),
+        default_sending_stream: z.string().nullable(),
+        default_events_register_stream: z.string().nullable(),
+        default_all_public_streams: z.boolean(),
+      }),
     },
     async ({ user, realm, params }) => {
       if (isGuest(user)) throw new InsufficientPermissionError();

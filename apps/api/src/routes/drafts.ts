@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { userEndpoint } from '@parley/auth';
 import { runAction } from '@parley/db';
 import { defineRoute, p } from '@parley/http';
+import * as schema from '../presenters/schemas';
 import {
   checkDraft,
   checkEditDraft,
@@ -30,13 +31,16 @@ const draftSchema = z.strictObject({
 });
 
 defineRoute(draftRoutes, '/drafts', {
-  GET: userEndpoint({}, async ({ user }) => {
-    checkDraftsSynchronized(user);
-    const drafts = (await draftsOf(user.id)).map(presentDraft);
-    return { count: drafts.length, drafts };
-  }),
+  GET: userEndpoint(
+    { response: z.object({ count: z.int(), drafts: z.array(schema.draft) }) },
+    async ({ user }) => {
+      checkDraftsSynchronized(user);
+      const drafts = (await draftsOf(user.id)).map(presentDraft);
+      return { count: drafts.length, drafts };
+    },
+  ),
   POST: userEndpoint(
-    { params: { drafts: p.json(z.array(draftSchema)) } },
+    { params: { drafts: p.json(z.array(draftSchema)) }, response: z.object({ ids: schema.ids }) },
     async ({ user, realm, params }) => {
       checkDraftsSynchronized(user);
       const now = Date.now();
@@ -51,14 +55,14 @@ const draftPath = { draft_id: p.int() };
 
 defineRoute(draftRoutes, '/drafts/:draft_id', {
   PATCH: userEndpoint(
-    { path: draftPath, params: { draft: p.json(draftSchema) } },
+    { path: draftPath, params: { draft: p.json(draftSchema) }, response: schema.empty },
     async ({ user, realm, path, params }) => {
       checkDraftsSynchronized(user);
       await runAction((ctx) => checkEditDraft(ctx, user, realm, path.draft_id, params.draft));
       return {};
     },
   ),
-  DELETE: userEndpoint({ path: draftPath }, async ({ user, path }) => {
+  DELETE: userEndpoint({ path: draftPath, response: schema.empty }, async ({ user, path }) => {
     checkDraftsSynchronized(user);
     await runAction((ctx) => doDeleteDraft(ctx, user, path.draft_id));
     return {};

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { userEndpoint } from '@parley/auth';
 import { runAction } from '@parley/db';
 import { defineRoute, p } from '@parley/http';
+import * as schema from '../presenters/schemas';
 import {
   checkFlag,
   doMarkAllAsRead,
@@ -33,7 +34,13 @@ const messageIds = p.json(
 
 defineRoute(flagRoutes, '/messages/flags', {
   POST: userEndpoint(
-    { params: { messages: messageIds, op: p.enum(['add', 'remove']), flag: p.string() } },
+    {
+      params: { messages: messageIds, op: p.enum(['add', 'remove']), flag: p.string() },
+      response: z.object({
+        messages: schema.ids,
+        ignored_because_not_subscribed_channels: schema.ids.optional(),
+      }),
+    },
     async ({ user, realm, params }) => {
       const flag = checkFlag(params.flag);
       const result = await runAction((ctx) =>
@@ -61,6 +68,15 @@ defineRoute(flagRoutes, '/messages/flags/narrow', {
         op: p.enum(['add', 'remove']),
         flag: p.string(),
       },
+      response: z.object({
+        processed_count: z.int(),
+        updated_count: z.int(),
+        first_processed_id: schema.id.nullable(),
+        last_processed_id: schema.id.nullable(),
+        found_oldest: z.boolean(),
+        found_newest: z.boolean(),
+        ignored_because_not_subscribed_channels: schema.ids.optional(),
+      }),
     },
     async ({ user, realm, params }) => {
       const flag = checkFlag(params.flag);
@@ -97,7 +113,7 @@ defineRoute(flagRoutes, '/messages/flags/narrow', {
 });
 
 defineRoute(flagRoutes, '/mark_all_as_read', {
-  POST: userEndpoint({}, async ({ user, realm }) => {
+  POST: userEndpoint({ response: z.object({ complete: z.boolean() }) }, async ({ user, realm }) => {
     await runAction((ctx) => doMarkAllAsRead(ctx, user, realm));
     return { complete: true };
   }),
@@ -105,7 +121,7 @@ defineRoute(flagRoutes, '/mark_all_as_read', {
 
 defineRoute(flagRoutes, '/mark_stream_as_read', {
   POST: userEndpoint(
-    { params: { stream_id: p.int({ min: 1 }) } },
+    { params: { stream_id: p.int({ min: 1 }) }, response: schema.empty },
     async ({ user, realm, params }) => {
       await runAction((ctx) => doMarkChannelAsRead(ctx, user, realm, params.stream_id));
       return {};
@@ -115,7 +131,10 @@ defineRoute(flagRoutes, '/mark_stream_as_read', {
 
 defineRoute(flagRoutes, '/mark_topic_as_read', {
   POST: userEndpoint(
-    { params: { stream_id: p.int({ min: 1 }), topic_name: p.string({ maxLength: 60 }) } },
+    {
+      params: { stream_id: p.int({ min: 1 }), topic_name: p.string({ maxLength: 60 }) },
+      response: schema.empty,
+    },
     async ({ user, realm, params }) => {
       const topic = params.topic_name === EMPTY_TOPIC_DISPLAY_NAME ? '' : params.topic_name;
       await runAction((ctx) =>

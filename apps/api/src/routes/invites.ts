@@ -9,6 +9,7 @@ import { getConfig } from '@parley/config';
 import { runAction } from '@parley/db';
 import { InvitationError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
+import * as schema from '../presenters/schemas';
 import {
   checkCreateMultiuseInvite,
   checkInviteUsers,
@@ -40,30 +41,44 @@ const keyParam = p.string({ maxLength: 40 });
 // 'confirm' for an id. The key travels in the body, never the URL: access logs (Parley's and
 // nginx's) record URLs, and a key there would let anyone reading them take the account.
 defineRoute(inviteRoutes, '/invites/confirm', {
-  POST: realmEndpoint({ params: { key: keyParam } }, async ({ realm, params }) => {
-    const confirmed = await accessConfirmationKey(realm, params.key);
-    const base = {
-      realm_name: realm.name,
-      realm_url: realmUrl(realm),
-      password_required: realm.passwordAuthEnabled,
-    };
-    if (confirmed.kind === 'multiuse')
+  POST: realmEndpoint(
+    {
+      params: { key: keyParam },
+      response: z.object({
+        realm_name: z.string(),
+        realm_url: z.string(),
+        password_required: z.boolean(),
+        is_multiuse: z.boolean(),
+        email: z.string().nullable(),
+        full_name: z.string().nullable(),
+        invited_as: z.int(),
+      }),
+    },
+    async ({ realm, params }) => {
+      const confirmed = await accessConfirmationKey(realm, params.key);
+      const base = {
+        realm_name: realm.name,
+        realm_url: realmUrl(realm),
+        password_required: realm.passwordAuthEnabled,
+      };
+      if (confirmed.kind === 'multiuse')
+        return {
+          ...base,
+          is_multiuse: true,
+          email: null,
+          full_name: null,
+          invited_as: confirmed.invite.invitedAs,
+        };
       return {
         ...base,
-        is_multiuse: true,
-        email: null,
+        is_multiuse: false,
+        email: confirmed.prereg.email,
+        // Invitations do not carry a name: the new user chooses it.
         full_name: null,
-        invited_as: confirmed.invite.invitedAs,
+        invited_as: confirmed.prereg.invitedAs,
       };
-    return {
-      ...base,
-      is_multiuse: false,
-      email: confirmed.prereg.email,
-      // Invitations do not carry a name: the new user chooses it.
-      full_name: null,
-      invited_as: confirmed.prereg.invitedAs,
-    };
-  }),
+    },
+  ),
 });
 
 // Channel ids are checked one by one against the organization (Zulip's "Invalid channel ID"
@@ -113,16 +128,19 @@ const SOME_SKIPPED =
   "Some of those addresses are already using Zulip, so we didn't send them an invitation. We did send invitations to everyone else!";
 
 defineRoute(inviteRoutes, '/invites', {
-  GET: userEndpoint({}, async ({ realm, user }) => {
-    requireMemberOrAdmin(user);
-    const { invites, multiuse } = await invitesControlledBy(realm, user);
-    return {
-      invites: [
-        ...invites.map(presentInvite),
-        ...multiuse.map((invite) => presentMultiuseInvite(realm, invite)),
-      ],
-    };
-  }),
+  GET: userEndpoint(
+    { response: z.object({ invites: z.array(schema.invite) }) },
+    async ({ realm, user }) => {
+      requireMemberOrAdmin(user);
+      const { invites, multiuse } = await invitesControlledBy(realm, user);
+      return {
+        invites: [
+          ...invites.map(presentInvite),
+          ...multiuse.map((invite) => presentMultiuseInvite(realm, invite)),
+        ],
+      };
+    },
+  ),
   POST: userEndpoint(
     {
       params: {
@@ -131,6 +149,7 @@ defineRoute(inviteRoutes, '/invites', {
         notify_referrer_on_join: p.bool().default(true),
         ...grantParams,
       },
+      response: schema.empty,
     },
     async ({ realm, user, params }) => {
       const { emails, invite } = await checkInviteUsers(
@@ -151,7 +170,10 @@ defineRoute(inviteRoutes, '/invites', {
 
 defineRoute(inviteRoutes, '/invites/multiuse', {
   POST: userEndpoint(
-    { params: { stream_ids: p.json(ids.nullable()).optional(), ...grantParams } },
+    {
+      params: { stream_ids: p.json(ids.nullable()).optional(), ...grantParams },
+      response: z.object({ invite_link: z.string() }),
+    },
     async ({ realm, user, params }) => {
       const invite = await checkCreateMultiuseInvite(
         realm,
@@ -168,36 +190,45 @@ defineRoute(inviteRoutes, '/invites/multiuse', {
 const invitePath = { invite_id: p.int() };
 
 defineRoute(inviteRoutes, '/invites/multiuse/:invite_id', {
-  DELETE: userEndpoint({ path: invitePath }, async ({ realm, user, path }) => {
-    requireMemberOrAdmin(user);
-    await runAction(async (ctx) => {
-      const invite = await accessMultiuseInviteById(realm, user, path.invite_id, ctx.tx);
-      await doRevokeMultiuseInvite(ctx, realm, invite.id, invite.referredById);
-    });
-    return {};
-  }),
+  DELETE: userEndpoint(
+    { path: invitePath, response: schema.empty },
+    async ({ realm, user, path }) => {
+      requireMemberOrAdmin(user);
+      await runAction(async (ctx) => {
+        const invite = await accessMultiuseInviteById(realm, user, path.invite_id, ctx.tx);
+        await doRevokeMultiuseInvite(ctx, realm, invite.id, invite.referredById);
+      });
+      return {};
+    },
+  ),
 });
 
 defineRoute(inviteRoutes, '/invites/:invite_id', {
-  DELETE: userEndpoint({ path: invitePath }, async ({ realm, user, path }) => {
-    requireMemberOrAdmin(user);
-    await runAction(async (ctx) => {
-      const invite = await accessInviteById(realm, user, path.invite_id, ctx.tx);
-      await doRevokeInvite(ctx, realm, invite);
-    });
-    return {};
-  }),
+  DELETE: userEndpoint(
+    { path: invitePath, response: schema.empty },
+    async ({ realm, user, path }) => {
+      requireMemberOrAdmin(user);
+      await runAction(async (ctx) => {
+        const invite = await accessInviteById(realm, user, path.invite_id, ctx.tx);
+        await doRevokeInvite(ctx, realm, invite);
+      });
+      return {};
+    },
+  ),
 });
 
 defineRoute(inviteRoutes, '/invites/:invite_id/resend', {
-  POST: userEndpoint({ path: invitePath }, async ({ realm, user, path }) => {
-    requireMemberOrAdmin(user);
-    await runAction(async (ctx) => {
-      const invite = await accessInviteById(realm, user, path.invite_id, ctx.tx);
-      await doResendInvite(ctx, realm, invite);
-    });
-    return {};
-  }),
+  POST: userEndpoint(
+    { path: invitePath, response: schema.empty },
+    async ({ realm, user, path }) => {
+      requireMemberOrAdmin(user);
+      await runAction(async (ctx) => {
+        const invite = await accessInviteById(realm, user, path.invite_id, ctx.tx);
+        await doResendInvite(ctx, realm, invite);
+      });
+      return {};
+    },
+  ),
 });
 
 // ---- Sign-up (no authentication; the Host header names the organization) -----------------
@@ -210,6 +241,7 @@ defineRoute(inviteRoutes, '/register_from_invite', {
         full_name: p.string({ maxLength: 1000 }),
         password: p.string({ maxLength: 1000 }).optional(),
       },
+      response: z.object({ api_key: z.string(), email: z.string(), user_id: schema.id }),
     },
     async ({ realm, params }) => {
       const user = await registerFromInvite(realm, params.key, params.full_name, params.password);
@@ -220,7 +252,7 @@ defineRoute(inviteRoutes, '/register_from_invite', {
 
 defineRoute(inviteRoutes, '/join_from_link', {
   POST: realmEndpoint(
-    { params: { key: keyParam, email: p.string({ maxLength: 254 }) } },
+    { params: { key: keyParam, email: p.string({ maxLength: 254 }) }, response: schema.empty },
     async ({ realm, params }) => {
       await runAction((ctx) => doStartSignupFromLink(ctx, realm, params.key, params.email));
       return {};

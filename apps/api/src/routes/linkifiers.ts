@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { userEndpoint } from '@parley/auth';
 import { runAction } from '@parley/db';
 import { defineRoute, p } from '@parley/http';
+import * as schema from '../presenters/schemas';
 import {
   doAddLinkifier,
   doRemoveLinkifier,
@@ -48,13 +49,17 @@ const toInput = (params: LinkifierParams) => ({
 });
 
 defineRoute(linkifierRoutes, '/realm/linkifiers', {
-  GET: userEndpoint({}, async ({ realm }) => ({
-    linkifiers: (await linkifierRows(realm.id)).map(presentLinkifier),
-  })),
+  GET: userEndpoint(
+    { response: z.object({ linkifiers: z.array(schema.linkifier) }) },
+    async ({ realm }) => ({
+      linkifiers: (await linkifierRows(realm.id)).map(presentLinkifier),
+    }),
+  ),
   PATCH: userEndpoint(
     {
       adminOnly: true,
       params: { ordered_linkifier_ids: p.json(z.array(z.number().int()).max(10_000)) },
+      response: schema.empty,
     },
     async ({ user, params }) => {
       await runAction((ctx) => doReorderLinkifiers(ctx, user, params.ordered_linkifier_ids));
@@ -64,23 +69,29 @@ defineRoute(linkifierRoutes, '/realm/linkifiers', {
 });
 
 defineRoute(linkifierRoutes, '/realm/filters', {
-  POST: userEndpoint({ adminOnly: true, params: linkifierParams }, async ({ user, params }) => ({
-    id: await runAction((ctx) => doAddLinkifier(ctx, user, toInput(params))),
-  })),
+  POST: userEndpoint(
+    { adminOnly: true, params: linkifierParams, response: z.object({ id: schema.id }) },
+    async ({ user, params }) => ({
+      id: await runAction((ctx) => doAddLinkifier(ctx, user, toInput(params))),
+    }),
+  ),
 });
 
 const filterPath = { filter_id: p.int({ min: 0 }) };
 
 defineRoute(linkifierRoutes, '/realm/filters/:filter_id', {
   PATCH: userEndpoint(
-    { adminOnly: true, path: filterPath, params: linkifierParams },
+    { adminOnly: true, path: filterPath, params: linkifierParams, response: schema.empty },
     async ({ user, path, params }) => {
       await runAction((ctx) => doUpdateLinkifier(ctx, user, path.filter_id, toInput(params)));
       return {};
     },
   ),
-  DELETE: userEndpoint({ adminOnly: true, path: filterPath }, async ({ user, path }) => {
-    await runAction((ctx) => doRemoveLinkifier(ctx, user, path.filter_id));
-    return {};
-  }),
+  DELETE: userEndpoint(
+    { adminOnly: true, path: filterPath, response: schema.empty },
+    async ({ user, path }) => {
+      await runAction((ctx) => doRemoveLinkifier(ctx, user, path.filter_id));
+      return {};
+    },
+  ),
 });

@@ -6,6 +6,7 @@ import { userEndpoint } from '@parley/auth';
 import { runAction, type User } from '@parley/db';
 import { JsonableError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
+import * as schema from '../presenters/schemas';
 import {
   checkContent,
   checkTopic,
@@ -73,6 +74,15 @@ defineRoute(messageRoutes, '/messages', {
           .optional(),
         allow_empty_topic_name: p.bool().default(false),
       },
+      response: z.object({
+        messages: z.array(schema.message),
+        // "newest" answers Zulip's LARGER_THAN_MAX_MESSAGE_ID (10^16, past the safe integers).
+        anchor: z.number().optional(),
+        found_anchor: z.boolean(),
+        found_oldest: z.boolean(),
+        found_newest: z.boolean(),
+        history_limited: z.boolean(),
+      }),
     },
     async ({ user, realm, params }) =>
       fetchMessages(user, realm, {
@@ -104,6 +114,7 @@ defineRoute(messageRoutes, '/messages', {
         local_id: p.string({ maxLength: 100 }).optional(),
         read_by_sender: p.bool().optional(),
       },
+      response: z.object({ id: schema.id, automatic_new_visibility_policy: z.int().optional() }),
     },
     async ({ req, user, realm, params }) => {
       const content = checkContent(params.content);
@@ -141,7 +152,10 @@ defineRoute(messageRoutes, '/messages', {
 defineRoute(messageRoutes, '/messages/render', {
   // Rendering runs on the event loop: previews are bounded like messages (ten times over).
   POST: userEndpoint(
-    { params: { content: p.string({ maxLength: 100_000 }) } },
+    {
+      params: { content: p.string({ maxLength: 100_000 }) },
+      response: z.object({ rendered: z.string() }),
+    },
     async ({ realm, params }) => ({
       rendered: (await renderContent(realm.id, params.content)).html,
     }),
@@ -166,7 +180,11 @@ async function reactionEmoji(
 
 defineRoute(messageRoutes, '/messages/:message_id/reactions', {
   POST: userEndpoint(
-    { path: messagePath, params: { ...reactionParams, emoji_name: p.string({ maxLength: 100 }) } },
+    {
+      path: messagePath,
+      params: { ...reactionParams, emoji_name: p.string({ maxLength: 100 }) },
+      response: schema.empty,
+    },
     async ({ user, path, params }) => {
       const emoji = await reactionEmoji(user, params, true);
       await runAction(async (ctx) => {
@@ -177,7 +195,7 @@ defineRoute(messageRoutes, '/messages/:message_id/reactions', {
     },
   ),
   DELETE: userEndpoint(
-    { path: messagePath, params: reactionParams },
+    { path: messagePath, params: reactionParams, response: schema.empty },
     async ({ user, path, params }) => {
       if (params.emoji_name === undefined && params.emoji_code === undefined)
         throw new JsonableError(
@@ -195,7 +213,27 @@ defineRoute(messageRoutes, '/messages/:message_id/reactions', {
 
 defineRoute(messageRoutes, '/messages/:message_id/history', {
   GET: userEndpoint(
-    { path: messagePath, params: { allow_empty_topic_name: p.bool().default(false) } },
+    {
+      path: messagePath,
+      params: { allow_empty_topic_name: p.bool().default(false) },
+      response: z.object({
+        message_history: z.array(
+          z.object({
+            user_id: schema.id.nullable(),
+            timestamp: schema.timestamp,
+            topic: z.string(),
+            prev_topic: z.string().optional(),
+            stream: schema.id.optional(),
+            prev_stream: schema.id.optional(),
+            content: z.string(),
+            rendered_content: z.string(),
+            prev_content: z.string().optional(),
+            prev_rendered_content: z.string().optional(),
+            content_html_diff: z.string().optional(),
+          }),
+        ),
+      }),
+    },
     async ({ user, realm, path, params }) => {
       if (realm.editHistoryVisibilityPolicy >= 3)
         throw new JsonableError('Message edit history is disabled in this organization');
@@ -219,6 +257,7 @@ defineRoute(messageRoutes, '/messages/:message_id', {
         apply_markdown: p.bool().default(true),
         allow_empty_topic_name: p.bool().default(false),
       },
+      response: z.object({ message: schema.message, raw_content: z.string() }),
     },
     async ({ user, realm, path, params }) => {
       const flags = await readableMessageFlags(user, path.message_id);
@@ -242,6 +281,7 @@ defineRoute(messageRoutes, '/messages/:message_id', {
         stream_id: p.int({ min: 1 }).optional(),
         propagate_mode: p.enum(PROPAGATE_MODES).default('change_one'),
       },
+      response: z.object({ detached_uploads: z.array(schema.attachment) }),
     },
     async ({ user, realm, path, params }) => {
       const detached = await runAction(async (ctx) => {
@@ -270,11 +310,14 @@ defineRoute(messageRoutes, '/messages/:message_id', {
       };
     },
   ),
-  DELETE: userEndpoint({ path: messagePath }, async ({ user, realm, path }) => {
-    await runAction(async (ctx) => {
-      const { message, stream } = await checkDeleteMessageById(ctx, user, realm, path.message_id);
-      await doDeleteMessage(ctx, user, message, stream);
-    });
-    return {};
-  }),
+  DELETE: userEndpoint(
+    { path: messagePath, response: schema.empty },
+    async ({ user, realm, path }) => {
+      await runAction(async (ctx) => {
+        const { message, stream } = await checkDeleteMessageById(ctx, user, realm, path.message_id);
+        await doDeleteMessage(ctx, user, message, stream);
+      });
+      return {};
+    },
+  ),
 });

@@ -4,6 +4,7 @@ import { userEndpoint } from '@parley/auth';
 import { runAction } from '@parley/db';
 import { JsonableError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
+import * as schema from '../presenters/schemas';
 import { doMuteUser, doUnmuteUser } from '../actions/muted-users';
 import { accessUserById } from '../lib/users';
 
@@ -12,7 +13,7 @@ export const mutedUserRoutes = Router();
 const path = { muted_user_id: p.int({ min: 1 }) };
 
 defineRoute(mutedUserRoutes, '/users/me/muted_users/:muted_user_id', {
-  POST: userEndpoint({ path }, async ({ user, realm, path }) => {
+  POST: userEndpoint({ path, response: schema.empty }, async ({ user, realm, path }) => {
     // Checked first, as in Zulip, before whether the user exists.
     if (path.muted_user_id === user.id) throw new JsonableError('Cannot mute self');
     // Bots and deactivated users can be muted.
@@ -20,7 +21,7 @@ defineRoute(mutedUserRoutes, '/users/me/muted_users/:muted_user_id', {
     await runAction((ctx) => doMuteUser(ctx, realm, user, muted));
     return {};
   }),
-  DELETE: userEndpoint({ path }, async ({ user, path }) => {
+  DELETE: userEndpoint({ path, response: schema.empty }, async ({ user, path }) => {
     const muted = await accessUserById(user, path.muted_user_id);
     await runAction((ctx) => doUnmuteUser(ctx, user, muted));
     return {};

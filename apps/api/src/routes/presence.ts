@@ -21,6 +21,11 @@ import { accessUserByEmail, accessUserById } from '../lib/users';
 
 export const presenceRoutes = Router();
 
+const legacyEntry = z.object({ status: z.string(), timestamp: z.number() });
+/** By user id (modern: active and idle timestamps) or by email (legacy: per client and
+ * aggregated). */
+const presences = z.record(z.string(), z.record(z.string(), z.unknown()));
+
 defineRoute(presenceRoutes, '/users/me/presence', {
   POST: userEndpoint(
     {
@@ -33,6 +38,11 @@ defineRoute(presenceRoutes, '/users/me/presence', {
         last_update_id: p.json(z.number().int().min(-1).max(Number.MAX_SAFE_INTEGER)).optional(),
         history_limit_days: p.json(z.number().int().min(0).max(MAX_HISTORY_LIMIT_DAYS)).optional(),
       },
+      response: z.object({
+        presences: presences.optional(),
+        server_timestamp: z.number().optional(),
+        presence_last_update_id: z.int().optional(),
+      }),
     },
     async ({ user, realm, params }) => {
       if (params.status !== 'active' && params.status !== 'idle')
@@ -55,18 +65,26 @@ defineRoute(presenceRoutes, '/users/me/presence', {
 });
 
 defineRoute(presenceRoutes, '/realm/presence', {
-  GET: userEndpoint({}, async ({ user, realm }) => {
-    const rows = await presenceRowsFor(realm, user, {});
-    return {
-      presences: presentPresences(rows, user, realm, false),
-      server_timestamp: serverTimestamp(),
-    };
-  }),
+  GET: userEndpoint(
+    { response: z.object({ presences, server_timestamp: z.number() }) },
+    async ({ user, realm }) => {
+      const rows = await presenceRowsFor(realm, user, {});
+      return {
+        presences: presentPresences(rows, user, realm, false),
+        server_timestamp: serverTimestamp(),
+      };
+    },
+  ),
 });
 
 defineRoute(presenceRoutes, '/users/:user/presence', {
   GET: userEndpoint(
-    { path: { user: p.string({ maxLength: 254 }) } },
+    {
+      path: { user: p.string({ maxLength: 254 }) },
+      response: z.object({
+        presence: z.object({ website: legacyEntry, aggregated: legacyEntry }),
+      }),
+    },
     async ({ user, realm, path }) => {
       // Only "not found" becomes "No such user": an outage must stay an outage.
       const notFound = (error: unknown) => {

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { userEndpoint } from '@parley/auth';
 import { runAction } from '@parley/db';
 import { defineRoute, p } from '@parley/http';
+import * as schema from '../presenters/schemas';
 import {
   checkProfileData,
   checkRemoveProfileData,
@@ -59,11 +60,18 @@ const toInput = (params: FieldParams): ProfileFieldInput => ({
 });
 
 defineRoute(profileFieldRoutes, '/realm/profile_fields', {
-  GET: userEndpoint({}, async ({ realm }) => ({
-    custom_fields: (await profileFieldRows(realm.id)).map(presentProfileField),
-  })),
+  GET: userEndpoint(
+    { response: z.object({ custom_fields: z.array(schema.profileField) }) },
+    async ({ realm }) => ({
+      custom_fields: (await profileFieldRows(realm.id)).map(presentProfileField),
+    }),
+  ),
   POST: userEndpoint(
-    { adminOnly: true, params: { ...fieldParams, field_type: p.int() } },
+    {
+      adminOnly: true,
+      params: { ...fieldParams, field_type: p.int() },
+      response: z.object({ id: schema.id }),
+    },
     async ({ user, params }) => ({
       id: await runAction((ctx) =>
         doCreateProfileField(ctx, user, params.field_type, toInput(params)),
@@ -74,6 +82,7 @@ defineRoute(profileFieldRoutes, '/realm/profile_fields', {
     {
       adminOnly: true,
       params: { order: p.json(z.array(z.number().int()).max(MAX_ORDER_ENTRIES)) },
+      response: schema.empty,
     },
     async ({ user, params }) => {
       await runAction((ctx) => doReorderProfileFields(ctx, user, params.order));
@@ -86,21 +95,28 @@ const fieldPath = { field_id: p.int({ min: 0 }) };
 
 defineRoute(profileFieldRoutes, '/realm/profile_fields/:field_id', {
   PATCH: userEndpoint(
-    { adminOnly: true, path: fieldPath, params: fieldParams },
+    { adminOnly: true, path: fieldPath, params: fieldParams, response: schema.empty },
     async ({ user, path, params }) => {
       await runAction((ctx) => doUpdateProfileField(ctx, user, path.field_id, toInput(params)));
       return {};
     },
   ),
-  DELETE: userEndpoint({ adminOnly: true, path: fieldPath }, async ({ user, path }) => {
-    await runAction((ctx) => doRemoveProfileField(ctx, user, path.field_id));
-    return {};
-  }),
+  DELETE: userEndpoint(
+    { adminOnly: true, path: fieldPath, response: schema.empty },
+    async ({ user, path }) => {
+      await runAction((ctx) => doRemoveProfileField(ctx, user, path.field_id));
+      return {};
+    },
+  ),
 });
 
 defineRoute(profileFieldRoutes, '/users/me/profile_data', {
   PATCH: userEndpoint(
-    { humansOnly: true, params: { data: p.json(profileDataSchema(false)) } },
+    {
+      humansOnly: true,
+      params: { data: p.json(profileDataSchema(false)) },
+      response: schema.empty,
+    },
     async ({ user, params }) => {
       await runAction(async (ctx) => {
         const changes = await checkProfileData(ctx, user, user, params.data, {
@@ -115,6 +131,7 @@ defineRoute(profileFieldRoutes, '/users/me/profile_data', {
     {
       humansOnly: true,
       params: { data: p.json(z.array(z.number().int()).max(MAX_PROFILE_DATA_ENTRIES)) },
+      response: schema.empty,
     },
     async ({ user, params }) => {
       await runAction(async (ctx) => {

@@ -4,6 +4,7 @@ import { Router } from 'express';
 import { userEndpoint } from '@parley/auth';
 import { runAction } from '@parley/db';
 import { defineRoute, p } from '@parley/http';
+import * as schema from '../presenters/schemas';
 import {
   checkAppId,
   checkPushToken,
@@ -16,7 +17,7 @@ export const pushDeviceRoutes = Router();
 
 defineRoute(pushDeviceRoutes, '/users/me/apns_device_token', {
   POST: userEndpoint(
-    { humansOnly: true, params: { token: p.string(), appid: p.string() } },
+    { humansOnly: true, params: { token: p.string(), appid: p.string() }, response: schema.empty },
     async ({ user, params }) => {
       checkAppId(params.appid);
       checkPushToken(params.token, PushDeviceKind.APNS);
@@ -27,7 +28,7 @@ defineRoute(pushDeviceRoutes, '/users/me/apns_device_token', {
     },
   ),
   DELETE: userEndpoint(
-    { humansOnly: true, params: { token: p.string() } },
+    { humansOnly: true, params: { token: p.string() }, response: schema.empty },
     async ({ user, params }) => {
       checkPushToken(params.token, PushDeviceKind.APNS);
       await runAction((ctx) => doRemovePushDevice(ctx, user, PushDeviceKind.APNS, params.token));
@@ -38,7 +39,7 @@ defineRoute(pushDeviceRoutes, '/users/me/apns_device_token', {
 
 defineRoute(pushDeviceRoutes, '/users/me/android_gcm_reg_id', {
   POST: userEndpoint(
-    { humansOnly: true, params: { token: p.string() } },
+    { humansOnly: true, params: { token: p.string() }, response: schema.empty },
     async ({ user, params }) => {
       checkPushToken(params.token, PushDeviceKind.FCM);
       await runAction((ctx) => doAddPushDevice(ctx, user, PushDeviceKind.FCM, params.token, null));
@@ -46,7 +47,7 @@ defineRoute(pushDeviceRoutes, '/users/me/android_gcm_reg_id', {
     },
   ),
   DELETE: userEndpoint(
-    { humansOnly: true, params: { token: p.string() } },
+    { humansOnly: true, params: { token: p.string() }, response: schema.empty },
     async ({ user, params }) => {
       checkPushToken(params.token, PushDeviceKind.FCM);
       await runAction((ctx) => doRemovePushDevice(ctx, user, PushDeviceKind.FCM, params.token));

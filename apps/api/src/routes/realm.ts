@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { userEndpoint } from '@parley/auth';
 import { runAction } from '@parley/db';
 import { defineRoute, p, type Param } from '@parley/http';
+import * as schema from '../presenters/schemas';
 import { doUpdateRealmSettings, type RealmSettingsRequest } from '../actions/realm-settings';
 import { sendTestWelcomeText } from '../actions/system-bots';
 import type { GroupSettingChange } from '../lib/groups';
@@ -65,7 +66,18 @@ const settingParams = {
 
 defineRoute(realmRoutes, '/realm', {
   PATCH: userEndpoint(
-    { adminOnly: true, params: { ...settingParams, ...groupParams } },
+    {
+      adminOnly: true,
+      params: { ...settingParams, ...groupParams },
+      // Each setting that changed, with its new value (Zulip answers "updated" for text).
+      response: z
+        .object(
+          Object.fromEntries(
+            Object.keys({ ...settingParams, ...groupParams }).map((name) => [name, z.unknown()]),
+          ),
+        )
+        .partial(),
+    },
     async ({ user, params }) => {
       const request: RealmSettingsRequest = { groups: {} };
       for (const [name, value] of Object.entries(params)) {
@@ -83,7 +95,11 @@ defineRoute(realmRoutes, '/realm', {
 // administrator trying it, as it would to a new user.
 defineRoute(realmRoutes, '/realm/test_welcome_bot_custom_message', {
   POST: userEndpoint(
-    { adminOnly: true, params: { welcome_message_custom_text: p.string() } },
+    {
+      adminOnly: true,
+      params: { welcome_message_custom_text: p.string() },
+      response: z.object({ message_id: schema.id }),
+    },
     async ({ user, realm, params }) => ({
       message_id: await sendTestWelcomeText(realm, user, params.welcome_message_custom_text),
     }),

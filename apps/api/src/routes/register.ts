@@ -33,6 +33,15 @@ defineRoute(registerRoutes, '/register', {
         include_subscribers: includeSubscribersParam,
         presence_history_limit_days: p.int({ min: 0, max: MAX_HISTORY_LIMIT_DAYS }).optional(),
       },
+      // The sections asked for (docs/register.md lists them); always the queue and the
+      // server's versions.
+      response: z.looseObject({
+        queue_id: z.string(),
+        last_event_id: z.int(),
+        zulip_feature_level: z.int(),
+        zulip_version: z.string(),
+        zulip_merge_base: z.string(),
+      }),
     },
     async ({ user, realm, params }) => {
       const options = queueOptionsFromParams(params, { isGuest: user.role === Role.GUEST });

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { userEndpoint } from '@parley/auth';
 import { runAction } from '@parley/db';
 import { defineRoute, p, Param } from '@parley/http';
+import * as schema from '../presenters/schemas';
 import {
   doCreateSavedSnippet,
   doDeleteSavedSnippet,
@@ -38,21 +39,31 @@ const title = strippedText(MAX_SNIPPET_TITLE_LENGTH);
 const content = strippedText(MAX_SNIPPET_CONTENT_LENGTH);
 
 defineRoute(savedSnippetRoutes, '/saved_snippets', {
-  GET: userEndpoint({}, async ({ user }) => ({
-    saved_snippets: (await savedSnippetsOf(user.id)).map(presentSavedSnippet),
-  })),
-  POST: userEndpoint({ params: { title, content } }, async ({ user, params }) => ({
-    saved_snippet_id: await runAction((ctx) =>
-      doCreateSavedSnippet(ctx, user, params.title, params.content),
-    ),
-  })),
+  GET: userEndpoint(
+    { response: z.object({ saved_snippets: z.array(schema.savedSnippet) }) },
+    async ({ user }) => ({
+      saved_snippets: (await savedSnippetsOf(user.id)).map(presentSavedSnippet),
+    }),
+  ),
+  POST: userEndpoint(
+    { params: { title, content }, response: z.object({ saved_snippet_id: schema.id }) },
+    async ({ user, params }) => ({
+      saved_snippet_id: await runAction((ctx) =>
+        doCreateSavedSnippet(ctx, user, params.title, params.content),
+      ),
+    }),
+  ),
 });
 
 const snippetPath = { saved_snippet_id: p.int() };
 
 defineRoute(savedSnippetRoutes, '/saved_snippets/:saved_snippet_id', {
   PATCH: userEndpoint(
-    { path: snippetPath, params: { title: title.optional(), content: content.optional() } },
+    {
+      path: snippetPath,
+      params: { title: title.optional(), content: content.optional() },
+      response: schema.empty,
+    },
     async ({ user, path, params }) => {
       // Nothing to change: Zulip answers at once, without an event.
       if (params.title === undefined && params.content === undefined) return {};
@@ -64,7 +75,7 @@ defineRoute(savedSnippetRoutes, '/saved_snippets/:saved_snippet_id', {
       return {};
     },
   ),
-  DELETE: userEndpoint({ path: snippetPath }, async ({ user, path }) => {
+  DELETE: userEndpoint({ path: snippetPath, response: schema.empty }, async ({ user, path }) => {
     await runAction((ctx) => doDeleteSavedSnippet(ctx, user, path.saved_snippet_id));
     return {};
   }),

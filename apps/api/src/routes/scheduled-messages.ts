@@ -2,10 +2,12 @@
 // /scheduled_messages/{scheduled_message_id}; reminders: GET and POST /reminders, DELETE
 // /reminders/{reminder_id}.
 import { Router } from 'express';
+import { z } from 'zod';
 import { userEndpoint } from '@parley/auth';
 import { runAction } from '@parley/db';
 import { JsonableError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
+import * as schema from '../presenters/schemas';
 import {
   checkCreateReminder,
   checkDeliveryTime,
@@ -36,9 +38,12 @@ const recipientType = (type: MessageType) =>
 const timestamp = () => p.int({ min: -MAX_TIMESTAMP, max: MAX_TIMESTAMP });
 
 defineRoute(scheduledMessageRoutes, '/scheduled_messages', {
-  GET: userEndpoint({}, async ({ user }) => ({
-    scheduled_messages: (await scheduledMessagesOf(user.id)).map(presentScheduledMessage),
-  })),
+  GET: userEndpoint(
+    { response: z.object({ scheduled_messages: z.array(schema.scheduledMessage) }) },
+    async ({ user }) => ({
+      scheduled_messages: (await scheduledMessagesOf(user.id)).map(presentScheduledMessage),
+    }),
+  ),
   POST: userEndpoint(
     {
       params: {
@@ -49,6 +54,7 @@ defineRoute(scheduledMessageRoutes, '/scheduled_messages', {
         scheduled_delivery_timestamp: timestamp(),
         read_by_sender: p.bool().optional(),
       },
+      response: z.object({ scheduled_message_id: schema.id }),
     },
     async ({ req, user, realm, params }) => {
       const type = recipientType(params.type);
@@ -83,6 +89,7 @@ defineRoute(scheduledMessageRoutes, '/scheduled_messages/:scheduled_message_id',
         topic: p.string().alias('subject').optional(),
         scheduled_delivery_timestamp: timestamp().optional(),
       },
+      response: schema.empty,
     },
     async ({ req, user, realm, path, params }) => {
       const { type, to, content, topic, scheduled_delivery_timestamp: seconds } = params;
@@ -109,7 +116,7 @@ defineRoute(scheduledMessageRoutes, '/scheduled_messages/:scheduled_message_id',
     },
   ),
   DELETE: userEndpoint(
-    { path: { scheduled_message_id: p.int({ min: 0 }) } },
+    { path: { scheduled_message_id: p.int({ min: 0 }) }, response: schema.empty },
     async ({ user, path }) => {
       await runAction((ctx) => doDeleteScheduledMessage(ctx, user, path.scheduled_message_id));
       return {};
@@ -118,9 +125,12 @@ defineRoute(scheduledMessageRoutes, '/scheduled_messages/:scheduled_message_id',
 });
 
 defineRoute(scheduledMessageRoutes, '/reminders', {
-  GET: userEndpoint({}, async ({ user }) => ({
-    reminders: (await remindersOf(user.id)).map(presentReminder),
-  })),
+  GET: userEndpoint(
+    { response: z.object({ reminders: z.array(schema.reminder) }) },
+    async ({ user }) => ({
+      reminders: (await remindersOf(user.id)).map(presentReminder),
+    }),
+  ),
   POST: userEndpoint(
     {
       params: {
@@ -128,6 +138,7 @@ defineRoute(scheduledMessageRoutes, '/reminders', {
         scheduled_delivery_timestamp: timestamp(),
         note: p.string().optional(),
       },
+      response: z.object({ reminder_id: schema.id }),
     },
     async ({ req, user, realm, params }) => {
       const deliverAt = checkDeliveryTime(params.scheduled_delivery_timestamp);
@@ -143,8 +154,11 @@ defineRoute(scheduledMessageRoutes, '/reminders', {
 });
 
 defineRoute(scheduledMessageRoutes, '/reminders/:reminder_id', {
-  DELETE: userEndpoint({ path: { reminder_id: p.int({ min: 0 }) } }, async ({ user, path }) => {
-    await runAction((ctx) => doDeleteReminder(ctx, user, path.reminder_id));
-    return {};
-  }),
+  DELETE: userEndpoint(
+    { path: { reminder_id: p.int({ min: 0 }) }, response: schema.empty },
+    async ({ user, path }) => {
+      await runAction((ctx) => doDeleteReminder(ctx, user, path.reminder_id));
+      return {};
+    },
+  ),
 });

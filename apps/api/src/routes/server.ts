@@ -1,7 +1,9 @@
 // GET /server_settings: what a client asks before logging in (no authentication); GET
 // /openapi.json: Parley's own API description, generated from the route definitions.
 import { Router } from 'express';
+import { z } from 'zod';
 import { getConfig, ZULIP_FEATURE_LEVEL, ZULIP_MERGE_BASE, ZULIP_VERSION } from '@parley/config';
+import { documentEventsEndpoints } from '@parley/events';
 import { defineRoute, openApiDocument } from '@parley/http';
 import { anonymousEndpoint, realmUrl } from '@parley/auth';
 import { realmIconUrl } from '../lib/realm-state';
@@ -9,8 +11,27 @@ import { renderDescription } from '../presenters/realm';
 
 export const serverRoutes = Router();
 
+const serverSettings = z.object({
+  authentication_methods: z.record(z.string(), z.boolean()),
+  external_authentication_methods: z.array(z.unknown()),
+  zulip_feature_level: z.int(),
+  zulip_version: z.string(),
+  zulip_merge_base: z.string(),
+  push_notifications_enabled: z.boolean(),
+  is_incompatible: z.boolean(),
+  email_auth_enabled: z.boolean(),
+  require_email_format_usernames: z.boolean(),
+  // Only when the Host names an organization.
+  realm_uri: z.string().optional(),
+  realm_url: z.string().optional(),
+  realm_name: z.string().optional(),
+  realm_icon: z.string().optional(),
+  realm_description: z.string().optional(),
+  realm_web_public_access_enabled: z.boolean().optional(),
+});
+
 defineRoute(serverRoutes, '/server_settings', {
-  GET: anonymousEndpoint({}, ({ req, res }) => {
+  GET: anonymousEndpoint({ response: serverSettings }, ({ req, res }) => {
     const realm = res.locals.realm;
     const passwordAuth = realm?.passwordAuthEnabled ?? true;
     const settings: Record<string, unknown> = {
@@ -57,13 +78,14 @@ defineRoute(serverRoutes, '/server_settings', {
 let description: Record<string, unknown> | undefined;
 
 serverRoutes.get('/openapi.json', (_req, res) => {
+  if (!description) documentEventsEndpoints();
   description ??= openApiDocument({
     title: 'Parley API',
     version: `${ZULIP_VERSION} (feature level ${ZULIP_FEATURE_LEVEL})`,
     description:
       "Parley's REST API, compatible with Zulip's. Generated from the route definitions: every " +
       "path, method and parameter Parley accepts; answers share Zulip's envelope (result, msg, " +
-      'code). The events tier (GET/DELETE /events) documents itself on its own port.',
+      "code) and each route's declared data. GET and DELETE /events are served by the events tier.",
   });
   res.json(description);
 });

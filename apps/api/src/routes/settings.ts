@@ -6,6 +6,7 @@ import { userEndpoint } from '@parley/auth';
 import { runAction } from '@parley/db';
 import { JsonableError } from '@parley/errors';
 import { defineRoute, p, type Param } from '@parley/http';
+import * as schema from '../presenters/schemas';
 import { doSetPresenceEnabled } from '../actions/presence';
 import {
   checkFullName,
@@ -39,6 +40,7 @@ defineRoute(settingsRoutes, '/settings', {
         new_password: p.string().optional(),
         ...settingParams,
       },
+      response: schema.empty,
     },
     async ({ user, realm, params }) => {
       const fullName = params.full_name === undefined ? undefined : checkFullName(params.full_name);

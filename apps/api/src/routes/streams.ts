@@ -6,6 +6,7 @@ import { userEndpoint } from '@parley/auth';
 import { runAction } from '@parley/db';
 import { JsonableError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
+import * as schema from '../presenters/schemas';
 import {
   checkChangePrivacy,
   checkChangeStreamGroupSetting,
@@ -67,6 +68,9 @@ defineRoute(streamRoutes, '/streams', {
         include_owner_subscribed: p.bool().default(false),
         include_can_access_content: p.bool().default(false),
       },
+      response: z.object({
+        streams: z.array(schema.stream.extend({ is_default: z.boolean().optional() })),
+      }),
     },
     async ({ user, realm, params }) => {
       const streams = await listChannels(user, realm.id, params);
@@ -85,16 +89,19 @@ defineRoute(streamRoutes, '/streams', {
 });
 
 defineRoute(streamRoutes, '/streams/:stream_id', {
-  GET: userEndpoint({ path: streamPath }, async ({ user, realm, path }) => {
-    const perms = await loadPermissions(user);
-    const { stream } = await accessStreamById(perms, path.stream_id, {
-      requireContentAccess: false,
-    });
-    const details = await loadStreamDetails(realm.id, [stream], {
-      withSubscribers: false,
-    });
-    return { stream: presentStream(stream, details.context(stream)) };
-  }),
+  GET: userEndpoint(
+    { path: streamPath, response: z.object({ stream: schema.stream }) },
+    async ({ user, realm, path }) => {
+      const perms = await loadPermissions(user);
+      const { stream } = await accessStreamById(perms, path.stream_id, {
+        requireContentAccess: false,
+      });
+      const details = await loadStreamDetails(realm.id, [stream], {
+        withSubscribers: false,
+      });
+      return { stream: presentStream(stream, details.context(stream)) };
+    },
+  ),
   PATCH: userEndpoint(
     {
       path: streamPath,
@@ -112,6 +119,7 @@ defineRoute(streamRoutes, '/streams/:stream_id', {
           z.strictObject({ new: groupSettingValue, old: groupSettingValue.optional() }),
         ),
       },
+      response: schema.empty,
     },
     async ({ user, realm, path, params }) => {
       const retention = parseRetention(params.message_retention_days);
@@ -181,7 +189,7 @@ defineRoute(streamRoutes, '/streams/:stream_id', {
       return {};
     },
   ),
-  DELETE: userEndpoint({ path: streamPath }, async ({ user, path }) => {
+  DELETE: userEndpoint({ path: streamPath, response: schema.empty }, async ({ user, path }) => {
     await runAction(async (ctx) => {
       const perms = await loadPermissions(user);
       const stream = await accessStreamForUpdate(ctx.tx, perms, path.stream_id);
@@ -192,26 +200,36 @@ defineRoute(streamRoutes, '/streams/:stream_id', {
 });
 
 defineRoute(streamRoutes, '/streams/:stream_id/members', {
-  GET: userEndpoint({ path: streamPath }, async ({ user, realm, path }) => {
-    const perms = await loadPermissions(user);
-    const { stream, subscription } = await accessStreamById(perms, path.stream_id, {
-      requireContentAccess: false,
-    });
-    checkSubscriberAccess(perms, stream, subscription !== null);
-    const details = await loadStreamDetails(realm.id, [stream]);
-    return { subscribers: details.subscribers.get(stream.id) ?? [] };
-  }),
+  GET: userEndpoint(
+    { path: streamPath, response: z.object({ subscribers: schema.ids }) },
+    async ({ user, realm, path }) => {
+      const perms = await loadPermissions(user);
+      const { stream, subscription } = await accessStreamById(perms, path.stream_id, {
+        requireContentAccess: false,
+      });
+      checkSubscriberAccess(perms, stream, subscription !== null);
+      const details = await loadStreamDetails(realm.id, [stream]);
+      return { subscribers: details.subscribers.get(stream.id) ?? [] };
+    },
+  ),
 });
 
 defineRoute(streamRoutes, '/get_stream_id', {
-  GET: userEndpoint({ params: { stream: p.string() } }, async ({ user, realm, params }) => {
-    return { stream_id: await channelIdByName(user, realm.id, params.stream) };
-  }),
+  GET: userEndpoint(
+    { params: { stream: p.string() }, response: z.object({ stream_id: schema.id }) },
+    async ({ user, realm, params }) => {
+      return { stream_id: await channelIdByName(user, realm.id, params.stream) };
+    },
+  ),
 });
 
 defineRoute(streamRoutes, '/users/me/:stream_id/topics', {
   GET: userEndpoint(
-    { path: streamPath, params: { allow_empty_topic_name: p.bool().default(false) } },
+    {
+      path: streamPath,
+      params: { allow_empty_topic_name: p.bool().default(false) },
+      response: z.object({ topics: z.array(z.object({ name: z.string(), max_id: schema.id })) }),
+    },
     async ({ user, path, params }) => {
       const perms = await loadPermissions(user);
       const { stream } = await accessStreamById(perms, path.stream_id);

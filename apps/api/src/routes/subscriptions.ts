@@ -7,6 +7,7 @@ import { userEndpoint } from '@parley/auth';
 import { runAction, type Stream, type User } from '@parley/db';
 import { InsufficientPermissionError, JsonableError, NotFoundError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
+import * as schema from '../presenters/schemas';
 import {
   checkChannelCreation,
   checkDescription,
@@ -56,7 +57,10 @@ export const subscriptionRoutes = Router();
 
 defineRoute(subscriptionRoutes, '/users/me/subscriptions', {
   GET: userEndpoint(
-    { params: { include_subscribers: includeSubscribersParam } },
+    {
+      params: { include_subscribers: includeSubscribersParam },
+      response: z.object({ subscriptions: z.array(schema.subscription) }),
+    },
     async ({ user, realm, params }) => ({
       subscriptions: await subscriptionsOf(user, realm, params.include_subscribers !== false),
     }),
@@ -85,6 +89,11 @@ defineRoute(subscriptionRoutes, '/users/me/subscriptions', {
         topics_policy: p.jsonOrText(z.enum(TOPICS_POLICIES)).default('inherit'),
         ...groupSettingParams(groupSettingValue),
       },
+      response: z.object({
+        subscribed: z.record(z.string(), z.array(z.string())),
+        already_subscribed: z.record(z.string(), z.array(z.string())),
+        unauthorized: z.array(z.string()).optional(),
+      }),
     },
     async ({ user, realm, params }) => {
       if (isGuest(user)) throw new JsonableError('Not allowed for guest users');
@@ -185,6 +194,7 @@ defineRoute(subscriptionRoutes, '/users/me/subscriptions', {
         subscriptions: p.json(z.array(z.string()).max(MAX_CHANNEL_NAMES)),
         principals: principalsParam,
       },
+      response: z.object({ removed: z.array(z.string()), not_removed: z.array(z.string()) }),
     },
     async ({ user, realm, params }) =>
       runAction(async (ctx) => {
@@ -235,7 +245,10 @@ const propertyChange = z.strictObject({
 // Declared before /users/:user_id/subscriptions/:stream_id, whose pattern it also matches.
 defineRoute(subscriptionRoutes, '/users/me/subscriptions/properties', {
   POST: userEndpoint(
-    { params: { subscription_data: p.json(z.array(propertyChange)) } },
+    {
+      params: { subscription_data: p.json(z.array(propertyChange)) },
+      response: schema.empty,
+    },
     async ({ user, params }) => {
       // Zulip applies each change in its own transaction: a failing item keeps earlier ones.
       // Every item is validated before any is applied, as Zulip's request model does.
@@ -257,17 +270,24 @@ defineRoute(subscriptionRoutes, '/users/me/subscriptions/properties', {
 const subscriptionPath = { user_id: p.string(), stream_id: p.int({ min: 1 }) };
 
 defineRoute(subscriptionRoutes, '/users/:user_id/subscriptions/:stream_id', {
-  GET: userEndpoint({ path: subscriptionPath }, async ({ user, realm, path }) => {
-    const target = await userByPathSegment(user, realm, path.user_id);
-    const perms = await loadPermissions(user);
-    const { stream } = await accessStreamById(perms, path.stream_id, {
-      requireContentAccess: false,
-    });
-    return { is_subscribed: (await subscriptionOf(target.id, stream)) !== null };
-  }),
+  GET: userEndpoint(
+    { path: subscriptionPath, response: z.object({ is_subscribed: z.boolean() }) },
+    async ({ user, realm, path }) => {
+      const target = await userByPathSegment(user, realm, path.user_id);
+      const perms = await loadPermissions(user);
+      const { stream } = await accessStreamById(perms, path.stream_id, {
+        requireContentAccess: false,
+      });
+      return { is_subscribed: (await subscriptionOf(target.id, stream)) !== null };
+    },
+  ),
   // Only the caller's own settings change: PATCH /users/me/subscriptions/{stream_id} (4.12).
   PATCH: userEndpoint(
-    { path: subscriptionPath, params: { property: p.string(), value: p.string() } },
+    {
+      path: subscriptionPath,
+      params: { property: p.string(), value: p.string() },
+      response: schema.empty,
+    },
     async ({ user, path, params }) => {
       if (path.user_id !== 'me') throw new NotFoundError();
       // `value` is a JSON boolean for every property but color, which is a raw string.

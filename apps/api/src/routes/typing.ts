@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { userEndpoint } from '@parley/auth';
 import { JsonableError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
+import * as schema from '../presenters/schemas';
 import { checkCanEditContent } from '../actions/message-edit';
 import {
   checkChannelTyping,
@@ -33,6 +34,7 @@ defineRoute(typingRoutes, '/typing', {
         stream_id: p.json(userId.nullable()).optional(),
         topic: p.string({ maxLength: 1000 }).optional().alias('subject'),
       },
+      response: schema.empty,
     },
     async ({ user, realm, params }) => {
       if (params.type === 'direct') {
@@ -54,7 +56,11 @@ defineRoute(typingRoutes, '/typing', {
 
 defineRoute(typingRoutes, '/messages/:message_id/typing', {
   POST: userEndpoint(
-    { path: { message_id: p.int({ min: 1 }) }, params: { op: p.enum(['start', 'stop']) } },
+    {
+      path: { message_id: p.int({ min: 1 }) },
+      params: { op: p.enum(['start', 'stop']) },
+      response: schema.empty,
+    },
     async ({ user, realm, path, params }) => {
       const { message, stream } = await accessMessage(user, path.message_id);
       if (stream?.deactivated) throw new InvalidMessageError();

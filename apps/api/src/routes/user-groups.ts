@@ -8,6 +8,7 @@ import { userEndpoint } from '@parley/auth';
 import { runAction } from '@parley/db';
 import { JsonableError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
+import * as schema from '../presenters/schemas';
 import {
   checkAddUserGroup,
   checkDeactivateUserGroup,
@@ -72,6 +73,7 @@ defineRoute(userGroupRoutes, '/user_groups/create', {
         subgroups: idList.optional(),
         ...settingParams<GroupSettingValue>(groupSettingValue),
       },
+      response: z.object({ group_id: schema.id }),
     },
     async ({ user, realm, params }) => ({
       group_id: await runAction((ctx) =>
@@ -89,7 +91,10 @@ defineRoute(userGroupRoutes, '/user_groups/create', {
 
 defineRoute(userGroupRoutes, '/user_groups', {
   GET: userEndpoint(
-    { params: { include_deactivated_groups: p.bool().default(false) } },
+    {
+      params: { include_deactivated_groups: p.bool().default(false) },
+      response: z.object({ user_groups: z.array(schema.userGroup) }),
+    },
     async ({ user, realm, params }) => {
       checkNotGuest(user);
       const groups = await loadRealmGroups(realm, realmSettingGroupIds(realm), true);
@@ -108,6 +113,7 @@ defineRoute(userGroupRoutes, '/user_groups/:user_group_id', {
         deactivated: p.bool().optional(),
         ...settingParams<GroupSettingChange>(settingChange),
       },
+      response: schema.empty,
     },
     async ({ user, realm, path, params }) => {
       await runAction((ctx) =>
@@ -124,7 +130,7 @@ defineRoute(userGroupRoutes, '/user_groups/:user_group_id', {
 });
 
 defineRoute(userGroupRoutes, '/user_groups/:user_group_id/deactivate', {
-  POST: userEndpoint({ path: groupPath }, async ({ user, realm, path }) => {
+  POST: userEndpoint({ path: groupPath, response: schema.empty }, async ({ user, realm, path }) => {
     await runAction((ctx) => checkDeactivateUserGroup(ctx, realm, user, path.user_group_id));
     return {};
   }),
@@ -132,7 +138,11 @@ defineRoute(userGroupRoutes, '/user_groups/:user_group_id/deactivate', {
 
 defineRoute(userGroupRoutes, '/user_groups/:user_group_id/members', {
   GET: userEndpoint(
-    { path: groupPath, params: { direct_member_only: p.bool().default(false) } },
+    {
+      path: groupPath,
+      params: { direct_member_only: p.bool().default(false) },
+      response: z.object({ members: schema.ids }),
+    },
     async ({ user, realm, path, params }) => {
       checkNotGuest(user);
       const group = await accessNamedGroup(realm.id, path.user_group_id);
@@ -148,6 +158,7 @@ defineRoute(userGroupRoutes, '/user_groups/:user_group_id/members', {
         add_subgroups: idList.optional(),
         delete_subgroups: idList.optional(),
       },
+      response: schema.empty,
     },
     async ({ user, realm, path, params }) => {
       await runAction((ctx) =>
@@ -168,6 +179,7 @@ defineRoute(userGroupRoutes, '/user_groups/:user_group_id/members/:user_id', {
     {
       path: { user_group_id: p.int(), user_id: p.int() },
       params: { direct_member_only: p.bool().default(false) },
+      response: z.object({ is_user_group_member: z.boolean() }),
     },
     async ({ user, realm, path, params }) => {
       checkNotGuest(user);
@@ -187,7 +199,11 @@ defineRoute(userGroupRoutes, '/user_groups/:user_group_id/members/:user_id', {
 
 defineRoute(userGroupRoutes, '/user_groups/:user_group_id/subgroups', {
   GET: userEndpoint(
-    { path: groupPath, params: { direct_subgroup_only: p.bool().default(false) } },
+    {
+      path: groupPath,
+      params: { direct_subgroup_only: p.bool().default(false) },
+      response: z.object({ subgroups: schema.ids }),
+    },
     async ({ user, realm, path, params }) => {
       checkNotGuest(user);
       const group = await accessNamedGroup(realm.id, path.user_group_id);
@@ -195,7 +211,11 @@ defineRoute(userGroupRoutes, '/user_groups/:user_group_id/subgroups', {
     },
   ),
   POST: userEndpoint(
-    { path: groupPath, params: { add: idList.optional(), delete: idList.optional() } },
+    {
+      path: groupPath,
+      params: { add: idList.optional(), delete: idList.optional() },
+      response: schema.empty,
+    },
     async ({ user, realm, path, params }) => {
       await runAction((ctx) =>
         checkUpdateSubgroups(

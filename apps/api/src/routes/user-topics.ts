@@ -6,6 +6,7 @@ import { userEndpoint } from '@parley/auth';
 import { runAction, type Stream, type User } from '@parley/db';
 import { IncompatibleParametersError, JsonableError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
+import * as schema from '../presenters/schemas';
 import { doSetUserTopicPolicy } from '../actions/user-topics';
 import {
   accessStreamById,
@@ -41,6 +42,7 @@ defineRoute(userTopicRoutes, '/user_topics', {
         topic: p.string({ maxLength: MAX_TOPIC_LENGTH }),
         visibility_policy: p.json(z.number().int()),
       },
+      response: schema.empty,
     },
     async ({ user, params }) => {
       if (!POLICIES.includes(params.visibility_policy))
@@ -71,6 +73,7 @@ defineRoute(userTopicRoutes, '/users/me/subscriptions/muted_topics', {
         stream: p.string({ maxLength: 60 }).optional(),
         stream_id: p.json(channelId).optional(),
       },
+      response: schema.empty,
     },
     async ({ user, params }) => {
       if (params.stream !== undefined && params.stream_id !== undefined)

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { Role, runAction, type Realm, type User } from '@parley/db';
 import { InsufficientPermissionError, JsonableError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
+import * as schema from '../presenters/schemas';
 import {
   checkChangeEmail,
   checkChangeRole,
@@ -88,6 +89,7 @@ defineRoute(userRoutes, '/users', {
         include_custom_profile_fields: p.bool().default(false),
         user_ids: p.json(userIdList).optional(),
       },
+      response: z.object({ members: z.array(schema.user) }),
     },
     async ({ user, realm, params }) => {
       const users = await getRealmUsers(realm.id, params.user_ids);
@@ -106,7 +108,10 @@ defineRoute(userRoutes, '/users', {
     },
   ),
   POST: userEndpoint(
-    { params: { email: p.string(), password: p.string(), full_name: p.string() } },
+    {
+      params: { email: p.string(), password: p.string(), full_name: p.string() },
+      response: z.object({ user_id: schema.id }),
+    },
     async ({ user, realm, params }) => {
       // Owners always; administrators only with the server-granted permission (pnpm manage
       // grant-permission --permission can_create_users).
@@ -127,8 +132,15 @@ defineRoute(userRoutes, '/users', {
   ),
 });
 
+/** GET /users/me: bot_type only for bots, and the newest message id (Zulip's
+ * get_profile_backend). */
+const ownUser = schema.user.extend({
+  bot_type: z.int().nullable().optional(),
+  max_message_id: z.int(),
+});
+
 defineRoute(userRoutes, '/users/me', {
-  GET: userEndpoint({}, async ({ user, realm }) => {
+  GET: userEndpoint({ response: ownUser }, async ({ user, realm }) => {
     const maxMessageId = await newestMessageIdOf(user.id);
     // Zulip's get_profile_backend (format_user_row): bot_type and bot_owner_id only for bots,
     // profile_data only for people.
@@ -143,7 +155,7 @@ defineRoute(userRoutes, '/users/me', {
       max_message_id: maxMessageId,
     };
   }),
-  DELETE: userEndpoint({ humansOnly: true }, async ({ user }) => {
+  DELETE: userEndpoint({ humansOnly: true, response: schema.empty }, async ({ user }) => {
     await runAction(async (ctx) => {
       await checkDeactivateUser(ctx.tx, user);
       await doDeactivateUser(ctx, user, user.id);
@@ -162,6 +174,7 @@ defineRoute(userRoutes, '/users/:user', {
         client_gravatar: p.bool().default(true),
         include_custom_profile_fields: p.bool().default(false),
       },
+      response: z.object({ user: schema.user }),
     },
     async ({ user, realm, path, params }) => {
       const target = await accessUserByPath(user, realm, path.user, false);
@@ -186,6 +199,7 @@ defineRoute(userRoutes, '/users/:user', {
         profile_data: profileDataParam.optional(),
         new_email: p.string({ maxLength: 254 }).optional(),
       },
+      response: schema.empty,
     },
     async ({ user, realm, path, params }) => {
       const target = await accessUserByPath(user, realm, path.user, true);
@@ -219,6 +233,7 @@ defineRoute(userRoutes, '/users/:user', {
         actions: deactivationActions.optional(),
         deactivation_notification_comment: p.string({ maxLength: 2000 }).optional(),
       },
+      response: schema.empty,
     },
     async ({ user, realm, path, params }) => {
       requireAdmin(user);
@@ -236,13 +251,16 @@ defineRoute(userRoutes, '/users/:user', {
 });
 
 defineRoute(userRoutes, '/users/:user/reactivate', {
-  POST: userEndpoint({ path: targetPath }, async ({ user, realm, path }) => {
-    requireAdmin(user);
-    const target = await accessUserByPath(user, realm, path.user, true);
-    await runAction(async (ctx) => {
-      await checkReactivateUser(ctx.tx, target);
-      await doReactivateUser(ctx, target, user.id);
-    });
-    return {};
-  }),
+  POST: userEndpoint(
+    { path: targetPath, response: schema.empty },
+    async ({ user, realm, path }) => {
+      requireAdmin(user);
+      const target = await accessUserByPath(user, realm, path.user, true);
+      await runAction(async (ctx) => {
+        await checkReactivateUser(ctx.tx, target);
+        await doReactivateUser(ctx, target, user.id);
+      });
+      return {};
+    },
+  ),
 });
