@@ -6,7 +6,16 @@ module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/apps', '<rootDir>/packages', '<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
-  transform: { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2023' } }] },
+  transform: {
+    '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2023' } }],
+    // ESM-only dependencies (the tus server and its srvx), compiled to CommonJS for jest's
+    // module system; node itself (tsx, the bundles) loads them as they are.
+    '/node_modules/(@tus/[^/]+|srvx)/.+\\.m?js$': [
+      '@swc/jest',
+      { jsc: { target: 'es2023' }, module: { type: 'commonjs' } },
+    ],
+  },
+  transformIgnorePatterns: ['/node_modules/(?!(\\.pnpm/)?(@tus[+/]|srvx[@/]))'],
   globalSetup: '<rootDir>/test/global-setup.ts',
   globalTeardown: '<rootDir>/test/global-teardown.ts',
   setupFiles: ['<rootDir>/test/env.ts'],

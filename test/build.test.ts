@@ -2,7 +2,7 @@
 // with no node_modules above it, as in the runtime image. Catches a dependency that cannot be
 // bundled, or a file the bundles read at run time and the build forgot to copy.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { getConfig } from '@parley/config';
@@ -74,5 +74,21 @@ describe('production build', () => {
   it('runs the management command from dist/manage.cjs', () => {
     const help = run('manage.cjs', ['help'], { DATABASE_URL: getConfig().DATABASE_URL });
     expect(help.stderr).toContain('create-organization');
+  });
+
+  it('carries sharp beside the bundles, so the worker can make thumbnails', () => {
+    // Loaded as the worker bundle loads it (import('sharp') from a file in dist/), with no
+    // node_modules but dist's own.
+    writeFileSync(
+      join(dist, 'sharp-probe.cjs'),
+      `import('sharp').then(async ({ default: sharp }) => {
+        const png = await sharp({ create: { width: 40, height: 30, channels: 3, background: 'red' } }).png().toBuffer();
+        const { info } = await sharp(png).resize(20, 20, { fit: 'inside' }).webp().toBuffer({ resolveWithObject: true });
+        process.stdout.write(JSON.stringify(info));
+      });`,
+    );
+    const probe = run('sharp-probe.cjs', []);
+    expect(probe.stderr).toBe('');
+    expect(JSON.parse(probe.stdout)).toMatchObject({ format: 'webp', width: 20, height: 15 });
   });
 });

@@ -12,6 +12,7 @@ import { alertWordRoutes } from './routes/alert-words';
 import { authRoutes } from './routes/auth';
 import { botStorageRoutes } from './routes/bot-storage';
 import { botRoutes } from './routes/bots';
+import { callPageRoutes, callRoutes } from './routes/calls';
 import { draftRoutes } from './routes/drafts';
 import { flagRoutes } from './routes/flags';
 import { inviteRoutes } from './routes/invites';
@@ -33,6 +34,7 @@ import { subscriptionRoutes } from './routes/subscriptions';
 import { typingRoutes } from './routes/typing';
 import { userGroupRoutes } from './routes/user-groups';
 import { userTopicRoutes } from './routes/user-topics';
+import { tusRoutes } from './routes/tus';
 import { uploadPostRoutes, servedUploadRoutes, uploadRoutes } from './routes/uploads';
 import { userRoutes } from './routes/users';
 
@@ -51,8 +53,8 @@ export function apiRouter(): Router {
   const config = getConfig();
   const router = Router();
   router.use(resolveRealm);
-  // Upload endpoints parse their own bodies, after authentication.
-  router.use(uploadPostRoutes, emojiUploadRoutes);
+  // Upload endpoints parse their own bodies, after authentication (tus streams its own).
+  router.use(uploadPostRoutes, emojiUploadRoutes, tusRoutes);
   router.use(bodyParsers(config.MAX_REQUEST_BODY_MIB * 1024 * 1024));
   router.use(
     serverRoutes,
@@ -84,6 +86,7 @@ export function apiRouter(): Router {
     draftRoutes,
     savedSnippetRoutes,
     scheduledMessageRoutes,
+    callRoutes,
   );
   return router;
 }
@@ -110,6 +113,9 @@ export function createApp(options: ApiAppOptions = {}): express.Express {
   for (const router of options.mount ?? []) app.use('/api/v1', router);
   app.use('/api/v1', apiRouter());
   app.use(servedUploadRoutes(), emojiImageRoutes());
+  // Video call pages browsers open and Zoom's redirect and webhook, outside /api/v1 as in
+  // Zulip.
+  app.use(callPageRoutes());
   app.use(notFound);
   app.use(errorHandler);
   return app;

@@ -14,6 +14,8 @@ import {
   requeueScheduledMessages,
 } from '@parley/api/actions/scheduled-messages';
 import { deleteOldUnclaimedUploads } from '@parley/api/actions/upload-cleanup';
+import { deleteExpiredTusUploads } from '@parley/api/lib/tus-store';
+import { ensureThumbnails, requeuePendingThumbnails } from '@parley/api/actions/thumbnails';
 import {
   scheduleRepeatingJob,
   startJobWorkers,
@@ -41,10 +43,16 @@ export const JOB_HANDLERS: JobHandlers = {
   'delete-unclaimed-uploads': async () => {
     const deleted = await deleteOldUnclaimedUploads();
     if (deleted > 0) getLogger().info('unclaimed uploads deleted', { count: deleted });
+    // Resumable uploads never finished (docs/uploads.md): their staged bytes expire.
+    const expired = await deleteExpiredTusUploads();
+    if (expired > 0) getLogger().info('abandoned resumable uploads deleted', { count: expired });
   },
   'prune-push-log': async () => {
     const deleted = await prunePushNotificationLog();
     if (deleted > 0) getLogger().info('push notification log pruned', { count: deleted });
+  },
+  thumbnail: async ({ attachmentId }) => {
+    await ensureThumbnails(attachmentId);
   },
 };
 
@@ -90,6 +98,10 @@ export function startWorkers({
       // between COMMIT and Redis): queued again; a job still known is left as it is.
       requeueScheduledMessages().catch((error: unknown) =>
         getLogger().warn('scheduled message sweep failed', { error }),
+      ),
+      // Uploaded images whose thumbnail job was lost, or that predate thumbnails.
+      requeuePendingThumbnails().catch((error: unknown) =>
+        getLogger().warn('thumbnail sweep failed', { error }),
       ),
       scheduleRepeatingJob('promote-full-members', {}, FULL_MEMBER_PROMOTION_EVERY_MS).catch(
         (error: unknown) => getLogger().warn('scheduling full-member promotion failed', { error }),

@@ -38,8 +38,9 @@ export interface UserEndpointOptions {
   /** Zulip's require_realm_admin: checked before the parameters. */
   adminOnly?: boolean;
   /** An upload endpoint: its body (with files up to these limits) is parsed only once the
-   * user is authenticated. Its router must be mounted before the general body parsers. */
-  uploads?: () => UploadLimits & { maxBodyBytes: number };
+   * user is authenticated. Its router must be mounted before the general body parsers. The
+   * limits may depend on the organization (its file size limit). */
+  uploads?: (realm: Realm) => UploadLimits & { maxBodyBytes: number };
   /** Whose api_by_user budget the request uses (the events tier keeps its own). */
   rateLimitScope?: 'api' | 'events';
 }
@@ -60,7 +61,7 @@ export function userEndpoint<P extends ParamShape = NoParams, Q extends ParamSha
       if (spec.adminOnly && user.role > Role.ADMINISTRATOR)
         throw new OrganizationAdministratorRequiredError();
       if (spec.uploads) {
-        const limits = spec.uploads();
+        const limits = spec.uploads(res.locals.realm!);
         await runMiddleware(bodyParsers(limits.maxBodyBytes, limits), req, res);
       }
       await inner(req, res, next);

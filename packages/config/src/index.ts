@@ -71,6 +71,7 @@ const newRealmInviteLimits = z
   .default([]);
 
 export const EMAIL_BACKENDS = ['log', 'directory', 'smtp'] as const;
+export const UPLOAD_BACKENDS = ['local', 's3'] as const;
 
 const schema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
@@ -120,9 +121,35 @@ const schema = z.object({
   /** Where uploaded files live (Zulip's LOCAL_UPLOADS_DIR). Every API replica must see the
    * same directory: a shared volume in docker-compose.yml. */
   LOCAL_UPLOADS_DIR: z.string().min(1).default('.parley/uploads'),
+  /** Where uploaded bytes live (docs/storage.md): `local` (LOCAL_UPLOADS_DIR) or `s3` (an
+   * S3-compatible bucket, Zulip's S3 backend; the S3_* settings below keep Zulip's names). */
+  UPLOAD_BACKEND: z.enum(UPLOAD_BACKENDS).default('local'),
+  /** Bucket of uploaded files (required with UPLOAD_BACKEND=s3); custom emoji images go to
+   * S3_AVATAR_BUCKET when set, else here too. */
+  S3_AUTH_UPLOADS_BUCKET: z.string().min(3).max(63).optional(),
+  S3_AVATAR_BUCKET: z.string().min(3).max(63).optional(),
+  S3_REGION: z.string().min(1).default('us-east-1'),
+  /** For S3-compatible storage other than AWS (MinIO, Ceph, R2…). */
+  S3_ENDPOINT_URL: z.url({ protocol: /^https?$/ }).optional(),
+  /** auto: path-style with S3_ENDPOINT_URL, virtual-hosted on AWS. */
+  S3_ADDRESSING_STYLE: z.enum(['auto', 'path', 'virtual']).default('auto'),
+  /** How files are served: `redirect` to a short-lived presigned URL (the bytes bypass the API
+   * replicas), or `proxy` through the API (same origin and headers; the bucket may be private
+   * to the servers' network). */
+  S3_SERVE_MODE: z.enum(['redirect', 'proxy']).default('redirect'),
+  /** Zulip's s3_key and s3_secret_key secrets; unset, the AWS SDK's own chain applies
+   * (AWS_ACCESS_KEY_ID…, an instance or pod role). */
+  S3_KEY: z.string().min(1).optional(),
+  S3_SECRET_KEY: z.string().min(1).optional(),
   /** Uploads no message links are deleted once older than this many weeks (Zulip's
    * delete_old_unclaimed_attachments --weeks, 5 by default). */
   UNCLAIMED_UPLOADS_RETENTION_WEEKS: z.coerce.number().int().min(1).max(5200).default(5),
+  /** Upload quota in GiB of organizations whose own (realm.upload_quota_gb) is unset; unset
+   * here too, no quota (docs/uploads.md). */
+  UPLOAD_QUOTA_GB: z.coerce.number().int().min(0).max(1_000_000).optional(),
+  /** Unfinished resumable uploads (/api/v1/tus) are deleted this many hours after they began
+   * (the worker's hourly upload clean-up). */
+  TUS_UPLOAD_EXPIRATION_HOURS: z.coerce.number().min(1).max(8760).default(24),
   /** Trust X-Forwarded-* from the load balancer in front (nginx in infra/). */
   TRUST_PROXY: bool.default(false),
   PUSH_NOTIFICATIONS_ENABLED: bool.default(false),
@@ -175,6 +202,24 @@ const schema = z.object({
   /** Sender of invitation emails (Zulip's NOREPLY_EMAIL_ADDRESS); by default
    * noreply@ EXTERNAL_HOST without its port. */
   NOREPLY_EMAIL_ADDRESS: z.email().optional(),
+  /** Video calls (docs/video-calls.md), under Zulip's setting names. The Jitsi Meet server of
+   * organizations that set none of their own. */
+  JITSI_SERVER_URL: z.url({ protocol: /^https?$/ }).default('https://meet.jit.si'),
+  /** A Zoom OAuth app: with both, Zoom is offered (users connect their own accounts), or, with
+   * VIDEO_ZOOM_SERVER_TO_SERVER_ACCOUNT_ID too, a server-to-server app that creates meetings
+   * for users by their email address. */
+  VIDEO_ZOOM_CLIENT_ID: z.string().min(1).optional(),
+  VIDEO_ZOOM_CLIENT_SECRET: z.string().min(1).optional(),
+  VIDEO_ZOOM_SERVER_TO_SERVER_ACCOUNT_ID: z.string().min(1).optional(),
+  /** Zoom's webhook secret token: when set, POST /calls/zoom/deauthorize checks Zoom's
+   * signature and forgets the token of the user who removed the app. */
+  VIDEO_ZOOM_WEBHOOK_SECRET: z.string().min(1).optional(),
+  /** Zoom's API and OAuth hosts (tests point them at a local server). */
+  VIDEO_ZOOM_API_URL: z.url({ protocol: /^https?$/ }).default('https://api.zoom.us'),
+  VIDEO_ZOOM_OAUTH_URL: z.url({ protocol: /^https?$/ }).default('https://zoom.us'),
+  /** A BigBlueButton server: its API base (ending in /bigbluebutton/) and shared secret. */
+  BIG_BLUE_BUTTON_URL: z.url({ protocol: /^https?$/ }).optional(),
+  BIG_BLUE_BUTTON_SECRET: z.string().min(1).optional(),
 });
 
 export type Config = z.infer<typeof schema> & { LOG_FORMAT: 'json' | 'pretty' };
@@ -212,6 +257,14 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
     .refine((config) => config.EMAIL_BACKEND !== 'smtp' || config.SMTP_URL !== undefined, {
       message: 'is required when EMAIL_BACKEND is smtp',
       path: ['SMTP_URL'],
+    })
+    .refine(
+      (config) => config.UPLOAD_BACKEND !== 's3' || config.S3_AUTH_UPLOADS_BUCKET !== undefined,
+      { message: 'is required when UPLOAD_BACKEND is s3', path: ['S3_AUTH_UPLOADS_BUCKET'] },
+    )
+    .refine((config) => (config.S3_KEY === undefined) === (config.S3_SECRET_KEY === undefined), {
+      message: 'S3_KEY and S3_SECRET_KEY go together',
+      path: ['S3_SECRET_KEY'],
     })
     .safeParse(present);
   if (!result.success) {

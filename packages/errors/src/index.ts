@@ -32,6 +32,9 @@ export type ErrorCode =
   | 'CANNOT_ADMINISTER_CHANNEL'
   | 'CHANNEL_ALREADY_EXISTS'
   | 'INVALID_PUSH_DEVICE_TOKEN'
+  | 'REALM_UPLOAD_QUOTA'
+  | 'INVALID_ZOOM_TOKEN'
+  | 'UNKNOWN_ZOOM_USER'
   | 'SERVER_NOT_READY';
 
 export type ErrorData = Record<string, unknown>;
@@ -350,6 +353,17 @@ export class ServiceUnavailableError extends JsonableError {
   constructor(retryAfterSeconds = 2) {
     super('The server is temporarily unavailable; try again in a moment.');
     this.headers = { 'Retry-After': String(retryAfterSeconds) };
+  }
+}
+
+/** Zulip's RealmUploadQuotaError (check_upload_within_quota): the organization's uploads would
+ * exceed its upload quota. */
+export class RealmUploadQuotaError extends JsonableError {
+  override readonly code = 'REALM_UPLOAD_QUOTA';
+  override readonly httpStatus: number;
+  constructor(httpStatus = 400) {
+    super("Upload would exceed your organization's upload quota.");
+    this.httpStatus = httpStatus;
   }
 }
 

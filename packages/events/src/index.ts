@@ -5,6 +5,7 @@ export {
   rateLimitKeys,
   replicasKey,
   shardOf,
+  tusKeys,
   uploadTokenKey,
 } from './keys';
 export { publishNotification, publishOutboxRows } from './publish';

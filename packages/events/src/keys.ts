@@ -52,3 +52,12 @@ export const rateLimitKeys = {
 /** A temporary download link for an upload (GET /user_uploads/{realm}/{path} in the API):
  * the path id, expiring after a minute, valid on every API replica. */
 export const uploadTokenKey = (token: string) => `upload:temporary:${token}`;
+
+/** Resumable uploads (/api/v1/tus) shared by every API replica: the lock of one upload (the
+ * holder's token, expiring unless renewed), the channel on which a request waiting for a lock
+ * asks its holder to let go, and the answer of a finished upload (for a repeated last PATCH). */
+export const tusKeys = {
+  lock: (uploadId: string) => `tus:lock:${uploadId}`,
+  releaseChannel: 'tus:lock:release',
+  finished: (uploadId: string) => `tus:finished:${uploadId}`,
+};

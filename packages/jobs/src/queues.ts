@@ -3,7 +3,7 @@
 import { Queue, type ConnectionOptions, type JobsOptions } from 'bullmq';
 import { getConfig } from '@parley/config';
 
-export const QUEUE_NAMES = ['mail', 'maintenance', 'scheduled', 'push'] as const;
+export const QUEUE_NAMES = ['mail', 'maintenance', 'scheduled', 'push', 'thumbnail'] as const;
 export type QueueName = (typeof QUEUE_NAMES)[number];
 
 /** Each job's data. Jobs carry ids, never secrets: the worker reads the rest from the
@@ -27,6 +27,9 @@ export interface JobData {
   'push-notification-removal': { userId: number; messageIds: number[] };
   /** A device registered with this server, to register with the push bouncer too. */
   'push-device-registration': { deviceId: number };
+  /** The thumbnails of an uploaded image (Zulip's `thumbnail` queue), then the messages that
+   * show its loading placeholder. */
+  thumbnail: { attachmentId: number };
 }
 export type JobName = keyof JobData;
 
@@ -39,6 +42,8 @@ export const JOB_QUEUES: Record<JobName, QueueName> = {
   'push-notifications': 'push',
   'push-notification-removal': 'push',
   'push-device-registration': 'push',
+  // Its own queue, as in Zulip: decoding large images must not hold up mail or pushes.
+  thumbnail: 'thumbnail',
 };
 
 /** Retries with backoff; finished jobs are kept a while so that an id seen again (a retried

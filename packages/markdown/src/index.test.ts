@@ -201,12 +201,35 @@ describe('custom emoji and uploads', () => {
     const uploads = new Map([
       ['2/ab/abcdefghijklmnopqrstuvwx/cat.png', { contentType: 'image/png', width: 4, height: 3 }],
     ]);
+    // Zulip 9+: the loading placeholder while the thumbnail is being made.
     expect(renderMarkdown(`[cat.png](${url})`, { ...data(), uploads }).html).toBe(
       `<p><a href="${url}">cat.png</a></p>\n<div class="message_inline_image">` +
-        `<a href="${url}" title="cat.png"><img data-original-content-type="image/png" ` +
-        `data-original-dimensions="4x3" src="${url}"></a></div>`,
+        `<a href="${url}" title="cat.png"><img class="image-loading-placeholder" ` +
+        `data-original-content-type="image/png" data-original-dimensions="4x3" ` +
+        `src="/static/images/loading/loader-black.svg"></a></div>`,
     );
     expect(renderMarkdown(`[cat.png](${url})`).html).toBe(`<p><a href="${url}">cat.png</a></p>`);
+  });
+
+  it('shows an upload’s thumbnail once made, marking animated ones', () => {
+    const url = '/user_uploads/2/ab/abcdefghijklmnopqrstuvwx/cat.gif';
+    const thumbnail = '/user_uploads/thumbnail/2/ab/abcdefghijklmnopqrstuvwx/cat.gif/840x560';
+    const image = { contentType: 'image/gif', width: 128, height: 56 };
+    const still = new Map([
+      [url.slice(14), { ...image, thumbnail: { url: `${thumbnail}.webp`, animated: false } }],
+    ]);
+    expect(renderMarkdown(`[cat](${url})`, { ...data(), uploads: still }).html).toBe(
+      `<p><a href="${url}">cat</a></p>\n<div class="message_inline_image">` +
+        `<a href="${url}" title="cat"><img data-original-content-type="image/gif" ` +
+        `data-original-dimensions="128x56" src="${thumbnail}.webp"></a></div>`,
+    );
+    const animated = new Map([
+      [url.slice(14), { ...image, thumbnail: { url: `${thumbnail}-anim.webp`, animated: true } }],
+    ]);
+    expect(renderMarkdown(`[cat](${url})`, { ...data(), uploads: animated }).html).toContain(
+      `<img data-animated="true" data-original-content-type="image/gif" ` +
+        `data-original-dimensions="128x56" src="${thumbnail}-anim.webp">`,
+    );
   });
 });
 

@@ -17,7 +17,13 @@ import { mentionPlugin, type MentionData, type Mentions } from './mentions';
 import { paragraphsPlugin } from './paragraphs';
 import { quotesPlugin } from './quotes';
 
-export { mentionCandidates, type MentionCandidates, type MentionData } from './mentions';
+export {
+  mentionCandidates,
+  type MentionCandidates,
+  type MentionData,
+  type UploadedImage,
+} from './mentions';
+export { uploadImageTag, UPLOAD_PLACEHOLDER_SRC } from './inline-extras';
 export { channelLinkCandidates } from './channels';
 export { canonicalEmojiName, emojiCodeForName, isEmojiCode } from './emoji';
 export {

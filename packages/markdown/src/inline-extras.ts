@@ -57,14 +57,29 @@ function imagePreview(href: string, title: string | null): string {
 
 const UPLOAD_PREFIX = '/user_uploads/';
 
-/** Zulip's preview of an uploaded image: both the link and the image are the original file
- * (Parley makes no thumbnails), with its dimensions and type for the client's layout. */
+/** Zulip's loading spinner, shown until the thumbnail exists. */
+export const UPLOAD_PLACEHOLDER_SRC = '/static/images/loading/loader-black.svg';
+
+/** The <img> of an uploaded image's preview, as Zulip 9+ renders it (attributes in its
+ * order): the loading placeholder while the thumbnail is being made, then the thumbnail with
+ * the original's dimensions and type, for the client's layout and its choice of format.
+ * Used both when rendering and when the thumbnail job rewrites a rendered message. */
+export function uploadImageTag(image: UploadedImage): string {
+  const original =
+    `data-original-content-type="${escape(image.contentType)}" ` +
+    `data-original-dimensions="${image.width}x${image.height}"`;
+  if (!image.thumbnail)
+    return `<img class="image-loading-placeholder" ${original} src="${UPLOAD_PLACEHOLDER_SRC}">`;
+  const animated = image.thumbnail.animated ? 'data-animated="true" ' : '';
+  return `<img ${animated}${original} src="${escape(image.thumbnail.url)}">`;
+}
+
+/** Zulip's preview of an uploaded image: a link to the original around its thumbnail. */
 function uploadPreview(href: string, title: string | null, image: UploadedImage): string {
   const titleAttribute = title ? ` title="${escape(title)}"` : '';
   return (
     `<div class="message_inline_image"><a href="${escape(href)}"${titleAttribute}>` +
-    `<img data-original-content-type="${escape(image.contentType)}" ` +
-    `data-original-dimensions="${image.width}x${image.height}" src="${escape(href)}"></a></div>`
+    `${uploadImageTag(image)}</a></div>`
   );
 }
 

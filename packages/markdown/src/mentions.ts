@@ -38,6 +38,8 @@ export interface UploadedImage {
   contentType: string;
   width: number;
   height: number;
+  /** The thumbnail shown once made (Zulip 9+); absent while it is pending. */
+  thumbnail?: { url: string; animated: boolean };
 }
 
 export interface Mentions {

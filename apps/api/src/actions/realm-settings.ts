@@ -32,6 +32,7 @@ import { LANGUAGES } from '../lib/languages';
 import { REALM_PERMISSION_SETTINGS, type RealmPermissionSetting } from '../lib/permission-settings';
 import { REALM_GROUP_COLUMNS, realmGroupId } from '../lib/realm-state';
 import { isOwner } from '../lib/users';
+import { availableVideoChatProviderIds } from '../lib/video-calls';
 import { auditRealmChange } from './audit';
 
 export const MAX_REALM_NAME_LENGTH = 40;
@@ -42,8 +43,6 @@ const JITSI_SERVER_URL_MAX_LENGTH = 200;
 export const EDIT_HISTORY_POLICIES = { all: 1, moves: 2, none: 3 } as const;
 export type EditHistoryPolicy = keyof typeof EDIT_HISTORY_POLICIES;
 export const TOPICS_POLICIES = ['allow_empty_topic', 'disable_empty_topic'] as const;
-/** Zulip's VIDEO_CHAT_PROVIDERS that this server offers (realm_available_video_chat_providers). */
-export const VIDEO_CHAT_PROVIDER_IDS = [0, 1];
 
 /** PATCH /realm's parameters as the route parsed them (undefined: not given). Time limits and
  * retention come as a number or a string ("unlimited"); jitsi_server_url as "default" or a
@@ -203,7 +202,8 @@ function checkScalarSettings(request: RealmSettingsRequest): Map<string, unknown
     throw new JsonableError(`Invalid language '${request.default_language}'`);
   if (
     request.video_chat_provider !== undefined &&
-    !VIDEO_CHAT_PROVIDER_IDS.includes(request.video_chat_provider)
+    // Zulip's check: one of the providers the server is configured for.
+    !availableVideoChatProviderIds().includes(request.video_chat_provider)
   )
     throw new JsonableError(`Invalid video_chat_provider ${request.video_chat_provider}`);
   if (request.message_retention_days !== undefined)

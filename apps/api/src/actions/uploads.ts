@@ -17,6 +17,14 @@ import {
   type Attachment,
 } from '../lib/attachments';
 import { removeUpload, storeUpload } from '../lib/upload-store';
+import { queueThumbnailOnCommit } from './thumbnails';
+import {
+  checkFileSize,
+  checkUploadWithinQuota,
+  lockUploadQuota,
+  maxFileUploadSizeMib,
+  uploadQuotaMib,
+} from '../lib/upload-limits';
 
 export interface UploadedFile {
   originalname: string;
@@ -55,9 +63,15 @@ export async function doUploadFile(
   const claimed = file.mimetype || 'application/octet-stream';
   const contentType =
     image?.contentType ?? (claimed.startsWith('image/') ? 'application/octet-stream' : claimed);
+  // The organization's limits (lib/upload-limits): checked before storing anything, and the
+  // quota again under its lock with the row's insert, so racing uploads cannot overshoot it.
+  checkFileSize(realm, file.size);
+  await checkUploadWithinQuota(realm, file.size);
   await storeUpload(pathId, file.buffer);
   try {
     return await runAction(async (ctx) => {
+      await lockUploadQuota(ctx.tx, realm.id);
+      await checkUploadWithinQuota(realm, file.size, { db: ctx.tx });
       const attachment = await ctx.tx.attachment.create({
         data: {
           realmId: realm.id,
@@ -71,6 +85,8 @@ export async function doUploadFile(
         },
       });
       await sendAttachmentEvent(ctx, 'add', attachment);
+      // Its thumbnails are made in the background (worker tier), once the row is committed.
+      queueThumbnailOnCommit(ctx, attachment);
       return attachment;
     });
   } catch (error) {
@@ -189,4 +205,40 @@ export async function doCreateTemporaryUploadToken(attachment: {
   const token = randomBytes(24).toString('base64url');
   await getRedis().set(uploadTokenKey(token), attachment.pathId, 'EX', TEMPORARY_URL_SECONDS);
   return token;
+}
+
+export interface RealmUploadLimits {
+  /** GiB; null: the server's UPLOAD_QUOTA_GB (none if unset). */
+  uploadQuotaGb?: number | null;
+  /** MiB; null: the server's MAX_FILE_UPLOAD_SIZE_MIB (also the most it can be). */
+  maxFileUploadSizeMib?: number | null;
+}
+
+/** Sets the organization's upload quota and file size limit (`pnpm manage set-upload-limits`;
+ * Zulip's change with the plan type) and tells its users with Zulip's realm update_dict event
+ * (feature level 306), which carries both as clients see them. */
+export async function doSetRealmUploadLimits(
+  ctx: ActionContext,
+  realm: Realm,
+  limits: RealmUploadLimits,
+): Promise<Realm> {
+  const updated = await ctx.tx.realm.update({ where: { id: realm.id }, data: limits });
+  const users = await ctx.tx.user.findMany({
+    where: { realmId: realm.id, isActive: true },
+    select: { id: true },
+  });
+  sendEventOnCommit(
+    ctx,
+    {
+      type: 'realm',
+      op: 'update_dict',
+      property: 'default',
+      data: {
+        upload_quota_mib: uploadQuotaMib(updated),
+        max_file_upload_size_mib: maxFileUploadSizeMib(updated),
+      },
+    },
+    users.map((user) => user.id),
+  );
+  return updated;
 }

@@ -26,6 +26,8 @@ import {
   type FailedJob,
 } from '@parley/jobs';
 import { checkOrganization, doCreateOrganization } from '../actions/realms';
+import { doSetRealmUploadLimits, type RealmUploadLimits } from '../actions/uploads';
+import { maxFileUploadSizeMib, uploadQuotaGb } from '../lib/upload-limits';
 import {
   checkCreateUser,
   checkRole,
@@ -235,6 +237,39 @@ const commands: Record<string, Command> = {
       };
     },
   },
+  'set-upload-limits': {
+    summary: "Set an organization's upload quota and file size limit (docs/uploads.md)",
+    options: {
+      realm: realmOption,
+      'quota-gb': {
+        type: 'string',
+        help: 'total size of its uploads in GiB, or "default" (UPLOAD_QUOTA_GB, else none)',
+      },
+      'max-file-size-mib': {
+        type: 'string',
+        help: 'largest file in MiB, or "default" (MAX_FILE_UPLOAD_SIZE_MIB, also the most)',
+      },
+    },
+    async run(o) {
+      const realm = await findRealm(o.realm);
+      const limits: RealmUploadLimits = {};
+      if (o['quota-gb'] !== undefined)
+        limits.uploadQuotaGb = limitValue(str(o['quota-gb']), 'quota-gb', 0);
+      if (o['max-file-size-mib'] !== undefined)
+        limits.maxFileUploadSizeMib = limitValue(
+          str(o['max-file-size-mib']),
+          'max-file-size-mib',
+          1,
+        );
+      const updated = await runAction((ctx) => doSetRealmUploadLimits(ctx, realm, limits));
+      const quota = uploadQuotaGb(updated);
+      const maxFile = maxFileUploadSizeMib(updated);
+      return {
+        json: { realm_id: realm.id, upload_quota_gb: quota, max_file_upload_size_mib: maxFile },
+        text: `Upload quota: ${quota === null ? 'none' : `${quota} GiB`}; largest file: ${maxFile} MiB`,
+      };
+    },
+  },
   'list-users': {
     summary: 'List the users of an organization',
     options: { realm: realmOption },
@@ -361,6 +396,14 @@ const JWT_ALGORITHMS = [
   'PS384',
   'PS512',
 ];
+
+/** A limit option: a whole number from `min`, or "default" (null). */
+function limitValue(value: string, option: string, min: number): number | null {
+  if (value === 'default') return null;
+  if (!/^\d{1,9}$/.test(value) || Number(value) < min)
+    throw new JsonableError(`--${option} must be a whole number from ${min}, or "default"`);
+  return Number(value);
+}
 
 function str(value: string | boolean | undefined): string {
   return typeof value === 'string' ? value : '';

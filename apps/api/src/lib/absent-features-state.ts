@@ -27,7 +27,6 @@ export const ABSENT_FEATURE_SECTIONS: Record<string, () => State> = {
   // feature level 468).
   push_device: () => ({ push_devices: {} }),
   device: () => ({ devices: {} }),
-  video_calls: () => ({ has_zoom_token: false }),
   // No statuses: Zulip lists only users who set one.
   user_status: () => ({ user_status: {} }),
 };

@@ -104,6 +104,7 @@ export const STATE_TYPES = [
   'saved_snippets',
   'scheduled_messages',
   'reminders',
+  'video_calls',
   ...Object.keys(ABSENT_FEATURE_SECTIONS),
 ];
 
@@ -129,12 +130,12 @@ export interface StateOptions extends ChannelStateOptions {
 }
 
 /** Values every registration returns, whatever it fetches. */
-export function baseState(): State {
+export function baseState(realm?: Realm): State {
   return {
     zulip_feature_level: ZULIP_FEATURE_LEVEL,
     zulip_version: ZULIP_VERSION,
     zulip_merge_base: ZULIP_MERGE_BASE,
-    ...alwaysSentLimits(),
+    ...alwaysSentLimits(realm),
   };
 }
 
@@ -159,7 +160,7 @@ export async function fetchInitialState(
   types: Set<string>,
   options: StateOptions,
 ): Promise<State> {
-  const state: State = baseState();
+  const state: State = baseState(realm);
   // One query serves the organization's group settings and realm_user_groups.
   const groups =
     types.has('realm') || types.has('realm_user_groups')
@@ -282,6 +283,8 @@ export async function fetchInitialState(
   if (types.has('scheduled_messages'))
     state.scheduled_messages = (await scheduledMessagesOf(user.id)).map(presentScheduledMessage);
   if (types.has('reminders')) state.reminders = (await remindersOf(user.id)).map(presentReminder);
+  // From the authenticated user's row, as the other user settings here (no statement).
+  if (types.has('video_calls')) state.has_zoom_token = user.zoomToken !== null;
   for (const [type, section] of Object.entries(ABSENT_FEATURE_SECTIONS))
     if (types.has(type)) Object.assign(state, section());
   return state;
@@ -375,6 +378,9 @@ export function applyEvent(
       return applyPresence(state, event, options);
     case 'user_topic':
       return applyUserTopic(state, event, options);
+    case 'has_zoom_token':
+      if ('has_zoom_token' in state) state.has_zoom_token = event.value;
+      return;
     case 'muted_topics':
     case 'muted_users':
     case 'alert_words':

@@ -15,16 +15,23 @@ import {
   type RealmPermissionSetting,
 } from './permission-settings';
 import type { Membership, RealmGroups } from './user-groups-state';
+import { serverThumbnailFormats } from './thumbnails';
+import { maxFileUploadSizeMib, uploadQuotaMib } from './upload-limits';
+import { availableVideoChatProviders } from './video-calls';
 
 /** Limits and protocol constants sent with every registration (Zulip sends them with `realm`;
- * clients that fetch less still find them). */
-export function alwaysSentLimits(): Record<string, unknown> {
+ * clients that fetch less still find them). The file size limit is the organization's. */
+export function alwaysSentLimits(
+  realm?: Pick<Realm, 'maxFileUploadSizeMib'>,
+): Record<string, unknown> {
   return {
     max_message_length: 10000,
     max_topic_length: 60,
     max_stream_name_length: 60,
     max_stream_description_length: 1024,
-    max_file_upload_size_mib: getConfig().MAX_FILE_UPLOAD_SIZE_MIB,
+    max_file_upload_size_mib: realm
+      ? maxFileUploadSizeMib(realm)
+      : getConfig().MAX_FILE_UPLOAD_SIZE_MIB,
     max_bulk_new_subscription_messages: 100,
     realm_empty_topic_display_name: EMPTY_TOPIC_DISPLAY_NAME,
     event_queue_longpoll_timeout_seconds: 90,
@@ -167,7 +174,6 @@ const DEFAULT_EXTERNAL_ACCOUNTS = {
   },
 };
 
-const JITSI_SERVER_URL = 'https://meet.jit.si';
 const DEFAULT_LOGO_URL = '/static/images/logo/zulip-org-logo.svg?version=0';
 
 /** Zulip's realm_icon_url without an uploaded icon: Gravatar's identicon of the string id. */
@@ -204,7 +210,7 @@ export function realmState(realm: Realm, groups: RealmGroups): Record<string, un
   );
 
   return {
-    ...alwaysSentLimits(),
+    ...alwaysSentLimits(realm),
     // Settings the Realm row stores.
     realm_name: realm.name,
     // Zulip sends the Markdown source here (the settings form edits it); GET /server_settings
@@ -295,7 +301,7 @@ export function realmState(realm: Realm, groups: RealmGroups): Record<string, un
     zulip_plan_is_not_limited: true,
     realm_presence_disabled: false,
     realm_require_e2ee_push_notifications: false,
-    realm_upload_quota_mib: null,
+    realm_upload_quota_mib: uploadQuotaMib(realm),
     realm_want_advertise_in_communities_directory: false,
     realm_icon_source: 'G',
     realm_icon_url: realmIconUrl(realm),
@@ -317,12 +323,10 @@ export function realmState(realm: Realm, groups: RealmGroups): Record<string, un
     gif_rating_policy_options: GIF_RATING_OPTIONS,
 
     // The server.
-    realm_available_video_chat_providers: {
-      disabled: { name: 'None', id: 0 },
-      jitsi_meet: { name: 'Jitsi Meet', id: 1 },
-    },
-    jitsi_server_url: JITSI_SERVER_URL,
-    server_jitsi_server_url: JITSI_SERVER_URL,
+    // Only the providers the server is configured for (lib/video-calls.ts).
+    realm_available_video_chat_providers: availableVideoChatProviders(),
+    jitsi_server_url: config.JITSI_SERVER_URL,
+    server_jitsi_server_url: config.JITSI_SERVER_URL,
     realm_default_external_accounts: DEFAULT_EXTERNAL_ACCOUNTS,
     development_environment: config.NODE_ENV === 'development',
     server_generation: SERVER_GENERATION,
@@ -331,9 +335,10 @@ export function realmState(realm: Realm, groups: RealmGroups): Record<string, un
     server_name_changes_disabled: false,
     server_can_summarize_topics: false,
     server_inline_image_preview: true,
-    // Parley renders no previews of linked pages and makes no thumbnails.
+    // Parley renders no previews of linked pages.
     server_inline_url_embed_preview: false,
-    server_thumbnail_formats: [],
+    // The formats uploaded images are thumbnailed into (lib/thumbnails.ts).
+    server_thumbnail_formats: serverThumbnailFormats(),
     server_web_public_streams_enabled: true,
     // Parley sends no email yet.
     settings_send_digest_emails: false,
@@ -395,6 +400,11 @@ export function applyRealmEvent(state: State, event: Record<string, unknown>): v
         ? (event.data as Record<string, unknown>)
         : {};
   for (const [property, value] of Object.entries(changes)) {
+    // The file size limit is a top-level key (Zulip's apply_event special-cases it too).
+    if (property === 'max_file_upload_size_mib') {
+      state.max_file_upload_size_mib = value;
+      continue;
+    }
     state[`realm_${property}`] = value;
     if (property === 'message_edit_history_visibility_policy')
       state.realm_allow_edit_history = value !== 'none';

@@ -1,6 +1,6 @@
 // Rendering Markdown for an organization: loads what the content may refer to (users and
 // groups it mentions, Zulip's MentionData; channels it links; the organization's linkifiers,
-// custom emoji and uploaded images), then renders with packages/markdown.
+// custom emoji and uploaded images with their thumbnails), then renders with packages/markdown.
 import { getPrisma, idsByLowerEquals, type Tx } from '@parley/db';
 import {
   channelLinkCandidates,
@@ -12,6 +12,7 @@ import {
 import { linkedPathIds } from './attachments';
 import { linkifiersForRealm } from './linkifiers';
 import { activeRealmEmoji } from './realm-emoji';
+import { uploadPreview } from './thumbnails';
 
 export async function renderContent(
   realmId: number,
@@ -79,17 +80,24 @@ export async function loadMentionData(
   if (/:[\w+-]+:/.test(content)) data.realmEmoji = await activeRealmEmoji(realmId, db);
   const pathIds = linkedPathIds(content);
   if (pathIds.length > 0) {
-    // Previews need only the image's size and type; opening it still needs access.
+    // Previews need the image's size, type and thumbnails (Zulip's get_user_upload_previews);
+    // opening it still needs access. Images the server does not thumbnail get no preview.
     const images = await db.attachment.findMany({
       where: { realmId, pathId: { in: pathIds }, width: { not: null }, height: { not: null } },
-      select: { pathId: true, contentType: true, width: true, height: true },
+      select: {
+        pathId: true,
+        contentType: true,
+        width: true,
+        height: true,
+        frames: true,
+        thumbnailMetadata: true,
+      },
     });
-    data.uploads = new Map(
-      images.map((image) => [
-        image.pathId,
-        { contentType: image.contentType!, width: image.width!, height: image.height! },
-      ]),
-    );
+    data.uploads = new Map();
+    for (const image of images) {
+      const preview = uploadPreview(image);
+      if (preview) data.uploads.set(image.pathId, preview);
+    }
   }
   const channelNames = channelLinkCandidates(content);
   if (channelNames.size > 0) {

@@ -1,10 +1,12 @@
 // Custom emoji: GET /realm/emoji, POST and DELETE /realm/emoji/{emoji_name}, and the images at
 // /user_avatars/{realm_id}/emoji/images/{file} (public, as Zulip serves them).
 import { Router } from 'express';
+import { z } from 'zod';
 import { userEndpoint } from '@parley/auth';
 import { runAction } from '@parley/db';
 import { JsonableError, ResourceNotFoundError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
+import * as schema from '../presenters/schemas';
 import { doAddRealmEmoji, doRemoveRealmEmoji, MAX_EMOJI_FILE_BYTES } from '../actions/realm-emoji';
 import { emojiStorePath, realmEmojiDict } from '../lib/realm-emoji';
 import { sendStoredUpload } from '../lib/upload-store';
@@ -13,7 +15,10 @@ import { uploadedFiles, uploadLimits } from './uploads';
 export const realmEmojiRoutes = Router();
 
 defineRoute(realmEmojiRoutes, '/realm/emoji', {
-  GET: userEndpoint({}, async ({ realm }) => ({ emoji: await realmEmojiDict(realm.id) })),
+  GET: userEndpoint(
+    { response: z.object({ emoji: z.record(z.string(), schema.realmEmoji) }) },
+    async ({ realm }) => ({ emoji: await realmEmojiDict(realm.id) }),
+  ),
 });
 
 const emojiPath = { emoji_name: p.string({ maxLength: 100 }) };
@@ -26,7 +31,11 @@ defineRoute(
   '/realm/emoji/:emoji_name',
   {
     POST: userEndpoint(
-      { path: emojiPath, uploads: () => uploadLimits(MAX_EMOJI_FILE_BYTES) },
+      {
+        path: emojiPath,
+        uploads: () => uploadLimits(MAX_EMOJI_FILE_BYTES),
+        response: schema.empty,
+      },
       async ({ user, realm, path, req }) => {
         const files = uploadedFiles(req);
         if (files.length !== 1) throw new JsonableError('You must upload exactly one file.');
@@ -40,7 +49,7 @@ defineRoute(
 );
 
 defineRoute(realmEmojiRoutes, '/realm/emoji/:emoji_name', {
-  DELETE: userEndpoint({ path: emojiPath }, async ({ user, path }) => {
+  DELETE: userEndpoint({ path: emojiPath, response: schema.empty }, async ({ user, path }) => {
     await runAction((ctx) => doRemoveRealmEmoji(ctx, user, path.emoji_name));
     return {};
   }),
@@ -53,7 +62,10 @@ export function emojiImageRoutes(): Router {
     const { realm_id: realmId, file_name: fileName } = req.params;
     if (!/^\d+$/.test(realmId) || !/^\d+\.(?:png|gif|jpg|webp)$/.test(fileName))
       throw new ResourceNotFoundError('File not found');
+    // Named here, not guessed from the extension: an S3 redirect carries only what it is given.
+    const type = fileName.endsWith('.jpg') ? 'jpeg' : fileName.slice(fileName.lastIndexOf('.') + 1);
     await sendStoredUpload(res, emojiStorePath(Number(realmId), fileName), {
+      'Content-Type': `image/${type}`,
       'X-Content-Type-Options': 'nosniff',
       'Cache-Control': 'public, max-age=86400',
     });

@@ -1,0 +1,172 @@
+// Thumbnails through the API (Zulip 9+): server_thumbnail_formats in POST /register, the
+// loading placeholder then the thumbnail in rendered messages, the job queued by an image
+// upload, and GET /user_uploads/thumbnail/{path id}/{format} with the original's access
+// checks. The thumbnails are made by calling the worker's job directly.
+import request from 'supertest';
+import { getPrisma, type User } from '@parley/db';
+import { closeQueues, queueFor } from '@parley/jobs';
+import { ensureThumbnails } from '../src/actions/thumbnails';
+import { createMessageOrg, send, type MessageOrg } from './message-helpers';
+import { api, app, as, expectError, expectSuccess } from './helpers';
+import { imageInfo, solid } from './images';
+
+let org: MessageOrg;
+
+beforeAll(async () => {
+  org = await createMessageOrg();
+});
+
+afterAll(async () => {
+  await closeQueues();
+});
+
+const png = (width: number, height: number) => solid(width, height).png().toBuffer();
+
+interface Upload {
+  id: number;
+  pathId: string;
+  url: string;
+}
+
+async function upload(user: User, name: string, data: Buffer): Promise<Upload> {
+  const { url } = expectSuccess(
+    await api
+      .post(org.host, '/user_uploads')
+      .auth(user.deliveryEmail, user.apiKey)
+      .attach('file', data, name),
+  ) as { url: string };
+  const pathId = url.slice('/user_uploads/'.length);
+  const row = await getPrisma().attachment.findUniqueOrThrow({ where: { pathId } });
+  return { id: row.id, pathId, url };
+}
+
+const download = (user: User | null, url: string) => {
+  const test = request(app).get(url).set('Host', org.host);
+  return user ? test.auth(user.deliveryEmail, user.apiKey) : test;
+};
+
+const sendTo = (user: User, to: string, content: string) =>
+  send(user, org.host, { type: 'stream', to, topic: 'photos', content }).then(
+    (res) => expectSuccess(res).id as number,
+  );
+
+const contentAs = async (user: User, id: number) =>
+  (expectSuccess(await as(user, org.host).get(`/messages/${id}`)).message as { content: string })
+    .content;
+
+describe('POST /register', () => {
+  it('advertises server_thumbnail_formats in Zulip’s shape', async () => {
+    const state = expectSuccess(
+      await as(org.member, org.host).post('/register', { fetch_event_types: ['realm'] }),
+    );
+    expect(state.server_thumbnail_formats).toEqual([
+      {
+        name: '840x560-anim.webp',
+        max_width: 840,
+        max_height: 560,
+        format: 'webp',
+        animated: true,
+      },
+      { name: '840x560.webp', max_width: 840, max_height: 560, format: 'webp', animated: false },
+    ]);
+  });
+});
+
+describe('uploaded images in messages', () => {
+  it('show the loading placeholder until the thumbnail is made, then the thumbnail', async () => {
+    const image = await upload(org.member, 'sky.png', await png(1680, 1120));
+    // The upload queued the job, under one id per upload.
+    const job = await queueFor('thumbnail').getJob(`thumbnail-${image.id}`);
+    expect(job?.data).toEqual({ attachmentId: image.id });
+
+    const id = await sendTo(org.member, 'general', `[sky](${image.url})`);
+    const link = `<p><a href="${image.url}">sky</a></p>\n`;
+    const wrap = (img: string) =>
+      `<div class="message_inline_image"><a href="${image.url}" title="sky">${img}</a></div>`;
+    expect(await contentAs(org.other, id)).toBe(
+      link +
+        wrap(
+          '<img class="image-loading-placeholder" data-original-content-type="image/png" ' +
+            'data-original-dimensions="1680x1120" src="/static/images/loading/loader-black.svg">',
+        ),
+    );
+    await ensureThumbnails(image.id);
+    const thumbnail = `/user_uploads/thumbnail/${image.pathId}/840x560.webp`;
+    expect(await contentAs(org.other, id)).toBe(
+      link +
+        wrap(
+          '<img data-original-content-type="image/png" data-original-dimensions="1680x1120" ' +
+            `src="${thumbnail}">`,
+        ),
+    );
+    // A message sent now shows the thumbnail at once.
+    const later = await sendTo(org.other, 'general', `again: [sky](${image.url})`);
+    expect(await contentAs(org.member, later)).toContain(`src="${thumbnail}"`);
+  });
+});
+
+describe('GET /user_uploads/thumbnail/{path_id}/{format}', () => {
+  it('serves the thumbnail to whoever may open the original, and no one else', async () => {
+    const image = await upload(org.member, 'secret plan.png', await png(900, 600));
+    const thumbnail = `/user_uploads/thumbnail/${image.pathId}/840x560.webp`;
+    // Nothing made yet.
+    expect((await download(org.member, thumbnail)).status).toBe(404);
+    await ensureThumbnails(image.id);
+
+    const served = await download(org.member, thumbnail);
+    expect(served.status).toBe(200);
+    expect(served.headers['content-type']).toBe('image/webp');
+    expect(served.headers['x-content-type-options']).toBe('nosniff');
+    expect(served.headers['content-disposition']).toBe('inline; filename="840x560.webp"');
+    expect(await imageInfo(served.body as Buffer)).toMatchObject({
+      format: 'webp',
+      width: 840,
+      height: 560,
+    });
+
+    // Unshared, only the uploader sees it — the same answers as for the original.
+    for (const url of [image.url, thumbnail]) {
+      expectError(await download(org.other, url), 'You are not authorized to view this file.', 403);
+      expect((await download(null, url)).status).toBe(401);
+    }
+    // Shared in the private #secret: its subscribers only.
+    await sendTo(org.member, 'secret', `[plan](${image.url})`);
+    for (const url of [image.url, thumbnail]) {
+      expectError(await download(org.other, url), 'You are not authorized to view this file.', 403);
+      expectError(await download(org.guest, url), 'You are not authorized to view this file.', 403);
+    }
+    // Shared in #general: its readers too.
+    await sendTo(org.member, 'general', `[plan](${image.url})`);
+    for (const url of [image.url, thumbnail])
+      expect((await download(org.other, url)).status).toBe(200);
+    // The original is still served as it was.
+    const original = await download(org.other, image.url);
+    expect(original.headers['content-type']).toBe('image/png');
+  });
+
+  it('answers a format not made with the closest one made, and nonsense with 404', async () => {
+    const image = await upload(org.member, 'tiny.png', await png(30, 20));
+    await ensureThumbnails(image.id);
+    const base = `/user_uploads/thumbnail/${image.pathId}`;
+    // An old client asking for another size gets the still WebP (it is not animated).
+    const closest = await download(org.member, `${base}/100x75-anim.webp`);
+    expect(closest.status).toBe(200);
+    expect(await imageInfo(closest.body as Buffer)).toMatchObject({ width: 30 });
+    expect((await download(org.member, `${base}/original.png`)).status).toBe(404);
+    expect((await download(org.member, `/user_uploads/thumbnail/${base}`)).status).toBe(404);
+    // Not an image: nothing to thumbnail.
+    const text = await upload(org.member, 'notes.txt', Buffer.from('hello'));
+    expect(
+      (await download(org.member, `/user_uploads/thumbnail/${text.pathId}/840x560.webp`)).status,
+    ).toBe(404);
+    // Another organization's upload does not exist here.
+    expect(
+      (
+        await download(
+          org.member,
+          `/user_uploads/thumbnail/999999/ab/abcdefghijklmnopqrstuvwx/x.png/840x560.webp`,
+        )
+      ).status,
+    ).toBe(404);
+  });
+});
