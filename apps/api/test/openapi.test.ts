@@ -71,6 +71,15 @@ describe('GET /api/v1/openapi.json', () => {
       '4XX',
       '5XX',
     ]);
+    // A route that answers with a redirect: a 302 with its Location, without content.
+    expect(doc.paths['/api/v1/calls/zoom/register']!.get!.responses).toMatchObject({
+      '302': { headers: { Location: { schema: { type: 'string' } } } },
+    });
+    expect(Object.keys(doc.paths['/api/v1/calls/zoom/register']!.get!.responses)).toEqual([
+      '302',
+      '4XX',
+      '5XX',
+    ]);
   });
 
   it('describes the data of every success: each route declares what it answers', () => {

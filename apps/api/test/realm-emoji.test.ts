@@ -1,5 +1,7 @@
 import request from 'supertest';
 import { getPrisma, type User } from '@parley/db';
+import { emojiStorePath } from '../src/lib/realm-emoji';
+import { storeUpload } from '../src/lib/upload-store';
 import { createMessageOrg, png, send, type MessageOrg } from './message-helpers';
 import { api, app, as, captureEvents, expectError, expectSuccess } from './helpers';
 
@@ -47,6 +49,21 @@ describe('custom emoji', () => {
       const image = await request(app).get(entry!.source_url).set('Host', org.host);
       expect(image.status).toBe(200);
       expect(image.headers['content-type']).toBe('image/png');
+    });
+
+    it('replaces an image a restored database left at the new emoji’s path', async () => {
+      // The id the next emoji gets, and a stale image already stored under it (as after a
+      // database restored to an earlier point than the uploads).
+      const [row] = await getPrisma().$queryRaw<{ next: bigint }[]>`
+        SELECT last_value + 1 AS next FROM realm_emoji_id_seq`;
+      const next = row!.next;
+      await storeUpload(emojiStorePath(org.realm.id, `${next}.png`), png(8, 8));
+      expectSuccess(await add(org.member, 'restored'));
+      const [entry] = Object.values(await list());
+      expect(entry!.id).toBe(String(next));
+      const image = await request(app).get(entry!.source_url).set('Host', org.host);
+      expect(image.status).toBe(200);
+      expect(Buffer.compare(image.body as Buffer, png(64, 64))).toBe(0);
     });
 
     it('checks the name, the file and who may add', async () => {

@@ -1,14 +1,23 @@
 // Thumbnails through the API (Zulip 9+): server_thumbnail_formats in POST /register, the
 // loading placeholder then the thumbnail in rendered messages, the job queued by an image
 // upload, and GET /user_uploads/thumbnail/{path id}/{format} with the original's access
-// checks. The thumbnails are made by calling the worker's job directly.
+// checks; deleting an upload deletes its thumbnails; the sweep that queues lost jobs again. The
+// thumbnails are made by calling the worker's job directly.
+import { randomUUID } from 'node:crypto';
+import { Worker } from 'bullmq';
 import request from 'supertest';
-import { getPrisma, type User } from '@parley/db';
-import { closeQueues, queueFor } from '@parley/jobs';
-import { ensureThumbnails } from '../src/actions/thumbnails';
+import { getPrisma, Role, type User } from '@parley/db';
+import { closeQueues, jobsConnection, queueFor } from '@parley/jobs';
+import {
+  ensureThumbnails,
+  requeuePendingThumbnails,
+  type ThumbnailSweepOptions,
+} from '../src/actions/thumbnails';
+import { deleteOldUnclaimedUploads } from '../src/actions/upload-cleanup';
+import { readUpload } from '../src/lib/upload-store';
 import { createMessageOrg, send, type MessageOrg } from './message-helpers';
-import { api, app, as, expectError, expectSuccess } from './helpers';
-import { imageInfo, solid } from './images';
+import { api, app, as, createTestUser, expectError, expectSuccess } from './helpers';
+import { animatedGif, imageInfo, solid } from './images';
 
 let org: MessageOrg;
 
@@ -168,5 +177,122 @@ describe('GET /user_uploads/thumbnail/{path_id}/{format}', () => {
         )
       ).status,
     ).toBe(404);
+  });
+});
+
+describe('deleting an upload', () => {
+  const thumbnailsOf = (image: Upload) => [
+    `thumbnail/${image.pathId}/840x560-anim.webp`,
+    `thumbnail/${image.pathId}/840x560.webp`,
+  ];
+
+  it('DELETE /attachments/{id} removes the thumbnails with the original', async () => {
+    const owner = await createTestUser(org.realm, Role.MEMBER);
+    const image = await upload(owner, 'private.gif', await animatedGif(64, 32, 2));
+    expect(await ensureThumbnails(image.id)).toMatchObject({ made: 2 });
+    for (const path of thumbnailsOf(image)) expect(await readUpload(path)).not.toBeNull();
+    expectSuccess(await as(owner, org.host).delete(`/attachments/${image.id}`));
+    expect(await readUpload(image.pathId)).toBeNull();
+    for (const path of thumbnailsOf(image)) expect(await readUpload(path)).toBeNull();
+    expect(
+      (await download(owner, `/user_uploads/thumbnail/${image.pathId}/840x560.webp`)).status,
+    ).toBe(404);
+  });
+
+  it('the unclaimed-upload clean-up removes the thumbnails with the original', async () => {
+    const image = await upload(org.member, 'forgotten.gif', await animatedGif(64, 32, 2));
+    const kept = await upload(org.member, 'kept.png', await png(40, 30));
+    await ensureThumbnails(image.id);
+    await ensureThumbnails(kept.id);
+    await sendTo(org.member, 'general', `[kept](${kept.url})`);
+    // Aged far past anything another test makes, so this run takes only these.
+    await getPrisma().attachment.updateMany({
+      where: { id: { in: [image.id, kept.id] } },
+      data: { createTime: new Date('2002-01-01T00:00:00Z') },
+    });
+    await deleteOldUnclaimedUploads({ createdBefore: new Date('2002-01-02T00:00:00Z') });
+    expect(await getPrisma().attachment.findUnique({ where: { id: image.id } })).toBeNull();
+    expect(await readUpload(image.pathId)).toBeNull();
+    for (const path of thumbnailsOf(image)) expect(await readUpload(path)).toBeNull();
+    // A linked upload keeps its thumbnail.
+    expect(await readUpload(`thumbnail/${kept.pathId}/840x560.webp`)).not.toBeNull();
+  });
+});
+
+describe('the thumbnail sweep', () => {
+  /** Puts the upload's job in the failed set as a job that used up its attempts just now
+   * (storage down, say), taken by a worker of the test's own ahead of any waiting job. */
+  async function failJob(image: Upload): Promise<void> {
+    const queue = queueFor('thumbnail');
+    const jobId = `thumbnail-${image.id}`;
+    await (await queue.getJob(jobId))?.remove();
+    await queue.add(
+      'thumbnail',
+      { attachmentId: image.id },
+      { jobId, lifo: true, attempts: 1, removeOnFail: { age: 3600 } },
+    );
+    const worker = new Worker('thumbnail', null, { connection: jobsConnection(), autorun: false });
+    try {
+      const token = randomUUID();
+      const job = await worker.getNextJob(token, { block: false });
+      expect(job?.id).toBe(jobId);
+      await job!.moveToFailed(new Error('upload storage is down'), token);
+    } finally {
+      await worker.close();
+    }
+    expect(await (await queue.getJob(jobId))!.isFailed()).toBe(true);
+  }
+
+  const pendingCount = async () =>
+    (
+      await getPrisma().$queryRaw<{ n: number }[]>`
+        SELECT count(*)::int AS n FROM attachment
+        WHERE thumbnail_metadata IS NULL AND width IS NOT NULL`
+    )[0]!.n;
+
+  /** Sweeps (`batchSize` at a time) until `done`, at most as often as it takes to look at
+   * every pending upload twice. */
+  async function sweepUntil(
+    done: () => Promise<boolean>,
+    options: ThumbnailSweepOptions & { batchSize: number },
+  ): Promise<boolean> {
+    const sweeps = 2 * Math.ceil((await pendingCount()) / options.batchSize) + 2;
+    for (let sweep = 0; sweep < sweeps; sweep += 1) {
+      if (await done()) return true;
+      await requeuePendingThumbnails(options);
+    }
+    return done();
+  }
+
+  it('reaches every pending upload in turn, and leaves jobs that failed recently alone', async () => {
+    const queue = queueFor('thumbnail');
+    const failing = [
+      await upload(org.member, 'failing-1.png', await png(20, 10)),
+      await upload(org.member, 'failing-2.png', await png(20, 10)),
+    ];
+    const lost = await upload(org.member, 'lost.png', await png(20, 10));
+    await getPrisma().attachment.updateMany({
+      where: { id: { in: [...failing.map((f) => f.id), lost.id] } },
+      data: { createTime: new Date(Date.now() - 120_000) },
+    });
+    for (const image of failing) await failJob(image);
+    await (await queue.getJob(`thumbnail-${lost.id}`))!.remove();
+    // Sweeps of two: the older failing uploads do not take every sweep's batch.
+    const isQueued = async () => (await queue.getJob(`thumbnail-${lost.id}`)) !== undefined;
+    expect(await sweepUntil(isQueued, { batchSize: 2 })).toBe(true);
+    expect(await queue.getJob(`thumbnail-${lost.id}`)).toMatchObject({
+      data: { attachmentId: lost.id },
+    });
+    // Failed within the hour: not queued again, however often the sweep looks at them.
+    for (const image of failing)
+      expect(await (await queue.getJob(`thumbnail-${image.id}`))!.isFailed()).toBe(true);
+    // Once long enough ago, they are.
+    const requeued = async () => {
+      for (const image of failing)
+        if ((await (await queue.getJob(`thumbnail-${image.id}`))!.isFailed()) !== false)
+          return false;
+      return true;
+    };
+    expect(await sweepUntil(requeued, { batchSize: 2, retryFailedAfterMs: 0 })).toBe(true);
   });
 });

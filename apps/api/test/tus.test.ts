@@ -5,11 +5,17 @@
 import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import request from 'supertest';
+import { authCache } from '@parley/auth';
+import { getConfig } from '@parley/config';
 import { getPrisma, type User } from '@parley/db';
 import { randomBytes } from 'node:crypto';
 import { getRedis, tusKeys } from '@parley/events';
 import { RedisLocker, stopTusLocker } from '../src/lib/tus-locker';
-import { deleteExpiredTusUploads, stagedFilePath } from '../src/lib/tus-store';
+import {
+  deleteExpiredTusUploads,
+  MAX_OPEN_TUS_UPLOADS_PER_USER,
+  stagedFilePath,
+} from '../src/lib/tus-store';
 import {
   app,
   captureEvents,
@@ -42,8 +48,12 @@ describe('tus resumable uploads', () => {
     const test = request(app)[method](url).set('Host', org.host).set('Tus-Resumable', '1.0.0');
     return user ? test.auth(user.deliveryEmail, user.apiKey) : test;
   };
-  const create = (length: number, fields: Record<string, string> = { filename: 'notes.txt' }) =>
-    tus('post', '/api/v1/tus')
+  const create = (
+    length: number,
+    fields: Record<string, string> = { filename: 'notes.txt' },
+    user: User = member,
+  ) =>
+    tus('post', '/api/v1/tus', user)
       .set('Upload-Length', String(length))
       .set('Upload-Metadata', metadata(fields));
   const patch = (location: string, offset: number, data: Buffer, user: User = member) =>
@@ -51,8 +61,8 @@ describe('tus resumable uploads', () => {
       .set('Content-Type', 'application/offset+octet-stream')
       .set('Upload-Offset', String(offset))
       .send(data);
-  const created = async (length: number, fields?: Record<string, string>) => {
-    const res = await create(length, fields);
+  const created = async (length: number, fields?: Record<string, string>, user?: User) => {
+    const res = await create(length, fields, user);
     expect(res.status).toBe(201);
     return res.headers.location as string;
   };
@@ -109,6 +119,25 @@ describe('tus resumable uploads', () => {
       expect(concat.body).toMatchObject({ result: 'error', code: 'BAD_REQUEST' });
     });
 
+    it('refuses more than MAX_OPEN_TUS_UPLOADS_PER_USER unfinished uploads of one user', async () => {
+      const busy = await createTestUser(org.realm);
+      const locations: string[] = [];
+      for (let i = 0; i < MAX_OPEN_TUS_UPLOADS_PER_USER; i++)
+        locations.push(await created(10, undefined, busy));
+      const tooMany = `You have too many unfinished uploads (at most ${MAX_OPEN_TUS_UPLOADS_PER_USER}); finish or cancel some first`;
+      expectError(await create(10, undefined, busy), tooMany, 429);
+      // Someone else's uploads are theirs to count.
+      await created(10, undefined, other);
+      // A deleted upload and a finished one no longer count; one tus refused never did.
+      expect((await tus('delete', locations[0]!, busy)).status).toBe(204);
+      expect((await patch(locations[1]!, 0, Buffer.alloc(10), busy)).status).toBe(200);
+      const refused = await create(5, undefined, busy).set('Upload-Concat', 'partial');
+      expect(refused.status).toBe(400);
+      await created(10, undefined, busy);
+      await created(10, undefined, busy);
+      expectError(await create(10, undefined, busy), tooMany, 429);
+    });
+
     it('other methods get a 405', async () => {
       expectError(await tus('get', '/api/v1/tus'), 'Method Not Allowed', 405);
     });
@@ -123,6 +152,27 @@ describe('tus resumable uploads', () => {
         'creation,creation-with-upload,termination,expiration',
       );
       expect(res.headers['tus-max-size']).toBe(String(25 * 1024 * 1024));
+    });
+
+    it("answers on a host without an organization, with the server's size limit", async () => {
+      // The root domain of a server without a root organization (another test file may have
+      // made one in the shared database, so the lookup is told there is none).
+      const lookup = jest
+        .spyOn(authCache(), 'realmBySubdomain')
+        .mockImplementation(async () => null);
+      try {
+        const res = await request(app)
+          .options('/api/v1/tus')
+          .set('Host', getConfig().EXTERNAL_HOST)
+          .set('Tus-Resumable', '1.0.0');
+        expect(res.status).toBe(204);
+        expect(res.headers['tus-max-size']).toBe(
+          String(getConfig().MAX_FILE_UPLOAD_SIZE_MIB * 1024 * 1024),
+        );
+        expect(lookup).toHaveBeenCalledWith('');
+      } finally {
+        lookup.mockRestore();
+      }
     });
   });
 
@@ -204,6 +254,52 @@ describe('tus resumable uploads', () => {
       expect(headAfter.headers['upload-offset']).toBe(String(data.length));
     });
 
+    it('never makes a second attachment when recording the answer fails after the commit', async () => {
+      const uploader = await createTestUser(org.realm);
+      const location = await created(5, { filename: 'blip.txt' }, uploader);
+      // Redis fails to record the finished upload's answer (and keeps failing for a while).
+      const redis = getRedis();
+      const set = redis.set.bind(redis) as (...args: unknown[]) => Promise<unknown>;
+      const blip = jest
+        .spyOn(redis, 'set')
+        .mockImplementation(((...args: unknown[]) =>
+          String(args[0]).startsWith('tus:finished:') && String(args[1]).includes('"done"')
+            ? Promise.reject(new Error('Redis blip'))
+            : set(...args)) as never);
+      let first: request.Response;
+      let again: request.Response;
+      try {
+        // The upload is stored: its answer is the client's, recorded or not.
+        first = await patch(location, 0, Buffer.from('hello'), uploader);
+        expect(first.status).toBe(200);
+        expect(first.body).toMatchObject({ result: 'success', filename: 'blip.txt' });
+        expect(blip).toHaveBeenCalled();
+        // The client retries (its answer lost): the same answer, from the attachment.
+        again = await patch(location, 5, Buffer.alloc(0), uploader);
+        const head = await tus('head', location, uploader);
+        expect(head.status).toBe(200);
+        expect(head.headers['upload-offset']).toBe('5');
+      } finally {
+        blip.mockRestore();
+      }
+      expect(again.status).toBe(200);
+      expect(again.body).toEqual(first.body);
+      // Once Redis is back, the next request records the answer.
+      const id = location.split('/').pop()!;
+      expect(JSON.parse((await redis.get(tusKeys.finished(id)))!)).toMatchObject({
+        state: 'pending',
+      });
+      expect((await tus('head', location, uploader)).status).toBe(200);
+      expect(JSON.parse((await redis.get(tusKeys.finished(id)))!)).toMatchObject({
+        state: 'done',
+        answer: first.body,
+      });
+      // Even with the claim lost altogether, a retry finds no staged upload to finish again.
+      await redis.del(tusKeys.finished(id));
+      expect((await patch(location, 0, Buffer.from('hello'), uploader)).status).toBe(404);
+      expect(await getPrisma().attachment.count({ where: { ownerId: uploader.id } })).toBe(1);
+    });
+
     it('finishes in the creation request when it carries the whole file', async () => {
       const res = await create(5, { filename: 'short.txt' })
         .set('Content-Type', 'application/offset+octet-stream')
@@ -246,6 +342,19 @@ describe('tus resumable uploads', () => {
         .send('abc');
       expect(res.status).toBe(400);
       expect(res.body).toMatchObject({ result: 'error', code: 'BAD_REQUEST' });
+    });
+  });
+
+  describe('the OpenAPI description', () => {
+    it('says that tus answers without a body except when an upload completes', async () => {
+      const doc = (await request(app).get('/api/v1/openapi.json')).body as {
+        paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
+      };
+      const codes = (path: string, method: string) =>
+        Object.keys(doc.paths[path]![method]!.responses).sort();
+      expect(codes('/api/v1/tus', 'post')).toEqual(['200', '201', '4XX', '5XX']);
+      expect(codes('/api/v1/tus/{upload_id}', 'patch')).toEqual(['200', '204', '4XX', '5XX']);
+      expect(codes('/api/v1/tus/{upload_id}', 'delete')).toEqual(['204', '4XX', '5XX']);
     });
   });
 
@@ -301,6 +410,29 @@ describe('tus resumable uploads', () => {
       await waiting.unlock();
       expect(await getRedis().exists(tusKeys.lock(id))).toBe(0);
       await Promise.all([replicaA.close(), replicaB.close()]);
+    });
+
+    it("unlocks only its own hold: an expired lock's unlock leaves the next holder's", async () => {
+      const locker = new RedisLocker();
+      const id = `lock-${randomBytes(6).toString('hex')}`;
+      const first = locker.newLock(id);
+      await first.lock(new AbortController().signal, () => undefined);
+      // The first lock expires (its renewal lost), and another request of this process
+      // takes it.
+      await getRedis().del(tusKeys.lock(id));
+      let askSecond: () => void = () => undefined;
+      const secondAsked = new Promise<void>((resolve) => (askSecond = resolve));
+      const second = locker.newLock(id);
+      await second.lock(new AbortController().signal, askSecond);
+      await first.unlock();
+      // The second holder is still asked to let go when someone waits for it.
+      expect(locker.held.has(id)).toBe(true);
+      expect(await getRedis().exists(tusKeys.lock(id))).toBe(1);
+      await getRedis().publish(tusKeys.releaseChannel, id);
+      await secondAsked;
+      await second.unlock();
+      expect(locker.held.has(id)).toBe(false);
+      await locker.close();
     });
 
     it('gives up waiting when its request is aborted', async () => {

@@ -201,6 +201,33 @@ describe('upload quota', () => {
     expect(await getPrisma().attachment.count({ where: { realmId: org.realm.id } })).toBe(2);
   });
 
+  it("the tus endpoint counts unfinished uploads' declared lengths against it", async () => {
+    const org = await createTestRealm();
+    const member = await createTestUser(org.realm);
+    await setLimits(org, { uploadQuotaGb: 1 });
+    await useSpace(org, org.owner, GIB - 100);
+    // Staged, not stored: the bytes are promised all the same, whoever's they are.
+    const first = await tusCreate(org, org.owner, 60);
+    expect(first.status).toBe(201);
+    expectError(await tusCreate(org, member, 41), QUOTA_MESSAGE, 413, 'REALM_UPLOAD_QUOTA');
+    const second = await tusCreate(org, member, 40);
+    expect(second.status).toBe(201);
+    expectError(await tusCreate(org, org.owner, 1), QUOTA_MESSAGE, 413, 'REALM_UPLOAD_QUOTA');
+    // Abandoned, the first no longer counts.
+    const abandoned = await request(app)
+      .delete(first.headers.location as string)
+      .set('Host', org.host)
+      .auth(org.owner.deliveryEmail, org.owner.apiKey)
+      .set('Tus-Resumable', '1.0.0');
+    expect(abandoned.status).toBe(204);
+    expectError(await tusCreate(org, org.owner, 61), QUOTA_MESSAGE, 413, 'REALM_UPLOAD_QUOTA');
+    expect((await tusCreate(org, org.owner, 50)).status).toBe(201);
+    // Finished, the second counts once: as an attachment.
+    expectSuccess(await tusPatch(org, member, second.headers.location as string, Buffer.alloc(40)));
+    expectError(await tusCreate(org, org.owner, 11), QUOTA_MESSAGE, 413, 'REALM_UPLOAD_QUOTA');
+    expect((await tusCreate(org, org.owner, 10)).status).toBe(201);
+  });
+
   it('racing uploads cannot overshoot it', async () => {
     const org = await createTestRealm();
     await setLimits(org, { uploadQuotaGb: 1 });

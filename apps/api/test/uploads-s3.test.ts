@@ -6,11 +6,14 @@
 import request from 'supertest';
 import { ConfigError, parseConfig } from '@parley/config';
 import { getPrisma, Role, type User } from '@parley/db';
+import { closeQueues } from '@parley/jobs';
+import { ensureThumbnails } from '../src/actions/thumbnails';
 import { deleteOldUnclaimedUploads } from '../src/actions/upload-cleanup';
 import { emojiStorePath } from '../src/lib/realm-emoji';
 import { readUpload, removeUpload, storeUpload } from '../src/lib/upload-store';
 import { createMessageOrg, png, send, type MessageOrg } from './message-helpers';
 import { api, app, as, createTestUser, expectError, expectSuccess } from './helpers';
+import { solid } from './images';
 import { startS3, useS3Config, type TestS3 } from './s3-server';
 
 interface Fetched {
@@ -43,6 +46,8 @@ describe.each(BACKENDS)('uploads on %s', (_name, backend) => {
   afterAll(async () => {
     restoreConfig();
     await s3?.stop();
+    // Image uploads queued their thumbnail jobs.
+    await closeQueues();
   });
 
   const upload = (user: User, name: string, data: Buffer) =>
@@ -209,6 +214,19 @@ describe.each(BACKENDS)('uploads on %s', (_name, backend) => {
   });
 
   describe('deleting uploads', () => {
+    /** An uploaded image with its thumbnail made; returns the thumbnail's path too. */
+    const thumbnailed = async (user: User, name: string) => {
+      const image = await uploaded(user, name, await solid(60, 40).png().toBuffer());
+      const { id } = await getPrisma().attachment.findUniqueOrThrow({
+        where: { pathId: image.pathId },
+      });
+      expect(await ensureThumbnails(id)).toMatchObject({ made: 1 });
+      const thumbnail = `thumbnail/${image.pathId}/840x560.webp`;
+      expect(await readUpload(thumbnail)).not.toBeNull();
+      if (s3) expect(await s3.hasObject(s3.uploadsBucket, thumbnail)).toBe(true);
+      return { ...image, id, thumbnail };
+    };
+
     it('DELETE /attachments/{id} removes the stored object', async () => {
       const owner = await createTestUser(org.realm, Role.MEMBER);
       const { url, pathId } = await uploaded(owner, 'mine.txt', Buffer.from('mine'));
@@ -218,8 +236,18 @@ describe.each(BACKENDS)('uploads on %s', (_name, backend) => {
       expectError((await fetchFile(owner, url)).res, 'File not found', 404);
     });
 
+    it('DELETE /attachments/{id} removes an image’s thumbnails with it', async () => {
+      const owner = await createTestUser(org.realm, Role.MEMBER);
+      const image = await thumbnailed(owner, 'sensitive.png');
+      expectSuccess(await as(owner, org.host).delete(`/attachments/${image.id}`));
+      expect(await readUpload(image.pathId)).toBeNull();
+      expect(await readUpload(image.thumbnail)).toBeNull();
+      if (s3) expect(await s3.hasObject(s3.uploadsBucket, image.thumbnail)).toBe(false);
+    });
+
     it('the clean-up job removes the objects of old unclaimed uploads and keeps linked ones', async () => {
       const old = await uploaded(org.member, 'old.txt', Buffer.from('old'));
+      const oldImage = await thumbnailed(org.member, 'old.png');
       const linked = await uploaded(org.member, 'linked.txt', Buffer.from('linked'));
       expectSuccess(
         await send(org.member, org.host, {
@@ -232,13 +260,17 @@ describe.each(BACKENDS)('uploads on %s', (_name, backend) => {
       // Aged far past anything another test file makes, so this run takes only these two.
       const longAgo = new Date('2001-01-01T00:00:00Z');
       await getPrisma().attachment.updateMany({
-        where: { pathId: { in: [old.pathId, linked.pathId] } },
+        where: { pathId: { in: [old.pathId, oldImage.pathId, linked.pathId] } },
         data: { createTime: longAgo },
       });
       await deleteOldUnclaimedUploads({ createdBefore: new Date('2001-01-02T00:00:00Z') });
       expect(await readUpload(old.pathId)).toBeNull();
       expect(await getPrisma().attachment.findUnique({ where: { pathId: old.pathId } })).toBeNull();
       expect(await readUpload(linked.pathId)).toEqual(Buffer.from('linked'));
+      // An image goes with its thumbnails.
+      expect(await readUpload(oldImage.pathId)).toBeNull();
+      expect(await readUpload(oldImage.thumbnail)).toBeNull();
+      if (s3) expect(await s3.hasObject(s3.uploadsBucket, oldImage.thumbnail)).toBe(false);
     });
   });
 
@@ -260,6 +292,12 @@ describe.each(BACKENDS)('uploads on %s', (_name, backend) => {
       expect(image.headers['content-type']).toBe('image/png');
       expect(image.headers['cache-control']).toBe('public, max-age=86400');
       expect(image.body).toEqual(png(16, 16));
+      if (backend === 'redirect') {
+        // Public: the same redirect for everyone, kept no longer than its URL is good.
+        const maxAge = /^public, max-age=(\d+)$/.exec(image.redirectCacheControl ?? '');
+        expect(maxAge).not.toBeNull();
+        expect(Number(maxAge![1])).toBeLessThanOrEqual(60);
+      }
       if (s3) {
         // The public images go to their own bucket, as Zulip's S3_AVATAR_BUCKET.
         const key = emojiStorePath(org.realm.id, emoji.fileName!);
@@ -269,11 +307,18 @@ describe.each(BACKENDS)('uploads on %s', (_name, backend) => {
       // Deactivated, the image stays: messages that used it still show it (as Zulip).
       expectSuccess(await as(org.member, org.host).delete('/realm/emoji/stored_parrot'));
       expect((await fetchFile(null, url)).status).toBe(200);
-      expectError(
-        (await fetchFile(null, `/user_avatars/${org.realm.id}/emoji/images/999999.png`)).res,
-        'File not found',
-        404,
+      const missing = await fetchFile(
+        null,
+        `/user_avatars/${org.realm.id}/emoji/images/999999.png`,
       );
+      if (backend === 'redirect') {
+        // Not looked up before the redirect (no HeadObject per anonymous GET): the bucket
+        // answers 404 itself.
+        expect(missing.res.status).toBe(302);
+        expect(missing.status).toBe(404);
+      } else {
+        expectError(missing.res, 'File not found', 404);
+      }
     });
   });
 

@@ -3,13 +3,16 @@
 // and with a server-to-server app, BigBlueButton's signed links and checksummed API calls,
 // Jitsi Meet rooms, the feature level 493 /calls/{provider}/create family, has_zoom_token in
 // /register and its event, and which providers the organization may choose. Zoom and
-// BigBlueButton are local HTTP servers that answer as their documented APIs do.
+// BigBlueButton are local HTTP servers that answer as their documented APIs do (Zoom's
+// refresh tokens work once, as Zoom's do).
 import { createHash, createHmac } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
+import { realmUrl } from '@parley/auth';
 import { getConfig, resetConfig } from '@parley/config';
 import { getPrisma, Role, type User } from '@parley/db';
+import { getRedis, zoomStateKey } from '@parley/events';
 import { signBigBlueButtonLink } from '../src/lib/bigbluebutton';
 import { flushServerToServerToken, type ZoomToken } from '../src/lib/zoom';
 import {
@@ -49,6 +52,8 @@ const zoom = {
   meetingFailure: undefined as number | undefined,
   /** Runs before the token endpoint answers (once): another request's work in between. */
   beforeToken: undefined as (() => Promise<void>) | undefined,
+  /** The same, before the meetings endpoint answers. */
+  beforeMeeting: undefined as (() => Promise<void>) | undefined,
   issued: 0,
 };
 
@@ -179,8 +184,10 @@ beforeAll(async () => {
     req.on('data', (chunk: Buffer) => (body += chunk.toString()));
     req.on('end', () => {
       zoom.requests.push({ method: req.method!, path: req.url!, headers: req.headers, body });
-      const hook = req.url === '/oauth/token' ? zoom.beforeToken : undefined;
-      zoom.beforeToken = undefined;
+      let hook: (() => Promise<void>) | undefined;
+      if (req.url === '/oauth/token') [hook, zoom.beforeToken] = [zoom.beforeToken, undefined];
+      if (req.url?.endsWith('/meetings'))
+        [hook, zoom.beforeMeeting] = [zoom.beforeMeeting, undefined];
       void (hook ?? (() => Promise.resolve()))().then(() => {
         if (req.url?.startsWith('/bigbluebutton/')) handleBigBlueButton(req, res);
         else handleZoom(req, body, res);
@@ -218,6 +225,7 @@ beforeEach(async () => {
   zoom.expiresIn = 3600;
   zoom.meetingFailure = undefined;
   zoom.beforeToken = undefined;
+  zoom.beforeMeeting = undefined;
   bbb.fail = undefined;
   bbb.createTime = '1531241258036';
   user = await createTestUser(org.realm, Role.MEMBER);
@@ -239,12 +247,37 @@ async function startAuthorization(who: User): Promise<{ location: URL; state: st
 const complete = (query: Record<string, string>) =>
   request(app).get('/calls/zoom/complete').set('Host', getConfig().EXTERNAL_HOST).query(query);
 
-/** Connects `who`'s Zoom account through the whole OAuth flow. */
+/** The same request on the organization's host, where the root domain sends it, with the
+ * credentials of `who` (the browser's Basic prompt) or none. */
+const completeAs = (who: User | null, query: Record<string, string>) => {
+  const test = request(app).get('/calls/zoom/complete').set('Host', org.host).query(query);
+  return who ? test.auth(who.deliveryEmail, who.apiKey) : test;
+};
+
+/** Connects `who`'s Zoom account through the whole OAuth flow, as a browser follows it. */
 async function connectZoom(who: User): Promise<void> {
   const { state } = await startAuthorization(who);
-  const res = await complete({ code: 'good-code', state });
+  const sent = await complete({ code: 'good-code', state });
+  expect(sent.status).toBe(302);
+  const location = new URL(sent.headers.location as string);
+  const res = await request(app)
+    .get(`${location.pathname}${location.search}`)
+    .set('Host', location.host)
+    .auth(who.deliveryEmail, who.apiKey);
   expect(res.status).toBe(200);
 }
+
+/** Whether a request is waiting for the lock of a user's row to refresh their Zoom token. */
+async function waitingForZoomTokenLock(): Promise<boolean> {
+  const [row] = await getPrisma().$queryRaw<{ waiting: number }[]>`
+    SELECT count(*)::int AS waiting FROM pg_stat_activity
+    WHERE datname = current_database() AND wait_event_type = 'Lock'
+      AND query LIKE '%zoom_token%FOR UPDATE%'`;
+  return (row?.waiting ?? 0) > 0;
+}
+
+/** The nonce of a state, the key of its Redis entry. */
+const nonceOf = (state: string) => (JSON.parse(state) as { sid: string }).sid.split('.')[2]!;
 
 describe('GET /calls/zoom/register', () => {
   it("redirects to Zoom's authorize page with the app, the redirect URL and a signed state", async () => {
@@ -258,7 +291,16 @@ describe('GET /calls/zoom/register', () => {
     );
     const parsed = JSON.parse(state) as { realm: string; sid: string };
     expect(parsed.realm).toBe(org.realm.stringId);
-    expect(parsed.sid).toMatch(new RegExp(`^${user.id}\\.\\d+\\.[0-9a-f]{64}$`));
+    expect(parsed.sid).toMatch(new RegExp(`^${user.id}\\.\\d+\\.[\\w-]{22}\\.[0-9a-f]{64}$`));
+  });
+
+  it("remembers the state's nonce, for the user, until the state expires", async () => {
+    const { state } = await startAuthorization(user);
+    const key = zoomStateKey(nonceOf(state));
+    expect(await getRedis().get(key)).toBe(String(user.id));
+    const ttl = await getRedis().ttl(key);
+    expect(ttl).toBeGreaterThan(3500);
+    expect(ttl).toBeLessThanOrEqual(3600);
   });
 
   it('is also served at the root, for browsers', async () => {
@@ -289,7 +331,7 @@ describe('GET /calls/zoom/complete', () => {
     const { state } = await startAuthorization(user);
     let res: request.Response | undefined;
     const published = await captureEvents(org.realm.id, async () => {
-      res = await complete({ code: 'good-code', state });
+      res = await completeAs(user, { code: 'good-code', state });
     });
     expect(res!.status).toBe(200);
     expect(res!.headers['content-type']).toMatch(/^text\/html/);
@@ -330,9 +372,95 @@ describe('GET /calls/zoom/complete', () => {
     expect(await tokenOf(user)).toBeNull();
   });
 
+  it("sends the browser from the root domain to the organization's host, with the same query", async () => {
+    const { state } = await startAuthorization(user);
+    const query = { code: 'good-code', state };
+    const expected = `${realmUrl(org.realm)}/calls/zoom/complete?${new URLSearchParams(query).toString()}`;
+    const res = await complete(query);
+    expect(res.status).toBe(302);
+    expect(res.headers.location).toBe(expected);
+    // From another organization's host too.
+    const elsewhere = await createTestRealm();
+    const sent = await request(app)
+      .get('/calls/zoom/complete')
+      .set('Host', elsewhere.host)
+      .query(query);
+    expect(sent.status).toBe(302);
+    expect(sent.headers.location).toBe(expected);
+    // Nothing was exchanged or spent on the way.
+    expect(zoom.requests.filter((r) => r.path === '/oauth/token')).toEqual([]);
+    expect(await getRedis().exists(zoomStateKey(nonceOf(state)))).toBe(1);
+  });
+
+  it("needs credentials on the organization's host (the browser's Basic prompt)", async () => {
+    const { state } = await startAuthorization(user);
+    const res = await completeAs(null, { code: 'good-code', state });
+    expectError(res, 'Missing authorization header for basic auth', 401, 'UNAUTHORIZED');
+    expect(res.headers['www-authenticate']).toBe('Basic realm="zulip"');
+    expect(await tokenOf(user)).toBeNull();
+    // The prompt answered, the flow completes.
+    expect((await completeAs(user, { code: 'good-code', state })).status).toBe(200);
+  });
+
+  it("never attaches someone else's approval: only the user who started the flow completes it", async () => {
+    // A starts the flow (through the API, as a client does) and sends Zoom's authorize URL to
+    // V; V approves it on Zoom and Zoom sends V's browser back with V's code.
+    const attacker = user;
+    const victim = await createTestUser(org.realm, Role.MEMBER);
+    const { state } = await startAuthorization(attacker);
+    expectError(
+      await completeAs(victim, { code: 'good-code', state }),
+      'Invalid Zoom session identifier',
+    );
+    expect(await tokenOf(attacker)).toBeNull();
+    expect(await tokenOf(victim)).toBeNull();
+    expect(zoom.requests.filter((r) => r.path === '/oauth/token')).toEqual([]);
+    // A user of another organization is refused by that host's authentication already.
+    const outsider = await createTestRealm();
+    expectError(
+      await completeAs(outsider.owner, { code: 'good-code', state }),
+      'Account is not associated with this subdomain',
+      401,
+      'UNAUTHORIZED',
+    );
+    expect(await tokenOf(attacker)).toBeNull();
+  });
+
+  it('accepts a state once', async () => {
+    const { state } = await startAuthorization(user);
+    expect((await completeAs(user, { code: 'good-code', state })).status).toBe(200);
+    const first = (await tokenOf(user))!;
+    expectError(
+      await completeAs(user, { code: 'good-code', state }),
+      'Invalid Zoom session identifier',
+    );
+    expect((await tokenOf(user))!.access_token).toBe(first.access_token);
+    expect(await getRedis().exists(zoomStateKey(nonceOf(state)))).toBe(0);
+  });
+
+  it('accepts a state once even when two requests bring it at the same time', async () => {
+    const { state } = await startAuthorization(user);
+    const answers = await Promise.all([
+      completeAs(user, { code: 'good-code', state }).then((res) => res),
+      completeAs(user, { code: 'good-code', state }).then((res) => res),
+    ]);
+    expect(answers.map((res) => res.status).sort()).toEqual([200, 400]);
+    expect(zoom.requests.filter((r) => r.path === '/oauth/token')).toHaveLength(1);
+  });
+
+  it('refuses a state whose entry expired', async () => {
+    const { state } = await startAuthorization(user);
+    await getRedis().del(zoomStateKey(nonceOf(state)));
+    expectError(
+      await completeAs(user, { code: 'good-code', state }),
+      'Invalid Zoom session identifier',
+    );
+    expect(await tokenOf(user)).toBeNull();
+  });
+
   it("answers Zulip's error when Zoom refuses the code", async () => {
     const { state } = await startAuthorization(user);
-    expectError(await complete({ code: 'bad-code', state }), 'Invalid Zoom credentials');
+    expectError(await completeAs(user, { code: 'bad-code', state }), 'Invalid Zoom credentials');
     expect(await tokenOf(user)).toBeNull();
   });
 
@@ -392,21 +520,44 @@ describe('POST /calls/zoom/create (a user OAuth app)', () => {
     ]);
   });
 
-  it('uses the token another request refreshed first (Zoom refresh tokens work once)', async () => {
+  it('refreshes once when two requests find the token expired together', async () => {
     zoom.expiresIn = -60;
     await connectZoom(user);
     const old = (await tokenOf(user))!;
-    // While this request refreshes, another one of the same user has refreshed and stored a
-    // new token, so Zoom refuses the old refresh token.
-    const winner = { ...old, access_token: 'winner', expires_at: Date.now() / 1000 + 3600 };
-    zoom.validAccess.add('winner');
+    zoom.expiresIn = 3600;
+    const refreshes = () =>
+      zoom.requests.filter((r) => r.body.includes('grant_type=refresh_token')).length;
+    let second: Promise<request.Response> | undefined;
+    // While the first request's refresh is at Zoom, the second request starts: it must wait
+    // for the first to store the new token (it queues for the user's row) rather than send
+    // the same refresh token, which Zoom accepts once. The first one's answer is held until
+    // the second is waiting, or has reached Zoom (a failure of the check below).
     zoom.beforeToken = async () => {
-      zoom.validRefresh.delete(old.refresh_token!);
-      await getPrisma().user.update({ where: { id: user.id }, data: { zoomToken: winner } });
+      second = as(user, org.host)
+        .post('/calls/zoom/create')
+        .then((res) => res);
+      while (refreshes() < 2 && !(await waitingForZoomTokenLock()))
+        await new Promise((resolve) => setImmediate(resolve));
     };
-    expectSuccess(await as(user, org.host).post('/calls/zoom/create'));
-    expect(zoom.requests.at(-1)!.headers.authorization).toBe('Bearer winner');
-    expect((await tokenOf(user))!.access_token).toBe('winner');
+    let first: request.Response | undefined;
+    let other: request.Response | undefined;
+    const published = await captureEvents(org.realm.id, async () => {
+      first = await as(user, org.host).post('/calls/zoom/create');
+      other = await second!;
+    });
+    expectSuccess(first!);
+    expectSuccess(other!);
+    expect(refreshes()).toBe(1);
+    const fresh = (await tokenOf(user))!;
+    expect(fresh.access_token).not.toBe(old.access_token);
+    const meetings = zoom.requests.filter((r) => r.path === '/v2/users/me/meetings');
+    expect(meetings.map((r) => r.headers.authorization)).toEqual([
+      `Bearer ${fresh.access_token}`,
+      `Bearer ${fresh.access_token}`,
+    ]);
+    expect(published).toEqual([
+      { event: { type: 'has_zoom_token', value: true }, users: [user.id] },
+    ]);
   });
 
   it('forgets the token when Zoom refuses to refresh it', async () => {
@@ -434,6 +585,25 @@ describe('POST /calls/zoom/create (a user OAuth app)', () => {
       'INVALID_ZOOM_TOKEN',
     );
     expect(await tokenOf(user)).toBeNull();
+  });
+
+  it('keeps a token another request stored while Zoom refused the one this request used', async () => {
+    await connectZoom(user);
+    const used = (await tokenOf(user))!;
+    // Another request of the user refreshed the token meanwhile, and Zoom no longer takes the
+    // old one.
+    const replacement = { ...used, access_token: 'replacement' };
+    zoom.beforeMeeting = async () => {
+      zoom.validAccess.delete(used.access_token);
+      await getPrisma().user.update({ where: { id: user.id }, data: { zoomToken: replacement } });
+    };
+    let res: request.Response | undefined;
+    const published = await captureEvents(org.realm.id, async () => {
+      res = await as(user, org.host).post('/calls/zoom/create');
+    });
+    expectError(res!, 'Invalid Zoom access token', 400, 'INVALID_ZOOM_TOKEN');
+    expect((await tokenOf(user))!.access_token).toBe('replacement');
+    expect(published).toEqual([]);
   });
 
   it('keeps the token when Zoom fails otherwise', async () => {
@@ -735,6 +905,31 @@ describe('BigBlueButton', () => {
     const link = linkOf(await as(user, org.host).post('/calls/bigbluebutton/create'));
     expect((await join(user, link)).status).toBe(302);
     expect(zoom.requests[0]!.path).toContain(`&name=${encodeURIComponent(org.realm.name)}&`);
+  });
+
+  it('limits meeting_name to 255 characters', async () => {
+    const long = 'm'.repeat(256);
+    expectError(
+      await create(user, { meeting_name: long }),
+      'meeting_name is too long (limit: 255 characters)',
+    );
+    expectError(
+      await as(user, org.host).post('/calls/bigbluebutton/create', { meeting_name: long }),
+      'meeting_name is too long (limit: 255 characters)',
+    );
+    const link = linkOf(await create(user, { meeting_name: long.slice(1) }));
+    expect((await join(user, link)).status).toBe(302);
+    expect(zoom.requests[0]!.path).toContain(`&name=${long.slice(1)}&`);
+  });
+
+  it('adds the trailing slash a BIG_BLUE_BUTTON_URL lacks', async () => {
+    setEnv({ BIG_BLUE_BUTTON_URL: `${base}/bigbluebutton` });
+    expect(getConfig().BIG_BLUE_BUTTON_URL).toBe(`${base}/bigbluebutton/`);
+    const link = linkOf(await create(user, { meeting_name: 'm' }));
+    const res = await join(user, link);
+    expect(res.status).toBe(302);
+    expect(zoom.requests[0]!.path).toMatch(/^\/bigbluebutton\/api\/create\?/);
+    expect(res.headers.location).toMatch(new RegExp(`^${base}/bigbluebutton/api/join\\?`));
   });
 
   it('fails clearly when BigBlueButton is not configured', async () => {

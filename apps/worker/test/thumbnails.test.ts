@@ -6,6 +6,7 @@
 import { getPrisma, type User } from '@parley/db';
 import { closeQueues, queueFor, type JobWorkers } from '@parley/jobs';
 import {
+  cachedLoader,
   ensureThumbnails,
   requeuePendingThumbnails,
   rewriteThumbnailedImages,
@@ -228,6 +229,34 @@ describe('the thumbnail job', () => {
     expect(await contentOf(later)).toBe(`<p><a href="${broken.url}">broken</a></p>`);
   });
 
+  it('takes the preview from a message saved with the placeholder after the image was found bad', async () => {
+    const header = (await solid(64, 48).png().toBuffer()).subarray(0, 40);
+    const broken = await upload('late-broken.png', header);
+    expect(await ensureThumbnails(broken.id)).toEqual({ made: 0, bad: true, messagesUpdated: 0 });
+    // A send that rendered before the bad result committed saves the placeholder after it.
+    const id = await sendLink(`[late](${broken.url})`);
+    const stale =
+      `<p><a href="${broken.url}">late</a></p>\n` +
+      preview(
+        broken,
+        'late',
+        `<img class="image-loading-placeholder" data-original-content-type="image/png" ` +
+          `data-original-dimensions="64x48" src="${PLACEHOLDER}">`,
+      );
+    await prisma().message.update({ where: { id }, data: { renderedContent: stale } });
+    // The bad result queued a settling run too; it takes the preview away.
+    expect(await queueFor('thumbnail').getJob(`thumbnail-${broken.id}-settle`)).toBeDefined();
+    let result: Awaited<ReturnType<typeof ensureThumbnails>> | undefined;
+    const published = await captureEvents(org.realm.id, async () => {
+      result = await ensureThumbnails(broken.id);
+    });
+    expect(result).toEqual({ made: 0, bad: true, messagesUpdated: 1 });
+    expect(await contentOf(id)).toBe(`<p><a href="${broken.url}">late</a></p>`);
+    expect(published.filter((p) => p.event.type === 'update_message')).not.toEqual([]);
+    // Once more: nothing left to change.
+    expect(await ensureThumbnails(broken.id)).toEqual({ made: 0, bad: true, messagesUpdated: 0 });
+  });
+
   it('refuses decompression bombs before decoding them (Zulip’s pixel limits)', async () => {
     // 10000 × 9001 is just over IMAGE_BOMB_TOTAL_PIXELS (90 million).
     const bomb = await upload('bomb.png', await pngClaiming(10_000, 9_001));
@@ -295,14 +324,28 @@ describe('the thumbnail job', () => {
     const queue = queueFor('thumbnail');
     await (await queue.getJob(`thumbnail-${image.id}`))!.remove();
     // Not yet: a minute's grace for the job queued on commit.
-    await requeuePendingThumbnails(10_000);
+    await requeuePendingThumbnails({ batchSize: 10_000 });
     expect(await queue.getJob(`thumbnail-${image.id}`)).toBeUndefined();
     await prisma().attachment.update({
       where: { id: image.id },
       data: { createTime: new Date(Date.now() - 120_000) },
     });
-    await requeuePendingThumbnails(10_000);
+    await requeuePendingThumbnails({ batchSize: 10_000 });
     expect((await queue.getJob(`thumbnail-${image.id}`))?.data).toEqual({ attachmentId: image.id });
+  });
+
+  it('tries loading sharp again after a failed load, and keeps it once loaded', async () => {
+    let calls = 0;
+    const load = cachedLoader(async () => {
+      calls += 1;
+      if (calls === 1) throw new Error('libvips is missing');
+      return { loaded: calls };
+    });
+    await expect(load()).rejects.toThrow('libvips is missing');
+    // Not cached: the next job loads it again.
+    expect(await load()).toEqual({ loaded: 2 });
+    expect(await load()).toEqual({ loaded: 2 });
+    expect(calls).toBe(2);
   });
 
   it('runs in the worker tier, queued by the upload', async () => {

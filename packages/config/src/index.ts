@@ -217,8 +217,12 @@ const schema = z.object({
   /** Zoom's API and OAuth hosts (tests point them at a local server). */
   VIDEO_ZOOM_API_URL: z.url({ protocol: /^https?$/ }).default('https://api.zoom.us'),
   VIDEO_ZOOM_OAUTH_URL: z.url({ protocol: /^https?$/ }).default('https://zoom.us'),
-  /** A BigBlueButton server: its API base (ending in /bigbluebutton/) and shared secret. */
-  BIG_BLUE_BUTTON_URL: z.url({ protocol: /^https?$/ }).optional(),
+  /** A BigBlueButton server: its API base (…/bigbluebutton/; the trailing slash, which the
+   * API calls are appended to, is added when missing) and shared secret. */
+  BIG_BLUE_BUTTON_URL: z
+    .url({ protocol: /^https?$/ })
+    .transform((url) => (url.endsWith('/') ? url : `${url}/`))
+    .optional(),
   BIG_BLUE_BUTTON_SECRET: z.string().min(1).optional(),
 });
 

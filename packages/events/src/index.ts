@@ -7,6 +7,7 @@ export {
   shardOf,
   tusKeys,
   uploadTokenKey,
+  zoomStateKey,
 } from './keys';
 export { publishNotification, publishOutboxRows } from './publish';
 export { makeQueueId, parseQueueId } from './queue-id';

@@ -55,9 +55,16 @@ export const uploadTokenKey = (token: string) => `upload:temporary:${token}`;
 
 /** Resumable uploads (/api/v1/tus) shared by every API replica: the lock of one upload (the
  * holder's token, expiring unless renewed), the channel on which a request waiting for a lock
- * asks its holder to let go, and the answer of a finished upload (for a repeated last PATCH). */
+ * asks its holder to let go, the answer of a finished upload (for a repeated last PATCH), and
+ * an organization's unfinished uploads (a hash: upload id → `{declared length}:{expiry ms}`,
+ * counted against its quota and each user's limit of open uploads). */
 export const tusKeys = {
   lock: (uploadId: string) => `tus:lock:${uploadId}`,
   releaseChannel: 'tus:lock:release',
   finished: (uploadId: string) => `tus:finished:${uploadId}`,
+  open: (realmId: number) => `tus:open:${realmId}`,
 };
+
+/** A Zoom authorization started by GET /calls/zoom/register: its state's nonce, holding the
+ * user's id until the flow completes (consumed once) or the state expires. */
+export const zoomStateKey = (nonce: string) => `zoom:oauth:state:${nonce}`;

@@ -14,8 +14,13 @@ export interface EndpointDoc {
   path?: ParamShape;
   params?: ParamShape;
   /** The success's data, besides the envelope; 'none' for a success answered without a body
-   * (204, as tus answers a DELETE). */
-  response?: z.ZodType | 'none';
+   * (204, as tus answers a DELETE); 'redirect' for one answered with a redirect (302 and a
+   * Location, as the Zoom authorization start and the BigBlueButton join). */
+  response?: z.ZodType | 'none' | 'redirect';
+  /** A success that is usually answered without a body, with this status, beside the JSON
+   * one (tus: a creation answers 201 and a PATCH 204, except the request that completes the
+   * upload, which answers the JSON). */
+  alsoNoContent?: 201 | 204;
   auth: RouteAuth;
 }
 
@@ -67,7 +72,7 @@ function jsonSchema(schema: z.ZodType, io: 'input' | 'output' = 'input'): Record
 export function successSchema(route: Pick<EndpointDoc, 'response'>): Record<string, unknown> {
   if (!route.response) return { $ref: '#/components/schemas/Success' };
   // No JSON success at all.
-  if (route.response === 'none') return { not: {} };
+  if (route.response === 'none' || route.response === 'redirect') return { not: {} };
   const data = jsonSchema(route.response, 'output') as {
     properties?: Record<string, unknown>;
     required?: string[];
@@ -168,12 +173,24 @@ export function openApiDocument(info: OpenApiInfo): Record<string, unknown> {
       responses: {
         ...(route.response === 'none'
           ? { '204': { description: 'Success, without a body' } }
-          : {
-              '200': {
-                description: 'Success',
-                content: { 'application/json': { schema: successSchema(route) } },
-              },
-            }),
+          : route.response === 'redirect'
+            ? {
+                '302': {
+                  description: 'Success: a redirect, without a body',
+                  headers: {
+                    Location: { description: 'Where to go', schema: { type: 'string' } },
+                  },
+                },
+              }
+            : {
+                '200': {
+                  description: 'Success',
+                  content: { 'application/json': { schema: successSchema(route) } },
+                },
+              }),
+        ...(route.alsoNoContent
+          ? { [String(route.alsoNoContent)]: { description: 'Success, without a body' } }
+          : {}),
         '4XX': {
           description: 'A client error (Zulip error envelope)',
           content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },

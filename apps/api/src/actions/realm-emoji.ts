@@ -78,6 +78,10 @@ export async function doAddRealmEmoji(
         });
       const fileName = `${emoji.id}.${type}`;
       stored = emojiStorePath(actor.realmId, fileName);
+      // The database just allocated this id, so an object already at its path belongs to no
+      // emoji (left by a database restored to an earlier point, or reset): it goes, where a
+      // user upload's random path would never be reused.
+      await removeUpload(stored);
       await storeUpload(stored, file.buffer);
       await ctx.tx.realmEmoji.update({ where: { id: emoji.id }, data: { fileName } });
       await auditRealmChange(ctx, actor, AuditLogEvent.REALM_EMOJI_ADDED, { id: emoji.id, name });

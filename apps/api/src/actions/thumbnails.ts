@@ -6,7 +6,7 @@
 // in one short transaction that locks the attachment row and rewrites the messages showing
 // the loading placeholder, each with a silent update_message (rendering_only) to its readers.
 import { getPrisma, runAction, type ActionContext, type Tx } from '@parley/db';
-import { enqueueJob, removeIfFailed } from '@parley/jobs';
+import { enqueueJob, queueFor } from '@parley/jobs';
 import { getLogger } from '@parley/logger';
 import { uploadImageTag } from '@parley/markdown';
 import type { Attachment } from '../lib/attachments';
@@ -17,9 +17,11 @@ import {
   IMAGE_MAX_ANIMATED_PIXELS,
   THUMBNAIL_ACCEPT_IMAGE_TYPES,
   formatName,
+  isBadImage,
   isThumbnailable,
   missingThumbnails,
   storedThumbnailFormat,
+  storedThumbnailPaths,
   storedThumbnails,
   thumbnailContentType,
   thumbnailPath,
@@ -29,10 +31,16 @@ import {
 } from '../lib/thumbnails';
 import { readUpload, removeUpload, storeUpload } from '../lib/upload-store';
 
-/** How long after a run that made thumbnails a second, settling run looks again for
- * messages still showing the placeholder: one rendered before the first run committed but
- * saved after it (the send renders before its transaction) is then brought up to date. */
+/** How long after a run that made thumbnails, or found the image bad, a second, settling run
+ * looks again for messages still showing the placeholder: one rendered before the first run
+ * committed but saved after it (the send renders before its transaction) is then brought up to
+ * date. */
 export const THUMBNAIL_SETTLE_DELAY_MS = 30_000;
+
+/** A thumbnail job that failed for good (its attempts used up, for a reason other than a bad
+ * image: storage down, sharp missing …) is queued again by the sweep only this long after it
+ * failed, not every minute. */
+export const THUMBNAIL_RETRY_FAILED_AFTER_MS = 3600_000;
 
 /** Queues the thumbnails of a new upload once its row is committed (Zulip's maybe_thumbnail
  * queues on commit too). Anything but a thumbnailable image is left alone. */
@@ -43,41 +51,79 @@ export function queueThumbnailOnCommit(ctx: ActionContext, attachment: Attachmen
   );
 }
 
+/** Where the next sweep starts: each takes the batch of pending uploads after the last one
+ * the previous sweep looked at, and starts over once it reaches the end, so uploads that keep
+ * failing cannot hold every sweep's batch while newer ones wait. Per process: a replica
+ * restarting starts over, which is harmless (queueing is idempotent). */
+let sweepCursor = 0;
+
+export interface ThumbnailSweepOptions {
+  batchSize?: number;
+  retryFailedAfterMs?: number;
+}
+
 /** Uploads whose thumbnails are still to be made a minute after upload: their job was lost
  * (between COMMIT and Redis, or with Redis' data), failed for good, or the upload predates
- * thumbnails. Queued again, a batch per sweep (the worker's periodic sweep calls this);
- * returns how many were looked at. */
-export async function requeuePendingThumbnails(batchSize = 100): Promise<number> {
+ * thumbnails. Queued again, a batch per sweep (the worker's periodic sweep calls this): a job
+ * still waiting, running or recently done is left as it is, and one that failed for good is
+ * queued again once it failed more than `retryFailedAfterMs` ago. Returns how many uploads
+ * were looked at. */
+export async function requeuePendingThumbnails({
+  batchSize = 100,
+  retryFailedAfterMs = THUMBNAIL_RETRY_FAILED_AFTER_MS,
+}: ThumbnailSweepOptions = {}): Promise<number> {
   const pending = await getPrisma().$queryRaw<{ id: number }[]>`
     SELECT id FROM attachment
     WHERE thumbnail_metadata IS NULL AND width IS NOT NULL AND height IS NOT NULL
       AND content_type = ANY(${[...THUMBNAIL_ACCEPT_IMAGE_TYPES]}::text[])
       AND create_time < now() - interval '1 minute'
+      AND id > ${sweepCursor}
     ORDER BY id
     LIMIT ${batchSize}`;
+  sweepCursor = pending.length < batchSize ? 0 : pending[pending.length - 1]!.id;
+  const queue = queueFor('thumbnail');
   for (const { id } of pending) {
     const jobId = `thumbnail-${id}`;
-    // A job that failed for good is kept, and would make adding its id again a no-op.
-    await removeIfFailed('thumbnail', jobId);
+    const job = await queue.getJob(jobId);
+    if (job && (await job.isFailed())) {
+      if (Date.now() - (job.finishedOn ?? 0) < retryFailedAfterMs) continue;
+      // A job that failed for good is kept, and would make adding its id again a no-op.
+      await job.remove();
+    }
     // A no-op while the job is waiting, running or recently done.
     await enqueueJob('thumbnail', { attachmentId: id }, jobId);
   }
   return pending.length;
 }
 
+type Sharp = typeof import('sharp');
+
+/** Loads a module once and keeps it; a load that fails is not kept, so the next call tries
+ * again (a library installed or fixed since works without a restart). */
+export function cachedLoader<T>(load: () => Promise<T>): () => Promise<T> {
+  let loaded: Promise<T> | undefined;
+  return () => {
+    if (!loaded) {
+      const attempt = load();
+      loaded = attempt;
+      attempt.catch(() => {
+        if (loaded === attempt) loaded = undefined;
+      });
+    }
+    return loaded;
+  };
+}
+
 /** sharp, loaded on first use: only the worker thumbnails, so the API process never loads
  * the native library (and its bundle runs without it). */
-type Sharp = typeof import('sharp');
-let sharpModule: Promise<Sharp> | undefined;
-function loadSharp(): Promise<Sharp> {
-  sharpModule ??= import('sharp').then((module) => {
+const loadSharp = cachedLoader(() =>
+  import('sharp').then((module) => {
     const sharp = ((module as unknown as { default?: Sharp }).default ?? module) as Sharp;
     // Thumbnails are made once per upload; libvips' operation cache would only hold memory.
     sharp.cache(false);
     return sharp;
-  });
-  return sharpModule;
-}
+  }),
+);
 
 /** An image sharp will not decode, or should not (Zulip's BadImageError). */
 class BadImageError extends Error {}
@@ -181,6 +227,18 @@ async function storeThumbnail(path: string, data: Buffer, contentType: string): 
   }
 }
 
+/** Removes an upload's stored bytes once its row is deleted (after the commit): the original
+ * and every thumbnail recorded in its thumbnail_metadata, so no copy of a deleted image is
+ * left behind. An object already gone is fine; every removal is tried, and the first failure
+ * is thrown once all have settled. */
+export async function removeUploadFiles(pathId: string, thumbnailMetadata: unknown): Promise<void> {
+  const results = await Promise.allSettled(
+    [pathId, ...storedThumbnailPaths(pathId, thumbnailMetadata)].map((path) => removeUpload(path)),
+  );
+  const failed = results.find((result) => result.status === 'rejected');
+  if (failed) throw failed.reason;
+}
+
 export interface ThumbnailResult {
   /** Thumbnails made by this run. */
   made: number;
@@ -197,14 +255,20 @@ export interface ThumbnailResult {
 export async function ensureThumbnails(attachmentId: number): Promise<ThumbnailResult> {
   const log = getLogger();
   const attachment = await getPrisma().attachment.findUnique({ where: { id: attachmentId } });
-  if (!attachment || !isThumbnailable(attachment))
+  if (!attachment) return { made: 0, bad: false, messagesUpdated: 0 };
+  // Found bad by an earlier run: this one (the settling run) only takes the preview from
+  // messages saved with the placeholder since.
+  const alreadyBad = isBadImage(attachment);
+  if (!alreadyBad && !isThumbnailable(attachment))
     return { made: 0, bad: false, messagesUpdated: 0 };
   let inspected: Inspected | null = null;
   const made: { path: string; stored: StoredThumbnail }[] = [];
-  let bad = false;
+  let bad = alreadyBad;
   const needed =
-    attachment.frames === null ? null : missingThumbnails(attachment, attachment.frames);
-  if (needed === null || needed.length > 0) {
+    alreadyBad || attachment.frames === null
+      ? null
+      : missingThumbnails(attachment, attachment.frames);
+  if (!alreadyBad && (needed === null || needed.length > 0)) {
     const bytes = await readUpload(attachment.pathId);
     const sharp = await loadSharp();
     try {
@@ -248,10 +312,11 @@ export async function ensureThumbnails(attachmentId: number): Promise<ThumbnailR
     const current = await ctx.tx.attachment.findUniqueOrThrow({ where: { id: attachment.id } });
     if (bad) {
       // Zulip deletes the ImageAttachment row; here the upload stops being an image.
-      await ctx.tx.attachment.update({
-        where: { id: current.id },
-        data: { width: null, height: null, frames: null },
-      });
+      if (!alreadyBad)
+        await ctx.tx.attachment.update({
+          where: { id: current.id },
+          data: { width: null, height: null, frames: null },
+        });
       return { messagesUpdated: await rewriteMessages(ctx, current.pathId, null) };
     }
     const stored = storedThumbnails(current.thumbnailMetadata);
@@ -281,7 +346,9 @@ export async function ensureThumbnails(attachmentId: number): Promise<ThumbnailR
     await Promise.all(made.map((m) => removeUpload(m.path)));
     return { made: 0, bad: false, messagesUpdated: 0 };
   }
-  if (made.length > 0)
+  // Made thumbnails or found the image bad just now: a message rendered with the placeholder
+  // before this commit and saved after it is brought up to date by a settling run.
+  if (made.length > 0 || (bad && !alreadyBad))
     await enqueueJob(
       'thumbnail',
       { attachmentId: attachment.id },

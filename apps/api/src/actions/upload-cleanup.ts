@@ -10,7 +10,7 @@ import { Prisma, runAction, type ActionContext } from '@parley/db';
 import { getLogger } from '@parley/logger';
 import { sendEventOnCommit } from '../lib/events';
 import { uploadSpaceUsed } from '../lib/attachments';
-import { removeUpload } from '../lib/upload-store';
+import { removeUploadFiles } from './thumbnails';
 
 /** Uploads deleted per run (one transaction): a backlog is worked off run after run. */
 export const UPLOAD_CLEANUP_BATCH_SIZE = 1000;
@@ -39,6 +39,7 @@ interface DeletedUpload {
   realm_id: number;
   owner_id: number;
   path_id: string;
+  thumbnail_metadata: unknown;
 }
 
 /** Deletes up to `batchSize` unclaimed uploads created before the cutoff and tells each owner
@@ -64,7 +65,7 @@ export async function deleteOldUnclaimedUploads({
     const deleted = await ctx.tx.$queryRaw<DeletedUpload[]>`
       DELETE FROM attachment a
       WHERE a.id = ANY(${candidates.map((row) => row.id)}::int[]) AND ${UNCLAIMED}
-      RETURNING a.id, a.realm_id, a.owner_id, a.path_id`;
+      RETURNING a.id, a.realm_id, a.owner_id, a.path_id, a.thumbnail_metadata`;
     await notifyOwners(ctx, deleted);
     ctx.onCommit(() => removeFiles(deleted));
     return deleted.length;
@@ -92,10 +93,12 @@ async function notifyOwners(ctx: ActionContext, deleted: DeletedUpload[]): Promi
   }
 }
 
-/** One failure does not stop the others; a file left behind has no row any more and is only
- * disk space (logged with its path id). */
+/** Each upload's original and thumbnails. One failure does not stop the others; a file left
+ * behind has no row any more and is only disk space (logged with its path id). */
 async function removeFiles(deleted: DeletedUpload[]): Promise<void> {
-  const results = await Promise.allSettled(deleted.map((upload) => removeUpload(upload.path_id)));
+  const results = await Promise.allSettled(
+    deleted.map((upload) => removeUploadFiles(upload.path_id, upload.thumbnail_metadata)),
+  );
   results.forEach((result, index) => {
     if (result.status === 'rejected')
       getLogger().warn('removing an unclaimed upload failed', {

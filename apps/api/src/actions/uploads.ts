@@ -17,7 +17,7 @@ import {
   type Attachment,
 } from '../lib/attachments';
 import { removeUpload, storeUpload } from '../lib/upload-store';
-import { queueThumbnailOnCommit } from './thumbnails';
+import { queueThumbnailOnCommit, removeUploadFiles } from './thumbnails';
 import {
   checkFileSize,
   checkUploadWithinQuota,
@@ -50,13 +50,16 @@ function inspectImage(
   }
 }
 
+/** `pathId`: the path id to store the file at, chosen by the caller (the tus endpoint names it
+ * in its claim before the row exists); a new one by default. */
 export async function doUploadFile(
   user: User,
   realm: Realm,
   file: UploadedFile,
+  options: { pathId?: string } = {},
 ): Promise<Attachment> {
   const fileName = sanitizeFileName(file.originalname);
-  const pathId = newPathId(realm.id, fileName);
+  const pathId = options.pathId ?? newPathId(realm.id, fileName);
   const image = inspectImage(file);
   // The content type decides how the file is served: an image's comes from its bytes, and a
   // claimed image type that is not one is not believed.
@@ -96,7 +99,8 @@ export async function doUploadFile(
 }
 
 /** Zulip's do_delete_old_unclaimed_attachments for one file, on request (DELETE
- * /attachments/{id}): the owner's only; the bytes go once the row is gone. */
+ * /attachments/{id}): the owner's only; the bytes (with the thumbnails) go once the row is
+ * gone. */
 export async function doRemoveAttachment(
   ctx: ActionContext,
   user: User,
@@ -106,7 +110,8 @@ export async function doRemoveAttachment(
     where: { id: attachmentId, ownerId: user.id },
   });
   if (!attachment) throw new JsonableError('Invalid attachment');
-  await ctx.tx.attachment.delete({ where: { id: attachment.id } });
+  // As deleted: a thumbnail recorded since the lookup above is in this row too.
+  const deleted = await ctx.tx.attachment.delete({ where: { id: attachment.id } });
   sendEventOnCommit(
     ctx,
     {
@@ -117,7 +122,8 @@ export async function doRemoveAttachment(
     },
     [user.id],
   );
-  ctx.onCommit(() => removeUpload(attachment.pathId));
+  // The original and its thumbnails: no copy of a deleted image is left.
+  ctx.onCommit(() => removeUploadFiles(deleted.pathId, deleted.thumbnailMetadata));
 }
 
 async function sendAttachmentEvent(

@@ -11,6 +11,7 @@ import {
   type User,
 } from '@parley/db';
 import { JsonableError, ResourceNotFoundError } from '@parley/errors';
+import { getRedis, zoomStateKey } from '@parley/events';
 import { bigBlueButtonCallUrl, bigBlueButtonJoinUrl } from '../lib/bigbluebutton';
 import { sendEventOnCommit } from '../lib/events';
 import { jitsiCallUrl } from '../lib/video-calls';
@@ -20,14 +21,17 @@ import {
   exchangeZoomCode,
   fetchZoomUserId,
   InvalidZoomTokenError,
+  invalidZoomSession,
+  newZoomStateNonce,
   refreshZoomToken,
   revokeZoomToken,
   signZoomState,
-  verifyZoomState,
+  STATE_VALIDITY_SECONDS,
   zoomAuthorizeUrl,
   zoomMeetingPayload,
   zoomMode,
   zoomTokenExpired,
+  type ZoomState,
   type ZoomToken,
 } from '../lib/zoom';
 
@@ -50,6 +54,27 @@ export async function doSetZoomToken(
   sendEventOnCommit(ctx, { type: 'has_zoom_token', value: token !== null }, [user.id]);
 }
 
+/** Forgets the user's token if it is still the one with this access token (compare and set):
+ * a token another request stored meanwhile, refreshed or newly connected, is kept. Whether it
+ * forgot the token. */
+export async function doForgetZoomToken(
+  ctx: ActionContext,
+  user: Pick<User, 'id'>,
+  accessToken: string,
+): Promise<boolean> {
+  const { count } = await ctx.tx.user.updateMany({
+    where: { id: user.id, zoomToken: { path: ['access_token'], equals: accessToken } },
+    data: { zoomToken: Prisma.DbNull },
+  });
+  if (count > 0) sendEventOnCommit(ctx, { type: 'has_zoom_token', value: false }, [user.id]);
+  return count > 0;
+}
+
+function asZoomToken(value: unknown): ZoomToken | null {
+  const token = value as ZoomToken | null | undefined;
+  return token && typeof token.access_token === 'string' ? token : null;
+}
+
 /** The user's stored token, read from the row (the authentication cache's copy of the user may
  * predate the latest refresh). */
 async function storedZoomToken(userId: number): Promise<ZoomToken | null> {
@@ -57,8 +82,15 @@ async function storedZoomToken(userId: number): Promise<ZoomToken | null> {
     where: { id: userId },
     select: { zoomToken: true },
   });
-  const token = row?.zoomToken as ZoomToken | null | undefined;
-  return token && typeof token.access_token === 'string' ? token : null;
+  return asZoomToken(row?.zoomToken);
+}
+
+/** The same, with the user's row locked until the transaction ends: one refresh of a user's
+ * token at a time. */
+async function lockedZoomToken(ctx: ActionContext, userId: number): Promise<ZoomToken | null> {
+  const [row] = await ctx.tx.$queryRaw<{ zoom_token: unknown }[]>`
+    SELECT zoom_token FROM user_profile WHERE id = ${userId} FOR UPDATE`;
+  return asZoomToken(row?.zoom_token);
 }
 
 function requireZoom(): 'user' | 'server' {
@@ -67,27 +99,29 @@ function requireZoom(): 'user' | 'server' {
   return mode;
 }
 
-/** GET /calls/zoom/register: where to send the user's browser to authorize the app. */
-export function startZoomAuthorization(user: User, realm: Realm): string {
+/** GET /calls/zoom/register: where to send the user's browser to authorize the app. The
+ * state's nonce is kept in Redis (naming the user) until the flow completes or expires. */
+export async function startZoomAuthorization(user: User, realm: Realm): Promise<string> {
   requireZoom();
-  return zoomAuthorizeUrl(signZoomState(realm.stringId, user.id));
+  const nonce = newZoomStateNonce();
+  await getRedis().set(zoomStateKey(nonce), String(user.id), 'EX', STATE_VALIDITY_SECONDS);
+  return zoomAuthorizeUrl(signZoomState(realm.stringId, user.id, nonce));
 }
 
-/** GET /calls/zoom/complete: Zoom's redirect back with a code for the user the state names. */
-export async function completeZoomAuthorization(state: unknown, code: string): Promise<void> {
+/** GET /calls/zoom/complete, on the organization's host: Zoom's redirect back with a code, for
+ * `user`, whom the request authenticated. Zulip's complete_user checks that the state's sid is
+ * the logged-in session's; here the state must name this very user, and its nonce must be
+ * unused: a flow completes once, and only for the person who started it, whoever approved it
+ * on Zoom's page. */
+export async function completeZoomAuthorization(
+  user: User,
+  state: ZoomState,
+  code: string,
+): Promise<void> {
   requireZoom();
-  const invalid = () => new JsonableError('Invalid Zoom session identifier');
-  const signed = verifyZoomState(state);
-  if (!signed) throw invalid();
-  const user = await getPrisma().user.findFirst({
-    where: {
-      id: signed.userId,
-      isActive: true,
-      realm: { stringId: signed.realm, deactivated: false },
-    },
-    select: { id: true },
-  });
-  if (!user) throw invalid();
+  if (state.userId !== user.id) throw invalidZoomSession();
+  // Consumed atomically: of two requests with the same state, one goes on.
+  if ((await getRedis().del(zoomStateKey(state.nonce))) !== 1) throw invalidZoomSession();
   const token = await exchangeZoomCode(code);
   // Remembered so the deauthorization webhook, which names the Zoom user, finds the token.
   const zoomUserId = await fetchZoomUserId(token.access_token);
@@ -95,28 +129,36 @@ export async function completeZoomAuthorization(state: unknown, code: string): P
   await runAction((ctx) => doSetZoomToken(ctx, user, token));
 }
 
-/** Forgets a token Zoom no longer accepts (Zulip's update_token(user, None)). */
-async function forgetZoomToken(user: Pick<User, 'id'>): Promise<InvalidZoomTokenError> {
-  await runAction((ctx) => doSetZoomToken(ctx, user, null));
+/** Forgets a token Zoom no longer accepts (Zulip's update_token(user, None)), unless another
+ * request has replaced it meanwhile. */
+async function forgetZoomToken(
+  user: Pick<User, 'id'>,
+  token: ZoomToken,
+): Promise<InvalidZoomTokenError> {
+  await runAction((ctx) => doForgetZoomToken(ctx, user, token.access_token));
   return new InvalidZoomTokenError();
 }
 
-/** A usable access token: the stored one, refreshed first if it has expired. */
+/** A usable access token: the stored one, refreshed first if it has expired. Zoom's refresh
+ * tokens work once, so refreshes of one user are serialized: the user's row stays locked from
+ * reading the token to storing its successor (the lock is held over Zoom's answer, at most
+ * its 5-second timeout). A request that waited for the lock reads the token the first one
+ * stored instead of spending the same refresh token again. */
 async function currentZoomToken(user: Pick<User, 'id'>): Promise<ZoomToken> {
   const token = await storedZoomToken(user.id);
   if (!token) throw new InvalidZoomTokenError();
   if (!zoomTokenExpired(token)) return token;
-  const fresh = await refreshZoomToken(token);
-  if (!fresh) {
-    // Zoom's refresh tokens work once: a request of the same user that refreshed first has
-    // stored the new token, which is good.
-    const latest = await storedZoomToken(user.id);
-    if (latest && latest.access_token !== token.access_token && !zoomTokenExpired(latest))
-      return latest;
-    throw await forgetZoomToken(user);
-  }
-  // Zulip's token_updater stores the refreshed token with do_set_zoom_token (and its event).
-  await runAction((ctx) => doSetZoomToken(ctx, user, fresh));
+  const fresh = await runAction(async (ctx) => {
+    const current = await lockedZoomToken(ctx, user.id);
+    if (!current || !zoomTokenExpired(current)) return current;
+    const refreshed = await refreshZoomToken(current);
+    // Zulip's token_updater stores the refreshed token with do_set_zoom_token (and its
+    // event); a refused refresh forgets the token (the row is locked: it is still this one).
+    if (refreshed) await doSetZoomToken(ctx, user, refreshed);
+    else await doForgetZoomToken(ctx, user, current.access_token);
+    return refreshed;
+  });
+  if (!fresh) throw new InvalidZoomTokenError();
   return fresh;
 }
 
@@ -128,7 +170,7 @@ export async function createZoomCall(user: User, isVideoCall: boolean): Promise<
   const answer = await createUserMeeting(token.access_token, payload);
   if (answer.ok) return answer.joinUrl;
   // The user removed the app, or Zoom revoked the token.
-  if (answer.status === 401) throw await forgetZoomToken(user);
+  if (answer.status === 401) throw await forgetZoomToken(user, token);
   throw new JsonableError('Failed to create Zoom call');
 }
 

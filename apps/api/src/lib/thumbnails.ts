@@ -136,6 +136,14 @@ export interface ThumbnailSource {
   thumbnailMetadata: unknown;
 }
 
+/** Where the thumbnails recorded on an upload are stored: what goes with the original when
+ * the upload is deleted. */
+export function storedThumbnailPaths(pathId: string, metadata: unknown): string[] {
+  return (storedThumbnails(metadata) ?? []).map((stored) =>
+    thumbnailPath(pathId, storedThumbnailFormat(stored)),
+  );
+}
+
 /** Whether the upload is an image the server thumbnails (and previews). */
 export function isThumbnailable(source: ThumbnailSource): boolean {
   return (
@@ -143,6 +151,17 @@ export function isThumbnailable(source: ThumbnailSource): boolean {
     THUMBNAIL_ACCEPT_IMAGE_TYPES.has(source.contentType) &&
     source.width !== null &&
     source.height !== null
+  );
+}
+
+/** An upload of an image type that the thumbnail job found it could not decode (it then
+ * drops the dimensions, so the upload is no longer previewed). */
+export function isBadImage(source: ThumbnailSource): boolean {
+  return (
+    source.contentType !== null &&
+    THUMBNAIL_ACCEPT_IMAGE_TYPES.has(source.contentType) &&
+    source.width === null &&
+    source.height === null
   );
 }
 

@@ -75,6 +75,9 @@ export class RedisLocker implements Locker {
 class RedisLock implements Lock {
   private readonly token = randomBytes(16).toString('hex');
   private renewal: NodeJS.Timeout | undefined;
+  /** This lock's entry in the locker's `held` (its own function, even if two requests pass
+   * the same callback), so that unlock removes its own entry and no other. */
+  private release: RequestRelease | undefined;
 
   constructor(
     private readonly id: string,
@@ -97,7 +100,9 @@ class RedisLock implements Lock {
       if (Date.now() > deadline) throw ERRORS.ERR_LOCK_TIMEOUT;
       await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
     }
-    this.locker.held.set(this.id, requestRelease);
+    const release: RequestRelease = () => requestRelease();
+    this.release = release;
+    this.locker.held.set(this.id, release);
     this.renewal = setInterval(() => {
       redis.eval(RENEW, 1, key, this.token, LOCK_TTL_MS).then(
         (renewed) => {
@@ -113,7 +118,11 @@ class RedisLock implements Lock {
   async unlock(): Promise<void> {
     clearInterval(this.renewal);
     this.renewal = undefined;
-    if (this.locker.held.has(this.id)) this.locker.held.delete(this.id);
+    // Only its own entry: after this lock expired (renewal failed) another request of this
+    // process may have taken it, and that holder's release callback must stay.
+    if (this.release && this.locker.held.get(this.id) === this.release)
+      this.locker.held.delete(this.id);
+    this.release = undefined;
     await getRedis().eval(RELEASE, 1, tusKeys.lock(this.id), this.token);
   }
 }

@@ -12,14 +12,20 @@ const MIB = 1024 * 1024;
 
 /** The largest file the organization takes, in MiB: its own limit, never above the server's
  * MAX_FILE_UPLOAD_SIZE_MIB (as Zulip's plan limits are min(plan, MAX_FILE_UPLOAD_SIZE)): the
- * server's is what its memory, proxies and disks are sized for. */
-export function maxFileUploadSizeMib(realm: Pick<RealmLimits, 'maxFileUploadSizeMib'>): number {
+ * server's is what its memory, proxies and disks are sized for. No organization (the root
+ * domain of a server without a root organization, where unauthenticated requests such as
+ * tus's OPTIONS still arrive): the server's limit. */
+export function maxFileUploadSizeMib(
+  realm: Pick<RealmLimits, 'maxFileUploadSizeMib'> | null,
+): number {
   const server = getConfig().MAX_FILE_UPLOAD_SIZE_MIB;
-  const own = realm.maxFileUploadSizeMib;
+  const own = realm?.maxFileUploadSizeMib;
   return own === null || own === undefined ? server : Math.min(own, server);
 }
 
-export function maxFileUploadBytes(realm: Pick<RealmLimits, 'maxFileUploadSizeMib'>): number {
+export function maxFileUploadBytes(
+  realm: Pick<RealmLimits, 'maxFileUploadSizeMib'> | null,
+): number {
   return maxFileUploadSizeMib(realm) * MIB;
 }
 
@@ -63,10 +69,19 @@ export async function checkUploadWithinQuota(
   size: number,
   { db = getPrisma(), httpStatus = 400 }: { db?: Tx; httpStatus?: number } = {},
 ): Promise<void> {
+  const remaining = await uploadQuotaRemaining(realm, db);
+  if (remaining !== null && size > remaining) throw new RealmUploadQuotaError(httpStatus);
+}
+
+/** Bytes left in the organization's quota by its stored uploads (negative when over it), or
+ * null: no quota. (The tus endpoint also subtracts its unfinished uploads: lib/tus-store.) */
+export async function uploadQuotaRemaining(
+  realm: RealmLimits,
+  db: Tx = getPrisma(),
+): Promise<number | null> {
   const gb = uploadQuotaGb(realm);
-  if (gb === null) return;
-  if ((await uploadSpaceUsed(realm.id, db)) + size > gb * 1024 * MIB)
-    throw new RealmUploadQuotaError(httpStatus);
+  if (gb === null) return null;
+  return gb * 1024 * MIB - (await uploadSpaceUsed(realm.id, db));
 }
 
 /** Serializes the organization's quota checks with their inserts until the transaction ends,

@@ -1,11 +1,12 @@
-// Which video call providers this server offers, and Jitsi Meet links. Zulip's
-// Realm.VIDEO_CHAT_PROVIDERS and get_enabled_video_chat_providers: a provider is offered only
-// when the server is configured for it (docs/video-calls.md).
+// Which video call providers this server offers (Zulip's Realm.VIDEO_CHAT_PROVIDERS and
+// get_enabled_video_chat_providers: a provider is offered only when the server is configured
+// for it, docs/video-calls.md), Jitsi Meet links, and the organization a Zoom OAuth state
+// names.
 import { randomInt } from 'node:crypto';
 import { getConfig } from '@parley/config';
-import type { Realm } from '@parley/db';
+import { getPrisma, type Realm } from '@parley/db';
 import { bigBlueButtonConfigured } from './bigbluebutton';
-import { zoomMode } from './zoom';
+import { invalidZoomSession, zoomMode, type ZoomState } from './zoom';
 
 /** Zulip's provider keys, names and ids (id 2 was Google Hangouts, removed). Both Zoom
  * integrations are called "Zoom": a server has one of them at most. */
@@ -54,4 +55,14 @@ export function jitsiCallUrl(realm: Pick<Realm, 'jitsiServerUrl'>, isVideoCall: 
   const room = `${randomInt(1, 10)}${String(randomInt(0, 100_000_000_000_000)).padStart(14, '0')}`;
   const url = new URL(room, base.endsWith('/') ? base : `${base}/`).toString();
   return isVideoCall ? url : `${url}#config.startWithVideoMuted=true`;
+}
+
+/** The organization a Zoom OAuth state names, if it is active: the flow completes on its
+ * host (Zulip's complete_zoom_user redirects there), where its users' credentials work. */
+export async function getZoomStateRealm(state: ZoomState): Promise<Realm> {
+  const realm = await getPrisma().realm.findFirst({
+    where: { stringId: state.realm, deactivated: false },
+  });
+  if (!realm) throw invalidZoomSession();
+  return realm;
 }

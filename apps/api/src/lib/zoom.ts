@@ -2,7 +2,7 @@
 // ZoomGeneralOAuthProvider for apps users authorize, and the server-to-server account
 // credentials grant). Only outbound HTTP and pure helpers here: storing a user's token is
 // actions/video-calls.ts's.
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { getConfig, ZULIP_VERSION } from '@parley/config';
 import { JsonableError } from '@parley/errors';
 import { getLogger } from '@parley/logger';
@@ -10,7 +10,7 @@ import { getLogger } from '@parley/logger';
 /** Zulip's VideoCallSession timeout: a meeting link is asked for while the user waits. */
 const TIMEOUT_MS = 5_000;
 /** How long a /calls/zoom/register state stays valid: one trip through Zoom's consent page. */
-const STATE_VALIDITY_SECONDS = 3600;
+export const STATE_VALIDITY_SECONDS = 3600;
 /** Zulip caches a server-to-server token for 3600 - 240 seconds of Zoom's hour: it is not
  * used in its last minutes, when a meeting request could outlive it. */
 const SERVER_TOKEN_MARGIN_SECONDS = 240;
@@ -72,38 +72,76 @@ export function zoomRedirectUri(): string {
   return `${config.EXTERNAL_URL_SCHEME}://${config.EXTERNAL_HOST}/calls/zoom/complete`;
 }
 
-/** Zulip's state is {"realm", "sid"}, its sid an HMAC of the browser's CSRF cookie. Parley
- * has no browser sessions: the sid names the user and an expiry, signed with the app's client
- * secret (which only this server and Zoom know), so /calls/zoom/complete, which Zoom's
- * redirect reaches without credentials, knows whose token it receives and that this server
- * started the flow. */
-function stateMac(realm: string, userId: number, expires: number): string {
+/** Zulip's state is {"realm", "sid"}, its sid an HMAC of the browser's CSRF cookie, and
+ * /calls/zoom/complete requires the logged-in session whose sid matches. Parley has no browser
+ * sessions: its sid names the user, an expiry and a random nonce, signed with the app's client
+ * secret (which only this server and Zoom know). The nonce is stored in Redis when the flow
+ * starts and consumed when it completes, so a state works once; and the request completing
+ * the flow must be authenticated as the user the state names (actions/video-calls.ts), so
+ * nobody else's approval on Zoom's consent page can reach that user's account. */
+function stateMac(realm: string, userId: number, expires: number, nonce: string): string {
   return createHmac('sha256', credentials().clientSecret)
-    .update(`Parley Zoom sid\n${realm}\n${userId}\n${expires}`)
+    .update(`Parley Zoom sid\n${realm}\n${userId}\n${expires}\n${nonce}`)
     .digest('hex');
 }
 
-export function signZoomState(realm: string, userId: number, now = Date.now()): string {
-  const expires = Math.floor(now / 1000) + STATE_VALIDITY_SECONDS;
-  return JSON.stringify({ realm, sid: `${userId}.${expires}.${stateMac(realm, userId, expires)}` });
+/** What a valid state names. */
+export interface ZoomState {
+  realm: string;
+  userId: number;
+  nonce: string;
 }
 
-/** The user id a state names, or null when it is malformed, forged or expired. */
-export function verifyZoomState(
-  state: unknown,
+export function signZoomState(
+  realm: string,
+  userId: number,
+  nonce: string,
   now = Date.now(),
-): { realm: string; userId: number } | null {
+): string {
+  const expires = Math.floor(now / 1000) + STATE_VALIDITY_SECONDS;
+  const mac = stateMac(realm, userId, expires, nonce);
+  return JSON.stringify({ realm, sid: `${userId}.${expires}.${nonce}.${mac}` });
+}
+
+/** A new state's nonce (the key of its Redis entry). */
+export function newZoomStateNonce(): string {
+  return randomBytes(16).toString('base64url');
+}
+
+/** What a state names, or null when it is malformed, forged or expired. Whether its nonce is
+ * still unused is for Redis to say. */
+export function verifyZoomState(state: unknown, now = Date.now()): ZoomState | null {
   if (typeof state !== 'object' || state === null) return null;
   const { realm, sid } = state as Record<string, unknown>;
   if (typeof realm !== 'string' || typeof sid !== 'string') return null;
-  const match = /^(\d{1,10})\.(\d{1,12})\.([0-9a-f]{64})$/.exec(sid);
+  const match = /^(\d{1,10})\.(\d{1,12})\.([\w-]{22})\.([0-9a-f]{64})$/.exec(sid);
   if (!match) return null;
   const userId = Number(match[1]);
   const expires = Number(match[2]);
-  const expected = Buffer.from(stateMac(realm, userId, expires), 'hex');
-  if (!timingSafeEqual(expected, Buffer.from(match[3]!, 'hex'))) return null;
+  const nonce = match[3]!;
+  const expected = Buffer.from(stateMac(realm, userId, expires, nonce), 'hex');
+  if (!timingSafeEqual(expected, Buffer.from(match[4]!, 'hex'))) return null;
   if (expires < now / 1000) return null;
-  return { realm, userId };
+  return { realm, userId, nonce };
+}
+
+/** Zulip's error for a state that is malformed, forged, expired, spent or someone else's. */
+export function invalidZoomSession(): JsonableError {
+  return new JsonableError('Invalid Zoom session identifier');
+}
+
+/** The `state` parameter of Zoom's redirect back (JSON text), checked as far as its signature
+ * and expiry go. */
+export function parseZoomState(text: string, now = Date.now()): ZoomState {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw invalidZoomSession();
+  }
+  const state = verifyZoomState(parsed, now);
+  if (!state) throw invalidZoomSession();
+  return state;
 }
 
 /** Zoom's authorize page for a user of `realm` (requests-oauthlib's authorization_url). */
@@ -333,9 +371,11 @@ export function verifyZoomWebhook(
   rawBody: string,
   now = Date.now(),
 ): boolean {
-  if (!signature || !timestamp || !/^\d{1,12}$/.test(timestamp)) return false;
-  // Zoom sends seconds; milliseconds are accepted too, as some of its examples use them.
-  const seconds = timestamp.length > 11 ? Number(timestamp) / 1000 : Number(timestamp);
+  // Zoom sends seconds since the epoch (10 digits); a timestamp in milliseconds (13 digits,
+  // as the event_ts of Zoom's payloads) is accepted too. Any other length is refused: 11 or
+  // 12 digits would be neither a time near now in seconds nor one in milliseconds.
+  if (!signature || !timestamp || !/^(\d{1,10}|\d{13})$/.test(timestamp)) return false;
+  const seconds = timestamp.length === 13 ? Number(timestamp) / 1000 : Number(timestamp);
   if (Math.abs(now / 1000 - seconds) > WEBHOOK_WINDOW_SECONDS) return false;
   const expected = Buffer.from(zoomWebhookSignature(secret, timestamp, rawBody));
   const given = Buffer.from(signature);

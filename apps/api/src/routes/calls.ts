@@ -6,10 +6,17 @@
 // Zoom's redirect back (/calls/zoom/complete) and its deauthorization webhook.
 import express, { Router, type RequestHandler } from 'express';
 import { z } from 'zod';
-import { authenticate, rateLimitIp, rateLimitUser, resolveRealm, userEndpoint } from '@parley/auth';
+import {
+  authenticate,
+  rateLimitIp,
+  rateLimitUser,
+  realmUrl,
+  resolveRealm,
+  userEndpoint,
+} from '@parley/auth';
 import { getConfig } from '@parley/config';
 import type { Realm, User } from '@parley/db';
-import { InvalidJSONError, JsonableError, UnauthorizedError } from '@parley/errors';
+import { InvalidJSONError, UnauthorizedError } from '@parley/errors';
 import {
   attachDoc,
   defineRoute,
@@ -32,7 +39,8 @@ import {
   startZoomAuthorization,
   unknownCallProvider,
 } from '../actions/video-calls';
-import { verifyZoomWebhook, zoomUrlValidation } from '../lib/zoom';
+import { getZoomStateRealm } from '../lib/video-calls';
+import { parseZoomState, verifyZoomWebhook, zoomUrlValidation } from '../lib/zoom';
 
 /** An authenticated endpoint answering with a redirect (302) instead of the JSON envelope:
  * the OAuth start and the BigBlueButton join, which browsers follow. Errors stay JSON. */
@@ -54,13 +62,16 @@ function redirectEndpoint<Q extends ParamShape>(
       });
       res.redirect(302, await handler({ user, realm: res.locals.realm!, params: values }));
     },
-    // A redirect carries no JSON success: the declared data is the empty envelope's.
-    { params, response: z.object({}), auth: 'basic' },
+    { params, response: 'redirect', auth: 'basic' },
   );
 }
 
 /** What every create endpoint answers: the meeting's URL. */
 const callUrl = z.object({ url: z.string() });
+
+/** The longest BigBlueButton meeting name. Zulip sets no limit; Parley keeps the signed
+ * link and the BigBlueButton API's query strings, which carry the name, of a sensible size. */
+const MAX_MEETING_NAME_LENGTH = 255;
 
 const zoomCreate = userEndpoint(
   { params: { is_video_call: p.bool().default(true) }, response: callUrl },
@@ -90,7 +101,10 @@ defineRoute(callRoutes, '/calls/bigbluebutton/create', {
   // Zulip's form (operationId create-big-blue-button-video-call).
   GET: userEndpoint(
     {
-      params: { meeting_name: p.string(), voice_only: p.bool().default(false) },
+      params: {
+        meeting_name: p.string({ maxLength: MAX_MEETING_NAME_LENGTH }),
+        voice_only: p.bool().default(false),
+      },
       response: callUrl,
     },
     ({ user, params }) => ({
@@ -101,7 +115,10 @@ defineRoute(callRoutes, '/calls/bigbluebutton/create', {
   // organization unless the client names it.
   POST: userEndpoint(
     {
-      params: { meeting_name: p.string().optional(), voice_only: p.bool().default(false) },
+      params: {
+        meeting_name: p.string({ maxLength: MAX_MEETING_NAME_LENGTH }).optional(),
+        voice_only: p.bool().default(false),
+      },
       response: callUrl,
     },
     ({ user, realm, params }) => ({
@@ -146,21 +163,24 @@ export function callPageRoutes(): Router {
   defineRoute(router, '/calls/zoom/register', { GET: zoomRegister });
   defineRoute(router, '/calls/bigbluebutton/join', { GET: bigBlueButtonJoin });
   defineRoute(router, '/calls/zoom/complete', {
-    // Reached by the browser from Zoom's authorize page, so without the API's credentials:
-    // the signed state names the user.
+    // Reached by the browser from Zoom's authorize page, at the root domain (the one redirect
+    // URL registered with Zoom). As Zulip's complete_zoom_user, the request is sent on to the
+    // host of the organization the state names, where it must carry the credentials of the
+    // user who started the flow (the browser's Basic prompt, as at /calls/zoom/register).
     GET: async (req, res) => {
       await rateLimitIp(req, res);
       const { values } = parseParams(completeParams, {
         body: {},
         query: req.query as Record<string, unknown>,
       });
-      let state: unknown;
-      try {
-        state = JSON.parse(values.state);
-      } catch {
-        throw new JsonableError('Invalid Zoom session identifier');
-      }
-      await completeZoomAuthorization(state, values.code);
+      // Signature checked before redirecting: the realm's URL is built from the state.
+      const state = parseZoomState(values.state);
+      const realm = await getZoomStateRealm(state);
+      if (res.locals.realm?.id !== realm.id)
+        return res.redirect(302, `${realmUrl(realm)}${req.originalUrl}`);
+      const user = await authenticate(req, res);
+      await rateLimitUser(req, res, user.id, 'api');
+      await completeZoomAuthorization(user, state, values.code);
       res.status(200).type('html').send(CLOSE_WINDOW_PAGE);
     },
   });

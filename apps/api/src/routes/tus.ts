@@ -8,6 +8,7 @@
 // like the rest of the API; only an upload's creator may touch it. Staged bytes live in the
 // shared uploads directory and locks in Redis, so consecutive chunks may reach different
 // replicas (lib/tus-store, lib/tus-locker). docs/uploads.md compares this with Zulip.
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { STATUS_CODES } from 'node:http';
@@ -21,16 +22,30 @@ import { JsonableError, ResourceNotFoundError } from '@parley/errors';
 import { attachDoc, defineRoute, p, type EndpointDoc } from '@parley/http';
 import { getLogger } from '@parley/logger';
 import { doUploadFile } from '../actions/uploads';
-import { checkFileSize, checkUploadWithinQuota, maxFileUploadBytes } from '../lib/upload-limits';
+import {
+  attachmentByPathId,
+  newPathId,
+  sanitizeFileName,
+  type Attachment,
+} from '../lib/attachments';
+import {
+  checkFileSize,
+  checkUploadWithinQuota,
+  maxFileUploadBytes,
+  uploadQuotaRemaining,
+} from '../lib/upload-limits';
 import { tusLocker } from '../lib/tus-locker';
 import {
   claimTusFinish,
   createTusStore,
-  finishedTusUpload,
+  finishedTusResult,
   newTusUploadId,
   recordTusFinish,
   releaseTusFinish,
+  releaseTusUpload,
+  reserveTusUpload,
   stagedFilePath,
+  tusFinishAnswer,
   tusUploadOwner,
 } from '../lib/tus-store';
 
@@ -42,8 +57,11 @@ export const tusRoutes = Router();
 
 /** Who a request handed to @tus/server is for (its hooks receive only the request). */
 interface TusContext {
-  realm: Realm;
+  /** null only for OPTIONS on the root domain of a server without a root organization. */
+  realm: Realm | null;
   user: User | null;
+  /** The id a creation's upload gets (reserved before tus creates it). */
+  uploadId?: string;
   /** Set by the hook that finished the upload: its staged copy can go once tus is done with
    * the request (a creation that carried the whole file still reads it after the hook). */
   finished?: string;
@@ -81,7 +99,10 @@ function tusServer(): Server {
     // A finished upload is an attachment; DELETE /attachments/{id} removes those.
     disableTerminationForFinishedUploads: true,
     maxSize: (req) => maxFileUploadBytes(contextOf(req).realm),
-    namingFunction: (req) => newTusUploadId(contextOf(req).user!.id),
+    namingFunction: (req) => {
+      const context = contextOf(req);
+      return context.uploadId ?? newTusUploadId(context.user!.id);
+    },
     onUploadFinish: async (req, upload) => finishUpload(contextOf(req), upload),
     onResponseError: (_req, error) => {
       // Anything but tus's own errors (ours, the database's) goes to the API's error handler,
@@ -99,42 +120,60 @@ function tusServer(): Server {
   return server;
 }
 
-/** Zulip's pre-finish hook: the staged bytes become an ordinary upload, once. */
+/** Zulip's pre-finish hook: the staged bytes become an ordinary upload, once. The claim names
+ * the attachment's path id before the row exists; once the row is committed the claim is never
+ * given up, so no retry can make a second row: a retry finds the recorded answer, or the row
+ * (finishedTusResult) if recording the answer failed. */
 async function finishUpload(
   context: TusContext,
   upload: Upload,
 ): Promise<{ status_code: number; headers: Record<string, string>; body: string }> {
-  const { user, realm } = context;
+  const user = context.user!;
+  const realm = context.realm!;
   const size = upload.size ?? upload.offset;
-  if (!(await claimTusFinish(upload.id))) return repeatFinish(upload.id);
-  let answer: Record<string, unknown>;
+  const originalname = upload.metadata?.filename ?? '';
+  const pathId = newPathId(realm.id, sanitizeFileName(originalname));
+  if (!(await claimTusFinish(upload.id, pathId))) return repeatFinish(upload.id);
+  let attachment: Attachment;
   try {
     // The limits again: the file size was checked at creation, but the quota may have filled
     // up meanwhile.
     checkFileSize(realm, size, 413);
     await checkUploadWithinQuota(realm, size, { httpStatus: 413 });
     const buffer = await readFile(stagedFilePath(upload.id));
-    const attachment = await doUploadFile(user!, realm, {
-      originalname: upload.metadata?.filename ?? '',
-      mimetype: upload.metadata?.filetype ?? '',
-      buffer,
-      size: buffer.length,
-    });
-    const url = `/user_uploads/${attachment.pathId}`;
-    answer = { result: 'success', msg: '', uri: url, url, filename: attachment.fileName };
-    await recordTusFinish(upload.id, size, answer);
+    attachment = await doUploadFile(
+      user,
+      realm,
+      { originalname, mimetype: upload.metadata?.filetype ?? '', buffer, size: buffer.length },
+      { pathId },
+    );
   } catch (error) {
-    await releaseTusFinish(upload.id).catch(() => undefined);
-    throw error;
+    // A failure that may have come after the commit (the connection lost with its answer)
+    // is a success if the row is there; only an upload surely not stored gives up its claim.
+    const committed = await attachmentByPathId(pathId).catch(() => undefined);
+    if (!committed) {
+      if (committed === null) await releaseTusFinish(upload.id).catch(() => undefined);
+      throw error;
+    }
+    attachment = committed;
   }
+  // Committed: the staged copy goes, whatever happens next.
   context.finished = upload.id;
+  const answer = tusFinishAnswer(attachment);
+  const log = getLogger();
+  await recordTusFinish(upload.id, size, answer).catch((error: unknown) =>
+    log.warn('tus finish not recorded; repeats find the attachment', { error }),
+  );
+  await releaseTusUpload(realm.id, upload.id).catch((error: unknown) =>
+    log.warn('finished tus upload still counted as unfinished until it expires', { error }),
+  );
   return jsonAnswer(answer);
 }
 
 /** The last PATCH again (its answer was lost): what the first one answered. */
 async function repeatFinish(uploadId: string) {
-  const finished = await finishedTusUpload(uploadId);
-  if (finished?.state === 'done') return jsonAnswer(finished.answer);
+  const finished = await finishedTusResult(uploadId);
+  if (finished) return jsonAnswer(finished.answer);
   throw new UploadBusyError();
 }
 
@@ -155,7 +194,7 @@ class UploadBusyError extends JsonableError {
 
 /** Hands the request to @tus/server as a fetch Request and sends its answer: errors as Zulip
  * error envelopes (tus answers them in plain text), JSON as JSON, the rest as it is. */
-async function passToTus(req: Request, res: Response, context: TusContext): Promise<void> {
+async function passToTus(req: Request, res: Response, context: TusContext): Promise<number> {
   const headers = new Headers();
   for (let i = 0; i + 1 < req.rawHeaders.length; i += 2)
     headers.append(req.rawHeaders[i]!, req.rawHeaders[i + 1]!);
@@ -189,15 +228,16 @@ async function passToTus(req: Request, res: Response, context: TusContext): Prom
       msg: body.trim() || STATUS_CODES[response.status] || 'Error',
       code: 'BAD_REQUEST',
     });
-    return;
+    return response.status;
   }
   if (body !== '' && response.headers.get('content-type')?.startsWith('application/json')) {
     res.json(JSON.parse(body));
-    return;
+    return response.status;
   }
   if (body !== '')
     res.setHeader('Content-Type', response.headers.get('content-type') ?? 'text/plain');
   res.end(body);
+  return response.status;
 }
 
 /** A request on one upload: authenticated, and its creator's. */
@@ -210,6 +250,8 @@ async function uploadRequest(req: Request, res: Response): Promise<TusContext> {
   return { realm: res.locals.realm!, user };
 }
 
+/** A creation: its id is chosen here, so that its declared length counts against the quota
+ * and the user's open uploads (reserveTusUpload) before tus stages anything. */
 const create: RequestHandler = async (req, res) => {
   const user = await authenticate(req, res);
   await rateLimitUser(req, res, user.id, 'api');
@@ -219,11 +261,24 @@ const create: RequestHandler = async (req, res) => {
   if (length === undefined && req.get('upload-defer-length') !== undefined)
     throw new LengthRequiredError();
   // (Malformed lengths are tus's to refuse.)
-  if (length !== undefined && /^\d+$/.test(length)) {
-    checkFileSize(realm, Number(length), 413);
-    await checkUploadWithinQuota(realm, Number(length), { httpStatus: 413 });
+  if (length === undefined || !/^\d+$/.test(length)) {
+    await passToTus(req, res, { realm, user });
+    return;
   }
-  await passToTus(req, res, { realm, user });
+  checkFileSize(realm, Number(length), 413);
+  // Stored uploads and the declared lengths of unfinished ones must fit in the quota.
+  const uploadId = newTusUploadId(user.id);
+  await reserveTusUpload(realm.id, uploadId, Number(length), await uploadQuotaRemaining(realm));
+  let status = 500;
+  try {
+    status = await passToTus(req, res, { realm, user, uploadId });
+  } finally {
+    // Refused by tus before it staged anything: nothing to count.
+    if (status >= 400 && !existsSync(stagedFilePath(uploadId)))
+      await releaseTusUpload(realm.id, uploadId).catch((error: unknown) =>
+        getLogger().warn('refused tus upload still counted until it expires', { error }),
+      );
+  }
 };
 
 class LengthRequiredError extends JsonableError {
@@ -236,8 +291,8 @@ class LengthRequiredError extends JsonableError {
 const patch: RequestHandler = async (req, res) => {
   const context = await uploadRequest(req, res);
   // Finished already (this is a repeat of the last PATCH): the same answer.
-  const finished = await finishedTusUpload(String(req.params.upload_id));
-  if (finished?.state === 'done') {
+  const finished = await finishedTusResult(String(req.params.upload_id));
+  if (finished) {
     req.resume();
     res.setHeader('Tus-Resumable', '1.0.0');
     res.setHeader('Upload-Offset', String(finished.size));
@@ -249,8 +304,8 @@ const patch: RequestHandler = async (req, res) => {
 
 const head: RequestHandler = async (req, res) => {
   const context = await uploadRequest(req, res);
-  const finished = await finishedTusUpload(String(req.params.upload_id));
-  if (finished?.state === 'done') {
+  const finished = await finishedTusResult(String(req.params.upload_id));
+  if (finished) {
     // The staged files are gone; the upload is complete.
     res.set({
       'Tus-Resumable': '1.0.0',
@@ -265,24 +320,33 @@ const head: RequestHandler = async (req, res) => {
 };
 
 const remove: RequestHandler = async (req, res) => {
-  await passToTus(req, res, await uploadRequest(req, res));
+  const context = await uploadRequest(req, res);
+  if ((await passToTus(req, res, context)) === 204)
+    await releaseTusUpload(context.realm!.id, String(req.params.upload_id));
 };
 
 /** Capabilities (Tus-Version, Tus-Extension, Tus-Max-Size: the organization's limit); no
  * authentication, as CORS preflights carry none. */
 const options: RequestHandler = async (req, res) => {
   res.locals.routePattern = `${req.baseUrl}${String(req.route?.path ?? '/tus')}`;
-  await passToTus(req, res, { realm: res.locals.realm!, user: null });
+  // (No organization on the root domain without a root one: the server's limit.)
+  await passToTus(req, res, { realm: res.locals.realm, user: null });
 };
 
 const uploadPath = { upload_id: p.string({ maxLength: 100 }) };
 const finishedAnswer = z.object({ uri: z.string(), url: z.string(), filename: z.string() });
 /** The JSON answers (the request finishing an upload, and errors) are Zulip envelopes; the
- * others carry only tus headers. */
-const doc = (path?: typeof uploadPath, response?: EndpointDoc['response']): EndpointDoc => ({
+ * others carry only tus headers: a creation answers 201 and a PATCH 204 unless it completes
+ * the upload (then 200 and the finished upload's JSON). */
+const doc = (
+  path?: typeof uploadPath,
+  response?: EndpointDoc['response'],
+  alsoNoContent?: EndpointDoc['alsoNoContent'],
+): EndpointDoc => ({
   auth: 'basic',
   ...(path ? { path } : {}),
   ...(response ? { response } : {}),
+  ...(alsoNoContent ? { alsoNoContent } : {}),
 });
 
 tusRoutes.options(['/tus', '/tus/:upload_id'], options);
@@ -290,8 +354,8 @@ tusRoutes.head('/tus/:upload_id', async (req, res, next) => {
   res.locals.routePattern = `${req.baseUrl}/tus/:upload_id`;
   await head(req, res, next);
 });
-defineRoute(tusRoutes, '/tus', { POST: attachDoc(create, doc(undefined, finishedAnswer)) });
+defineRoute(tusRoutes, '/tus', { POST: attachDoc(create, doc(undefined, finishedAnswer, 201)) });
 defineRoute(tusRoutes, '/tus/:upload_id', {
-  PATCH: attachDoc(patch, doc(uploadPath, finishedAnswer)),
+  PATCH: attachDoc(patch, doc(uploadPath, finishedAnswer, 204)),
   DELETE: attachDoc(remove, doc(uploadPath, 'none')),
 });

@@ -41,6 +41,11 @@ function validKey(pathId: string): boolean {
   );
 }
 
+/** Public images (custom emoji): served to anyone, from S3_AVATAR_BUCKET when one is set. */
+function isPublicImage(pathId: string): boolean {
+  return pathId.startsWith('user_avatars/');
+}
+
 function isNotFound(error: unknown): boolean {
   return (
     error instanceof S3ServiceException &&
@@ -101,7 +106,7 @@ export class S3UploadBackend implements UploadBackend {
 
   private location(pathId: string): { Bucket: string; Key: string } | null {
     if (!validKey(pathId)) return null;
-    const bucket = pathId.startsWith('user_avatars/') ? this.avatarBucket : this.uploadsBucket;
+    const bucket = isPublicImage(pathId) ? this.avatarBucket : this.uploadsBucket;
     return { Bucket: bucket, Key: pathId };
   }
 
@@ -192,19 +197,25 @@ export class S3UploadBackend implements UploadBackend {
     else await this.redirect(res, where, pathId, headers);
   }
 
-  /** A redirect to a presigned GET. The object is looked up first, so a missing one is the
-   * same 404 as on local storage and an unreachable bucket a 503, not a broken link. The
-   * bucket answers ranges and conditional GETs itself; the presigned URL carries the caller's
-   * Content-Type, Content-Disposition and Cache-Control (S3 cannot send the other headers, such
-   * as the Content-Security-Policy; the bucket's own origin isolates the file instead). */
+  /** A redirect to a presigned GET. A private upload's object is looked up first, so a
+   * missing one is the same 404 as on local storage and an unreachable bucket a 503, not a
+   * broken link. A public image (custom emoji, under user_avatars/) is not: anyone may ask for
+   * it, often, so it costs no HeadObject (a missing one is the bucket's 404), and its redirect
+   * may be cached while its URL is good. The bucket answers ranges and conditional GETs itself;
+   * the presigned URL carries the caller's Content-Type, Content-Disposition and Cache-Control
+   * (S3 cannot send the other headers, such as the Content-Security-Policy; the bucket's own
+   * origin isolates the file instead). */
   private async redirect(
     res: Response,
     where: { Bucket: string; Key: string },
     pathId: string,
     headers: Record<string, string>,
   ): Promise<void> {
-    if (!(await this.exists(where, pathId))) throw new ResourceNotFoundError('File not found');
-    const signingDate = new Date(Math.floor(Date.now() / SIGNING_WINDOW_MS) * SIGNING_WINDOW_MS);
+    const isPublic = isPublicImage(pathId);
+    if (!isPublic && !(await this.exists(where, pathId)))
+      throw new ResourceNotFoundError('File not found');
+    const now = Date.now();
+    const signingDate = new Date(Math.floor(now / SIGNING_WINDOW_MS) * SIGNING_WINDOW_MS);
     let url: string;
     try {
       url = await getSignedUrl(
@@ -221,8 +232,15 @@ export class S3UploadBackend implements UploadBackend {
       // Signing is local; it fails only when credentials cannot be found or fetched.
       throw this.unavailable('presign', pathId, error);
     }
-    // The redirect is not to be kept: its URL expires, and it answers one user's request.
-    res.set('Cache-Control', 'private, no-store');
+    if (isPublic) {
+      // Anyone gets the same URL until the signing window ends, and it stays good a minute
+      // longer (room for clock skew): the redirect may be kept until then, by any cache.
+      const windowLeft = signingDate.getTime() + SIGNING_WINDOW_MS - now;
+      res.set('Cache-Control', `public, max-age=${Math.floor(windowLeft / 1000)}`);
+    } else {
+      // The redirect is not to be kept: its URL expires, and it answers one user's request.
+      res.set('Cache-Control', 'private, no-store');
+    }
     const nosniff = header(headers, 'X-Content-Type-Options');
     if (nosniff) res.set('X-Content-Type-Options', nosniff);
     res.redirect(302, url);
