@@ -196,6 +196,15 @@ describe('custom emoji and uploads', () => {
     );
   });
 
+  it('has no image syntax: "![x](url)" is "!" and a link, previewed like any image link', () => {
+    const url = 'https://example.com/a.png';
+    const { html } = renderMarkdown(`![x](${url})`);
+    expect(
+      html.startsWith(`<p>!<a href="${url}">x</a></p>\n<div class="message_inline_image">`),
+    ).toBe(true);
+    expect(html).not.toContain(`<img src="${url}"`);
+  });
+
   it('previews a linked upload only when it is a known image', () => {
     const url = '/user_uploads/2/ab/abcdefghijklmnopqrstuvwx/cat.png';
     const uploads = new Map([

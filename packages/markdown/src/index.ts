@@ -50,6 +50,9 @@ const md = new MarkdownIt({ html: false, linkify: true, breaks: true });
 md.disable(['lheading']);
 // Zulip has no reference-style links: "[x]: url" stays text.
 md.disable(['reference']);
+// Nor image syntax (its inline patterns have no image_link): "![x](url)" is "!" and a link,
+// previewed like any link to an image, so no message embeds an outside image directly.
+md.disable(['image']);
 md.use(mentionPlugin);
 md.use(channelLinkPlugin);
 md.use(blocksPlugin);
