@@ -1,5 +1,8 @@
 import request from 'supertest';
+import * as db from '@parley/db';
 import { Role, type User } from '@parley/db';
+import { doUploadFile } from '../src/actions/uploads';
+import { readUpload } from '../src/lib/upload-store';
 import { createMessageOrg, png, send, type MessageOrg } from './message-helpers';
 import { api, app, as, captureEvents, createTestUser, expectError, expectSuccess } from './helpers';
 
@@ -73,6 +76,33 @@ describe('uploads', () => {
         ),
         'You may only upload one file at a time',
       );
+    });
+    it('keeps the bytes when the insert fails but a row names them', async () => {
+      // As after a COMMIT whose acknowledgement was lost: a row names the path, so its bytes
+      // must stay (the tus endpoint's retry answers with that row). Here the row is there
+      // first, and the second insert of the path fails.
+      const owner = await createTestUser(org.realm, Role.MEMBER);
+      const pathId = `${org.realm.id}/aa/keptkeptkeptkeptkeptkept/kept.txt`;
+      await db.getPrisma().attachment.create({
+        data: {
+          realmId: org.realm.id,
+          ownerId: owner.id,
+          fileName: 'kept.txt',
+          pathId,
+          size: 10,
+          contentType: 'text/plain',
+        },
+      });
+      const file = Buffer.from('still here');
+      await expect(
+        doUploadFile(
+          owner,
+          org.realm,
+          { originalname: 'kept.txt', mimetype: 'text/plain', buffer: file, size: file.length },
+          { pathId },
+        ),
+      ).rejects.toThrow();
+      expect((await readUpload(pathId))?.toString()).toBe('still here');
     });
   });
 

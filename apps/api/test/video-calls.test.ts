@@ -50,6 +50,8 @@ const zoom = {
   knownEmails: new Set<string>(),
   /** The meetings endpoint answers this status (e.g. 500) when set. */
   meetingFailure: undefined as number | undefined,
+  /** The token endpoint answers this status (e.g. 503) when set. */
+  tokenFailure: undefined as number | undefined,
   /** Runs before the token endpoint answers (once): another request's work in between. */
   beforeToken: undefined as (() => Promise<void>) | undefined,
   /** The same, before the meetings endpoint answers. */
@@ -81,6 +83,7 @@ function handleZoom(req: IncomingMessage, body: string, res: ServerResponse): vo
   const basic = `Basic ${Buffer.from(`${CLIENT_ID}:${CLIENT_SECRET}`).toString('base64')}`;
   const bearer = (req.headers.authorization ?? '').replace(/^Bearer /, '');
   if (req.method === 'POST' && url.pathname === '/oauth/token') {
+    if (zoom.tokenFailure !== undefined) return send(res, zoom.tokenFailure, {});
     if (req.headers.authorization !== basic)
       return send(res, 401, {
         reason: 'Invalid client_id or client_secret',
@@ -224,6 +227,7 @@ beforeEach(async () => {
   zoom.requests = [];
   zoom.expiresIn = 3600;
   zoom.meetingFailure = undefined;
+  zoom.tokenFailure = undefined;
   zoom.beforeToken = undefined;
   zoom.beforeMeeting = undefined;
   bbb.fail = undefined;
@@ -272,7 +276,7 @@ async function waitingForZoomTokenLock(): Promise<boolean> {
   const [row] = await getPrisma().$queryRaw<{ waiting: number }[]>`
     SELECT count(*)::int AS waiting FROM pg_stat_activity
     WHERE datname = current_database() AND wait_event_type = 'Lock'
-      AND query LIKE '%zoom_token%FOR UPDATE%'`;
+      AND query LIKE '%zoom_token%FOR NO KEY UPDATE%'`;
   return (row?.waiting ?? 0) > 0;
 }
 
@@ -573,6 +577,25 @@ describe('POST /calls/zoom/create (a user OAuth app)', () => {
       { event: { type: 'has_zoom_token', value: false }, users: [user.id] },
     ]);
     expect(await tokenOf(user)).toBeNull();
+  });
+
+  it('keeps the token when Zoom cannot answer the refresh (down, failing, throttling)', async () => {
+    zoom.expiresIn = -60;
+    await connectZoom(user);
+    const before = await tokenOf(user);
+    for (const status of [503, 429]) {
+      zoom.tokenFailure = status;
+      let res: request.Response | undefined;
+      const published = await captureEvents(org.realm.id, async () => {
+        res = await as(user, org.host).post('/calls/zoom/create');
+      });
+      expectError(res!, 'Failed to create Zoom call', 400, 'BAD_REQUEST');
+      expect(published).toEqual([]);
+      expect(await tokenOf(user)).toEqual(before);
+    }
+    // Zoom back: the same refresh token still works.
+    zoom.tokenFailure = undefined;
+    expectSuccess(await as(user, org.host).post('/calls/zoom/create'));
   });
 
   it('forgets the token when Zoom answers 401', async () => {

@@ -8,6 +8,7 @@ import { JsonableError } from '@parley/errors';
 import { getRedis, uploadTokenKey } from '@parley/events';
 import { sendEventOnCommit } from '../lib/events';
 import {
+  attachmentByPathId,
   canAccessAttachment,
   linkedPathIds,
   newPathId,
@@ -93,7 +94,9 @@ export async function doUploadFile(
       return attachment;
     });
   } catch (error) {
-    await removeUpload(pathId);
+    // Only bytes no row names: a COMMIT whose acknowledgement was lost did store the row,
+    // and a caller that finds it (the tus endpoint's retry) must find the file too.
+    if (!(await attachmentByPathId(pathId).catch(() => null))) await removeUpload(pathId);
     throw error;
   }
 }

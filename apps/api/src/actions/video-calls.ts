@@ -86,10 +86,12 @@ async function storedZoomToken(userId: number): Promise<ZoomToken | null> {
 }
 
 /** The same, with the user's row locked until the transaction ends: one refresh of a user's
- * token at a time. */
+ * token at a time. NO KEY UPDATE: rows referencing the user (their message copies, reactions
+ * …) take KEY SHARE, which this does not block, so a slow refresh holds up only other writes
+ * of the user's own row. */
 async function lockedZoomToken(ctx: ActionContext, userId: number): Promise<ZoomToken | null> {
   const [row] = await ctx.tx.$queryRaw<{ zoom_token: unknown }[]>`
-    SELECT zoom_token FROM user_profile WHERE id = ${userId} FOR UPDATE`;
+    SELECT zoom_token FROM user_profile WHERE id = ${userId} FOR NO KEY UPDATE`;
   return asZoomToken(row?.zoom_token);
 }
 

@@ -18,8 +18,9 @@ export function tusStagingDir(): string {
   return resolve(getConfig().LOCAL_UPLOADS_DIR, 'tus');
 }
 
+/** Whole milliseconds: the open-upload bookkeeping (RESERVE) reads them as integers. */
 export function tusExpirationMs(): number {
-  return getConfig().TUS_UPLOAD_EXPIRATION_HOURS * 3600_000;
+  return Math.round(getConfig().TUS_UPLOAD_EXPIRATION_HOURS * 3600_000);
 }
 
 /** The staging store (one per process; the worker makes its own to clean up). */

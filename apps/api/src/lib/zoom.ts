@@ -199,25 +199,23 @@ function tokenFrom(answer: Answer | null, now: number): ZoomToken | null {
   return result;
 }
 
-async function postToTokenEndpoint(
-  values: Record<string, string>,
-  now: number,
-): Promise<ZoomToken | null> {
+async function tokenEndpointAnswer(values: Record<string, string>): Promise<Answer | null> {
   const { 'content-type': contentType, body } = form(values);
-  const answer = await call(oauthUrl('/oauth/token'), {
+  return call(oauthUrl('/oauth/token'), {
     method: 'POST',
     headers: { authorization: basicAuth(), 'content-type': contentType },
     body,
   });
-  return tokenFrom(answer, now);
 }
 
 /** The authorization code grant (/calls/zoom/complete). */
 export async function exchangeZoomCode(code: string, now = Date.now()): Promise<ZoomToken> {
-  const token = await postToTokenEndpoint(
-    { grant_type: 'authorization_code', code, redirect_uri: zoomRedirectUri() },
-    now,
-  );
+  const answer = await tokenEndpointAnswer({
+    grant_type: 'authorization_code',
+    code,
+    redirect_uri: zoomRedirectUri(),
+  });
+  const token = tokenFrom(answer, now);
   if (!token) throw new JsonableError('Invalid Zoom credentials');
   return token;
 }
@@ -227,16 +225,21 @@ export function zoomTokenExpired(token: ZoomToken, now = Date.now()): boolean {
   return typeof token.expires_at === 'number' && token.expires_at < now / 1000;
 }
 
-/** The refresh token grant; null when Zoom refuses (the user must connect again). */
+/** The refresh token grant; null when Zoom refuses it (the user must connect again). */
 export async function refreshZoomToken(
   token: ZoomToken,
   now = Date.now(),
 ): Promise<ZoomToken | null> {
   if (typeof token.refresh_token !== 'string') return null;
-  const fresh = await postToTokenEndpoint(
-    { grant_type: 'refresh_token', refresh_token: token.refresh_token },
-    now,
-  );
+  const answer = await tokenEndpointAnswer({
+    grant_type: 'refresh_token',
+    refresh_token: token.refresh_token,
+  });
+  // Zoom unreachable, failing or throttling says nothing about the grant (a refresh token it
+  // did not take stays good): this call fails and the token is kept.
+  if (answer === null || answer.status >= 500 || answer.status === 429)
+    throw new JsonableError('Failed to create Zoom call');
+  const fresh = tokenFrom(answer, now);
   // Zoom sends a new refresh token with every refresh; the Zoom user is the same.
   return fresh && { ...fresh, zoom_user_id: token.zoom_user_id };
 }
@@ -313,8 +316,8 @@ export async function serverToServerAccessToken(now = Date.now()): Promise<strin
   const accountId = getConfig().VIDEO_ZOOM_SERVER_TO_SERVER_ACCOUNT_ID!;
   if (serverToken && serverToken.accountId === accountId && serverToken.validUntil > now)
     return serverToken.token;
-  const token = await postToTokenEndpoint(
-    { grant_type: 'account_credentials', account_id: accountId },
+  const token = tokenFrom(
+    await tokenEndpointAnswer({ grant_type: 'account_credentials', account_id: accountId }),
     now,
   );
   // {reason: 'Bad request', error: 'invalid_request'} for an unknown account id;

@@ -321,8 +321,11 @@ const head: RequestHandler = async (req, res) => {
 
 const remove: RequestHandler = async (req, res) => {
   const context = await uploadRequest(req, res);
+  // After the 204 is sent: a failure can only be logged (the entry expires with the upload).
   if ((await passToTus(req, res, context)) === 204)
-    await releaseTusUpload(context.realm!.id, String(req.params.upload_id));
+    await releaseTusUpload(context.realm!.id, String(req.params.upload_id)).catch(
+      (error: unknown) => (res.locals.log ?? getLogger()).warn('tus release failed', { error }),
+    );
 };
 
 /** Capabilities (Tus-Version, Tus-Extension, Tus-Max-Size: the organization's limit); no
