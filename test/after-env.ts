@@ -5,6 +5,7 @@ import { disconnectRedis } from '@parley/events';
 // The API's linkifier cache by its own module: loading the API app in every test file would
 // cost more than the connection it closes.
 import { stopLinkifierCache } from '../apps/api/src/lib/linkifier-cache';
+import { outboxDeletionsSettled } from '../apps/api/src/lib/outbox';
 import { checkResponsesAgainstOpenApi, conformanceViolations } from './openapi-conformance';
 
 checkResponsesAgainstOpenApi();
@@ -12,5 +13,7 @@ checkResponsesAgainstOpenApi();
 afterAll(async () => {
   // Every answer this file's tests received matched the generated OpenAPI description.
   expect(conformanceViolations()).toEqual([]);
+  // Published outbox rows are deleted after their requests answered: before the pool closes.
+  await outboxDeletionsSettled();
   await Promise.all([disconnectPrisma(), disconnectRedis(), stopAuthCache(), stopLinkifierCache()]);
 });

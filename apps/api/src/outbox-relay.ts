@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { getRedis, outboxRelayLeaseKey } from '@parley/events';
 import { getLogger } from '@parley/logger';
-import { relayOutbox } from './lib/outbox';
+import { outboxDeletionsSettled, relayOutbox } from './lib/outbox';
 
 const RENEW = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
@@ -26,6 +26,8 @@ export class OutboxRelay {
   async stop(): Promise<void> {
     clearInterval(this.timer);
     await this.running;
+    // This process's published rows: deleted now rather than republished by another relay.
+    await outboxDeletionsSettled();
   }
 
   private async pass(): Promise<void> {

@@ -1,8 +1,9 @@
 // The event outbox: a committed change's notifications survive the death of the process that
 // committed it, and are published exactly once however many publishers try.
+import pg from 'pg';
 import { getPrisma } from '@parley/db';
 import { freePort, requestJson, spawnReplica, waitForReady } from '@parley/devservices';
-import { relayOutbox } from '../src/lib/outbox';
+import { outboxDeletionsSettled, relayOutbox } from '../src/lib/outbox';
 import { as, captureEvents, createTestRealm, createTestUser, expectSuccess } from './helpers';
 
 /** Outbox rows holding a user_settings event for `userId`. */
@@ -21,6 +22,43 @@ describe('the event outbox', () => {
       expectSuccess(await as(org.owner, org.host).patch('/settings', { enable_sounds: false }));
     });
     expect(published.map((entry) => entry.event.type)).toEqual(['user_settings']);
+    await outboxDeletionsSettled();
+    expect(await rowsFor(org.owner.id)).toBe(0);
+  });
+
+  it('answers without waiting for the deletion, and a published row waits for nobody', async () => {
+    const org = await createTestRealm();
+    // Hold every outbox deletion until released, and count the relay's reads.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const query = pg.Client.prototype.query;
+    const texts: string[] = [];
+    const spy = jest.spyOn(pg.Client.prototype, 'query').mockImplementation(function (
+      this: pg.Client,
+      ...args: unknown[]
+    ) {
+      const config = args[0] as string | { text?: string };
+      const text = typeof config === 'string' ? config : (config.text ?? '');
+      texts.push(text.trim());
+      const call = () => (query as (...a: unknown[]) => unknown).apply(this, args);
+      return (text.includes('DELETE FROM event_outbox') ? held.then(call) : call()) as never;
+    });
+    try {
+      const published = await captureEvents(org.realm.id, async () => {
+        expectSuccess(await as(org.owner, org.host).patch('/settings', { enable_sounds: false }));
+        // The first change's row is published and not yet deleted: the second change must not
+        // take it for a row still waiting (which would read and republish it).
+        expect(await rowsFor(org.owner.id)).toBe(1);
+        expectSuccess(await as(org.owner, org.host).patch('/settings', { enable_sounds: true }));
+      });
+      expect(published.map((entry) => entry.event.value)).toEqual([false, true]);
+      expect(texts.filter((text) => text.startsWith('SELECT id, notification'))).toEqual([]);
+      expect(await rowsFor(org.owner.id)).toBe(2);
+    } finally {
+      release();
+      await outboxDeletionsSettled();
+      spy.mockRestore();
+    }
     expect(await rowsFor(org.owner.id)).toBe(0);
   });
 
@@ -60,6 +98,7 @@ describe('the event outbox', () => {
         users: [org.owner.id],
       },
     ]);
+    await outboxDeletionsSettled();
     expect(await rowsFor(org.owner.id)).toBe(0);
   });
 

@@ -8,7 +8,7 @@ export {
   type Db,
 } from './client';
 export { columnsOf, query, queryDynamic, statement, type Statement } from './sql';
-export { currentTransaction } from './transaction-pool';
+export { currentTransaction, outsideTransaction } from './transaction-pool';
 export {
   onCommittedAuthChanges,
   runAction,

@@ -61,6 +61,12 @@ export async function withTransactionBinding<T>(body: () => Promise<T>): Promise
   }
 }
 
+/** Runs `body` outside any transaction of the current async context: for work that outlives
+ * the request that started it (it must not join a transaction that request may still hold). */
+export function outsideTransaction<T>(body: () => T): T {
+  return transactions.exit(body);
+}
+
 /** The open transaction of the current async context, if any. */
 export function currentTransaction(): TransactionBinding | undefined {
   const binding = transactions.getStore();

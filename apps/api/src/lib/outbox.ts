@@ -4,8 +4,16 @@
 // are published by the relay. Publishing deduplicates by row id, so each row reaches each
 // shard's log exactly once, whoever publishes it.
 import { getConfig } from '@parley/config';
-import { getPrisma, Prisma, query, statement, type ActionContext } from '@parley/db';
+import {
+  getPrisma,
+  outsideTransaction,
+  Prisma,
+  query,
+  statement,
+  type ActionContext,
+} from '@parley/db';
 import { getRedis, publishOutboxRows, type Notification } from '@parley/events';
+import { getLogger } from '@parley/logger';
 
 export interface OutboxRow {
   id: string;
@@ -19,15 +27,16 @@ export interface OutboxWrite {
   olderWaiting: boolean;
 }
 
-/** Ids are int8: node-postgres gives them as strings. */
+/** Ids are int8: node-postgres gives them as strings. $2: rows this process has published and
+ * not yet deleted (see `forgetPublished`), which are not waiting for anyone. */
 const insertOutboxRows = statement<
   { id: string; oldest: string | null; auth_changed: string | null },
-  [string[]]
+  [string[], string[]]
 >(`
   INSERT INTO event_outbox (notification)
   SELECT n FROM unnest($1::jsonb[]) WITH ORDINALITY AS t(n, i)
   ORDER BY i
-  RETURNING id, (SELECT min(id) FROM event_outbox) AS oldest,
+  RETURNING id, (SELECT min(id) FROM event_outbox WHERE id <> ALL($2::bigint[])) AS oldest,
     current_setting('parley.auth_changed', true) AS auth_changed`);
 
 const deleteOutboxRows = statement<never, [string[]]>(
@@ -44,7 +53,10 @@ export async function writeOutbox(
   // The subquery runs on the statement's snapshot: it sees committed rows still waiting, not
   // the ones inserted here. Asking costs an index probe, not a statement; so does reading
   // which authentication rows the transaction changed (see runAction).
-  const rows = await query(insertOutboxRows, [notifications.map((n) => JSON.stringify(n))]);
+  const rows = await query(insertOutboxRows, [
+    notifications.map((n) => JSON.stringify(n)),
+    [...publishedRows()],
+  ]);
   ctx.authChangesRead(rows[0]!.auth_changed);
   // RETURNING follows the insertion order, which ORDER BY i fixes.
   return {
@@ -53,13 +65,65 @@ export async function writeOutbox(
   };
 }
 
-/** After commit: publishes the rows, then deletes them; a failure leaves them to the relay.
- * Rows still waiting from before go first, in order, so that clients see changes in the
- * order they were committed even after a failed publish. */
+/** After commit: publishes the rows; their deletion follows off the request's path (see
+ * `forgetPublished`). A failure leaves them to the relay. Rows still waiting from before go
+ * first, in order, so that clients see changes in the order they were committed even after a
+ * failed publish. */
 export async function publishCommitted(write: OutboxWrite): Promise<void> {
   if (write.rows.length === 0) return;
   if (write.olderWaiting) await publishOlder(write.rows[0]!.id);
-  await publishAndForget(write.rows);
+  await publishOutboxRows(getRedis(), getConfig().EVENT_SHARDS, write.rows);
+  forgetPublished(write.rows.map((row) => row.id));
+}
+
+// Deleting published rows is bookkeeping nobody waits for: a request answers once its rows are
+// published, and the deletions of every request published in the same turn of the event loop
+// go out as one statement. Until a row's deletion has committed, this process's own outbox
+// writes leave it out of `olderWaiting` ($2 of insertOutboxRows), so a published row never
+// makes a later change republish it. Should a deletion fail, the relay republishes the rows
+// (deduplicated) and deletes them.
+const toDelete = new Set<string>();
+const deleting = new Set<string>();
+const batches = new Set<Promise<void>>();
+let batchScheduled = false;
+
+function forgetPublished(ids: string[]): void {
+  for (const id of ids) toDelete.add(id);
+  if (batchScheduled) return;
+  batchScheduled = true;
+  // Outside the caller's context: the batch is every request's, not part of any transaction.
+  const batch: Promise<void> = outsideTransaction(() =>
+    new Promise<void>((resolve) => setImmediate(resolve)).then(deletePublished),
+  ).finally(() => batches.delete(batch));
+  batches.add(batch);
+}
+
+async function deletePublished(): Promise<void> {
+  // Rows published from here on wait for the next batch.
+  batchScheduled = false;
+  const ids = [...toDelete];
+  toDelete.clear();
+  for (const id of ids) deleting.add(id);
+  try {
+    await query(deleteOutboxRows, [ids]);
+  } catch (error) {
+    getLogger().warn('outbox rows published but not deleted; the relay will take them', {
+      error,
+      rows: ids.length,
+    });
+  } finally {
+    for (const id of ids) deleting.delete(id);
+  }
+}
+
+function* publishedRows(): Iterable<string> {
+  yield* toDelete;
+  yield* deleting;
+}
+
+/** Resolves once the deletions of rows published so far are done (tests; shutdown). */
+export async function outboxDeletionsSettled(): Promise<void> {
+  while (batches.size > 0) await Promise.all(batches);
 }
 
 /** Rows below this many are published by the request that found them, at once: under
@@ -83,7 +147,8 @@ async function publishOlder(below: string): Promise<void> {
   await draining;
 }
 
-/** Publishes rows, then deletes them. */
+/** Publishes rows, then deletes them, waiting for both (the relay's next pass must not find
+ * them again). */
 async function publishAndForget(rows: OutboxRow[]): Promise<void> {
   if (rows.length === 0) return;
   await publishOutboxRows(getRedis(), getConfig().EVENT_SHARDS, rows);
