@@ -26,6 +26,8 @@ const NOT_COUNTED = [
 
 /** The statements `run` sends, by their first words (for a readable failure). */
 async function statements(run: () => Promise<unknown>): Promise<string[]> {
+  // The warm-up request's outbox deletion may still be on its way: not this request's.
+  await outboxDeletionsSettled();
   const spy = jest.spyOn(pg.Client.prototype, 'query');
   try {
     await run();

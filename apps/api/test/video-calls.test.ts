@@ -583,7 +583,7 @@ describe('POST /calls/zoom/create (a user OAuth app)', () => {
     zoom.expiresIn = -60;
     await connectZoom(user);
     const before = await tokenOf(user);
-    for (const status of [503, 429]) {
+    for (const status of [503, 429, 403]) {
       zoom.tokenFailure = status;
       let res: request.Response | undefined;
       const published = await captureEvents(org.realm.id, async () => {

@@ -5,6 +5,7 @@ import { imageSize } from 'image-size';
 import type { ActionContext, Message, Realm, User } from '@parley/db';
 import { runAction } from '@parley/db';
 import { JsonableError } from '@parley/errors';
+import { getLogger } from '@parley/logger';
 import { getRedis, uploadTokenKey } from '@parley/events';
 import { sendEventOnCommit } from '../lib/events';
 import {
@@ -95,8 +96,20 @@ export async function doUploadFile(
     });
   } catch (error) {
     // Only bytes no row names: a COMMIT whose acknowledgement was lost did store the row,
-    // and a caller that finds it (the tus endpoint's retry) must find the file too.
-    if (!(await attachmentByPathId(pathId).catch(() => null))) await removeUpload(pathId);
+    // and a caller that finds it (the tus endpoint's retry) must find the file too. When
+    // that cannot be known (the database is what failed), the bytes stay: a stray file costs
+    // space, a row naming a missing file loses the upload.
+    const named = await attachmentByPathId(pathId).then(
+      (row) => row !== null,
+      (lookupError: unknown) => {
+        getLogger().warn('upload kept: could not tell whether a row names it', {
+          pathId,
+          error: lookupError,
+        });
+        return true;
+      },
+    );
+    if (!named) await removeUpload(pathId);
     throw error;
   }
 }

@@ -4,14 +4,7 @@
 // are published by the relay. Publishing deduplicates by row id, so each row reaches each
 // shard's log exactly once, whoever publishes it.
 import { getConfig } from '@parley/config';
-import {
-  getPrisma,
-  outsideTransaction,
-  Prisma,
-  query,
-  statement,
-  type ActionContext,
-} from '@parley/db';
+import { getPrisma, outsideTransaction, query, statement, type ActionContext } from '@parley/db';
 import { getRedis, publishOutboxRows, type Notification } from '@parley/events';
 import { getLogger } from '@parley/logger';
 
@@ -121,10 +114,21 @@ function* publishedRows(): Iterable<string> {
   yield* deleting;
 }
 
-/** Resolves once the deletions of rows published so far are done (tests; shutdown). */
-export async function outboxDeletionsSettled(): Promise<void> {
-  while (batches.size > 0) await Promise.all(batches);
+/** Resolves once the deletions of rows published so far are done (tests; shutdown), or after
+ * `limitMs` (a stopping process must not hang on a database that does not answer: the relay
+ * takes what is left). */
+export async function outboxDeletionsSettled(limitMs = Infinity): Promise<void> {
+  const settled = (async () => {
+    while (batches.size > 0) await Promise.all(batches);
+  })();
+  if (limitMs === Infinity) return settled;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([settled, new Promise((resolve) => (timer = setTimeout(resolve, limitMs)))]);
+  clearTimeout(timer);
 }
+
+/** How long a stopping process waits for its outbox deletions. */
+export const SETTLE_ON_STOP_MS = 2_000;
 
 /** Rows below this many are published by the request that found them, at once: under
  * concurrent sends nearly every request finds the rows of requests committed a moment before
@@ -158,6 +162,14 @@ async function publishAndForget(rows: OutboxRow[]): Promise<void> {
 /** How long a row may wait for its fast path before the relay takes it. */
 export const RELAY_AFTER_MS = 5_000;
 
+const rowsBelow = statement<
+  { id: string; notification: Notification },
+  [string, string[], number]
+>(`
+  SELECT id, notification FROM event_outbox
+  WHERE id < $1::bigint AND id <> ALL($2::bigint[])
+  ORDER BY id LIMIT $3`);
+
 /** One relay pass: publishes (and deletes) rows old enough that their own request must have
  * died. Returns how many rows it handled. */
 export async function relayOutbox({
@@ -170,16 +182,16 @@ export async function relayOutbox({
   below?: string;
   limit?: number;
 } = {}): Promise<number> {
-  // Rows below a given id are taken whatever their age (no clock to compare); otherwise rows
-  // old enough by the database's own clock.
-  const rows = await getPrisma().$queryRaw<{ id: bigint; notification: Notification }[]>`
-    SELECT id, notification FROM event_outbox
-    WHERE ${
-      below === undefined
-        ? Prisma.sql`created_at <= now() - ${olderThanMs} * interval '1 millisecond'`
-        : Prisma.sql`id < ${below}::bigint`
-    }
-    ORDER BY id LIMIT ${limit}`;
+  // Rows below a given id are taken whatever their age (no clock to compare), except those
+  // this process published already (their deletion is on its way); otherwise rows old enough
+  // by the database's own clock.
+  const rows =
+    below === undefined
+      ? await getPrisma().$queryRaw<{ id: bigint; notification: Notification }[]>`
+          SELECT id, notification FROM event_outbox
+          WHERE created_at <= now() - ${olderThanMs} * interval '1 millisecond'
+          ORDER BY id LIMIT ${limit}`
+      : await query(rowsBelow, [below, [...publishedRows()], limit]);
   await publishAndForget(
     rows.map((row) => ({ id: row.id.toString(), notification: row.notification })),
   );

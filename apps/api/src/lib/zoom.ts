@@ -235,13 +235,15 @@ export async function refreshZoomToken(
     grant_type: 'refresh_token',
     refresh_token: token.refresh_token,
   });
-  // Zoom unreachable, failing or throttling says nothing about the grant (a refresh token it
-  // did not take stays good): this call fails and the token is kept.
-  if (answer === null || answer.status >= 500 || answer.status === 429)
-    throw new JsonableError('Failed to create Zoom call');
+  // Only OAuth's refusals (400 invalid_grant, 401 invalid_client) say the grant is gone.
+  // Anything else (Zoom unreachable, failing, throttling, an unreadable answer) says nothing
+  // about it: this call fails and the token is kept (a refresh token Zoom did not take stays
+  // good; one it took before its answer was lost fails the next refresh with a refusal).
+  if (answer?.status === 400 || answer?.status === 401) return null;
   const fresh = tokenFrom(answer, now);
+  if (!fresh) throw new JsonableError('Failed to create Zoom call');
   // Zoom sends a new refresh token with every refresh; the Zoom user is the same.
-  return fresh && { ...fresh, zoom_user_id: token.zoom_user_id };
+  return { ...fresh, zoom_user_id: token.zoom_user_id };
 }
 
 /** The Zoom user a new token belongs to (GET /v2/users/me), which the deauthorization webhook
