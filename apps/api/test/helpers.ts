@@ -92,6 +92,31 @@ function requestsTo(target: express.Express) {
 export const api = requestsTo(app);
 const apiAtOnce = requestsTo(appAtOnce);
 
+/** A file uploaded through POST /user_uploads: its attachment row's id, path id and URL. */
+export interface UploadedFile {
+  id: number;
+  pathId: string;
+  url: string;
+}
+
+/** Uploads `data` as `user` to the organization at `host` (multipart, as clients send it). */
+export async function uploadFile(
+  host: string,
+  user: Pick<User, 'deliveryEmail' | 'apiKey'>,
+  name: string,
+  data: Buffer,
+): Promise<UploadedFile> {
+  const { url } = expectSuccess(
+    await api
+      .post(host, '/user_uploads')
+      .auth(user.deliveryEmail, user.apiKey)
+      .attach('file', data, name),
+  ) as { url: string };
+  const pathId = url.slice('/user_uploads/'.length);
+  const row = await getPrisma().attachment.findUniqueOrThrow({ where: { pathId } });
+  return { id: row.id, pathId, url };
+}
+
 /** Requests as `user` (HTTP Basic with the user's current API key) to the organization at
  * `host`. Parameters go as a form body, or in the query string for GET. With `atOnce`, the
  * request does not wait for the caches (see `app`). */

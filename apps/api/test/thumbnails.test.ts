@@ -16,7 +16,15 @@ import {
 import { deleteOldUnclaimedUploads } from '../src/actions/upload-cleanup';
 import { readUpload } from '../src/lib/upload-store';
 import { createMessageOrg, send, type MessageOrg } from './message-helpers';
-import { api, app, as, createTestUser, expectError, expectSuccess } from './helpers';
+import {
+  app,
+  as,
+  createTestUser,
+  expectError,
+  expectSuccess,
+  uploadFile,
+  type UploadedFile,
+} from './helpers';
 import { animatedGif, imageInfo, solid } from './images';
 
 let org: MessageOrg;
@@ -31,23 +39,7 @@ afterAll(async () => {
 
 const png = (width: number, height: number) => solid(width, height).png().toBuffer();
 
-interface Upload {
-  id: number;
-  pathId: string;
-  url: string;
-}
-
-async function upload(user: User, name: string, data: Buffer): Promise<Upload> {
-  const { url } = expectSuccess(
-    await api
-      .post(org.host, '/user_uploads')
-      .auth(user.deliveryEmail, user.apiKey)
-      .attach('file', data, name),
-  ) as { url: string };
-  const pathId = url.slice('/user_uploads/'.length);
-  const row = await getPrisma().attachment.findUniqueOrThrow({ where: { pathId } });
-  return { id: row.id, pathId, url };
-}
+const upload = (user: User, name: string, data: Buffer) => uploadFile(org.host, user, name, data);
 
 const download = (user: User | null, url: string) => {
   const test = request(app).get(url).set('Host', org.host);
@@ -181,7 +173,7 @@ describe('GET /user_uploads/thumbnail/{path_id}/{format}', () => {
 });
 
 describe('deleting an upload', () => {
-  const thumbnailsOf = (image: Upload) => [
+  const thumbnailsOf = (image: UploadedFile) => [
     `thumbnail/${image.pathId}/840x560-anim.webp`,
     `thumbnail/${image.pathId}/840x560.webp`,
   ];
@@ -222,7 +214,7 @@ describe('deleting an upload', () => {
 describe('the thumbnail sweep', () => {
   /** Puts the upload's job in the failed set as a job that used up its attempts just now
    * (storage down, say), taken by a worker of the test's own ahead of any waiting job. */
-  async function failJob(image: Upload): Promise<void> {
+  async function failJob(image: UploadedFile): Promise<void> {
     const queue = queueFor('thumbnail');
     const jobId = `thumbnail-${image.id}`;
     await (await queue.getJob(jobId))?.remove();

@@ -13,7 +13,13 @@ import {
 } from '@parley/api/actions/thumbnails';
 import { flagNames } from '@parley/api/lib/messages';
 import { readUpload } from '@parley/api/lib/upload-store';
-import { api, as, captureEvents, expectSuccess } from '../../api/test/helpers';
+import {
+  as,
+  captureEvents,
+  expectSuccess,
+  uploadFile,
+  type UploadedFile,
+} from '../../api/test/helpers';
 import { animatedGif, imageInfo, pngClaiming, solid } from '../../api/test/images';
 import { createMessageOrg, send, type MessageOrg } from '../../api/test/message-helpers';
 import { startWorkers } from '../src/jobs';
@@ -33,23 +39,8 @@ afterAll(async () => {
   await closeQueues();
 });
 
-interface Upload {
-  id: number;
-  pathId: string;
-  url: string;
-}
-
-async function upload(name: string, data: Buffer, user: User = org.member): Promise<Upload> {
-  const { url } = expectSuccess(
-    await api
-      .post(org.host, '/user_uploads')
-      .auth(user.deliveryEmail, user.apiKey)
-      .attach('file', data, name),
-  ) as { url: string };
-  const pathId = url.slice('/user_uploads/'.length);
-  const row = await prisma().attachment.findUniqueOrThrow({ where: { pathId } });
-  return { id: row.id, pathId, url };
-}
+const upload = (name: string, data: Buffer, user: User = org.member) =>
+  uploadFile(org.host, user, name, data);
 
 async function sendLink(content: string, user: User = org.member): Promise<number> {
   return expectSuccess(
@@ -60,9 +51,10 @@ async function sendLink(content: string, user: User = org.member): Promise<numbe
 const contentOf = async (id: number) =>
   (await prisma().message.findUniqueOrThrow({ where: { id } })).renderedContent;
 
-const thumbnailUrl = (u: Upload, name: string) => `/user_uploads/thumbnail/${u.pathId}/${name}`;
+const thumbnailUrl = (u: UploadedFile, name: string) =>
+  `/user_uploads/thumbnail/${u.pathId}/${name}`;
 
-function preview(u: Upload, title: string, img: string): string {
+function preview(u: UploadedFile, title: string, img: string): string {
   return `<div class="message_inline_image"><a href="${u.url}" title="${title}">${img}</a></div>`;
 }
 
