@@ -358,12 +358,11 @@ class ShardWorker {
     const { redis } = this.options;
     const notification = JSON.parse(fields[1] ?? '{}') as Notification;
     const users = notification.users ?? [];
-    const queueLists = users.length
-      ? await redis
-          .pipeline(users.map((userId) => ['smembers', keys.userQueues(this.shard, userId)]))
-          .exec()
+    // One command for every recipient's queues, however many (a queue has one owner, so the
+    // union loses nothing; a user named twice is served once).
+    const queueIds = users.length
+      ? await redis.sunion(users.map((userId) => keys.userQueues(this.shard, userId)))
       : [];
-    const queueIds = (queueLists ?? []).flatMap(([, ids]) => (ids as string[] | null) ?? []);
     const infos = await this.queueInfos(queueIds);
     const forms: string[] = [];
     const formIndex = new Map<string, number>();

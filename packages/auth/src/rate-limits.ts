@@ -6,6 +6,9 @@
 // While Redis is down a replica counts in its own memory instead (the library's insurance
 // limiter): requests that do not otherwise need Redis keep working, still limited.
 //
+// A replica leases points from the shared count ahead of use (rate-limit-lease.ts), so most
+// requests cost no Redis round trip for their count.
+//
 // Long-polls are counted in each events replica's memory, as Zulip's Tornado counts them in its
 // own process (RATE_LIMITING_DOMAINS_FOR_TORNADO): a poll then costs no Redis round trip for
 // its count, and a client spreading polls over N replicas gets at most N times its budget.
@@ -15,6 +18,7 @@ import { getConfig, type Config, type RateLimitDomain } from '@parley/config';
 import { RateLimitedError } from '@parley/errors';
 import { getRedis, rateLimitKeys } from '@parley/events';
 import { counter } from '@parley/metrics';
+import { LeasedRule, type Taken } from './rate-limit-lease';
 
 const rateLimitHits = counter(
   'parley_rate_limit_hits_total',
@@ -22,11 +26,9 @@ const rateLimitHits = counter(
   ['domain'],
 );
 
-type Limiter = RateLimiterRedis | RateLimiterMemory;
-
 /** Each domain's rules, shortest window first; a request must pass all of them. The events
  * tier's own count of api_by_user is `events_by_user`, in memory. */
-type Limiters = Record<RateLimitDomain | 'events_by_user', { seconds: number; limiter: Limiter }[]>;
+type Limiters = Record<RateLimitDomain | 'events_by_user', { seconds: number; rule: LeasedRule }[]>;
 
 let built: { config: Config; redis: ReturnType<typeof getRedis>; limiters: Limiters } | undefined;
 
@@ -39,21 +41,24 @@ function limiters(): Limiters {
       domain,
       rules.map(([seconds, points]) => ({
         seconds,
-        limiter: new RateLimiterRedis({
-          storeClient: redis,
-          keyPrefix: rateLimitKeys.prefix(domain, seconds),
+        rule: new LeasedRule(
+          new RateLimiterRedis({
+            storeClient: redis,
+            keyPrefix: rateLimitKeys.prefix(domain, seconds),
+            points,
+            duration: seconds,
+            rejectIfRedisNotReady: true,
+            insuranceLimiter: new RateLimiterMemory({ points, duration: seconds }),
+          }),
           points,
-          duration: seconds,
-          rejectIfRedisNotReady: true,
-          insuranceLimiter: new RateLimiterMemory({ points, duration: seconds }),
-        }),
+        ),
       })),
     ]),
   ) as Limiters;
   limitersByDomain.events_by_user = config.RATE_LIMITING_RULES.api_by_user.map(
     ([seconds, points]) => ({
       seconds,
-      limiter: new RateLimiterMemory({ points, duration: seconds }),
+      rule: new LeasedRule(new RateLimiterMemory({ points, duration: seconds }), points),
     }),
   );
   built = { config, redis, limiters: limitersByDomain };
@@ -79,27 +84,28 @@ async function consume(
 ): Promise<void> {
   const rules = limiters()[domain];
   if (rules.length === 0) return;
-  const results = await Promise.all(
-    rules.map(({ limiter }) =>
-      limiter.consume(key).catch((rejection: unknown) => {
-        if (rejection instanceof RateLimiterRes) return rejection;
-        throw rejection;
-      }),
-    ),
-  );
-  const exceeded = results.filter((result, i) => result.consumedPoints > rules[i]!.limiter.points);
-  const limit = rules[rules.length - 1]!.limiter.points;
-  if (exceeded.length > 0) {
-    await Promise.all(rules.map(({ limiter }) => limiter.reward(key, 1).catch(() => undefined)));
-    const seconds = Math.max(...exceeded.map((result) => result.msBeforeNext)) / 1000;
-    setHeaders(res, { limit, remaining: 0, secondsToFreedom: seconds });
-    rateLimitHits.inc({ domain });
-    throw new RateLimitedError(seconds);
+  // Shortest window first, stopping at a refusal: a longer window is not spent for a request
+  // a shorter one refuses, and the points already taken go back to their leases.
+  const taken: Taken[] = [];
+  for (const { rule } of rules) {
+    const result = await rule.take(key);
+    if (!result.allowed) {
+      for (let i = 0; i < taken.length; i++) rules[i]!.rule.giveBack(key);
+      const seconds = result.msBeforeNext / 1000;
+      setHeaders(res, {
+        limit: rules[rules.length - 1]!.rule.points,
+        remaining: 0,
+        secondsToFreedom: seconds,
+      });
+      rateLimitHits.inc({ domain });
+      throw new RateLimitedError(seconds);
+    }
+    taken.push(result);
   }
   setHeaders(res, {
-    limit,
-    remaining: Math.min(...results.map((result) => result.remainingPoints)),
-    secondsToFreedom: Math.max(...results.map((result) => result.msBeforeNext)) / 1000,
+    limit: rules[rules.length - 1]!.rule.points,
+    remaining: Math.min(...taken.map((result) => result.remaining)),
+    secondsToFreedom: Math.max(...taken.map((result) => result.msBeforeNext)) / 1000,
   });
 }
 
@@ -147,9 +153,10 @@ export async function rateLimitIp(req: Request, res: Response): Promise<void> {
 export async function checkLoginRateLimit(realmId: number, username: string): Promise<void> {
   if (!getConfig().RATE_LIMITING) return;
   const key = loginKey(realmId, username);
-  for (const { limiter } of limiters().authenticate_by_username) {
-    const res = await limiter.get(key);
-    if (res && res.consumedPoints >= limiter.points) {
+  // Failed logins are few and must be exact: counted in Redis directly, without leases.
+  for (const { rule } of limiters().authenticate_by_username) {
+    const res = await rule.limiter.get(key);
+    if (res && res.consumedPoints >= rule.points) {
       rateLimitHits.inc({ domain: 'authenticate_by_username' });
       throw new RateLimitedError(res.msBeforeNext / 1000);
     }
@@ -160,8 +167,8 @@ export async function recordFailedLogin(realmId: number, username: string): Prom
   if (!getConfig().RATE_LIMITING) return;
   const key = loginKey(realmId, username);
   await Promise.all(
-    limiters().authenticate_by_username.map(({ limiter }) =>
-      limiter.consume(key).catch((rejection: unknown) => {
+    limiters().authenticate_by_username.map(({ rule }) =>
+      rule.limiter.consume(key).catch((rejection: unknown) => {
         if (!(rejection instanceof RateLimiterRes)) throw rejection;
       }),
     ),
@@ -171,7 +178,9 @@ export async function recordFailedLogin(realmId: number, username: string): Prom
 /** Forgets a user's failed logins (tests, and an operator unlocking an account). */
 export async function clearFailedLogins(realmId: number, username: string): Promise<void> {
   const key = loginKey(realmId, username);
-  await Promise.all(limiters().authenticate_by_username.map(({ limiter }) => limiter.delete(key)));
+  await Promise.all(
+    limiters().authenticate_by_username.map(({ rule }) => rule.limiter.delete(key)),
+  );
 }
 
 const loginKey = (realmId: number, username: string) => `${realmId}:${username.toLowerCase()}`;

@@ -57,8 +57,11 @@ export function requestContext(): RequestHandler {
     res.setHeader('X-Request-Id', requestId);
     const started = process.hrtime.bigint();
     res.on('finish', () => {
+      const logger = log ?? getLogger();
+      // winston formats a line before its level filter drops it: skip the work outright.
+      if (!logger.isLevelEnabled('http')) return;
       const durationMs = Number(process.hrtime.bigint() - started) / 1e6;
-      (log ?? getLogger()).http('request', {
+      logger.http('request', {
         ...(log ? {} : { request_id: requestId }),
         method: req.method,
         path: req.originalUrl.split('?')[0],

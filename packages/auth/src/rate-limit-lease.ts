@@ -1,0 +1,94 @@
+// One rate-limit rule counted in Redis without a round trip per request. A replica takes
+// points from the shared count ahead of use (a lease) and spends them locally; it asks Redis
+// again only when its lease is spent or the window has closed. A lease is a quarter of what
+// the window has left (at most MAX_LEASE), and the first request of a window leases one point:
+// a client nearing its limit is counted request by request, and one replica's count is exact.
+//
+// With several replicas the shared count includes points other replicas leased and have not
+// spent yet, so a client spreading requests over replicas may be refused up to those points
+// early (never allowed more than the rule), and X-RateLimit-Remaining is what this replica
+// knows. A window's count only grows, so a replica that saw it full refuses locally until the
+// window closes.
+import { type RateLimiterAbstract, RateLimiterRes } from 'rate-limiter-flexible';
+
+/** Points a replica may hold unspent per key and rule. */
+export const MAX_LEASE = 100;
+
+/** Expired leases are swept once this many keys are held. */
+const SWEEP_AT = 10_000;
+
+interface Lease {
+  /** When the window closes (Date.now() ms). */
+  windowEnds: number;
+  /** The window's shared count when last read, including this replica's unspent points. */
+  counted: number;
+  /** Points leased by this replica and not yet spent. */
+  unspent: number;
+}
+
+export interface Taken {
+  allowed: boolean;
+  /** Requests left in the window, as far as this replica knows. */
+  remaining: number;
+  msBeforeNext: number;
+}
+
+export class LeasedRule {
+  private readonly leases = new Map<string, Lease>();
+
+  constructor(
+    readonly limiter: RateLimiterAbstract,
+    readonly points: number,
+  ) {}
+
+  /** Spends one point of `key`'s window, from the lease when it holds one. */
+  async take(key: string): Promise<Taken> {
+    const now = Date.now();
+    const lease = this.leases.get(key);
+    if (lease && lease.windowEnds > now) {
+      if (lease.unspent > 0) {
+        lease.unspent -= 1;
+        return this.taken(lease, now, true);
+      }
+      if (lease.counted >= this.points) return this.taken(lease, now, false);
+    }
+    const open = lease && lease.windowEnds > now;
+    const size = open
+      ? Math.min(MAX_LEASE, Math.max(1, Math.floor((this.points - lease.counted) / 4)))
+      : 1;
+    const answer = await this.limiter.consume(key, size).catch((rejection: unknown) => {
+      if (rejection instanceof RateLimiterRes) return rejection;
+      throw rejection;
+    });
+    // What the lease got: the points that fit under the limit. The rest is handed back, so the
+    // shared count holds only allowed requests (as Zulip's, which counts no refused one).
+    const granted = Math.max(0, Math.min(size, this.points - (answer.consumedPoints - size)));
+    if (granted < size) await this.limiter.reward(key, size - granted).catch(() => undefined);
+    const fresh: Lease = {
+      windowEnds: now + answer.msBeforeNext,
+      counted: answer.consumedPoints - (size - granted),
+      unspent: Math.max(0, granted - 1),
+    };
+    if (this.leases.size >= SWEEP_AT) this.sweep(now);
+    this.leases.set(key, fresh);
+    return this.taken(fresh, now, granted > 0);
+  }
+
+  /** Returns a point taken for a request another rule refused: it stays with this replica. */
+  giveBack(key: string): void {
+    const lease = this.leases.get(key);
+    if (lease && lease.windowEnds > Date.now()) lease.unspent += 1;
+  }
+
+  private taken(lease: Lease, now: number, allowed: boolean): Taken {
+    return {
+      allowed,
+      remaining: allowed ? Math.max(0, this.points - (lease.counted - lease.unspent)) : 0,
+      msBeforeNext: Math.max(0, lease.windowEnds - now),
+    };
+  }
+
+  private sweep(now: number): void {
+    for (const [key, lease] of this.leases) if (lease.windowEnds <= now) this.leases.delete(key);
+  }
+}
