@@ -76,6 +76,39 @@ describe('GET /messages', () => {
     expect(all).toEqual([ids.g1, ids.g2, ids.g3, ids.d1, ids.d2, ids.d3]);
   });
 
+  it('shows every sender and participant of a page that mixes channels and conversations', async () => {
+    // The users of a page are read once for all its messages: each message must still find
+    // its own sender and participants among them.
+    const body = expectSuccess(await get(org.other, { anchor: 'newest', num_before: 6 }));
+    const byId = new Map(
+      (body.messages as Record<string, unknown>[]).map((m) => [m.id as number, m]),
+    );
+    const name = (user: User) => user.fullName;
+    const shown = (key: string) => byId.get(ids[key]!)!;
+    expect(shown('g2')).toMatchObject({
+      sender_id: org.other.id,
+      sender_full_name: name(org.other),
+      display_recipient: 'general',
+    });
+    expect(shown('g3')).toMatchObject({
+      sender_id: org.member.id,
+      sender_full_name: name(org.member),
+    });
+    const participants = (key: string) =>
+      (shown(key).display_recipient as { id: number; full_name: string }[]).map((u) => [
+        u.id,
+        u.full_name,
+      ]);
+    const sortedPairs = (users: User[]) =>
+      users.map((u) => [u.id, u.fullName]).sort((a, b) => (a[0] as number) - (b[0] as number));
+    expect(participants('d1')).toEqual(sortedPairs([org.member, org.other]));
+    expect(shown('d2')).toMatchObject({
+      sender_id: org.other.id,
+      sender_full_name: name(org.other),
+    });
+    expect(participants('d3')).toEqual(sortedPairs([org.member, org.other, org.guest]));
+  });
+
   it('pages around a numeric anchor, with or without the anchor itself', async () => {
     const around = expectSuccess(
       await get(org.member, { anchor: String(ids.g2), num_before: 1, num_after: 1 }),

@@ -203,34 +203,46 @@ interface MessageDisplayRow extends Message {
   /** For a 1:1 message the viewer received: the sender's personal recipient id. */
   senderRecipientId: number | null;
   reactions: PresentedReaction[];
+  /** The users all the messages read together show: senders, direct messages' participants. */
+  users: MessageUser[];
 }
 
-/** Messages with everything their display needs but users: recipient, channel name, group
- * members, the viewer's recipient id for incoming 1:1 messages, reactions oldest first. */
-const messagesForDisplay = statement<MessageDisplayRow, [number[], number]>(`
-  SELECT ${MESSAGE_COLUMNS},
-    r.type AS "recipientType", r.type_id AS "recipientTypeId", s.name AS "streamName",
-    CASE WHEN r.type = ${RecipientType.DIRECT_MESSAGE_GROUP} THEN ARRAY(
-      SELECT sub.user_profile_id FROM subscription sub WHERE sub.recipient_id = r.id
-      ORDER BY sub.user_profile_id) END AS "groupMembers",
-    CASE WHEN r.type = ${RecipientType.PERSONAL} AND r.type_id = $2 AND m.sender_id <> $2
-      THEN (SELECT pr.id FROM recipient pr
-            WHERE pr.type = ${RecipientType.PERSONAL} AND pr.type_id = m.sender_id)
-    END AS "senderRecipientId",
-    COALESCE((SELECT json_agg(json_build_object('emoji_name', x.emoji_name,
-        'emoji_code', x.emoji_code, 'reaction_type', x.reaction_type,
-        'user_id', x.user_profile_id) ORDER BY x.id)
-      FROM reaction x WHERE x.message_id = m.id), '[]') AS reactions
-  FROM message m
-  JOIN recipient r ON r.id = m.recipient_id
-  LEFT JOIN stream s ON r.type = ${RecipientType.STREAM} AND s.id = r.type_id
-  WHERE m.id = ANY($1::int[])`);
+/** What a message shows of user `u`, as JSON with MessageUser's field names. */
+const MESSAGE_USER_JSON = `json_build_object('id', u.id, 'fullName', u.full_name,
+  'deliveryEmail', u.delivery_email, 'avatarSource', u.avatar_source,
+  'avatarVersion', u.avatar_version, 'isBot', u.is_bot,
+  'emailAddressVisibility', u.email_address_visibility, 'isMirrorDummy', u.is_mirror_dummy)`;
 
-const messageUsers = statement<MessageUser, [number[]]>(`
-  SELECT id, full_name AS "fullName", delivery_email AS "deliveryEmail",
-    avatar_source AS "avatarSource", avatar_version AS "avatarVersion", is_bot AS "isBot",
-    email_address_visibility AS "emailAddressVisibility", is_mirror_dummy AS "isMirrorDummy"
-  FROM user_profile WHERE id = ANY($1::int[])`);
+/** Messages with everything their display needs: recipient, channel name, group members, the
+ * viewer's recipient id for incoming 1:1 messages, reactions oldest first, and every user the
+ * messages show, read once for all of them and given in each row (one round trip fewer than
+ * reading them apart; the list is short: senders and direct-message participants). */
+const messagesForDisplay = statement<MessageDisplayRow, [number[], number]>(`
+  WITH shown AS (
+    SELECT ${MESSAGE_COLUMNS},
+      r.type AS "recipientType", r.type_id AS "recipientTypeId", s.name AS "streamName",
+      CASE WHEN r.type = ${RecipientType.DIRECT_MESSAGE_GROUP} THEN ARRAY(
+        SELECT sub.user_profile_id FROM subscription sub WHERE sub.recipient_id = r.id
+        ORDER BY sub.user_profile_id) END AS "groupMembers",
+      CASE WHEN r.type = ${RecipientType.PERSONAL} AND r.type_id = $2 AND m.sender_id <> $2
+        THEN (SELECT pr.id FROM recipient pr
+              WHERE pr.type = ${RecipientType.PERSONAL} AND pr.type_id = m.sender_id)
+      END AS "senderRecipientId",
+      COALESCE((SELECT json_agg(json_build_object('emoji_name', x.emoji_name,
+          'emoji_code', x.emoji_code, 'reaction_type', x.reaction_type,
+          'user_id', x.user_profile_id) ORDER BY x.id)
+        FROM reaction x WHERE x.message_id = m.id), '[]') AS reactions
+    FROM message m
+    JOIN recipient r ON r.id = m.recipient_id
+    LEFT JOIN stream s ON r.type = ${RecipientType.STREAM} AND s.id = r.type_id
+    WHERE m.id = ANY($1::int[]))
+  SELECT shown.*, (
+    SELECT COALESCE(json_agg(${MESSAGE_USER_JSON}), '[]') FROM user_profile u
+    WHERE u.id IN (SELECT "senderId" FROM shown
+      UNION SELECT "recipientTypeId" FROM shown
+        WHERE "recipientType" = ${RecipientType.PERSONAL}
+      UNION SELECT unnest("groupMembers") FROM shown)) AS users
+  FROM shown`);
 
 export interface PresentedMessage {
   object: Record<string, unknown>;
@@ -238,8 +250,8 @@ export interface PresentedMessage {
 }
 
 /** Message objects for `viewer`, in the order of `rows` (ids with the viewer's flags; ids no
- * longer there are skipped). Three statements, however many messages: the messages with their
- * display data, the users they show, the organization's linkifiers. */
+ * longer there are skipped). One statement, however many messages: the messages with their
+ * display data and users (the organization's linkifiers come from their cache). */
 export async function presentMessageRows(
   viewer: User,
   realm: Realm,
@@ -253,12 +265,9 @@ export async function presentMessageRows(
       row,
     ]),
   );
-  const userIds = new Set<number>();
-  for (const row of loaded.values()) {
-    userIds.add(row.senderId);
-    for (const id of participantIds(row)) userIds.add(id);
-  }
-  const users = new Map((await query(messageUsers, [[...userIds]])).map((u) => [u.id, u]));
+  // Every row carries the same list.
+  const [first] = loaded.values();
+  const users = new Map((first?.users ?? []).map((user) => [user.id, user]));
   const linkifiers = await linkifiersForRealm(realm.id);
   return rows.flatMap(({ id, flags }) => {
     const row = loaded.get(id);
