@@ -94,6 +94,28 @@ describe('typed SQL', () => {
       spy.mockRestore();
     }
   });
+
+  it('plans named statements once per connection (generic plans)', async () => {
+    const mode = statement<{ mode: string }>(`SELECT current_setting('plan_cache_mode') AS mode`);
+    expect(await query(mode, [])).toEqual([{ mode: 'force_generic_plan' }]);
+    const plansOf = statement<{ generic: string; custom: string }, [string]>(
+      `SELECT generic_plans::text AS generic, custom_plans::text AS custom
+       FROM pg_prepared_statements WHERE statement = $1`,
+    );
+    // In a transaction, so every statement runs on one connection (prepared statements and
+    // their plan counts are per connection). Executed more often than the five custom plans
+    // PostgreSQL would otherwise try first, the statement keeps its one generic plan.
+    const [plans] = await runAction(
+      async () => {
+        for (let i = 0; i < 7; i++) await query(realmByStringId, ['x']);
+        return query(plansOf, [realmByStringId.text]);
+      },
+      { prisma: false },
+    );
+    expect(plans).toBeDefined();
+    expect(plans!.custom).toBe('0');
+    expect(Number(plans!.generic)).toBeGreaterThan(0);
+  });
 });
 
 describe('runAction without Prisma (prisma: false)', () => {
