@@ -1319,6 +1319,16 @@ describe('bot addresses and own profiles', () => {
     expect(me).not.toHaveProperty('bot_owner_id');
     expect(me.profile_data).toEqual({});
     expect(me.max_message_id).toBe(-1);
+    const sent = expectSuccess(
+      await as(org.owner, org.host).post('/messages', {
+        type: 'direct',
+        to: JSON.stringify([org.owner.id]),
+        content: 'note to self',
+      }),
+    );
+    expect(expectSuccess(await as(org.owner, org.host).get('/users/me')).max_message_id).toBe(
+      sent.id,
+    );
     const created = expectSuccess(
       await as(org.owner, org.host).post('/bots', { full_name: 'Me bot', short_name: 'me' }),
     );

@@ -117,7 +117,7 @@ export function profileValue(
     : { value };
 }
 
-interface ProfileValueRow {
+export interface ProfileValueRow {
   userId: number;
   fieldId: number;
   value: string;
@@ -143,6 +143,13 @@ export async function loadProfileData(
   const rows = userIds
     ? await query(profileValuesOfUsers, [realmId, userIds])
     : await query(profileValuesOfRealm, [realmId]);
+  return profileDataOf(rows);
+}
+
+/** Profile values rows (PROFILE_VALUE_JSON's, or PROFILE_VALUES') by user. */
+export function profileDataOf(
+  rows: readonly ProfileValueRow[],
+): Map<number, Record<string, ProfileValue>> {
   const byUser = new Map<number, Record<string, ProfileValue>>();
   for (const row of rows) {
     const values = byUser.get(row.userId) ?? {};
@@ -151,6 +158,12 @@ export async function loadProfileData(
   }
   return byUser;
 }
+
+/** A ProfileValueRow as JSON (`v` the value, `f` its field), for statements that read the
+ * values with something else. */
+export const PROFILE_VALUE_JSON = `json_build_object('userId', v.user_profile_id,
+  'fieldId', v.field_id, 'value', v.value, 'renderedValue', v.rendered_value,
+  'fieldType', f.field_type)`;
 
 /** More entries than any organization has fields: a bound on the work of one request. */
 export const MAX_PROFILE_DATA_ENTRIES = 1000;

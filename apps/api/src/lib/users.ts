@@ -13,6 +13,8 @@ import {
 } from '@parley/db';
 import { InsufficientPermissionError, JsonableError } from '@parley/errors';
 import { isEmailDomain, realmEmailDomain, realmHost } from '@parley/auth';
+import type { ProfileValue } from '../presenters/users';
+import { PROFILE_VALUE_JSON, profileDataOf, type ProfileValueRow } from './profile-fields';
 
 /** email_address_visibility values (Zulip's EMAIL_ADDRESS_VISIBILITY_*). */
 export const EmailVisibility = {
@@ -213,12 +215,24 @@ export async function getRealmUsers(realmId: number, ids?: number[]): Promise<Us
   return users;
 }
 
-const newestMessageOf = statement<{ messageId: number }, [number]>(`
-  SELECT message_id AS "messageId" FROM user_message
-  WHERE user_profile_id = $1 ORDER BY message_id DESC LIMIT 1`);
+const ownProfileState = statement<
+  { newestMessageId: number | null; profileValues: ProfileValueRow[] },
+  [number, number]
+>(`
+  SELECT (SELECT message_id FROM user_message WHERE user_profile_id = $2
+      ORDER BY message_id DESC LIMIT 1) AS "newestMessageId",
+    COALESCE((SELECT json_agg(${PROFILE_VALUE_JSON})
+      FROM custom_profile_field_value v JOIN custom_profile_field f ON f.id = v.field_id
+      WHERE f.realm_id = $1 AND v.user_profile_id = $2), '[]') AS "profileValues"`);
 
-/** The newest message the user received, -1 for none (GET /users/me's max_message_id). */
-export async function newestMessageIdOf(userId: number): Promise<number> {
-  const [last] = await query(newestMessageOf, [userId]);
-  return last?.messageId ?? -1;
+/** What GET /users/me adds to the user's row, in one statement: the newest message the user
+ * received (-1 for none) and their custom profile field values. */
+export async function ownProfileStateOf(
+  user: Pick<User, 'id' | 'realmId'>,
+): Promise<{ maxMessageId: number; profileData: Record<string, ProfileValue> }> {
+  const [row] = await query(ownProfileState, [user.realmId, user.id]);
+  return {
+    maxMessageId: row?.newestMessageId ?? -1,
+    profileData: profileDataOf(row?.profileValues ?? []).get(user.id) ?? {},
+  };
 }

@@ -32,7 +32,7 @@ import {
   getRealmUsers,
   isAdmin,
   isOwner,
-  newestMessageIdOf,
+  ownProfileStateOf,
   requireAdmin,
 } from '../lib/users';
 import { accessibleUserIds, canAccessUser, checkCanAccessUser } from '../lib/user-access';
@@ -141,14 +141,12 @@ const ownUser = schema.user.extend({
 
 defineRoute(userRoutes, '/users/me', {
   GET: userEndpoint({ response: ownUser }, async ({ user, realm }) => {
-    const maxMessageId = await newestMessageIdOf(user.id);
+    const { maxMessageId, profileData } = await ownProfileStateOf(user);
     // Zulip's get_profile_backend (format_user_row): bot_type and bot_owner_id only for bots,
     // profile_data only for people.
-    const {
-      bot_type: botType,
-      profile_data: profileData,
-      ...own
-    } = await presentOne(user, realm, user, false, !user.isBot);
+    const { bot_type: botType, ...own } = presentUser(user, user, realm, {
+      clientGravatar: false,
+    });
     return {
       ...own,
       ...(user.isBot ? { bot_type: botType } : { profile_data: profileData }),
