@@ -116,6 +116,37 @@ describe('Poller', () => {
     expect(polling.poller.parked()).toBe(0);
   });
 
+  it('answers every queue one fan-out wake-up names', async () => {
+    const first = await setup();
+    const owner = ++userId;
+    const other = {
+      ...first,
+      meta: (await first.store.meta(await first.store.create(owner, 1, defaultQueueOptions())))!,
+      userId: owner,
+    };
+    const answers = [longPoll(first, -1), longPoll(other, -1)];
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(first.poller.parked()).toBe(2);
+    // The events first, then one announcement naming both queues (as the fan-out's script).
+    for (const { meta } of [first, other]) {
+      const key = keys.queueMeta(meta.shard, meta.queueId);
+      const id = (await first.store.redis.hincrby(key, 'next_id', 1)) - 1;
+      await first.store.redis.rpush(
+        keys.queueEvents(meta.shard, meta.queueId),
+        JSON.stringify({ id, type: 'message' }),
+      );
+    }
+    await first.store.redis.publish(
+      keys.wake(first.meta.shard),
+      `W:${first.meta.queueId} ${other.meta.queueId}`,
+    );
+    await expect(Promise.all(answers)).resolves.toEqual([
+      [{ id: 0, type: 'message' }],
+      [{ id: 0, type: 'message' }],
+    ]);
+    expect(first.poller.parked()).toBe(0);
+  });
+
   it('stays parked when woken for events an earlier poll already took', async () => {
     const polling = await setup();
     const { store, meta } = polling;

@@ -1,7 +1,7 @@
 // Parked long-polls. Every events replica subscribes to every shard's wake-up channel, so any
-// replica can serve any queue: the fan-out announces new events (`w:<queue>`), a newer poll on
-// the same queue announces itself (`k:<queue>:<generation>`) so older ones finish, and deleted
-// or expired queues are announced (`d:<queue>`). A parked poll without news returns a
+// replica can serve any queue: the fan-out announces new events (`W:<queue> <queue> …`), a
+// newer poll on the same queue announces itself (`k:<queue>:<generation>`) so older ones
+// finish, and deleted or expired queues are announced (`d:<queue>`). A parked poll without news returns a
 // heartbeat after 45-55 s (Zulip's HEARTBEAT_MIN_FREQ_SECS plus up to 10 s).
 import type { Redis } from 'ioredis';
 import { keys, type QueuedEvent, type QueueMeta, type QueueStore } from '@parley/events';
@@ -203,9 +203,15 @@ export class Poller {
     return count;
   }
 
-  /** `w:<queue>`, `d:<queue>` or `k:<queue>:<generation>`; queue ids contain a colon. */
+  /** `W:<queue> <queue> …` (the fan-out's), `w:<queue>`, `d:<queue>` or
+   * `k:<queue>:<generation>`; queue ids contain a colon, never a space. */
   private onMessage(message: string): void {
     const kind = message[0];
+    if (kind === 'W') {
+      for (const queueId of message.slice(2).split(' '))
+        for (const waiter of [...(this.waiters.get(queueId) ?? [])]) waiter.wake();
+      return;
+    }
     let queueId = message.slice(2);
     let generation = Number.POSITIVE_INFINITY;
     if (kind === 'k') {
