@@ -23,6 +23,7 @@ export {
 } from './params';
 export { healthRoutes } from './health';
 export { serve, type ServeOptions } from './serve';
+export { createExpressServer } from './express-server';
 export { isDependencyDown } from './dependency-errors';
 export {
   attachDoc,

@@ -3,6 +3,7 @@
 import type { Server } from 'node:http';
 import type { Express } from 'express';
 import { getLogger } from '@parley/logger';
+import { createExpressServer } from './express-server';
 
 export interface ServeOptions {
   port: number;
@@ -17,10 +18,13 @@ export interface ServeOptions {
 
 export async function serve(app: Express, options: ServeOptions): Promise<Server> {
   const log = getLogger();
-  const server = await new Promise<Server>((resolve, reject) => {
-    const listening = app.listen(options.port, options.host, (error?: Error) =>
-      error ? reject(error) : resolve(listening),
-    );
+  const server = createExpressServer(app);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, options.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
   });
   // Long-polls park for up to a minute; keep idle connections shorter than nginx's.
   server.keepAliveTimeout = 65_000;

@@ -1,0 +1,43 @@
+// The server under both tiers builds requests and responses with the app's prototypes, so
+// Express does not swap them on arrival, and Express works as before on them.
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import { createExpressServer } from './express-server';
+
+describe('createExpressServer', () => {
+  it('gives requests and responses the app’s prototypes from the start', async () => {
+    const app = express();
+    const seen: boolean[] = [];
+    // Sees each request before Express's own handling of it (which would swap a prototype).
+    const observed = Object.assign(
+      (req: express.Request, res: express.Response) => {
+        seen.push(
+          Object.getPrototypeOf(req) === app.request,
+          Object.getPrototypeOf(res) === app.response,
+        );
+        app(req, res);
+      },
+      { request: app.request, response: app.response },
+    );
+    const server = createExpressServer(observed as unknown as typeof app);
+    app.use(express.json());
+    app.post('/echo/:name', (req, res) => {
+      res.status(201).set('X-Name', req.params.name).json({ body: req.body, q: req.query.q });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const answer = await fetch(`http://127.0.0.1:${port}/echo/ada?q=1`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ a: 1 }),
+      });
+      expect(answer.status).toBe(201);
+      expect(answer.headers.get('x-name')).toBe('ada');
+      expect(await answer.json()).toEqual({ body: { a: 1 }, q: '1' });
+      expect(seen).toEqual([true, true]);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
