@@ -216,7 +216,9 @@ const MESSAGE_USER_JSON = `json_build_object('id', u.id, 'fullName', u.full_name
 /** Messages with everything their display needs: recipient, channel name, group members, the
  * viewer's recipient id for incoming 1:1 messages, reactions oldest first, and every user the
  * messages show, read once for all of them and given in each row (one round trip fewer than
- * reading them apart; the list is short: senders and direct-message participants). */
+ * reading them apart; the list is short: senders and direct-message participants). The ids are
+ * joined from `unnest`, which keeps the planned-once (generic) plan on index lookups: with
+ * `m.id = ANY($1)` it merged the whole recipient table once that table was large. */
 const messagesForDisplay = statement<MessageDisplayRow, [number[], number]>(`
   WITH shown AS (
     SELECT ${MESSAGE_COLUMNS},
@@ -232,10 +234,10 @@ const messagesForDisplay = statement<MessageDisplayRow, [number[], number]>(`
           'emoji_code', x.emoji_code, 'reaction_type', x.reaction_type,
           'user_id', x.user_profile_id) ORDER BY x.id)
         FROM reaction x WHERE x.message_id = m.id), '[]') AS reactions
-    FROM message m
+    FROM unnest($1::int[]) AS wanted(id)
+    JOIN message m ON m.id = wanted.id
     JOIN recipient r ON r.id = m.recipient_id
-    LEFT JOIN stream s ON r.type = ${RecipientType.STREAM} AND s.id = r.type_id
-    WHERE m.id = ANY($1::int[]))
+    LEFT JOIN stream s ON r.type = ${RecipientType.STREAM} AND s.id = r.type_id)
   SELECT shown.*, (
     SELECT COALESCE(json_agg(${MESSAGE_USER_JSON}), '[]') FROM user_profile u
     WHERE u.id IN (SELECT "senderId" FROM shown
