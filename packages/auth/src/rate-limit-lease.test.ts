@@ -41,6 +41,17 @@ describe('LeasedRule', () => {
     expect(await shared(key)).toBe(10);
   });
 
+  it('counts concurrent requests exactly: one lease at a time per key', async () => {
+    const { rule, calls } = replica(50);
+    const key = randomUUID();
+    await rule.take(key);
+    // Many requests of one client at once, as a lease runs out.
+    const taken = await Promise.all(Array.from({ length: 80 }, () => rule.take(key)));
+    expect(taken.filter((result) => result.allowed)).toHaveLength(49);
+    expect(await shared(key)).toBe(50);
+    expect(calls.consume).toBeLessThan(20);
+  });
+
   it('spends most requests from its lease, without a Redis command', async () => {
     const { rule, calls } = replica(100_000);
     const key = randomUUID();

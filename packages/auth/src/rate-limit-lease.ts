@@ -35,6 +35,9 @@ export interface Taken {
 
 export class LeasedRule {
   private readonly leases = new Map<string, Lease>();
+  /** Keys whose lease is being taken from Redis: concurrent requests for the key wait for it
+   * instead of leasing too (a second lease would replace the first and strand its points). */
+  private readonly leasing = new Map<string, Promise<unknown>>();
 
   constructor(
     readonly limiter: RateLimiterAbstract,
@@ -43,15 +46,34 @@ export class LeasedRule {
 
   /** Spends one point of `key`'s window, from the lease when it holds one. */
   async take(key: string): Promise<Taken> {
+    for (;;) {
+      const now = Date.now();
+      const lease = this.leases.get(key);
+      if (lease && lease.windowEnds > now) {
+        if (lease.unspent > 0) {
+          lease.unspent -= 1;
+          return this.taken(lease, now, true);
+        }
+        if (lease.counted >= this.points) return this.taken(lease, now, false);
+      }
+      const pending = this.leasing.get(key);
+      if (!pending) break;
+      // Another request is leasing for this key: spend from what it brings, or lease after it.
+      await pending.catch(() => undefined);
+    }
+    const leased = this.lease(key);
+    this.leasing.set(key, leased);
+    try {
+      return await leased;
+    } finally {
+      this.leasing.delete(key);
+    }
+  }
+
+  /** Takes a lease from Redis and spends its first point (if it got any). */
+  private async lease(key: string): Promise<Taken> {
     const now = Date.now();
     const lease = this.leases.get(key);
-    if (lease && lease.windowEnds > now) {
-      if (lease.unspent > 0) {
-        lease.unspent -= 1;
-        return this.taken(lease, now, true);
-      }
-      if (lease.counted >= this.points) return this.taken(lease, now, false);
-    }
     const open = lease && lease.windowEnds > now;
     const size = open
       ? Math.min(MAX_LEASE, Math.max(1, Math.floor((this.points - lease.counted) / 4)))
@@ -64,10 +86,13 @@ export class LeasedRule {
     // shared count holds only allowed requests (as Zulip's, which counts no refused one).
     const granted = Math.max(0, Math.min(size, this.points - (answer.consumedPoints - size)));
     if (granted < size) await this.limiter.reward(key, size - granted).catch(() => undefined);
+    // A point given back meanwhile (giveBack) stays with the replica, if its window is open.
+    const current = this.leases.get(key);
+    const carried = current && current.windowEnds > Date.now() ? current.unspent : 0;
     const fresh: Lease = {
       windowEnds: now + answer.msBeforeNext,
       counted: answer.consumedPoints - (size - granted),
-      unspent: Math.max(0, granted - 1),
+      unspent: Math.max(0, granted - 1) + carried,
     };
     if (this.leases.size >= SWEEP_AT) this.sweep(now);
     this.leases.set(key, fresh);
