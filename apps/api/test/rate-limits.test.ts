@@ -175,6 +175,31 @@ describe('several rules in one domain', () => {
   });
 });
 
+describe('retry-after with several full windows', () => {
+  it('covers the longest full window, also when a shorter one refused first', async () => {
+    const app = appWith({
+      RATE_LIMITING_EXEMPT_LOCALHOST: 'false',
+      RATE_LIMITING_RULES: JSON.stringify({
+        api_by_ip: [
+          [1, 1],
+          [3600, 2],
+        ],
+      }),
+    });
+    const ip = someIp();
+    const get = () =>
+      request(app).get('/api/v1/server_settings').set('Host', org.host).set('X-Forwarded-For', ip);
+    expectSuccess(await get());
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    // The second request fills both the new second and the hour.
+    expectSuccess(await get());
+    // The second refuses first; the hour is full too, and is what the client must wait for.
+    const refused = await get();
+    expectError(refused, 'API usage exceeded rate limit', 429, 'RATE_LIMIT_HIT');
+    expect(refused.body['retry-after']).toBeGreaterThan(3500);
+  });
+});
+
 describe('switches', () => {
   it('exempts localhost only when RATE_LIMITING_EXEMPT_LOCALHOST is set', async () => {
     const app = appWith({ RATE_LIMITING_EXEMPT_LOCALHOST: 'true', RATE_LIMITING_RULES: RULES });

@@ -115,6 +115,18 @@ describe('LeasedRule', () => {
     expect((await rule.take(key)).remaining).toBe(before.remaining);
   });
 
+  it('tells how long a full window stays full, from its lease or the shared count', async () => {
+    const { rule } = replica(2);
+    const key = randomUUID();
+    expect(await rule.fullFor(key)).toBe(0);
+    await rule.take(key);
+    expect(await rule.fullFor(key)).toBe(0);
+    await rule.take(key);
+    expect(await rule.fullFor(key)).toBeGreaterThan(55_000);
+    // Another replica, which never took a point of this window, reads the shared count.
+    expect(await replica(2).rule.fullFor(key)).toBeGreaterThan(55_000);
+  });
+
   it('opens a new window once the old one has closed', async () => {
     const { rule } = replica(2, 1);
     const key = randomUUID();

@@ -7,15 +7,18 @@
 // With several replicas the shared count includes points other replicas leased and have not
 // spent yet, so a client spreading requests over replicas may be refused up to those points
 // early (never allowed more than the rule), and X-RateLimit-Remaining is what this replica
-// knows. A window's count only grows, so a replica that saw it full refuses locally until the
-// window closes.
+// knows. A replica that saw the window full refuses locally until the window closes: only
+// allowed requests stay counted, so the count falls back only by the few points a lease
+// overshooting the limit hands back, and those are refused a little early.
 import { type RateLimiterAbstract, RateLimiterRes } from 'rate-limiter-flexible';
 
 /** Points a replica may hold unspent per key and rule. */
 export const MAX_LEASE = 100;
 
-/** Expired leases are swept once this many keys are held. */
+/** Expired leases are swept once this many keys are held, at most once a second (with more
+ * live keys than that, every new key would otherwise walk them all). */
 const SWEEP_AT = 10_000;
+const SWEEP_EVERY_MS = 1000;
 
 interface Lease {
   /** When the window closes (Date.now() ms). */
@@ -38,6 +41,7 @@ export class LeasedRule {
   /** Keys whose lease is being taken from Redis: concurrent requests for the key wait for it
    * instead of leasing too (a second lease would replace the first and strand its points). */
   private readonly leasing = new Map<string, Promise<unknown>>();
+  private lastSweep = 0;
 
   constructor(
     readonly limiter: RateLimiterAbstract,
@@ -94,7 +98,7 @@ export class LeasedRule {
       counted: answer.consumedPoints - (size - granted),
       unspent: Math.max(0, granted - 1) + carried,
     };
-    if (this.leases.size >= SWEEP_AT) this.sweep(now);
+    if (this.leases.size >= SWEEP_AT && now - this.lastSweep >= SWEEP_EVERY_MS) this.sweep(now);
     this.leases.set(key, fresh);
     return this.taken(fresh, now, granted > 0);
   }
@@ -113,7 +117,22 @@ export class LeasedRule {
     };
   }
 
+  /** Milliseconds until `key`'s window closes if it is full, else 0: from this replica's lease
+   * when it has one, else from the shared count (a refusal's Retry-After must cover every full
+   * window, also those this request never reached). */
+  async fullFor(key: string): Promise<number> {
+    const lease = this.leases.get(key);
+    const now = Date.now();
+    if (lease && lease.windowEnds > now) {
+      if (lease.unspent > 0 || lease.counted < this.points) return 0;
+      return lease.windowEnds - now;
+    }
+    const shared = await this.limiter.get(key).catch(() => null);
+    return shared && shared.consumedPoints >= this.points ? Math.max(0, shared.msBeforeNext) : 0;
+  }
+
   private sweep(now: number): void {
+    this.lastSweep = now;
     for (const [key, lease] of this.leases) if (lease.windowEnds <= now) this.leases.delete(key);
   }
 }

@@ -91,7 +91,11 @@ async function consume(
     const result = await rule.take(key);
     if (!result.allowed) {
       for (let i = 0; i < taken.length; i++) rules[i]!.rule.giveBack(key);
-      const seconds = result.msBeforeNext / 1000;
+      // Retry after every full window has closed, not only this one.
+      const others = await Promise.all(
+        rules.slice(taken.length + 1).map(({ rule: later }) => later.fullFor(key)),
+      );
+      const seconds = Math.max(result.msBeforeNext, ...others) / 1000;
       setHeaders(res, {
         limit: rules[rules.length - 1]!.rule.points,
         remaining: 0,
