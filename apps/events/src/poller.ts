@@ -1,8 +1,8 @@
 // Parked long-polls. Every events replica subscribes to every shard's wake-up channel, so any
 // replica can serve any queue: the fan-out announces new events (`W:<queue> <queue> …`), a
 // newer poll on the same queue announces itself (`k:<queue>:<generation>`) so older ones
-// finish, and deleted or expired queues are announced (`d:<queue>`). A parked poll without news returns a
-// heartbeat after 45-55 s (Zulip's HEARTBEAT_MIN_FREQ_SECS plus up to 10 s).
+// finish, and deleted or expired queues are announced (`d:<queue>`). A parked poll without
+// news returns a heartbeat after 45-55 s (Zulip's HEARTBEAT_MIN_FREQ_SECS plus up to 10 s).
 import type { Redis } from 'ioredis';
 import { keys, type QueuedEvent, type QueueMeta, type QueueStore } from '@parley/events';
 import type { Logger } from '@parley/logger';
