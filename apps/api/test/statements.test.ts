@@ -93,6 +93,37 @@ describe('statements per request', () => {
     expect(await statements(async () => expectSuccess(await channel()))).toHaveLength(4);
   });
 
+  it('GET /messages: the window of a common view is prepared, of a search unnamed', async () => {
+    // Prepared statements live as long as their connection: only views with few shapes get
+    // one (everything, a channel, a channel's topic), never a narrow a client can vary at will.
+    const windowOf = async (narrow: unknown[]) => {
+      const spy = jest.spyOn(pg.Client.prototype, 'query');
+      try {
+        expectSuccess(
+          await as(org.member, org.host).get('/messages', {
+            anchor: 'newest',
+            num_before: 20,
+            num_after: 0,
+            narrow,
+          }),
+        );
+        const window = spy.mock.calls
+          .map((call) => call[0] as unknown as { text?: string; name?: string })
+          .find((config) => config.text?.includes(' AS side '));
+        expect(window).toBeDefined();
+        return window!.name;
+      } finally {
+        spy.mockRestore();
+      }
+    };
+    const channel = { operator: 'channel', operand: 'general' };
+    expect(await windowOf([])).toMatch(/^parley_[0-9a-f]{20}$/);
+    expect(await windowOf([channel])).toMatch(/^parley_/);
+    expect(await windowOf([channel, { operator: 'topic', operand: 't' }])).toMatch(/^parley_/);
+    expect(await windowOf([{ operator: 'search', operand: 'hi' }])).toBeUndefined();
+    expect(await windowOf([{ ...channel, negated: true }])).toBeUndefined();
+  });
+
   // Reads: the channel, recipients (linkifiers come from memory). Transaction: the message
   // with its copies and what decides the sender's topic policy (auto-follow), the outbox.
   // After the answer: the outbox rows' deletion (outbox.test.ts shows the answer does not

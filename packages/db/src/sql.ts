@@ -28,9 +28,11 @@ export interface Statement<Row, Params extends readonly unknown[]> {
 export function statement<Row, Params extends readonly unknown[] = []>(
   text: string,
 ): Statement<Row, Params> {
-  const name = `parley_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
-  return { name, text };
+  return { name: statementName(text), text };
 }
+
+const statementName = (text: string) =>
+  `parley_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
 
 /** Runs a prepared statement: in the current runAction transaction if there is one, else on a
  * pooled connection. */
@@ -41,11 +43,19 @@ export function query<Row, Params extends readonly unknown[]>(
   return run<Row>({ name: stmt.name, text: stmt.text, values: [...values] });
 }
 
-/** A statement built at run time (a narrow's conditions): sent unnamed, so connections keep no
- * prepared plan per shape, under the same connection rules as `query`. Rows as node-postgres
- * parses them (see Statement). */
-export function queryDynamic<Row>(sql: Prisma.Sql): Promise<Row[]> {
-  return run<Row>({ text: sql.text, values: sql.values });
+/** A statement built at run time (a narrow's conditions), under the same connection rules as
+ * `query`. Sent unnamed, so connections keep no prepared plan per shape, unless the caller
+ * knows its shapes are few (`prepare`): then it is named by its text like a `statement` and
+ * planned once per connection. Rows as node-postgres parses them (see Statement). */
+export function queryDynamic<Row>(
+  sql: Prisma.Sql,
+  { prepare = false }: { prepare?: boolean } = {},
+): Promise<Row[]> {
+  return run<Row>({
+    ...(prepare ? { name: statementName(sql.text) } : {}),
+    text: sql.text,
+    values: sql.values,
+  });
 }
 
 /** A model's scalar columns as `alias.column AS "field"`, so typed SQL returns rows shaped as

@@ -29,6 +29,14 @@ interface Row {
   flags: bigint | null;
 }
 
+/** The views clients open most (everything, a channel, a topic of a channel): their windows'
+ * statements come in a few dozen shapes at most, so they are prepared once per connection
+ * instead of planned at every request. Other narrows stay unnamed: their shapes are many. */
+function isCommonView(narrow: readonly NarrowTerm[]): boolean {
+  const operators = narrow.map((term) => (term.negated ? '-' : '') + term.operator).join(',');
+  return operators === '' || operators === 'channel' || operators === 'channel,topic';
+}
+
 export async function fetchMessages(
   viewer: User,
   realm: Realm,
@@ -118,9 +126,11 @@ export async function fetchMessages(
     ];
     const found =
       parts.length > 0
-        ? (await queryDynamic<Row & { side: number }>(Prisma.join(parts, ' UNION ALL '))).map(
-            (row) => ({ ...row, flags: row.flags === null ? null : BigInt(row.flags) }),
-          )
+        ? (
+            await queryDynamic<Row & { side: number }>(Prisma.join(parts, ' UNION ALL '), {
+              prepare: isCommonView(request.narrow),
+            })
+          ).map((row) => ({ ...row, flags: row.flags === null ? null : BigInt(row.flags) }))
         : [];
     const before = found.filter((row) => row.side < 0).sort((a, b) => a.id - b.id);
     const at = found.filter((row) => row.side === 0);
