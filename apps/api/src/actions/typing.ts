@@ -2,7 +2,7 @@
 // do_send_stream_typing_notification). Nothing is stored: the events are published at once to
 // the people who would see the message, and only to those who want typing notifications.
 import type { Message, Stream, User } from '@parley/db';
-import { getPrisma } from '@parley/db';
+import { getPrisma, query, statement } from '@parley/db';
 import { JsonableError } from '@parley/errors';
 import type { ZulipEvent } from '@parley/events';
 import { eventsByForm, sendEventNow } from '../lib/events';
@@ -82,6 +82,12 @@ export async function doSendDirectTyping(
     await sendEventNow(event, users);
 }
 
+/** The active users with a copy of a direct message who want typing notifications. */
+const typingParticipants = statement<{ id: number }, [number]>(`
+  SELECT u.id FROM user_message um JOIN user_profile u ON u.id = um.user_profile_id
+  WHERE um.message_id = $1 AND u.is_active AND u.receives_typing_notifications
+  ORDER BY u.id`);
+
 /** Someone is editing a message (Zulip's do_send_*_message_edit_typing_notification): the
  * people who see the message, among those who want typing notifications. */
 export async function doSendEditTyping(
@@ -103,16 +109,7 @@ export async function doSendEditTyping(
     );
     return;
   }
-  const participants = await getPrisma().user.findMany({
-    where: {
-      isActive: true,
-      receivesTypingNotifications: true,
-      userMessages: { some: { messageId: message.id } },
-    },
-    select: { id: true },
-    orderBy: { id: 'asc' },
-  });
-  const userIds = participants.map((user) => user.id);
+  const userIds = (await query(typingParticipants, [message.id])).map((user) => user.id);
   await sendEventNow({ ...base, recipient: { type: 'direct', user_ids: userIds } }, userIds);
 }
 
