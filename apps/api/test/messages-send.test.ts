@@ -16,6 +16,51 @@ describe('POST /messages to a channel', () => {
     org = await createMessageOrg();
   });
 
+  // Most sends write in one statement, with events built before it from the row it will
+  // insert (no RETURNING to read them from); a send that changes a topic policy runs in a
+  // transaction and builds them from the inserted row. Both must give what a fetch gives.
+  it.each([
+    ['one statement', 'lunch'],
+    ['a transaction', `policy ${Date.now()}`],
+  ])('its events carry the message as stored (%s)', async (_how, topic) => {
+    await send(org.member, org.host, {
+      type: 'stream',
+      to: 'general',
+      topic: 'lunch',
+      content: 'a',
+    });
+    let id = 0;
+    const published = await captureEvents(org.realm.id, async () => {
+      const body = expectSuccess(
+        await send(org.member, org.host, {
+          type: 'stream',
+          to: 'general',
+          topic,
+          content: 'see https://example.com and **this**',
+        }),
+      );
+      id = body.id as number;
+      expect('automatic_new_visibility_policy' in body).toBe(topic !== 'lunch');
+    });
+    const event = published.find(
+      (p) => p.event.type === 'message' && p.users.includes(org.other.id),
+    )!.event;
+    // GET /messages/{id} leaves gravatars to the client, as Zulip's does; the events tier
+    // does so per queue.
+    const fetched = expectSuccess(await as(org.other, org.host).get(`/messages/${id}`))
+      .message as Record<string, unknown>;
+    const { flags: _flags, avatar_url: fetchedAvatar, ...stored } = fetched;
+    const { avatar_url: sentAvatar, ...sent } = event.message as Record<string, unknown>;
+    expect(sent).toEqual(stored);
+    expect(fetchedAvatar).toBeNull();
+    expect(sentAvatar).toMatch(/^https:\/\/secure\.gravatar\.com\//);
+    const row = await prisma().message.findUniqueOrThrow({ where: { id } });
+    expect(row).toMatchObject({ hasLink: true, hasImage: false, hasAttachment: false });
+    expect((event.message as { timestamp: number }).timestamp).toBe(
+      Math.floor(row.dateSent.getTime() / 1000),
+    );
+  });
+
   it('stores the message for every subscriber and publishes it per recipient form', async () => {
     let id = 0;
     const published = await captureEvents(org.realm.id, async () => {

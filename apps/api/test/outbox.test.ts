@@ -54,7 +54,9 @@ describe('the event outbox', () => {
       if (text.includes('INSERT INTO event_outbox') && ofThisTest(values)) {
         excluded.push([...((values?.[1] ?? []) as string[])]);
         return call().then((result) => {
-          if (first.size === 0) for (const row of result.rows) first.add(String(row.id));
+          if (first.size === 0)
+            for (const row of result.rows as { outbox_ids: string[] }[])
+              for (const id of row.outbox_ids) first.add(id);
           return result;
         }) as never;
       }

@@ -124,18 +124,39 @@ describe('statements per request', () => {
     expect(await windowOf([{ ...channel, negated: true }])).toBeUndefined();
   });
 
-  // Reads: the channel, recipients (linkifiers come from memory). Transaction: the message
-  // with its copies and what decides the sender's topic policy (auto-follow), the outbox.
-  // After the answer: the outbox rows' deletion (outbox.test.ts shows the answer does not
-  // wait for it).
-  it('POST /messages to a channel: reads before BEGIN, then only what must be inside', async () => {
+  // Reads: the channel (with what decides the sender's topic policy), then the recipients
+  // (with the new message's id; linkifiers come from memory). Then one statement writes the
+  // message, its copies and its events' outbox rows: PostgreSQL commits it alone, no BEGIN and
+  // no COMMIT. After the answer: the outbox rows' deletion (outbox.test.ts shows the answer
+  // does not wait for it).
+  it('POST /messages to a channel: two reads, then one statement for every write', async () => {
     const run = () =>
       send(org.member, org.host, { type: 'stream', to: 'general', topic: 't', content: 'x' });
     await run();
     const sent = await statements(async () => expectSuccess(await run()));
-    expect(sent).toHaveLength(7);
-    // The channel and recipients are read before the transaction.
-    expect(sent.findIndex((text) => text.startsWith('BEGIN'))).toBe(2);
+    expect(sent).toHaveLength(4);
+    expect(sent[2]).toMatch(/^WITH inserted AS \( INSERT INTO message/);
+    expect(sent.filter((text) => /^(BEGIN|COMMIT)/.test(text))).toEqual([]);
+  });
+
+  // The sender starts a topic and their settings follow topics they start: the policy's
+  // writes need the transaction.
+  it('POST /messages that sets a topic policy: its writes in one transaction', async () => {
+    let answer: Record<string, unknown> = {};
+    const sent = await statements(async () => {
+      answer = expectSuccess(
+        await send(org.member, org.host, {
+          type: 'stream',
+          to: 'general',
+          topic: `new topic ${Date.now()}`,
+          content: 'x',
+        }),
+      );
+    });
+    expect(answer.automatic_new_visibility_policy).toBe(3);
+    expect(sent[2]).toMatch(/^BEGIN/);
+    expect(sent.filter((text) => text.startsWith('COMMIT'))).toHaveLength(1);
+    expect(sent.some((text) => text.startsWith('INSERT INTO user_topic'))).toBe(true);
   });
 
   it("POST /messages runs its transaction without Prisma's, except for Prisma's rare writes", async () => {
@@ -176,7 +197,7 @@ describe('statements per request', () => {
       expectSuccess(await run()); // creates the group
       counts.push((await statements(async () => expectSuccess(await run()))).length);
     }
-    expect(counts).toEqual([8, 8]);
+    expect(counts).toEqual([5, 5]);
   });
 
   it('POST /messages 1:1: the same as a group', async () => {
@@ -187,7 +208,7 @@ describe('statements per request', () => {
         content: 'one to one',
       });
     await run();
-    expect(await statements(async () => expectSuccess(await run()))).toHaveLength(8);
+    expect(await statements(async () => expectSuccess(await run()))).toHaveLength(5);
   });
 
   // Every section, one prepared statement each: the user's groups (for permission flags and

@@ -103,6 +103,22 @@ export async function runAction<T>(
   );
   crashHereIfAsked();
   if (authChanges.length > 0) for (const listener of authChangeListeners) listener(authChanges);
+  await runCommitCallbacks(callbacks);
+  return result;
+}
+
+/** What runAction does after its commit, for a change written in one statement outside any
+ * transaction (PostgreSQL commits such a statement alone: no BEGIN and COMMIT round trips).
+ * Such a statement must change no authentication rows (user_profile, realm): their caches
+ * learn of it only by NOTIFY then. */
+export async function afterStatementCommitted(
+  callbacks: Array<() => Promise<void> | void>,
+): Promise<void> {
+  crashHereIfAsked();
+  await runCommitCallbacks(callbacks);
+}
+
+async function runCommitCallbacks(callbacks: Array<() => Promise<void> | void>): Promise<void> {
   for (const callback of callbacks) {
     try {
       await callback();
@@ -112,7 +128,6 @@ export async function runAction<T>(
       getLogger().error('after-commit callback failed', { error });
     }
   }
-  return result;
 }
 
 const ISOLATION_LEVELS: Record<Prisma.TransactionIsolationLevel, string> = {

@@ -7,9 +7,10 @@ export {
   pingDatabase,
   type Db,
 } from './client';
-export { columnsOf, query, queryDynamic, statement, type Statement } from './sql';
+export { columnsOf, intArrayLiteral, query, queryDynamic, statement, type Statement } from './sql';
 export { currentTransaction, outsideTransaction } from './transaction-pool';
 export {
+  afterStatementCommitted,
   onCommittedAuthChanges,
   runAction,
   type ActionContext,

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { runAction } from './action';
 import { getPrisma } from './client';
-import { columnsOf, query, statement } from './sql';
+import { columnsOf, intArrayLiteral, query, statement } from './sql';
 
 const subdomain = () => `sql${randomBytes(5).toString('hex')}`;
 const realmByStringId = statement<{ id: number; name: string }, [string]>(
@@ -246,5 +246,28 @@ describe('columnsOf', () => {
 
   it('refuses models whose BigInt columns node-postgres would give as strings', () => {
     expect(() => columnsOf('UserMessage', 'um')).toThrow(/UserMessage.id/);
+  });
+});
+
+describe('intArrayLiteral', () => {
+  const echo = statement<{ ints: number[]; bigs: string[] }, [string, string]>(
+    'SELECT $1::int[] AS ints, $2::bigint[] AS bigs',
+  );
+
+  it('gives PostgreSQL the integers it was given, empty lists too', async () => {
+    const [row] = await query(echo, [
+      intArrayLiteral([3, -1, 2 ** 31 - 1]),
+      intArrayLiteral([0n, 2n ** 62n]),
+    ]);
+    expect(row).toEqual({ ints: [3, -1, 2 ** 31 - 1], bigs: ['0', String(2n ** 62n)] });
+    expect((await query(echo, [intArrayLiteral([]), intArrayLiteral([])]))[0]).toEqual({
+      ints: [],
+      bigs: [],
+    });
+  });
+
+  it('refuses what is not an integer', () => {
+    expect(() => intArrayLiteral([1, 1.5])).toThrow('not an integer: 1.5');
+    expect(() => intArrayLiteral([Number.NaN])).toThrow('not an integer');
   });
 });

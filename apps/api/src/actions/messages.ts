@@ -1,10 +1,13 @@
 // Sending messages (Zulip's check_message / do_send_messages): resolve the addressee, check
-// the sender may post there, write the message and every recipient's row in one transaction,
-// and queue the message event, formatted per group of recipients, for after the commit.
+// the sender may post there, write the message and every recipient's row in one transaction
+// (most often a single statement), and queue the message event, formatted per group of
+// recipients, for after the commit.
 import { createHash } from 'node:crypto';
 import {
+  afterStatementCommitted,
   columnsOf,
   flagsToBitmask,
+  intArrayLiteral,
   query,
   RecipientType,
   runAction,
@@ -27,15 +30,24 @@ import {
   TopicWildcardMentionNotAllowedError,
 } from '@parley/errors';
 import { renderMarkdown, topicLinks, type Rendered, type TopicLink } from '@parley/markdown';
-import { allPublicStreamsKey, getRedis } from '@parley/events';
+import { allPublicStreamsKey, getRedis, type Notification } from '@parley/events';
 import { linkedPathIds } from '../lib/attachments';
 import { containsAlertWord, searchableText } from '../lib/alert-words';
 import { sendEventOnCommit } from '../lib/events';
+import {
+  outboxParams,
+  outboxSql,
+  outboxWriteOf,
+  publishCommitted,
+  type OutboxColumns,
+} from '../lib/outbox';
 import { checkGroupMentionsAllowed } from '../lib/user-group-permissions';
 import {
+  policyOnSend,
   sendContextColumns,
   sendContextOf,
   setsPolicyOnSend,
+  type SendContext,
   type SendContextRow,
   type VisibilityPolicyValue,
 } from '../lib/user-topics';
@@ -127,6 +139,12 @@ export interface PreparedMessage {
   addressee: Addressee;
   /** Null for the first message of a direct-message group: the transaction creates it. */
   recipientId: number | null;
+  messageId: number;
+  dateSent: Date;
+  /** What decides the sender's automatic topic policy (channel messages from senders whose
+   * settings may set one), read with the channel: before the insert, so the new message is
+   * not among the topic's messages. */
+  policyContext: SendContext | null;
   content: string;
   rendered: Rendered;
   topicLinks: TopicLink[];
@@ -166,6 +184,12 @@ export async function prepareMessage(
     addressee.kind === 'channel' ? addressee.stream.recipientId : null,
     addressee.kind === 'channel' ? addressee.topic : '',
   ]);
+  // Recipients may be none (an unsubscribed sender to a channel nobody follows).
+  const first = recipients[0];
+  const { messageId, dateSent } =
+    first && first.messageId !== null && first.dateSent !== null
+      ? { messageId: first.messageId, dateSent: first.dateSent }
+      : (await query(newMessage, []))[0]!;
   const flags = await recipientFlags(sender, addressee, recipients, content, rendered, options);
   if (addressee.kind === 'channel')
     checkWildcardMention(realm, resolved.senderGroups!, rendered, resolved.userIds, flags);
@@ -181,6 +205,9 @@ export async function prepareMessage(
     sender,
     addressee,
     recipientId: resolved.recipientId,
+    messageId,
+    dateSent,
+    policyContext: resolved.policyContext ?? null,
     content,
     rendered,
     topicLinks:
@@ -220,29 +247,40 @@ interface Resolved {
   senderRecipientId: number | null;
   /** Channel messages: every group the sender belongs to. */
   senderGroups?: Set<number>;
+  /** Channel messages from a sender whose settings may set a topic policy on send. */
+  policyContext?: SendContext | null;
 }
 
-type ChannelForSend = Stream & {
-  subscribed: boolean;
-  groupIds: number[];
-  topicExists: boolean;
-  subscriberIds: number[];
-};
+type ChannelForSend = Stream &
+  SendContextRow & {
+    subscribed: boolean;
+    groupIds: number[];
+    topicExists: boolean;
+    subscriberIds: number[];
+  };
 
 /** The channel with whether the sender is subscribed, the sender's groups, whether the topic
- * exists yet (can_create_topic_group) and who receives the message: one statement. */
+ * exists yet (can_create_topic_group), who receives the message and, when $5 asks for it, what
+ * decides the sender's automatic topic policy: one statement. */
 const CHANNEL_FOR_SEND = `SELECT ${columnsOf('Stream', 's')},
     ${subscribedSql('$2', 's.recipient_id')} AS subscribed,
     ${groupIdsOfUserSql('$2')} AS "groupIds",
     EXISTS (SELECT 1 FROM message WHERE recipient_id = s.recipient_id
       AND upper(subject) = upper($4)) AS "topicExists",
     ARRAY(SELECT sub.user_profile_id FROM subscription sub WHERE sub.recipient_id = s.recipient_id
-      AND sub.active AND sub.is_user_active) AS "subscriberIds"
+      AND sub.active AND sub.is_user_active) AS "subscriberIds",
+    ${sendContextColumns({
+      wanted: '$5::boolean',
+      user: '$2',
+      recipient: 's.recipient_id',
+      topic: '$4',
+      sharedHistory: 's.history_public_to_subscribers',
+    })}
   FROM stream s WHERE s.realm_id = $1`;
-const channelForSendById = statement<ChannelForSend, [number, number, number, string]>(
+const channelForSendById = statement<ChannelForSend, [number, number, number, string, boolean]>(
   `${CHANNEL_FOR_SEND} AND s.id = $3`,
 );
-const channelForSendByName = statement<ChannelForSend, [number, number, string, string]>(
+const channelForSendByName = statement<ChannelForSend, [number, number, string, string, boolean]>(
   `${CHANNEL_FOR_SEND} AND lower(s.name) = lower($3)`,
 );
 
@@ -264,19 +302,29 @@ async function resolveChannel(
     target = target[0];
   }
   let found: ChannelForSend | undefined;
+  const policyWanted = setsPolicyOnSend(sender);
   if (typeof target === 'number' && Number.isInteger(target)) {
     if (target > 0 && target <= 2 ** 31 - 1)
-      [found] = await query(channelForSendById, [realm.id, sender.id, target, topic]);
+      [found] = await query(channelForSendById, [realm.id, sender.id, target, topic, policyWanted]);
     if (!found) throw new StreamWithIDDoesNotExistError(target);
   } else if (typeof target === 'string') {
     const name = target.trim();
     if (name === '') throw new JsonableError('Missing channel');
-    [found] = await query(channelForSendByName, [realm.id, sender.id, name, topic]);
+    [found] = await query(channelForSendByName, [realm.id, sender.id, name, topic, policyWanted]);
     if (!found) throw new StreamDoesNotExistError(name);
   } else {
     throw new JsonableError('Invalid data type for channel');
   }
-  const { subscribed, groupIds, topicExists, subscriberIds, ...stream } = found;
+  const {
+    subscribed,
+    groupIds,
+    topicExists,
+    subscriberIds,
+    send_topic_policy,
+    send_channel_muted,
+    send_topic_had_messages,
+    ...stream
+  } = found;
   const perms = { user: sender, groups: new Set(groupIds) };
   checkMayPost(perms, stream, subscribed);
   checkTopicPolicy(realm, stream, topic);
@@ -289,6 +337,9 @@ async function resolveChannel(
     userIds: subscriberIds,
     senderRecipientId: null,
     senderGroups: perms.groups,
+    policyContext: policyWanted
+      ? sendContextOf({ send_topic_policy, send_channel_muted, send_topic_had_messages })
+      : null,
   };
 }
 
@@ -490,52 +541,74 @@ export interface SentMessage {
   automaticPolicy: VisibilityPolicyValue | null;
 }
 
-const SEND_POLICY_CONTEXT = sendContextColumns({
-  wanted: '$13::boolean',
-  user: '$2',
-  recipient: '$3',
-  topic: '$4',
-  sharedHistory: '$14::boolean',
-});
-
-/** The message row and every recipient's copy, in one statement, with what decides the
- * sender's automatic topic policy when $13 asks for it. */
-const insertMessage = statement<
-  Message & SendContextRow,
-  [
-    number,
-    number,
-    number,
-    string,
-    string,
-    string,
-    string,
-    boolean,
-    boolean,
-    boolean,
-    number[],
-    string[],
-    boolean,
-    boolean,
-  ]
->(`
-  WITH inserted AS (
-    INSERT INTO message (realm_id, sender_id, recipient_id, subject, content, rendered_content,
-      rendered_content_version, sending_client, is_channel_message, has_link, has_image)
-    VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $8, $9, $10)
+/** The message row and every recipient's copy. */
+const MESSAGE_WRITES = `
+  inserted AS (
+    INSERT INTO message (id, realm_id, sender_id, recipient_id, subject, content, rendered_content,
+      rendered_content_version, date_sent, sending_client, is_channel_message, has_link, has_image)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, 1, $8, $9, $10, $11, $12)
     RETURNING *
   ), copies AS (
     INSERT INTO user_message (user_profile_id, message_id, flags)
-    SELECT u, inserted.id, f FROM inserted, unnest($11::int[], $12::bigint[]) AS t(u, f)
-  )
-  SELECT ${columnsOf('Message', 'inserted')},
-    ${SEND_POLICY_CONTEXT}
-  FROM inserted`);
+    SELECT u, inserted.id, f FROM inserted, unnest($13::int[], $14::bigint[]) AS t(u, f)
+  )`;
+type MessageParams = [
+  number,
+  number,
+  number,
+  number,
+  string,
+  string,
+  string,
+  Date,
+  string,
+  boolean,
+  boolean,
+  boolean,
+  string,
+  string,
+];
 
-/** Sends a prepared message in its own transaction. Most sends write only through typed SQL
- * and skip Prisma's transaction machinery; the rare writes still made through Prisma (a new
- * direct-message group, attachment links, a channel's first message) need it. */
+function messageParams(prepared: PreparedMessage, recipientId: number): MessageParams {
+  const { realm, sender, addressee, rendered, content, flags, options } = prepared;
+  const entries = [...flags];
+  return [
+    prepared.messageId,
+    realm.id,
+    sender.id,
+    recipientId,
+    addressee.kind === 'channel' ? addressee.topic : '',
+    content,
+    rendered.html,
+    prepared.dateSent,
+    options.client,
+    addressee.kind === 'channel',
+    hasLink(rendered),
+    rendered.hasImage,
+    intArrayLiteral(entries.map(([userId]) => userId)),
+    intArrayLiteral(entries.map(([, userFlags]) => flagsToBitmask(userFlags))),
+  ];
+}
+
+const hasLink = (rendered: Rendered) => /<a /.test(rendered.html);
+
+const insertMessage = statement<Message, MessageParams>(`
+  WITH ${MESSAGE_WRITES}
+  SELECT ${columnsOf('Message', 'inserted')} FROM inserted`);
+
+const OUTBOX = outboxSql('$15', '$16');
+/** The message, its copies and its events' outbox rows: the whole of most sends. */
+const insertMessageAlone = statement<OutboxColumns, [...MessageParams, string, string[]]>(`
+  WITH ${MESSAGE_WRITES}, ${OUTBOX.cte}
+  SELECT ${OUTBOX.columns} FROM inserted`);
+
+/** Sends a prepared message. Most sends write only the message, its copies and its events
+ * (see `writesAlone`): one statement, which PostgreSQL runs as a transaction of its own, so
+ * the send spends no round trips on BEGIN and COMMIT. The others run in a transaction: through
+ * Prisma's when they make one of its rare writes (a new direct-message group, attachment
+ * links, a channel's first message), else on a pooled connection directly. */
 export function sendPreparedMessage(prepared: PreparedMessage): Promise<SentMessage> {
+  if (writesAlone(prepared)) return sendAlone(prepared);
   const { addressee, recipientId, content } = prepared;
   const prisma =
     recipientId === null ||
@@ -544,13 +617,71 @@ export function sendPreparedMessage(prepared: PreparedMessage): Promise<SentMess
   return runAction((ctx) => doSendMessage(ctx, prepared), { prisma });
 }
 
-/** The writes of a send, and its events queued for after the commit. */
+/** Whether the send writes nothing beyond the message, its copies and its events: its
+ * conversation exists, it links no uploads, it is not a channel's first message, and no topic
+ * policy changes (the sender's, by their settings; or a mentioned user's who follows topics
+ * where they are mentioned, which only a statement can tell). */
+function writesAlone(prepared: PreparedMessage): boolean {
+  const { addressee, sender, policyContext, rendered, flags } = prepared;
+  if (prepared.recipientId === null || linkedPathIds(prepared.content).length > 0) return false;
+  if (addressee.kind === 'direct') return true;
+  if (addressee.stream.firstMessageId === null) return false;
+  if (policyContext !== null && policyOnSend(sender, policyContext) !== null) return false;
+  return ![...rendered.mentions.userIds].some((id) => id !== sender.id && flags.has(id));
+}
+
+async function sendAlone(prepared: PreparedMessage): Promise<SentMessage> {
+  const message = messageRow(prepared, prepared.recipientId!);
+  const notifications = messageNotifications(prepared, message);
+  const [row] = await query(insertMessageAlone, [
+    ...messageParams(prepared, message.recipientId),
+    ...outboxParams(notifications),
+  ]);
+  const write = outboxWriteOf(row!, notifications);
+  const callbacks: Array<() => Promise<void> | void> = [() => publishCommitted(write)];
+  if (prepared.pushRecipients.length > 0)
+    queuePushNotifications(
+      { onCommit: (callback) => callbacks.push(callback) },
+      message.id,
+      prepared.pushRecipients,
+    );
+  await afterStatementCommitted(callbacks);
+  return { message, automaticPolicy: null };
+}
+
+/** The row `insertMessage` returns, built without it: a message's events are written in the
+ * statement that inserts it. The columns the insert leaves to their defaults are the
+ * defaults. */
+function messageRow(prepared: PreparedMessage, recipientId: number): Message {
+  const { realm, sender, addressee, rendered, content, options } = prepared;
+  return {
+    id: prepared.messageId,
+    realmId: realm.id,
+    senderId: sender.id,
+    recipientId,
+    subject: addressee.kind === 'channel' ? addressee.topic : '',
+    content,
+    renderedContent: rendered.html,
+    renderedContentVersion: 1,
+    dateSent: prepared.dateSent,
+    sendingClient: options.client,
+    lastEditTime: null,
+    lastMovedTime: null,
+    editHistory: null,
+    isChannelMessage: addressee.kind === 'channel',
+    hasAttachment: false,
+    hasImage: rendered.hasImage,
+    hasLink: hasLink(rendered),
+  };
+}
+
+/** The writes of a send in a transaction, and its events queued for after the commit. */
 export async function doSendMessage(
   ctx: ActionContext,
   prepared: PreparedMessage,
 ): Promise<SentMessage> {
   const { tx } = ctx;
-  const { realm, sender, addressee, rendered, content, flags, options } = prepared;
+  const { realm, sender, addressee, rendered, content, flags } = prepared;
   const recipientId =
     prepared.recipientId ??
     (await createDirectMessageGroup(
@@ -558,44 +689,23 @@ export async function doSendMessage(
       realm,
       [...flags.keys()].sort((a, b) => a - b),
     ));
-  const entries = [...flags];
-  const channel = addressee.kind === 'channel' ? addressee.stream : null;
-  const readsPolicyContext = channel !== null && setsPolicyOnSend(sender);
-  const [inserted] = await query(insertMessage, [
-    realm.id,
-    sender.id,
-    recipientId,
-    addressee.kind === 'channel' ? addressee.topic : '',
-    content,
-    rendered.html,
-    options.client,
-    addressee.kind === 'channel',
-    /<a /.test(rendered.html),
-    rendered.hasImage,
-    entries.map(([userId]) => userId),
-    entries.map(([, userFlags]) => flagsToBitmask(userFlags).toString()),
-    readsPolicyContext,
-    channel?.historyPublicToSubscribers ?? false,
-  ]);
-  const { send_topic_policy, send_channel_muted, send_topic_had_messages, ...message } = inserted!;
-  const policyContext = readsPolicyContext
-    ? sendContextOf({ send_topic_policy, send_channel_muted, send_topic_had_messages })
-    : null;
+  const [message] = await query(insertMessage, messageParams(prepared, recipientId));
   if (
     linkedPathIds(content).length > 0 &&
-    (await doUpdateAttachmentLinks(ctx, sender, message, content)).linked
+    (await doUpdateAttachmentLinks(ctx, sender, message!, content)).linked
   )
-    message.hasAttachment = (
-      await tx.message.update({ where: { id: message.id }, data: { hasAttachment: true } })
+    message!.hasAttachment = (
+      await tx.message.update({ where: { id: message!.id }, data: { hasAttachment: true } })
     ).hasAttachment;
   if (addressee.kind === 'channel' && addressee.stream.firstMessageId === null)
     await tx.stream.update({
       where: { id: addressee.stream.id },
-      data: { firstMessageId: message.id },
+      data: { firstMessageId: message!.id },
     });
-  sendMessageEvents(ctx, prepared, message);
+  for (const { event, users } of messageNotifications(prepared, message!))
+    sendEventOnCommit(ctx, event, users);
   if (prepared.pushRecipients.length > 0)
-    queuePushNotifications(ctx, message.id, prepared.pushRecipients);
+    queuePushNotifications(ctx, message!.id, prepared.pushRecipients);
   const automaticPolicy =
     addressee.kind === 'channel'
       ? await doAutoFollowOnSend(
@@ -603,11 +713,11 @@ export async function doSendMessage(
           sender,
           addressee.stream,
           addressee.topic,
-          policyContext,
+          prepared.policyContext,
           [...rendered.mentions.userIds].filter((id) => flags.has(id)),
         )
       : null;
-  return { message, automaticPolicy };
+  return { message: message!, automaticPolicy };
 }
 
 /** The first message to a group of three or more creates its direct-message group, with its
@@ -674,10 +784,30 @@ interface RecipientDetails {
   push: PushSettings | null;
 }
 
-/** What each recipient's flags and events depend on, for every recipient at once. $3 and $4:
- * the channel's recipient and the topic (null and '' for direct messages). */
-const recipientDetails = statement<RecipientDetails, [number[], number, number | null, string]>(`
-  SELECT u.id, u.role,
+/** The message's id and time, taken when it is prepared: its events are built before the
+ * statement that writes it (see sendAlone). An id taken by a message that is then refused is
+ * never used, as with any sequence. */
+interface NewMessage {
+  messageId: number;
+  dateSent: Date;
+}
+const newMessage = statement<NewMessage>(
+  `SELECT nextval('message_id_seq')::int AS "messageId", now() AS "dateSent"`,
+);
+
+/** What each recipient's flags and events depend on, for every recipient at once, with the new
+ * message's id and time on the first row only (a thousand recipients would otherwise parse a
+ * thousand copies of the time). $3 and $4: the channel's recipient and the topic (null and ''
+ * for direct messages). */
+const recipientDetails = statement<
+  RecipientDetails & { messageId: number | null; dateSent: Date | null },
+  [number[], number, number | null, string]
+>(`
+  SELECT
+    CASE WHEN row_number() OVER () = 1 THEN (SELECT nextval('message_id_seq'))::int END
+      AS "messageId",
+    CASE WHEN row_number() OVER () = 1 THEN now() END AS "dateSent",
+    u.id, u.role,
     EXISTS (SELECT 1 FROM muted_user mu WHERE mu.user_profile_id = u.id
       AND mu.muted_user_id = $2) AS muted,
     ARRAY(SELECT aw.word FROM alert_word aw WHERE aw.user_profile_id = u.id) AS "alertWords",
@@ -759,10 +889,10 @@ async function publicStreamsViewers(
 /** One `message` event per distinct form: recipients differ in flags and in which addresses
  * they may see. Raw Markdown and the avatar's computability travel in internal_data for the
  * events tier's per-queue formatting. */
-function sendMessageEvents(ctx: ActionContext, prepared: PreparedMessage, message: Message): void {
+function messageNotifications(prepared: PreparedMessage, message: Message): Notification[] {
   const { flags, options } = prepared;
   const forms = messageEventForms(prepared, message);
-  const groups = new Map<string, { event: { type: string }; users: number[] }>();
+  const groups = new Map<string, Notification>();
   const add = (viewer: Viewer, viewerFlags: string[], internal: Record<string, unknown>) => {
     const form = forms(viewer);
     // Keyed without serializing the message: this runs once per recipient.
@@ -794,7 +924,7 @@ function sendMessageEvents(ctx: ActionContext, prepared: PreparedMessage, messag
     );
   for (const viewer of prepared.publicStreamsViewers)
     add(viewer, [], { all_public_streams_only: true });
-  for (const { event, users } of groups.values()) sendEventOnCommit(ctx, event, users);
+  return [...groups.values()];
 }
 
 /** The forms of one message for its recipients' events: rendered HTML, the empty topic as ""

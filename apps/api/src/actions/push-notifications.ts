@@ -52,7 +52,7 @@ import { PushDeviceKind } from './push-devices';
 /** Queues the message's notifications once the send commits; the job id is the message's,
  * so queuing it again does nothing. */
 export function queuePushNotifications(
-  ctx: ActionContext,
+  ctx: Pick<ActionContext, 'onCommit'>,
   messageId: number,
   recipients: { userId: number; trigger: string }[],
 ): void {

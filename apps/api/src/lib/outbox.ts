@@ -20,17 +20,57 @@ export interface OutboxWrite {
   olderWaiting: boolean;
 }
 
-/** Ids are int8: node-postgres gives them as strings. $2: rows this process has published and
- * not yet deleted (see `forgetPublished`), which are not waiting for anyone. */
+/** The outbox rows of a write: a CTE named `outbox` that inserts them in order, and the
+ * columns that report them (`OutboxColumns`). `notifications` and `published` name the
+ * statement's parameters that `outboxParams` fills. A change written in a single statement
+ * (PostgreSQL runs it as its own transaction, see actions/messages.ts) puts its outbox rows in
+ * that statement this way, and so does `writeOutbox`. The subquery runs on the statement's
+ * snapshot: it sees committed rows still waiting, not the ones inserted here. Ids are int8:
+ * node-postgres gives them as strings. */
+export function outboxSql(
+  notifications: string,
+  published: string,
+): { cte: string; columns: string } {
+  return {
+    cte: `outbox AS (
+      INSERT INTO event_outbox (notification)
+      SELECT n FROM jsonb_array_elements(${notifications}::jsonb) WITH ORDINALITY AS t(n, i)
+      ORDER BY i
+      RETURNING id)`,
+    // Ids follow the insertion order, which ORDER BY i fixes.
+    columns: `ARRAY(SELECT id FROM outbox ORDER BY id) AS outbox_ids,
+      (SELECT min(id) FROM event_outbox WHERE id <> ALL(${published}::bigint[])) AS outbox_oldest`,
+  };
+}
+
+export interface OutboxColumns {
+  outbox_ids: string[];
+  outbox_oldest: string | null;
+}
+
+/** The parameters of `outboxSql`: the notifications as one JSON array (node-postgres would
+ * escape every quote of each one given as an array element), and the rows this process has
+ * published and not yet deleted (see `forgetPublished`), which are not waiting for anyone. */
+export function outboxParams(notifications: Notification[]): [string, string[]] {
+  return [JSON.stringify(notifications), [...publishedRows()]];
+}
+
+export function outboxWriteOf(row: OutboxColumns, notifications: Notification[]): OutboxWrite {
+  const ids = row.outbox_ids;
+  return {
+    rows: ids.map((id, index) => ({ id, notification: notifications[index]! })),
+    olderWaiting:
+      ids.length > 0 && row.outbox_oldest !== null && BigInt(row.outbox_oldest) < BigInt(ids[0]!),
+  };
+}
+
+const OUTBOX = outboxSql('$1', '$2');
 const insertOutboxRows = statement<
-  { id: string; oldest: string | null; auth_changed: string | null },
-  [string[], string[]]
+  OutboxColumns & { auth_changed: string | null },
+  [string, string[]]
 >(`
-  INSERT INTO event_outbox (notification)
-  SELECT n FROM unnest($1::jsonb[]) WITH ORDINALITY AS t(n, i)
-  ORDER BY i
-  RETURNING id, (SELECT min(id) FROM event_outbox WHERE id <> ALL($2::bigint[])) AS oldest,
-    current_setting('parley.auth_changed', true) AS auth_changed`);
+  WITH ${OUTBOX.cte}
+  SELECT ${OUTBOX.columns}, current_setting('parley.auth_changed', true) AS auth_changed`);
 
 const deleteOutboxRows = statement<never, [string[]]>(
   'DELETE FROM event_outbox WHERE id = ANY($1::bigint[])',
@@ -43,19 +83,11 @@ export async function writeOutbox(
   notifications: Notification[],
 ): Promise<OutboxWrite> {
   if (notifications.length === 0) return { rows: [], olderWaiting: false };
-  // The subquery runs on the statement's snapshot: it sees committed rows still waiting, not
-  // the ones inserted here. Asking costs an index probe, not a statement; so does reading
-  // which authentication rows the transaction changed (see runAction).
-  const rows = await query(insertOutboxRows, [
-    notifications.map((n) => JSON.stringify(n)),
-    [...publishedRows()],
-  ]);
-  ctx.authChangesRead(rows[0]!.auth_changed);
-  // RETURNING follows the insertion order, which ORDER BY i fixes.
-  return {
-    rows: rows.map((row, index) => ({ id: row.id, notification: notifications[index]! })),
-    olderWaiting: rows[0]!.oldest !== null && BigInt(rows[0]!.oldest) < BigInt(rows[0]!.id),
-  };
+  // Reading which authentication rows the transaction changed (see runAction) here costs no
+  // statement of its own.
+  const [row] = await query(insertOutboxRows, outboxParams(notifications));
+  ctx.authChangesRead(row!.auth_changed);
+  return outboxWriteOf(row!, notifications);
 }
 
 /** After commit: publishes the rows; their deletion follows off the request's path (see
