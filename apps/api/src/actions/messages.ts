@@ -178,11 +178,17 @@ export async function prepareMessage(
   const mentionData = await loadMentionData(realm.id, content);
   const rendered = renderMarkdown(content, mentionData);
   const { addressee } = resolved;
-  const recipients = await query(recipientDetails, [
-    resolved.userIds,
-    sender.id,
-    addressee.kind === 'channel' ? addressee.stream.recipientId : null,
-    addressee.kind === 'channel' ? addressee.topic : '',
+  // Redis answers while PostgreSQL reads the recipients.
+  const [recipients, publicStreamsUsers] = await Promise.all([
+    query(recipientDetails, [
+      resolved.userIds,
+      sender.id,
+      addressee.kind === 'channel' ? addressee.stream.recipientId : null,
+      addressee.kind === 'channel' ? addressee.topic : '',
+    ]),
+    addressee.kind === 'channel' && !addressee.stream.inviteOnly
+      ? getRedis().smembers(allPublicStreamsKey(realm.id))
+      : [],
   ]);
   // Recipients may be none (an unsubscribed sender to a channel nobody follows).
   const first = recipients[0];
@@ -214,10 +220,7 @@ export async function prepareMessage(
       addressee.kind === 'channel' ? topicLinks(addressee.topic, mentionData.linkifiers ?? []) : [],
     flags,
     viewers: recipients.map(({ id, role }) => ({ id, role })),
-    publicStreamsViewers:
-      addressee.kind === 'channel' && !addressee.stream.inviteOnly
-        ? await publicStreamsViewers(realm, flags)
-        : [],
+    publicStreamsViewers: await publicStreamsViewers(realm, publicStreamsUsers, flags),
     senderRecipientId: resolved.senderRecipientId,
     options,
     pushRecipients: pushRecipients(recipients, flags, addressee.kind === 'channel'),
@@ -875,13 +878,14 @@ const activeViewers = statement<Viewer, [number[], number]>(`
   WHERE id = ANY($1::int[]) AND realm_id = $2 AND is_active AND role <> ${Role.GUEST}`);
 
 /** Queues registered with all_public_streams see public-channel messages their users did not
- * receive, with no flags (Zulip's process_message_event). */
+ * receive, with no flags (Zulip's process_message_event). `listed`: the organization's users
+ * with such queues (allPublicStreamsKey), read for public-channel messages only. */
 async function publicStreamsViewers(
   realm: Realm,
+  listed: string[],
   recipients: Map<number, UserMessageFlag[]>,
 ): Promise<Viewer[]> {
-  const listed = (await getRedis().smembers(allPublicStreamsKey(realm.id))).map(Number);
-  const candidates = listed.filter((id) => Number.isInteger(id) && !recipients.has(id));
+  const candidates = listed.map(Number).filter((id) => Number.isInteger(id) && !recipients.has(id));
   if (candidates.length === 0) return [];
   return query(activeViewers, [candidates, realm.id]);
 }
