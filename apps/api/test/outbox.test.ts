@@ -2,9 +2,17 @@
 // committed it, and are published exactly once however many publishers try.
 import pg from 'pg';
 import { getPrisma } from '@parley/db';
+import { getRedis } from '@parley/events';
 import { freePort, requestJson, spawnReplica, waitForReady } from '@parley/devservices';
 import { outboxDeletionsSettled, relayOutbox } from '../src/lib/outbox';
-import { as, captureEvents, createTestRealm, createTestUser, expectSuccess } from './helpers';
+import {
+  as,
+  captureEvents,
+  createTestRealm,
+  createTestUser,
+  expectSuccess,
+  type Published,
+} from './helpers';
 
 /** Outbox rows holding a user_settings event for `userId`. */
 const rowsFor = async (userId: number) =>
@@ -121,6 +129,69 @@ describe('the event outbox', () => {
     ]);
     await outboxDeletionsSettled();
     expect(await rowsFor(org.owner.id)).toBe(0);
+  });
+
+  it('waits for the rows its own process is publishing instead of publishing them again', async () => {
+    const org = await createTestRealm();
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let firstHeld!: () => void;
+    const firstIsHeld = new Promise<void>((resolve) => (firstHeld = resolve));
+    // Hold the publish of the first change (the Redis pipeline carrying its row) until released.
+    const redis = getRedis();
+    const pipeline = redis.pipeline.bind(redis);
+    const redisSpy = jest.spyOn(redis, 'pipeline').mockImplementation((...args) => {
+      const made = pipeline(...(args as []));
+      const evaluate = made.eval.bind(made) as (...a: unknown[]) => typeof made;
+      let carriesFirst = false;
+      made.eval = ((...a: unknown[]) => {
+        const payload = String(a[4] ?? '');
+        if (payload.includes('enable_sounds') && payload.includes('"value":false'))
+          carriesFirst = true;
+        return evaluate(...a);
+      }) as typeof made.eval;
+      const exec = made.exec.bind(made);
+      made.exec = (async () => {
+        if (carriesFirst) {
+          firstHeld();
+          await held;
+        }
+        return exec();
+      }) as typeof made.exec;
+      return made;
+    });
+    const pgSpy = jest.spyOn(pg.Client.prototype, 'query');
+    try {
+      const published = await captureEvents(org.realm.id, async () => {
+        // supertest sends a request once it is awaited: `then` starts it.
+        const first = as(org.owner, org.host)
+          .patch('/settings', { enable_sounds: false })
+          .then((answer) => answer);
+        await firstIsHeld;
+        const second = as(org.owner, org.host)
+          .patch('/settings', { enable_sounds: true })
+          .then((answer) => answer);
+        // The second change is committed and waits for the first one's publish.
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        release();
+        expectSuccess(await first);
+        expectSuccess(await second);
+      });
+      const value = (event: Published['event']) => event.value;
+      expect(published.map((entry) => value(entry.event))).toEqual([false, true]);
+      // Neither change read the other's rows back from the table.
+      const texts = pgSpy.mock.calls.map((call) => {
+        const config = call[0] as unknown;
+        return typeof config === 'string' ? config : ((config as { text?: string }).text ?? '');
+      });
+      expect(
+        texts.filter((text) => /SELECT id, notification FROM event_outbox/.test(text)),
+      ).toEqual([]);
+    } finally {
+      release();
+      redisSpy.mockRestore();
+      pgSpy.mockRestore();
+    }
   });
 
   it('delivers the events of a change whose API process died right after commit', async () => {

@@ -15,10 +15,14 @@ export interface OutboxRow {
 
 export interface OutboxWrite {
   rows: OutboxRow[];
-  /** Committed rows older than these were still waiting to be published when they were
-   * written (a publish failed, or its process died): they must go out first. */
-  olderWaiting: boolean;
+  /** Committed rows older than these that were still waiting to be published when they were
+   * written (their request is publishing them, a publish failed, or its process died): they
+   * must go out first. Null when there were more than WAITING_READ. */
+  olderWaiting: string[] | null;
 }
+
+/** How many waiting rows an outbox write reads (see `publishOlder`). */
+const WAITING_READ = 100;
 
 /** The outbox rows of a write: a CTE named `outbox` that inserts them in order, and the
  * columns that report them (`OutboxColumns`). `notifications` and `published` name the
@@ -39,13 +43,14 @@ export function outboxSql(
       RETURNING id)`,
     // Ids follow the insertion order, which ORDER BY i fixes.
     columns: `ARRAY(SELECT id FROM outbox ORDER BY id) AS outbox_ids,
-      (SELECT min(id) FROM event_outbox WHERE id <> ALL(${published}::bigint[])) AS outbox_oldest`,
+      ARRAY(SELECT id FROM event_outbox WHERE id <> ALL(${published}::bigint[])
+        ORDER BY id LIMIT ${WAITING_READ + 1}) AS outbox_waiting`,
   };
 }
 
 export interface OutboxColumns {
   outbox_ids: string[];
-  outbox_oldest: string | null;
+  outbox_waiting: string[];
 }
 
 /** The parameters of `outboxSql`: the notifications as one JSON array (node-postgres would
@@ -57,10 +62,13 @@ export function outboxParams(notifications: Notification[]): [string, string[]] 
 
 export function outboxWriteOf(row: OutboxColumns, notifications: Notification[]): OutboxWrite {
   const ids = row.outbox_ids;
+  const first = ids.length > 0 ? BigInt(ids[0]!) : null;
   return {
     rows: ids.map((id, index) => ({ id, notification: notifications[index]! })),
     olderWaiting:
-      ids.length > 0 && row.outbox_oldest !== null && BigInt(row.outbox_oldest) < BigInt(ids[0]!),
+      row.outbox_waiting.length > WAITING_READ
+        ? null
+        : row.outbox_waiting.filter((id) => first !== null && BigInt(id) < first),
   };
 }
 
@@ -82,7 +90,7 @@ export async function writeOutbox(
   ctx: Pick<ActionContext, 'tx' | 'authChangesRead'>,
   notifications: Notification[],
 ): Promise<OutboxWrite> {
-  if (notifications.length === 0) return { rows: [], olderWaiting: false };
+  if (notifications.length === 0) return { rows: [], olderWaiting: [] };
   // Reading which authentication rows the transaction changed (see runAction) here costs no
   // statement of its own.
   const [row] = await query(insertOutboxRows, outboxParams(notifications));
@@ -90,15 +98,42 @@ export async function writeOutbox(
   return outboxWriteOf(row!, notifications);
 }
 
+/** Rows this process committed and is publishing now, with the publish. */
+const publishing = new Map<string, Promise<void>>();
+
 /** After commit: publishes the rows; their deletion follows off the request's path (see
  * `forgetPublished`). A failure leaves them to the relay. Rows still waiting from before go
  * first, in order, so that clients see changes in the order they were committed even after a
  * failed publish. */
 export async function publishCommitted(write: OutboxWrite): Promise<void> {
   if (write.rows.length === 0) return;
-  if (write.olderWaiting) await publishOlder(write.rows[0]!.id);
-  await publishOutboxRows(getRedis(), getConfig().EVENT_SHARDS, write.rows);
-  forgetPublished(write.rows.map((row) => row.id));
+  const published = (async () => {
+    await olderFirst(write);
+    await publishOutboxRows(getRedis(), getConfig().EVENT_SHARDS, write.rows);
+  })();
+  for (const row of write.rows) publishing.set(row.id, published);
+  try {
+    await published;
+    forgetPublished(write.rows.map((row) => row.id));
+  } finally {
+    for (const row of write.rows) publishing.delete(row.id);
+  }
+}
+
+/** Under concurrent changes nearly every write finds rows that requests of this same process
+ * committed a moment before and are publishing: it waits for those publishes rather than read
+ * and publish the rows again (each republished row cost a statement, a Redis script per shard
+ * and a deletion). Rows of other processes, or of publishes that failed, are published from
+ * the table. */
+async function olderFirst(write: OutboxWrite): Promise<void> {
+  const older = write.olderWaiting;
+  if (older !== null && older.length === 0) return;
+  const ours = older?.map((id) => publishing.get(id));
+  if (ours?.every((publish) => publish !== undefined)) {
+    const settled = await Promise.allSettled(ours);
+    if (settled.every((outcome) => outcome.status === 'fulfilled')) return;
+  }
+  await publishOlder(write.rows[0]!.id);
 }
 
 // Deleting published rows is bookkeeping nobody waits for: a request answers once its rows are
@@ -163,10 +198,11 @@ export async function outboxDeletionsSettled(limitMs = Infinity): Promise<void> 
 export const SETTLE_ON_STOP_MS = 2_000;
 
 /** Rows below this many are published by the request that found them, at once: under
- * concurrent sends nearly every request finds the rows of requests committed a moment before
- * it and not yet published, and making each wait for one drain at a time serialized them all
- * (8 concurrent senders: POST p50 133 ms, send → event p50 2.7 s). Publishing is idempotent
- * per row (PUBLISH_ONCE), so two requests publishing the same row is harmless. */
+ * concurrent sends on several replicas many requests find the rows of another replica's
+ * requests committed a moment before and not yet published, and making each wait for one
+ * drain at a time serialized them all (8 concurrent senders: POST p50 133 ms, send → event p50
+ * 2.7 s). Publishing is idempotent per row (PUBLISH_ONCE), so two requests publishing the same
+ * row is harmless. */
 const SMALL_BACKLOG = 100;
 
 /** A larger backlog (after an outage) is drained one drain at a time per process: every
