@@ -455,6 +455,12 @@ describe('POST /messages/render and GET /messages/{id}', () => {
     expectError(await get(org.other), 'Invalid message(s)');
     expectError(await get(org.admin), 'Invalid message(s)');
     expectError(await as(org.member, org.host).get('/messages/99999999'), 'Invalid message(s)');
+    // Another organization's owner, on their own host, asking for this message by id.
+    const elsewhere = await createMessageOrg();
+    expectError(
+      await as(elsewhere.owner, elsewhere.host).get(`/messages/${id as number}`),
+      'Invalid message(s)',
+    );
     expectError(
       await as(org.member, org.host).get('/messages/abc'),
       'message_id is not an integer',

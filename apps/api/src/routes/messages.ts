@@ -32,12 +32,7 @@ import {
 import { clientName, sentByHuman } from '../lib/clients';
 import { editHistorySnapshots } from '../lib/edit-history';
 import { fetchMessages } from '../lib/message-fetch';
-import {
-  accessMessage,
-  InvalidMessageError,
-  presentMessageRows,
-  readableMessageFlags,
-} from '../lib/messages';
+import { accessMessage, presentReadableMessage } from '../lib/messages';
 import { narrowSchema, normalizeNarrow } from '../lib/narrow';
 import { attachmentObject } from '../lib/attachments';
 import { customEmojiFor } from '../lib/realm-emoji';
@@ -260,15 +255,12 @@ defineRoute(messageRoutes, '/messages/:message_id', {
       response: z.object({ message: schema.message, raw_content: z.string() }),
     },
     async ({ user, realm, path, params }) => {
-      const flags = await readableMessageFlags(user, path.message_id);
-      const [presented] = await presentMessageRows(user, realm, [{ id: path.message_id, flags }], {
+      const presented = await presentReadableMessage(user, realm, path.message_id, {
         applyMarkdown: params.apply_markdown,
         // Zulip hard-codes client_gravatar here.
         clientGravatar: true,
         allowEmptyTopicName: params.allow_empty_topic_name,
       });
-      // Deleted between the two statements.
-      if (!presented) throw new InvalidMessageError();
       return { message: presented.object, raw_content: presented.message.content };
     },
   ),
