@@ -1,4 +1,5 @@
-import { bitmaskToFlags, getPrisma, Role, type Stream, type User } from '@parley/db';
+import { bitmaskToFlags, getPrisma, Role, runAction, type Stream, type User } from '@parley/db';
+import { prepareMessage, sendPreparedMessage } from '../src/actions/messages';
 import { createMessageOrg, send, type MessageOrg } from './message-helpers';
 import { as, captureEvents, createTestUser, expectError, expectSuccess } from './helpers';
 
@@ -14,6 +15,41 @@ describe('POST /messages to a channel', () => {
   let org: MessageOrg;
   beforeAll(async () => {
     org = await createMessageOrg();
+  });
+
+  // A send written in one statement would join a caller's transaction and publish before it
+  // commits: inside one, a send is its own transaction, as it always was.
+  it("inside a caller's transaction, a send stays a transaction of its own", async () => {
+    // The member follows the topic already: this send would be written in one statement.
+    await send(org.member, org.host, {
+      type: 'stream',
+      to: 'general',
+      topic: 'lunch',
+      content: 'a',
+    });
+    const prepared = await prepareMessage(
+      org.realm,
+      org.member,
+      { kind: 'channel', to: 'general', topic: 'lunch' },
+      'inside',
+      { client: 'test', readBySender: true },
+    );
+    const published = await captureEvents(org.realm.id, async () => {
+      await expect(
+        runAction(
+          async () => {
+            await sendPreparedMessage(prepared);
+            throw new Error('the caller rolls back');
+          },
+          { prisma: false },
+        ),
+      ).rejects.toThrow('the caller rolls back');
+    });
+    const stored = await prisma().message.findUnique({ where: { id: prepared.messageId } });
+    expect(stored?.content).toBe('inside');
+    const sent = published.filter((p) => p.event.type === 'message');
+    expect(sent.length).toBeGreaterThan(0);
+    for (const p of sent) expect((p.event.message as { id: number }).id).toBe(prepared.messageId);
   });
 
   // Most sends write in one statement, with events built before it from the row it will

@@ -5,14 +5,7 @@ import { getPrisma } from '@parley/db';
 import { getRedis } from '@parley/events';
 import { freePort, requestJson, spawnReplica, waitForReady } from '@parley/devservices';
 import { outboxDeletionsSettled, relayOutbox } from '../src/lib/outbox';
-import {
-  as,
-  captureEvents,
-  createTestRealm,
-  createTestUser,
-  expectSuccess,
-  type Published,
-} from './helpers';
+import { as, captureEvents, createTestRealm, createTestUser, expectSuccess } from './helpers';
 
 /** Outbox rows holding a user_settings event for `userId`. */
 const rowsFor = async (userId: number) =>
@@ -22,6 +15,74 @@ const rowsFor = async (userId: number) =>
       WHERE notification->'event'->>'type' = 'user_settings'
         AND notification->'users' @> ${JSON.stringify([userId])}::jsonb`
   )[0]!.n;
+
+/** Two changes of the owner's settings in this process, the second made while the first
+ * one's publish is held (its Redis pipeline waits until released, then runs or, with
+ * `failFirst`, fails). Returns the values published, in order, and the statements sent. */
+async function secondWhileFirstPublishes(
+  org: Awaited<ReturnType<typeof createTestRealm>>,
+  { failFirst }: { failFirst: boolean },
+): Promise<{ values: unknown[]; texts: string[] }> {
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  let firstHeld!: () => void;
+  const firstIsHeld = new Promise<void>((resolve) => (firstHeld = resolve));
+  const redis = getRedis();
+  const pipeline = redis.pipeline.bind(redis);
+  let holding = true;
+  const redisSpy = jest.spyOn(redis, 'pipeline').mockImplementation((...args) => {
+    const made = pipeline(...(args as []));
+    const evaluate = made.eval.bind(made) as (...a: unknown[]) => typeof made;
+    let carriesFirst = false;
+    made.eval = ((...a: unknown[]) => {
+      const payload = String(a[4] ?? '');
+      if (payload.includes('enable_sounds') && payload.includes('"value":false'))
+        carriesFirst = true;
+      return evaluate(...a);
+    }) as typeof made.eval;
+    const exec = made.exec.bind(made);
+    made.exec = (async () => {
+      if (carriesFirst && holding) {
+        holding = false;
+        firstHeld();
+        await held;
+        if (failFirst) throw new Error('Redis went away');
+      }
+      return exec();
+    }) as typeof made.exec;
+    return made;
+  });
+  const pgSpy = jest.spyOn(pg.Client.prototype, 'query');
+  try {
+    const published = await captureEvents(org.realm.id, async () => {
+      // supertest sends a request once it is awaited: `then` starts it.
+      const first = as(org.owner, org.host)
+        .patch('/settings', { enable_sounds: false })
+        .then((answer) => answer);
+      await firstIsHeld;
+      const second = as(org.owner, org.host)
+        .patch('/settings', { enable_sounds: true })
+        .then((answer) => answer);
+      // The second change is committed and waits for the first one's publish.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      release();
+      // Committed either way: a failed publish leaves the rows to the relay.
+      expectSuccess(await first);
+      expectSuccess(await second);
+    });
+    const texts = pgSpy.mock.calls.map((call) => {
+      const config = call[0] as unknown;
+      return typeof config === 'string' ? config : ((config as { text?: string }).text ?? '');
+    });
+    return { values: published.map((entry) => entry.event.value), texts };
+  } finally {
+    release();
+    redisSpy.mockRestore();
+    pgSpy.mockRestore();
+  }
+}
+
+const readsWaitingRows = (text: string) => /SELECT id, notification FROM event_outbox/.test(text);
 
 describe('the event outbox', () => {
   it('publishes after commit and deletes the rows', async () => {
@@ -133,65 +194,19 @@ describe('the event outbox', () => {
 
   it('waits for the rows its own process is publishing instead of publishing them again', async () => {
     const org = await createTestRealm();
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    let firstHeld!: () => void;
-    const firstIsHeld = new Promise<void>((resolve) => (firstHeld = resolve));
-    // Hold the publish of the first change (the Redis pipeline carrying its row) until released.
-    const redis = getRedis();
-    const pipeline = redis.pipeline.bind(redis);
-    const redisSpy = jest.spyOn(redis, 'pipeline').mockImplementation((...args) => {
-      const made = pipeline(...(args as []));
-      const evaluate = made.eval.bind(made) as (...a: unknown[]) => typeof made;
-      let carriesFirst = false;
-      made.eval = ((...a: unknown[]) => {
-        const payload = String(a[4] ?? '');
-        if (payload.includes('enable_sounds') && payload.includes('"value":false'))
-          carriesFirst = true;
-        return evaluate(...a);
-      }) as typeof made.eval;
-      const exec = made.exec.bind(made);
-      made.exec = (async () => {
-        if (carriesFirst) {
-          firstHeld();
-          await held;
-        }
-        return exec();
-      }) as typeof made.exec;
-      return made;
-    });
-    const pgSpy = jest.spyOn(pg.Client.prototype, 'query');
-    try {
-      const published = await captureEvents(org.realm.id, async () => {
-        // supertest sends a request once it is awaited: `then` starts it.
-        const first = as(org.owner, org.host)
-          .patch('/settings', { enable_sounds: false })
-          .then((answer) => answer);
-        await firstIsHeld;
-        const second = as(org.owner, org.host)
-          .patch('/settings', { enable_sounds: true })
-          .then((answer) => answer);
-        // The second change is committed and waits for the first one's publish.
-        await new Promise((resolve) => setTimeout(resolve, 200));
-        release();
-        expectSuccess(await first);
-        expectSuccess(await second);
-      });
-      const value = (event: Published['event']) => event.value;
-      expect(published.map((entry) => value(entry.event))).toEqual([false, true]);
-      // Neither change read the other's rows back from the table.
-      const texts = pgSpy.mock.calls.map((call) => {
-        const config = call[0] as unknown;
-        return typeof config === 'string' ? config : ((config as { text?: string }).text ?? '');
-      });
-      expect(
-        texts.filter((text) => /SELECT id, notification FROM event_outbox/.test(text)),
-      ).toEqual([]);
-    } finally {
-      release();
-      redisSpy.mockRestore();
-      pgSpy.mockRestore();
-    }
+    const { values, texts } = await secondWhileFirstPublishes(org, { failFirst: false });
+    expect(values).toEqual([false, true]);
+    // Neither change read the other's rows back from the table.
+    expect(texts.filter(readsWaitingRows)).toEqual([]);
+  });
+
+  it('publishes, from the table and first, the rows whose own publish it waited for and failed', async () => {
+    const org = await createTestRealm();
+    const { values, texts } = await secondWhileFirstPublishes(org, { failFirst: true });
+    expect(values).toEqual([false, true]);
+    expect(texts.filter(readsWaitingRows)).toHaveLength(1);
+    await outboxDeletionsSettled();
+    expect(await rowsFor(org.owner.id)).toBe(0);
   });
 
   it('delivers the events of a change whose API process died right after commit', async () => {

@@ -1,6 +1,7 @@
 // Every state change runs in one transaction and registers what must happen after it commits
 // (publishing events) with `onCommit`, like Zulip's send_event_on_commit: nothing is published
-// for data that was rolled back.
+// for data that was rolled back. A change written in a single statement may skip the explicit
+// transaction (PostgreSQL commits the statement alone): `afterStatementCommitted`.
 import type { Prisma } from '@prisma/client';
 import { getLogger } from '@parley/logger';
 import { getPool, getPrisma } from './client';

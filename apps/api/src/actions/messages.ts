@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import {
   afterStatementCommitted,
   columnsOf,
+  currentTransaction,
   flagsToBitmask,
   intArrayLiteral,
   query,
@@ -140,6 +141,8 @@ export interface PreparedMessage {
   /** Null for the first message of a direct-message group: the transaction creates it. */
   recipientId: number | null;
   messageId: number;
+  /** When it was prepared: the time of a send written in one statement (one written in a
+   * transaction takes the transaction's). */
   dateSent: Date;
   /** What decides the sender's automatic topic policy (channel messages from senders whose
    * settings may set one), read with the channel: before the insert, so the new message is
@@ -549,7 +552,7 @@ const MESSAGE_WRITES = `
   inserted AS (
     INSERT INTO message (id, realm_id, sender_id, recipient_id, subject, content, rendered_content,
       rendered_content_version, date_sent, sending_client, is_channel_message, has_link, has_image)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, 1, $8, $9, $10, $11, $12)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, 1, COALESCE($8, now()), $9, $10, $11, $12)
     RETURNING *
   ), copies AS (
     INSERT INTO user_message (user_profile_id, message_id, flags)
@@ -563,7 +566,7 @@ type MessageParams = [
   string,
   string,
   string,
-  Date,
+  Date | null,
   string,
   boolean,
   boolean,
@@ -572,7 +575,13 @@ type MessageParams = [
   string,
 ];
 
-function messageParams(prepared: PreparedMessage, recipientId: number): MessageParams {
+/** `dateSent` null: the transaction's time (a scheduled message's delivery compares it with
+ * the time it was due, in the same transaction). */
+function messageParams(
+  prepared: PreparedMessage,
+  recipientId: number,
+  dateSent: Date | null,
+): MessageParams {
   const { realm, sender, addressee, rendered, content, flags, options } = prepared;
   const entries = [...flags];
   return [
@@ -583,7 +592,7 @@ function messageParams(prepared: PreparedMessage, recipientId: number): MessageP
     addressee.kind === 'channel' ? addressee.topic : '',
     content,
     rendered.html,
-    prepared.dateSent,
+    dateSent,
     options.client,
     addressee.kind === 'channel',
     hasLink(rendered),
@@ -626,6 +635,9 @@ export function sendPreparedMessage(prepared: PreparedMessage): Promise<SentMess
  * where they are mentioned, which only a statement can tell). */
 function writesAlone(prepared: PreparedMessage): boolean {
   const { addressee, sender, policyContext, rendered, flags } = prepared;
+  // Inside a caller's transaction the statement would join it, and its events would go out
+  // before that transaction commits.
+  if (currentTransaction()) return false;
   if (prepared.recipientId === null || linkedPathIds(prepared.content).length > 0) return false;
   if (addressee.kind === 'direct') return true;
   if (addressee.stream.firstMessageId === null) return false;
@@ -637,7 +649,7 @@ async function sendAlone(prepared: PreparedMessage): Promise<SentMessage> {
   const message = messageRow(prepared, prepared.recipientId!);
   const notifications = messageNotifications(prepared, message);
   const [row] = await query(insertMessageAlone, [
-    ...messageParams(prepared, message.recipientId),
+    ...messageParams(prepared, message.recipientId, message.dateSent),
     ...outboxParams(notifications),
   ]);
   const write = outboxWriteOf(row!, notifications);
@@ -692,7 +704,7 @@ export async function doSendMessage(
       realm,
       [...flags.keys()].sort((a, b) => a - b),
     ));
-  const [message] = await query(insertMessage, messageParams(prepared, recipientId));
+  const [message] = await query(insertMessage, messageParams(prepared, recipientId, null));
   if (
     linkedPathIds(content).length > 0 &&
     (await doUpdateAttachmentLinks(ctx, sender, message!, content)).linked

@@ -242,12 +242,13 @@ const displaySql = (wanted: string, { with: before = '', columns = '' } = {}) =>
     JOIN recipient r ON r.id = m.recipient_id
     LEFT JOIN stream s ON r.type = ${RecipientType.STREAM} AND s.id = r.type_id)
   SELECT shown.*, CASE WHEN row_number() OVER () = 1 THEN (
-    SELECT COALESCE(json_agg(
-        (SELECT ${MESSAGE_USER_JSON} FROM user_profile u WHERE u.id = shown_user.id)), '[]')
-    FROM (SELECT "senderId" AS id FROM shown
-      UNION SELECT "recipientTypeId" FROM shown
-        WHERE "recipientType" = ${RecipientType.PERSONAL}
-      UNION SELECT unnest("groupMembers") FROM shown) AS shown_user) END AS users ${columns}
+    SELECT COALESCE(json_agg(found.u) FILTER (WHERE found.u IS NOT NULL), '[]')
+    FROM (SELECT (SELECT ${MESSAGE_USER_JSON} FROM user_profile u WHERE u.id = shown_user.id) AS u
+      FROM (SELECT "senderId" AS id FROM shown
+        UNION SELECT "recipientTypeId" FROM shown
+          WHERE "recipientType" = ${RecipientType.PERSONAL}
+        UNION SELECT unnest("groupMembers") FROM shown) AS shown_user) AS found) END AS users
+    ${columns}
   FROM shown`;
 const messagesForDisplay = statement<MessageDisplayRow, [number[], number]>(
   displaySql('unnest($1::int[]) AS wanted(id)'),

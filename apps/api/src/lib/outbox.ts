@@ -126,8 +126,9 @@ export async function publishCommitted(write: OutboxWrite): Promise<void> {
  * and a deletion). Rows of other processes, or of publishes that failed, are published from
  * the table. */
 async function olderFirst(write: OutboxWrite): Promise<void> {
-  const older = write.olderWaiting;
-  if (older !== null && older.length === 0) return;
+  // Rows published since the write read them (their deletion is on its way) are settled.
+  const older = write.olderWaiting?.filter((id) => !toDelete.has(id) && !deleting.has(id));
+  if (older !== undefined && older.length === 0) return;
   const ours = older?.map((id) => publishing.get(id));
   if (ours?.every((publish) => publish !== undefined)) {
     const settled = await Promise.allSettled(ours);
@@ -139,7 +140,7 @@ async function olderFirst(write: OutboxWrite): Promise<void> {
 // Deleting published rows is bookkeeping nobody waits for: a request answers once its rows are
 // published, and the deletions of every request published in the same turn of the event loop
 // go out as one statement. Until a row's deletion has committed, this process's own outbox
-// writes leave it out of `olderWaiting` ($2 of insertOutboxRows), so a published row never
+// writes leave it out of `olderWaiting` (outboxSql's `published`), so a published row never
 // makes a later change republish it. Should a deletion fail, the relay republishes the rows
 // (deduplicated) and deletes them.
 const toDelete = new Set<string>();

@@ -175,8 +175,9 @@ export function setsPolicyOnSend(sender: Pick<User, 'isBot'> & AutoSettings): bo
 }
 
 /** Columns giving the sender's policy, channel muting and whether the topic had messages the
- * sender can see, for the statement that inserts the message: its subqueries see the database
- * as it was before the insert, so the new message is not among them. Null unless `wanted`.
+ * sender can see, read with the channel before the message is inserted (so the new message is
+ * not among them; a send decides from them whether it needs a transaction). Null unless
+ * `wanted`.
  * The arguments are the statement's SQL parameters (with `sharedHistory`, the sender sees the
  * whole topic; otherwise only their copies). */
 export function sendContextColumns(p: {

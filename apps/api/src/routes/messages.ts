@@ -125,7 +125,7 @@ defineRoute(messageRoutes, '/messages', {
         if (params.to === undefined) throw new JsonableError('Message must have recipients');
         target = { kind: 'direct', to: params.to };
       }
-      // Reads and decisions first; the transaction only writes.
+      // Reads and decisions first; then only writes (most often a single statement).
       const prepared = await prepareMessage(realm, user, target, content, {
         client,
         readBySender: params.read_by_sender ?? sentByHuman(client),
