@@ -17,16 +17,16 @@ describe('POST /messages to a channel', () => {
     org = await createMessageOrg();
   });
 
+  /** The member sends to #general > lunch, and so follows it (auto-follow on initiation): their
+   * next sends there change no topic policy and are written in one statement. */
+  const followLunch = () =>
+    send(org.member, org.host, { type: 'stream', to: 'general', topic: 'lunch', content: 'a' });
+
   // A send written in one statement would join a caller's transaction and publish before it
   // commits: inside one, a send is its own transaction, as it always was.
   it("inside a caller's transaction, a send stays a transaction of its own", async () => {
-    // The member follows the topic already: this send would be written in one statement.
-    await send(org.member, org.host, {
-      type: 'stream',
-      to: 'general',
-      topic: 'lunch',
-      content: 'a',
-    });
+    // This send would be written in one statement.
+    await followLunch();
     const prepared = await prepareMessage(
       org.realm,
       org.member,
@@ -59,12 +59,7 @@ describe('POST /messages to a channel', () => {
     ['one statement', 'lunch'],
     ['a transaction', `policy ${Date.now()}`],
   ])('its events carry the message as stored (%s)', async (_how, topic) => {
-    await send(org.member, org.host, {
-      type: 'stream',
-      to: 'general',
-      topic: 'lunch',
-      content: 'a',
-    });
+    await followLunch();
     let id = 0;
     const published = await captureEvents(org.realm.id, async () => {
       const body = expectSuccess(
