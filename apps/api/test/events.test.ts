@@ -1,11 +1,20 @@
 // Both tiers together, as the all-in-one server composes them: POST /register on the API tier,
-// GET/DELETE /events on the events tier, the fan-out in between.
-import { get as httpGet } from 'node:http';
+// GET/DELETE /events on the events tier, the fan-out in between. Served as an events replica
+// serves GET /events: past the router (its direct route); other suites poll through the router.
+import { get as httpGet, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { getConfig } from '@parley/config';
 import { Role, runAction, type User } from '@parley/db';
 import { defaultQueueOptions, getRedis, publishNotification, QueueStore } from '@parley/events';
-import { eventsRouter, startEventsService, type EventsService } from '@parley/events-app';
+import {
+  directRoutes,
+  eventsHandlers,
+  eventsRouter,
+  startEventsService,
+  type EventsService,
+} from '@parley/events-app';
+import { createExpressServer } from '@parley/http';
 import { doChangeFullName } from '../src/actions/users';
 import { createApp } from '../src/app';
 import {
@@ -17,7 +26,9 @@ import {
 } from './helpers';
 
 let service: EventsService;
-let app: ReturnType<typeof createApp>;
+let server: Server;
+/** The listening server's address, for supertest. */
+let app: string;
 
 beforeAll(async () => {
   service = await startEventsService({
@@ -26,11 +37,19 @@ beforeAll(async () => {
     leaseMs: 1000,
     gcIntervalMs: 200,
   });
-  app = createApp({ mount: [eventsRouter(service)] });
+  const handlers = eventsHandlers(service);
+  server = createExpressServer(
+    createApp({ mount: [eventsRouter(service, handlers)] }),
+    directRoutes(handlers),
+  );
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  app = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
 
 afterAll(async () => {
   await service.stop();
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
 });
 
 type Event = { id: number; type: string } & Record<string, unknown>;
@@ -213,6 +232,24 @@ describe('POST /register', () => {
 });
 
 describe('GET /events', () => {
+  it('is served past the router, as an events replica serves it, with the same answers', async () => {
+    const org = await createTestRealm();
+    const c = client(org.owner, org.host);
+    const queueId = expectSuccess(await c.register()).queue_id as string;
+    // Only the events tier's prelude names the replica: the API app's router does not.
+    const direct = await c.events({ queue_id: queueId, last_event_id: -1, dont_block: true });
+    expect(direct.headers['x-served-by']).toMatch(/^[0-9a-f]{8}$/);
+    expect(expectSuccess(direct)).toEqual({
+      result: 'success',
+      msg: '',
+      events: [],
+      queue_id: queueId,
+    });
+    const routed = await c.deleteQueue(queueId);
+    expect(routed.headers['x-served-by']).toBeUndefined();
+    expectSuccess(routed);
+  });
+
   let org: TestRealm;
   beforeAll(async () => {
     org = await createTestRealm();
@@ -335,11 +372,8 @@ describe('GET /events', () => {
     const c = client(member, org.host);
     const queueId = expectSuccess(await c.register({ event_types: ['user_settings'] }))
       .queue_id as string;
-    // A raw request on a listening server: the client really goes away (supertest's abort
-    // would leave its ephemeral server open).
-    const server = app.listen(0, '127.0.0.1');
-    await new Promise((resolve) => server.once('listening', resolve));
-    const { port } = server.address() as import('node:net').AddressInfo;
+    // A raw request, so the client really goes away.
+    const { port } = server.address() as AddressInfo;
     const abandoned = httpGet({
       host: '127.0.0.1',
       port,
@@ -352,8 +386,6 @@ describe('GET /events', () => {
     expect(service.poller.parked()).toBe(1);
     abandoned.destroy();
     await new Promise((r) => setTimeout(r, 150));
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
     expect(service.poller.parked()).toBe(0);
     expectSuccess(await c.patch('/settings', { enable_sounds: false }));
     const { events } = await pollUntil(c, queueId, (seen) => notHeartbeat(seen).length >= 1);

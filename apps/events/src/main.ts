@@ -6,7 +6,7 @@ import { disconnectRedis } from '@parley/events';
 import { serve } from '@parley/http';
 import { createLogger, getLogger, setLogger } from '@parley/logger';
 import { initMetrics } from '@parley/metrics';
-import { createApp, SERVED_BY } from './app';
+import { createApp, directRoutes, eventsHandlers, SERVED_BY } from './app';
 import { startEventsService } from './service';
 
 async function main(): Promise<void> {
@@ -17,8 +17,10 @@ async function main(): Promise<void> {
   // Answers carry X-Served-By with this id: it names the replica in the logs.
   getLogger().info('events replica', { served_by: SERVED_BY });
   let draining = false;
-  await serve(createApp(service, { isDraining: () => draining }), {
+  const handlers = eventsHandlers(service);
+  await serve(createApp(service, { isDraining: () => draining, handlers }), {
     name: 'events',
+    directRoutes: directRoutes(handlers),
     port: config.EVENTS_PORT,
     host: config.BIND_HOST,
     onDrainStart: () => {

@@ -9,6 +9,7 @@ import {
   keys,
   QueueStore,
   type QueuedEvent,
+  type RawEvent,
   type QueueMeta,
 } from '@parley/events';
 import { getConfig } from '@parley/config';
@@ -67,7 +68,12 @@ async function longPoll(
     return polled.events;
   }
   parked.setGeneration(polled.generation);
-  return parked.answer;
+  return parsed(await parked.answer);
+}
+
+/** A parked poll's answer (events as stored) as a client reads it. */
+function parsed(answer: RawEvent[] | null): QueuedEvent[] | null {
+  return answer && answer.map((event) => JSON.parse(event) as QueuedEvent);
 }
 
 afterAll(() => {
@@ -87,7 +93,9 @@ describe('Poller', () => {
     const parked = poller.park(meta, () => undefined, 1);
     parked.setGeneration(1);
     await deliver(store, meta, 'third');
-    expect((await parked.answer)!.map((event) => [event.id, event.type])).toEqual([[2, 'third']]);
+    expect(parsed(await parked.answer)!.map((event) => [event.id, event.type])).toEqual([
+      [2, 'third'],
+    ]);
   });
 
   it('schedules the heartbeat 45 s plus up to 10 s of jitter after parking', async () => {

@@ -4,7 +4,7 @@
 // finish, and deleted or expired queues are announced (`d:<queue>`). A parked poll without
 // news returns a heartbeat after 45-55 s (Zulip's HEARTBEAT_MIN_FREQ_SECS plus up to 10 s).
 import type { Redis } from 'ioredis';
-import { keys, type QueuedEvent, type QueueMeta, type QueueStore } from '@parley/events';
+import { keys, rawEventId, type QueueMeta, type QueueStore, type RawEvent } from '@parley/events';
 import type { Logger } from '@parley/logger';
 
 export interface PollerOptions {
@@ -34,8 +34,9 @@ interface Waiter {
 /** A poll registered before its queue is read (QueueStore.poll): a wake-up published after that
  * read finds it here, so none is missed and no second read is needed. */
 export interface ParkedPoll {
-  /** The queue's events once woken (or at the heartbeat), null if the client went away. */
-  readonly answer: Promise<QueuedEvent[] | null>;
+  /** The queue's events once woken (or at the heartbeat), as stored; null if the client went
+   * away. */
+  readonly answer: Promise<RawEvent[] | null>;
   /** The poll's generation, from the read: newer polls finish this one. */
   setGeneration(generation: number): void;
   /** The read answered by itself (events, an error): nothing to wait for. */
@@ -48,7 +49,7 @@ export class Poller {
   /** Queue reads requested in this tick: sent together, one round trip for all. */
   private takes: {
     meta: Pick<QueueMeta, 'shard' | 'queueId'>;
-    resolve: (events: QueuedEvent[]) => void;
+    resolve: (events: RawEvent[]) => void;
     reject: (error: unknown) => void;
   }[] = [];
 
@@ -81,8 +82,8 @@ export class Poller {
     let taking = false;
     let wokenAgain = false;
     let heartbeat: NodeJS.Timeout | undefined;
-    let resolveAnswer: (events: QueuedEvent[] | null) => void = () => undefined;
-    const answer = new Promise<QueuedEvent[] | null>((resolve) => (resolveAnswer = resolve));
+    let resolveAnswer: (events: RawEvent[] | null) => void = () => undefined;
+    const answer = new Promise<RawEvent[] | null>((resolve) => (resolveAnswer = resolve));
     const waiter: Waiter = {
       meta,
       generation: Number.POSITIVE_INFINITY,
@@ -169,7 +170,7 @@ export class Poller {
 
   /** A queue's events for a parked poll's answer, read with every other one asked for in the
    * same tick: a fan-out wakes thousands of polls at once. */
-  private take(meta: Pick<QueueMeta, 'shard' | 'queueId'>): Promise<QueuedEvent[]> {
+  private take(meta: Pick<QueueMeta, 'shard' | 'queueId'>): Promise<RawEvent[]> {
     return new Promise((resolve, reject) => {
       if (this.takes.length === 0) setImmediate(() => void this.flushTakes());
       this.takes.push({ meta, resolve, reject });
@@ -180,7 +181,7 @@ export class Poller {
     const batch = this.takes;
     this.takes = [];
     try {
-      const answers = await this.options.store.takeMany(batch.map((take) => take.meta));
+      const answers = await this.options.store.takeManyRaw(batch.map((take) => take.meta));
       batch.forEach((take, index) => {
         const answer = answers[index]!;
         if (answer instanceof Error) take.reject(answer);
@@ -232,8 +233,8 @@ export class Poller {
   }
 }
 
-function newerThan(events: QueuedEvent[], lastEventId: number): QueuedEvent[] {
-  return events[0] !== undefined && events[0].id <= lastEventId
-    ? events.filter((event) => event.id > lastEventId)
+function newerThan(events: RawEvent[], lastEventId: number): RawEvent[] {
+  return events[0] !== undefined && rawEventId(events[0]) <= lastEventId
+    ? events.filter((event) => rawEventId(event) > lastEventId)
     : events;
 }

@@ -1,5 +1,5 @@
 // GET /events (long-poll) and DELETE /events, served by any events replica for any queue.
-import { Router } from 'express';
+import { Router, type RequestHandler } from 'express';
 import { resolveRealm, userEndpoint } from '@parley/auth';
 import { getConfig } from '@parley/config';
 import { Role } from '@parley/db';
@@ -11,14 +11,29 @@ import {
   queueOptionsFromParams,
   type QueueMeta,
 } from '@parley/events';
-import { bodyParsers, defineRoute } from '@parley/http';
+import { bodyParsers, defineRoute, jsonArray } from '@parley/http';
 import type { EventsService } from './service';
 
-export function eventsRouter(service: EventsService): Router {
-  const { store, poller } = service;
+export function eventsRouter(
+  service: EventsService,
+  handlers: EventsHandlers = eventsHandlers(service),
+): Router {
   const router = Router();
   // Only for /events: the all-in-one server mounts the API tier's router after this one.
   router.use('/events', bodyParsers(getConfig().MAX_REQUEST_BODY_MIB * 1024 * 1024), resolveRealm);
+  defineRoute(router, '/events', handlers);
+  return router;
+}
+
+export interface EventsHandlers {
+  GET: RequestHandler;
+  DELETE: RequestHandler;
+}
+
+/** The handlers of /events, after the body parsers and resolveRealm (the router runs them; the
+ * events tier also serves GET directly, see app.ts). */
+export function eventsHandlers(service: EventsService): EventsHandlers {
+  const { store, poller } = service;
 
   async function ownQueue(queueId: string, userId: number): Promise<QueueMeta> {
     const meta = await store.meta(queueId);
@@ -27,7 +42,7 @@ export function eventsRouter(service: EventsService): Router {
     return meta;
   }
 
-  defineRoute(router, '/events', {
+  return {
     GET: userEndpoint(
       { rateLimitScope: 'events', ...getEventsSpec },
       async ({ user, realm, params, res }) => {
@@ -55,7 +70,7 @@ export function eventsRouter(service: EventsService): Router {
         );
         let polled;
         try {
-          polled = await store.poll(
+          polled = await store.pollRaw(
             queueId,
             user.id,
             params.last_event_id,
@@ -77,10 +92,10 @@ export function eventsRouter(service: EventsService): Router {
         }
         if (polled.events.length > 0 || params.dont_block) {
           parked.cancel();
-          return { events: polled.events, queue_id: queueId };
+          return { events: jsonArray(polled.events), queue_id: queueId };
         }
         parked.setGeneration(polled.generation);
-        return { events: (await parked.answer) ?? [], queue_id: queueId };
+        return { events: jsonArray((await parked.answer) ?? []), queue_id: queueId };
       },
     ),
     DELETE: userEndpoint(
@@ -92,6 +107,5 @@ export function eventsRouter(service: EventsService): Router {
         return {};
       },
     ),
-  });
-  return router;
+  };
 }

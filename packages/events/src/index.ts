@@ -21,6 +21,8 @@ export {
   type NarrowTerm,
   type PollResult,
   type QueuedEvent,
+  rawEventId,
+  type RawEvent,
   type QueueMeta,
   type QueueOptions,
 } from './queues';

@@ -3,7 +3,7 @@
 // expiry.
 import { getConfig } from '@parley/config';
 import { keys } from './keys';
-import { defaultQueueOptions, QueueStore } from './queues';
+import { defaultQueueOptions, QueueStore, rawEventId } from './queues';
 import { getRedis } from './redis';
 
 const options = defaultQueueOptions();
@@ -77,6 +77,38 @@ describe('QueueStore', () => {
     await getRedis().zadd(keys.queueExpiry(meta.shard), 1, meta.queueId);
     await store.take(meta);
     expect(await expiry()).toBeGreaterThan(lifespan - 10_000);
+  });
+
+  it('reads many queues at once, across shards, as stored, each in its own place', async () => {
+    const queues = await Promise.all([0, 1, 2, 3, 4].map((count) => queueWithEvents(count)));
+    const { store } = queues[0]!;
+    // Consecutive users: the queues sit on different shards.
+    expect(new Set(queues.map(({ meta }) => meta.shard)).size).toBeGreaterThan(1);
+    const gone = queues[2]!.meta;
+    await store.delete(gone);
+    const lifespan = options.lifespan_secs * 1000;
+    await Promise.all(
+      queues.map(({ meta }) =>
+        getRedis().zadd(keys.queueExpiry(meta.shard), 'XX', 1, meta.queueId),
+      ),
+    );
+    const answers = await store.takeManyRaw(queues.map(({ meta }) => meta));
+    expect(answers).toEqual([
+      [],
+      ['{"id":0,"type":"heartbeat"}'],
+      [],
+      [0, 1, 2].map((id) => `{"id":${id},"type":"heartbeat"}`),
+      [0, 1, 2, 3].map((id) => `{"id":${id},"type":"heartbeat"}`),
+    ]);
+    expect(answers.flatMap((events) => (events as string[]).map(rawEventId))).toEqual([
+      0, 0, 1, 2, 0, 1, 2, 3,
+    ]);
+    // Each queue still there lives its lifespan from now; the deleted one stays deleted.
+    for (const { meta } of queues) {
+      const deadline = await getRedis().zscore(keys.queueExpiry(meta.shard), meta.queueId);
+      if (meta === gone) expect(deadline).toBeNull();
+      else expect(Number(deadline) - Date.now()).toBeGreaterThan(lifespan - 10_000);
+    }
   });
 
   it('deletes a queue with all its keys', async () => {

@@ -38,6 +38,20 @@ export interface QueuedEvent {
   [field: string]: unknown;
 }
 
+/** A queued event as Redis holds it: JSON text that the scripts below always start with
+ * `{"id":<id>,`. Long-polls answer with it as it is, never parsed (a fan-out answers thousands
+ * at once). */
+export type RawEvent = string;
+
+/** The id of a raw event, read from its prefix. */
+export function rawEventId(raw: RawEvent): number {
+  return Number(raw.slice(6, raw.indexOf(',', 6)));
+}
+
+function parseEvent(raw: RawEvent): QueuedEvent {
+  return JSON.parse(raw) as QueuedEvent;
+}
+
 /** Zulip's DEFAULT_EVENT_QUEUE_TIMEOUT_SECS and MAX_QUEUE_TIMEOUT_SECS. */
 export const DEFAULT_QUEUE_LIFESPAN_SECS = 600;
 export const MAX_QUEUE_LIFESPAN_SECS = 7 * 24 * 60 * 60;
@@ -111,18 +125,37 @@ local reply = {0, generation}
 for i = 1, #events do reply[#reply + 1] = events[i] end
 return reply`;
 
-// A parked poll's answer: the queue's events, and at least its lifespan from now. Only ever
-// later (GT): another poll of the queue may still be parked, its deadline past its longest wait.
-// KEYS: meta, events, expiry. ARGV: now (ms), queue id.
+// Parked polls' answers, for queues of one shard: each queue's events, and at least its
+// lifespan from now. Only ever later (GT): another poll of the queue may still be parked, its
+// deadline past its longest wait. A queue gone answers no events.
+// KEYS: expiry, then (meta, events) per queue. ARGV: now (ms), then the queue ids.
 const TAKE = `
-local options = redis.call('HGET', KEYS[1], 'options')
-if not options then return {} end
-local lifespan = cjson.decode(options).lifespan_secs * 1000
-redis.call('ZADD', KEYS[3], 'XX', 'GT', tonumber(ARGV[1]) + lifespan, ARGV[2])
-return redis.call('LRANGE', KEYS[2], 0, -1)`;
+local now = tonumber(ARGV[1])
+local lifespans = {}
+local replies = {}
+for i = 1, #ARGV - 1 do
+  local options = redis.call('HGET', KEYS[2 * i], 'options')
+  if options then
+    -- Queues registered alike share their options: decoded once per call.
+    local lifespan = lifespans[options]
+    if not lifespan then
+      lifespan = cjson.decode(options).lifespan_secs * 1000
+      lifespans[options] = lifespan
+    end
+    redis.call('ZADD', KEYS[1], 'XX', 'GT', now + lifespan, ARGV[i + 1])
+    replies[i] = redis.call('LRANGE', KEYS[2 * i + 1], 0, -1)
+  else
+    replies[i] = {}
+  end
+end
+return replies`;
 
-export type PollResult =
-  | { ok: true; generation: number; events: QueuedEvent[] }
+/** Queues one TAKE reads at most: a fan-out wakes thousands, and Redis runs nothing else while
+ * a script runs. */
+const TAKE_BATCH = 500;
+
+export type PollResult<E = QueuedEvent> =
+  | { ok: true; generation: number; events: E[] }
   | { ok: false; error: 'missing' }
   | { ok: false; error: 'already_pruned' | 'not_in_queue'; lastEventId: number };
 
@@ -192,7 +225,7 @@ export class QueueStore {
 
   async events(meta: Pick<QueueMeta, 'shard' | 'queueId'>): Promise<QueuedEvent[]> {
     const raw = await this.redis.lrange(keys.queueEvents(meta.shard, meta.queueId), 0, -1);
-    return raw.map((entry) => JSON.parse(entry) as QueuedEvent);
+    return raw.map(parseEvent);
   }
 
   /** A long-poll by `userId` acknowledging `lastEventId`: a new poll generation, the pruning,
@@ -204,6 +237,17 @@ export class QueueStore {
     lastEventId: number,
     parkMs: number,
   ): Promise<PollResult> {
+    const result = await this.pollRaw(queueId, userId, lastEventId, parkMs);
+    return result.ok ? { ...result, events: result.events.map(parseEvent) } : result;
+  }
+
+  /** poll() with the events as stored. */
+  async pollRaw(
+    queueId: string,
+    userId: number,
+    lastEventId: number,
+    parkMs: number,
+  ): Promise<PollResult<RawEvent>> {
     const parsed = parseQueueId(queueId, this.shards);
     if (!parsed) return { ok: false, error: 'missing' };
     const reply = (await this.redis.eval(
@@ -223,11 +267,7 @@ export class QueueStore {
     if (code === -1) return { ok: false, error: 'missing' };
     if (code === 1) return { ok: false, error: 'already_pruned', lastEventId };
     if (code === 2) return { ok: false, error: 'not_in_queue', lastEventId };
-    return {
-      ok: true,
-      generation: value,
-      events: events.map((entry) => JSON.parse(entry) as QueuedEvent),
-    };
+    return { ok: true, generation: value, events };
   }
 
   /** A parked poll's answer: the queue's events; it lives at least its lifespan from now. */
@@ -237,34 +277,61 @@ export class QueueStore {
     return answer!;
   }
 
-  /** take() for many queues (the polls one fan-out wakes together): each queue's events, or
-   * the error its script met. The scripts go out as separate commands, not as one explicit
-   * pipeline: on the events tier's auto-pipelined connection an explicit pipeline is written at
-   * once, ahead of auto-pipelined commands still waiting for an earlier batch, and a TAKE could
-   * then read a queue before the POLL that pruned it (a poll answered with the event it had
-   * just acknowledged). Auto-pipelining still sends them in one round trip. */
+  /** take() for many queues, parsed (see takeManyRaw). */
   async takeMany(
     metas: Pick<QueueMeta, 'shard' | 'queueId'>[],
   ): Promise<(QueuedEvent[] | Error)[]> {
+    const answers = await this.takeManyRaw(metas);
+    return answers.map((answer) => (answer instanceof Error ? answer : answer.map(parseEvent)));
+  }
+
+  /** take() for many queues (the polls one fan-out wakes together): each queue's events as
+   * stored, or the error its read met. One script per shard (and per TAKE_BATCH queues) reads
+   * them all. The scripts go out as commands, not as one explicit pipeline: on the events
+   * tier's auto-pipelined connection an explicit pipeline is written at once, ahead of
+   * auto-pipelined commands still waiting for an earlier batch, and a TAKE could then read a
+   * queue before the POLL that pruned it (a poll answered with the event it had just
+   * acknowledged). Auto-pipelining still sends them in one round trip. */
+  async takeManyRaw(
+    metas: Pick<QueueMeta, 'shard' | 'queueId'>[],
+  ): Promise<(RawEvent[] | Error)[]> {
     const now = String(Date.now());
-    return Promise.all(
-      metas.map((meta) =>
-        (
-          this.redis.eval(
-            TAKE,
-            3,
-            keys.queueMeta(meta.shard, meta.queueId),
-            keys.queueEvents(meta.shard, meta.queueId),
-            keys.queueExpiry(meta.shard),
-            now,
-            meta.queueId,
-          ) as Promise<string[]>
-        ).then(
-          (raw) => raw.map((entry) => JSON.parse(entry) as QueuedEvent),
-          (error: unknown) => (error instanceof Error ? error : new Error(String(error))),
-        ),
-      ),
-    );
+    const byShard = new Map<number, number[]>();
+    metas.forEach((meta, index) => {
+      const indexes = byShard.get(meta.shard);
+      if (indexes) indexes.push(index);
+      else byShard.set(meta.shard, [index]);
+    });
+    const answers: (RawEvent[] | Error)[] = new Array(metas.length);
+    const reads: Promise<void>[] = [];
+    for (const [shard, indexes] of byShard) {
+      for (let start = 0; start < indexes.length; start += TAKE_BATCH) {
+        const batch = indexes.slice(start, start + TAKE_BATCH);
+        const queueIds = batch.map((index) => metas[index]!.queueId);
+        const read = this.redis.eval(
+          TAKE,
+          1 + batch.length * 2,
+          keys.queueExpiry(shard),
+          ...queueIds.flatMap((queueId) => [
+            keys.queueMeta(shard, queueId),
+            keys.queueEvents(shard, queueId),
+          ]),
+          now,
+          ...queueIds,
+        ) as Promise<RawEvent[][]>;
+        reads.push(
+          read.then(
+            (replies) => batch.forEach((index, i) => (answers[index] = replies[i] ?? [])),
+            (error: unknown) => {
+              const failure = error instanceof Error ? error : new Error(String(error));
+              for (const index of batch) answers[index] = failure;
+            },
+          ),
+        );
+      }
+    }
+    await Promise.all(reads);
+    return answers;
   }
 
   /** Sets the queue's expiry deadline (ms), e.g. while a poll is parked on it. */

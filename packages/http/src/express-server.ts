@@ -9,13 +9,17 @@
 // become the app's prototypes, so Express's swap finds each object already in place.
 import { createServer, IncomingMessage, ServerResponse, type Server } from 'node:http';
 import type { Express } from 'express';
+import { directRequestListener, type DirectRoute } from './direct-route';
 
-export function createExpressServer(app: Express): Server {
+export function createExpressServer(app: Express, directRoutes: DirectRoute[] = []): Server {
   class Request extends IncomingMessage {}
   Object.setPrototypeOf(Request.prototype, app.request);
   app.request = Request.prototype as Express['request'];
   class Response extends ServerResponse {}
   Object.setPrototypeOf(Response.prototype, app.response);
   app.response = Response.prototype as unknown as Express['response'];
-  return createServer({ IncomingMessage: Request, ServerResponse: Response }, app);
+  return createServer(
+    { IncomingMessage: Request, ServerResponse: Response },
+    directRoutes.length > 0 ? directRequestListener(app, directRoutes) : app,
+  );
 }

@@ -1,4 +1,12 @@
-export { sendError, sendSuccess, type Json } from './envelope';
+export {
+  jsonArray,
+  JsonText,
+  observeAnswers,
+  sendError,
+  sendSuccess,
+  type AnswerObserver,
+  type Json,
+} from './envelope';
 export { endpoint, type EndpointInput, type EndpointSpec } from './endpoint';
 export {
   bodyParsers,
@@ -24,6 +32,7 @@ export {
 export { healthRoutes } from './health';
 export { serve, type ServeOptions } from './serve';
 export { createExpressServer } from './express-server';
+export { directRequestListener, type DirectRoute } from './direct-route';
 export { isDependencyDown } from './dependency-errors';
 export {
   attachDoc,

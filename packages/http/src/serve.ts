@@ -3,6 +3,7 @@
 import type { Server } from 'node:http';
 import type { Express } from 'express';
 import { getLogger } from '@parley/logger';
+import type { DirectRoute } from './direct-route';
 import { createExpressServer } from './express-server';
 
 export interface ServeOptions {
@@ -14,11 +15,13 @@ export interface ServeOptions {
   /** Releases what the app holds (database pool, Redis, leases) after the server closed. */
   onClosed?: () => Promise<void>;
   drainTimeoutMs?: number;
+  /** Routes served past the app's router (see direct-route.ts). */
+  directRoutes?: DirectRoute[];
 }
 
 export async function serve(app: Express, options: ServeOptions): Promise<Server> {
   const log = getLogger();
-  const server = createExpressServer(app);
+  const server = createExpressServer(app, options.directRoutes);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.host, () => {
