@@ -73,6 +73,17 @@ redis.call('XADD', KEYS[3], 'MAXLEN', '~', 10000, '*', 'entry', ARGV[2], 'n', AR
 redis.call('SET', KEYS[2], ARGV[2])
 return redis.call('XLEN', KEYS[3])`;
 
+// The options and starting point of each queue (KEYS: their meta hashes), flattened: options,
+// since, options, since … (nil for a queue gone).
+const QUEUE_INFOS = `
+local reply = {}
+for i, key in ipairs(KEYS) do
+  local fields = redis.call('HMGET', key, 'options', 'since')
+  reply[2 * i - 1] = fields[1]
+  reply[2 * i] = fields[2]
+end
+return reply`;
+
 /** ioredis's bound on a shard's blocking read that waits in its offline queue (Redis away);
  * a read already sent gives up after its own BLOCK (1000 ms) plus ioredis's grace. */
 export const SHARD_READ_TIMEOUT_MS = 2000;
@@ -416,7 +427,8 @@ class ShardWorker {
   }
 
   /** Queues' options and starting points never change after registration, so they are read
-   * once, all of an entry's unknown ones in one round trip. */
+   * once, all of an entry's unknown ones in one script (a message to a big channel that many
+   * new queues follow would otherwise be a command per queue). */
   private async queueInfos(queueIds: string[]): Promise<Map<string, QueueInfo>> {
     const found = new Map<string, QueueInfo>();
     const missing = queueIds.filter((queueId) => {
@@ -425,24 +437,17 @@ class ShardWorker {
       return !known;
     });
     if (missing.length === 0) return found;
-    const answers =
-      (await this.options.redis
-        .pipeline(
-          missing.map((queueId) => [
-            'hmget',
-            keys.queueMeta(this.shard, queueId),
-            'options',
-            'since',
-          ]),
-        )
-        .exec()) ?? [];
+    const fields = (await this.options.redis.eval(
+      QUEUE_INFOS,
+      missing.length,
+      ...missing.map((queueId) => keys.queueMeta(this.shard, queueId)),
+    )) as (string | null)[];
     if (this.optionsCache.size + missing.length > 50_000) this.optionsCache.clear();
     missing.forEach((queueId, index) => {
-      const [error, fields] = answers[index] ?? [null, null];
-      if (error) throw error;
-      const [raw, since] = (fields as (string | null)[] | null) ?? [null, null];
+      const raw = fields[2 * index];
       if (!raw) return;
-      const info = { options: JSON.parse(raw) as QueueOptions, raw, since: since ?? '0-0' };
+      const since = fields[2 * index + 1] ?? '0-0';
+      const info = { options: JSON.parse(raw) as QueueOptions, raw, since };
       this.optionsCache.set(queueId, info);
       found.set(queueId, info);
     });
