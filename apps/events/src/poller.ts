@@ -53,7 +53,7 @@ export class Poller {
     reject: (error: unknown) => void;
   }[] = [];
 
-  constructor(private readonly options: PollerOptions) {}
+  constructor(readonly options: PollerOptions) {}
 
   async start(): Promise<void> {
     const { subscriber, shards } = this.options;
@@ -77,91 +77,23 @@ export class Poller {
      * held when it was read (as Zulip's fetch_events). */
     lastEventId = -1,
   ): ParkedPoll {
-    const { store } = this.options;
-    let settled = false;
-    let taking = false;
-    let wokenAgain = false;
-    let heartbeat: NodeJS.Timeout | undefined;
-    let resolveAnswer: (events: RawEvent[] | null) => void = () => undefined;
-    const answer = new Promise<RawEvent[] | null>((resolve) => (resolveAnswer = resolve));
-    const waiter: Waiter = {
-      meta,
-      generation: Number.POSITIVE_INFINITY,
-      newestSeen: 0,
-      wake: () => void wake(),
-      finish: () => void respond(),
-    };
-    const cleanup = () => {
-      settled = true;
-      clearTimeout(heartbeat);
-      const set = this.waiters.get(meta.queueId);
-      set?.delete(waiter);
-      if (set?.size === 0) this.waiters.delete(meta.queueId);
-    };
-    const respond = async () => {
-      if (settled) return;
-      cleanup();
-      try {
-        resolveAnswer(newerThan(await this.take(meta), lastEventId));
-      } catch (error) {
-        this.options.log.warn('reading a queue failed', { error });
-        resolveAnswer([]);
-      }
-    };
-    const wake = async () => {
-      if (settled) return;
-      if (taking) return void (wokenAgain = true);
-      taking = true;
-      try {
-        const events = newerThan(await this.take(meta), lastEventId);
-        if (!settled && events.length > 0) {
-          cleanup();
-          resolveAnswer(events);
-        }
-      } catch (error) {
-        this.options.log.warn('reading a queue failed', { error });
-        if (!settled) {
-          cleanup();
-          resolveAnswer([]);
-        }
-      } finally {
-        taking = false;
-        if (wokenAgain && !settled) {
-          wokenAgain = false;
-          void wake();
-        }
-      }
-    };
+    const parked = new Parked(this, meta, lastEventId);
     const set = this.waiters.get(meta.queueId) ?? new Set<Waiter>();
-    set.add(waiter);
+    set.add(parked);
     this.waiters.set(meta.queueId, set);
-    closed(() => {
-      if (settled) return;
-      cleanup();
-      resolveAnswer(null);
-      // The queue lives on for its lifespan from now, as after an answer.
-      this.take(meta).catch(() => undefined);
-    });
-    return {
-      answer,
-      setGeneration: (generation) => {
-        if (settled) return;
-        waiter.generation = generation;
-        if (this.draining || waiter.newestSeen > generation) return void respond();
-        heartbeat = setTimeout(() => {
-          void (async () => {
-            if (settled) return;
-            await store.heartbeat(meta).catch(() => -1);
-            await respond();
-          })();
-        }, this.heartbeatDelayMs());
-      },
-      cancel: () => {
-        if (settled) return;
-        cleanup();
-        resolveAnswer(null);
-      },
-    };
+    closed(() => parked.clientGone());
+    return parked;
+  }
+
+  /** A parked poll is done: it no longer listens for its queue. */
+  forget(waiter: Waiter): void {
+    const set = this.waiters.get(waiter.meta.queueId);
+    set?.delete(waiter);
+    if (set?.size === 0) this.waiters.delete(waiter.meta.queueId);
+  }
+
+  isDraining(): boolean {
+    return this.draining;
   }
 
   async announceDeleted(meta: Pick<QueueMeta, 'shard' | 'queueId'>): Promise<void> {
@@ -170,7 +102,7 @@ export class Poller {
 
   /** A queue's events for a parked poll's answer, read with every other one asked for in the
    * same tick: a fan-out wakes thousands of polls at once. */
-  private take(meta: Pick<QueueMeta, 'shard' | 'queueId'>): Promise<RawEvent[]> {
+  take(meta: Pick<QueueMeta, 'shard' | 'queueId'>): Promise<RawEvent[]> {
     return new Promise((resolve, reject) => {
       if (this.takes.length === 0) setImmediate(() => void this.flushTakes());
       this.takes.push({ meta, resolve, reject });
@@ -231,6 +163,114 @@ export class Poller {
       else if (generation > waiter.generation) waiter.finish();
     }
   }
+}
+
+/** One registered poll (see Poller.park): its state in one object and its behaviour on the
+ * prototype, since thousands are parked at once and every closure made per poll is memory
+ * held for its whole wait. */
+class Parked implements ParkedPoll, Waiter {
+  /** Unknown (infinite) until the poll's script has answered. */
+  generation = Number.POSITIVE_INFINITY;
+  newestSeen = 0;
+  readonly answer: Promise<RawEvent[] | null>;
+  private resolveAnswer!: (events: RawEvent[] | null) => void;
+  private settled = false;
+  private taking = false;
+  private wokenAgain = false;
+  private heartbeat: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly poller: Poller,
+    readonly meta: Pick<QueueMeta, 'shard' | 'queueId'>,
+    private readonly lastEventId: number,
+  ) {
+    this.answer = new Promise((resolve) => (this.resolveAnswer = resolve));
+  }
+
+  setGeneration(generation: number): void {
+    if (this.settled) return;
+    this.generation = generation;
+    if (this.poller.isDraining() || this.newestSeen > generation) return void this.finish();
+    this.heartbeat = setTimeout(beat, this.poller.heartbeatDelayMs(), this);
+  }
+
+  cancel(): void {
+    if (this.settled) return;
+    this.done();
+    this.resolveAnswer(null);
+  }
+
+  /** Answer now, whatever the queue holds (newer poll, deletion, heartbeat, shutdown). */
+  finish(): void {
+    void this.respond();
+  }
+
+  /** New events were announced: answer if there are any (the announcement may be for events
+   * an earlier poll already took). */
+  wake(): void {
+    void this.takeIfAny();
+  }
+
+  clientGone(): void {
+    if (this.settled) return;
+    this.done();
+    this.resolveAnswer(null);
+    // The queue lives on for its lifespan from now, as after an answer.
+    this.poller.take(this.meta).catch(() => undefined);
+  }
+
+  async heartbeatNow(): Promise<void> {
+    if (this.settled) return;
+    await this.poller.options.store.heartbeat(this.meta).catch(() => -1);
+    await this.respond();
+  }
+
+  private done(): void {
+    this.settled = true;
+    clearTimeout(this.heartbeat);
+    this.poller.forget(this);
+  }
+
+  private async respond(): Promise<void> {
+    if (this.settled) return;
+    this.done();
+    try {
+      this.resolveAnswer(newerThan(await this.poller.take(this.meta), this.lastEventId));
+    } catch (error) {
+      this.poller.options.log.warn('reading a queue failed', { error });
+      this.resolveAnswer([]);
+    }
+  }
+
+  private async takeIfAny(): Promise<void> {
+    if (this.settled) return;
+    if (this.taking) return void (this.wokenAgain = true);
+    this.taking = true;
+    try {
+      const events = newerThan(await this.poller.take(this.meta), this.lastEventId);
+      if (!this.settled && events.length > 0) {
+        this.done();
+        this.resolveAnswer(events);
+      }
+    } catch (error) {
+      this.poller.options.log.warn('reading a queue failed', { error });
+      if (!this.settled) {
+        this.done();
+        this.resolveAnswer([]);
+      }
+    } finally {
+      this.taking = false;
+      if (this.wokenAgain && !this.settled) {
+        this.wokenAgain = false;
+        void this.takeIfAny();
+      }
+    }
+  }
+}
+
+/** A parked poll's heartbeat timer (one function for all: no closure per poll). */
+function beat(parked: Parked): void {
+  void parked.heartbeatNow();
 }
 
 function newerThan(events: RawEvent[], lastEventId: number): RawEvent[] {

@@ -49,10 +49,11 @@ export function userEndpoint<P extends ParamShape = NoParams, Q extends ParamSha
   spec: EndpointSpec<P, Q> & UserEndpointOptions,
   handler: (input: UserEndpointInput<P, Q>) => Promise<Json> | Json,
 ): RequestHandler {
-  const inner = endpoint(spec, async (input) => {
-    const realm = input.res.locals.realm!;
-    return handler({ ...input, user: input.res.locals.user, realm });
-  });
+  // Not async: the handler's own promise is what endpoint() awaits (one frame fewer for a
+  // long-poll to hold while it waits).
+  const inner = endpoint(spec, (input) =>
+    handler({ ...input, user: input.res.locals.user, realm: input.res.locals.realm! }),
+  );
   return attachDoc<RequestHandler>(
     async (req, res, next) => {
       const user = await authenticate(req, res);
