@@ -24,9 +24,22 @@ export function directRequestListener(
   app: Express,
   routes: DirectRoute[],
 ): (req: IncomingMessage, res: ServerResponse) => void {
+  const chains = routes.map((route) => ({
+    route,
+    handlers: [
+      ...route.middleware,
+      // Noted as defineRoute notes it (metrics label answers by it), once the middleware has
+      // set up res.locals.
+      ((_req, res, next) => {
+        res.locals.routePattern = route.path;
+        next();
+      }) satisfies RequestHandler,
+      route.handler,
+    ],
+  }));
   return (incoming, outgoing) => {
-    const route = routes.find((candidate) => matches(candidate, incoming));
-    if (!route) return void app(incoming, outgoing);
+    const chain = chains.find((candidate) => matches(candidate.route, incoming));
+    if (!chain) return void app(incoming, outgoing);
     const req = incoming as Request;
     const res = outgoing as Response;
     // What app.handle and the router set before a handler runs.
@@ -38,8 +51,7 @@ export function directRequestListener(
     req.params = {};
     // Only bodiless requests come here: the body parsers would have left an empty form.
     req.body = {};
-    res.locals.routePattern = route.path;
-    run([...route.middleware, route.handler], 0, req, res);
+    run(chain.handlers, 0, req, res);
   };
 }
 

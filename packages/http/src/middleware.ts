@@ -37,6 +37,33 @@ declare module 'express-serve-static-core' {
 
 const REQUEST_ID = /^[\w.-]{1,64}$/;
 
+/** Every request's res.locals once requestContext has run: one shape for all (Express's own is
+ * a null-prototype object, a hash table in V8), with a child logger naming the request made
+ * only for a request that logs something of its own: most do not, and a long-poll would keep
+ * it for its whole wait. The other fields are those the tiers set (declared in their Locals). */
+class RequestLocals {
+  logContext: Record<string, unknown> = {};
+  routePattern: string | undefined = undefined;
+  realm: unknown = undefined;
+  user: unknown = undefined;
+  private childLog: Logger | undefined = undefined;
+
+  constructor(readonly requestId: string) {}
+
+  get log(): Logger {
+    return (this.childLog ??= getLogger().child({ request_id: this.requestId }));
+  }
+
+  set log(value: Logger) {
+    this.childLog = value;
+  }
+
+  /** The request's own logger if one was made. */
+  madeLog(): Logger | undefined {
+    return this.childLog;
+  }
+}
+
 /** Gives each request an id (the load balancer's X-Request-Id when sane) and logs one line
  * when it finishes. The path is logged without its query string: zulip-js puts message
  * content there for PATCH requests. */
@@ -44,19 +71,12 @@ export function requestContext(): RequestHandler {
   return (req, res, next) => {
     const incoming = req.get('x-request-id');
     const requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
-    res.locals.requestId = requestId;
-    res.locals.logContext = {};
-    // The child logger is made only for a request that logs something of its own: most do
-    // not, and a long-poll would keep it for its whole wait.
-    let log: Logger | undefined;
-    Object.defineProperty(res.locals, 'log', {
-      get: () => (log ??= getLogger().child({ request_id: requestId })),
-      set: (value: Logger) => (log = value),
-      enumerable: true,
-    });
+    const locals = new RequestLocals(requestId);
+    res.locals = locals as unknown as Response['locals'];
     res.setHeader('X-Request-Id', requestId);
     const started = process.hrtime.bigint();
     res.on('finish', () => {
+      const log = locals.madeLog();
       const logger = log ?? getLogger();
       // winston formats a line before its level filter drops it: skip the work outright.
       if (!logger.isLevelEnabled('http')) return;
@@ -67,7 +87,7 @@ export function requestContext(): RequestHandler {
         path: req.originalUrl.split('?')[0],
         status: res.statusCode,
         duration_ms: Math.round(durationMs * 10) / 10,
-        ...res.locals.logContext,
+        ...locals.logContext,
       });
     });
     next();
