@@ -63,6 +63,8 @@ async function main(): Promise<void> {
     // not the API replica's first send (its statements prepared, its code compiled: ~65 ms
     // more). No queue gets this message: each is created after it entered its shard's log.
     await send('warm-up');
+    // Its fan-out done before the queues exist, so it caches none of them.
+    await new Promise((resolve) => setTimeout(resolve, 500));
     const store = new QueueStore(getRedis(), getConfig().EVENT_SHARDS);
     const options = { ...defaultQueueOptions(), event_types: ['message'], apply_markdown: true };
     const polls = Array.from({ length: POLLS }, (_, i) => members[i % members.length]!);

@@ -43,8 +43,6 @@ export function checkResponsesAgainstOpenApi(): void {
     response: Response & { __parleyChecked?: true };
   };
   const proto = express.response;
-  if (proto.__parleyChecked) return;
-  proto.__parleyChecked = true;
   const schemas = (
     openApiDocument({ title: 'check', version: '0' }).components as {
       schemas: Record<string, object>;
@@ -72,14 +70,17 @@ export function checkResponsesAgainstOpenApi(): void {
     }
     return validate;
   };
+  observeAnswers((res, status, text) =>
+    check(res.req, res.locals, status, JSON.parse(text) as unknown),
+  );
+  // Both registries (express's and @parley/http's) are fresh in each test file; patched once.
+  if (proto.__parleyChecked) return;
+  proto.__parleyChecked = true;
   const original = proto.json;
   proto.json = function (this: Response, body: unknown) {
     check(this.req, this.locals, this.statusCode, body);
     return original.call(this, body);
   } as typeof proto.json;
-  observeAnswers((res, status, text) =>
-    check(res.req, res.locals, status, JSON.parse(text) as unknown),
-  );
 
   function check(req: Request, locals: Response['locals'], status: number, body: unknown): void {
     const url = req.originalUrl.split('?')[0]!;

@@ -84,6 +84,8 @@ for i, key in ipairs(KEYS) do
 end
 return reply`;
 
+const QUEUE_INFOS_BATCH = 500;
+
 /** ioredis's bound on a shard's blocking read that waits in its offline queue (Redis away);
  * a read already sent gives up after its own BLOCK (1000 ms) plus ioredis's grace. */
 export const SHARD_READ_TIMEOUT_MS = 2000;
@@ -437,11 +439,18 @@ class ShardWorker {
       return !known;
     });
     if (missing.length === 0) return found;
-    const fields = (await this.options.redis.eval(
-      QUEUE_INFOS,
-      missing.length,
-      ...missing.map((queueId) => keys.queueMeta(this.shard, queueId)),
-    )) as (string | null)[];
+    // In chunks: Redis runs nothing else while a script runs.
+    const fields: (string | null)[] = [];
+    for (let start = 0; start < missing.length; start += QUEUE_INFOS_BATCH) {
+      const chunk = missing.slice(start, start + QUEUE_INFOS_BATCH);
+      fields.push(
+        ...((await this.options.redis.eval(
+          QUEUE_INFOS,
+          chunk.length,
+          ...chunk.map((queueId) => keys.queueMeta(this.shard, queueId)),
+        )) as (string | null)[]),
+      );
+    }
     if (this.optionsCache.size + missing.length > 50_000) this.optionsCache.clear();
     missing.forEach((queueId, index) => {
       const raw = fields[2 * index];

@@ -111,6 +111,30 @@ describe('QueueStore', () => {
     }
   });
 
+  it('reads more queues of one shard than one script takes, each in its own place', async () => {
+    const store = new QueueStore(getRedis(), getConfig().EVENT_SHARDS);
+    const shards = getConfig().EVENT_SHARDS;
+    // Users on one shard: 501 queues, past the 500 one script reads.
+    const base = (Math.floor(nextUser / shards) + 1) * shards;
+    nextUser = base + 502 * shards;
+    const metas = await Promise.all(
+      Array.from({ length: 501 }, async (_, i) => {
+        const queueId = await store.create(base + i * shards, 1, options);
+        return (await store.meta(queueId))!;
+      }),
+    );
+    expect(new Set(metas.map((meta) => meta.shard))).toEqual(new Set([metas[0]!.shard]));
+    await store.heartbeat(metas[0]!);
+    await store.heartbeat(metas[500]!);
+    const answers = await store.takeManyRaw(metas);
+    expect(answers).toHaveLength(501);
+    expect(answers[0]).toEqual(['{"id":0,"type":"heartbeat"}']);
+    expect(answers[500]).toEqual(['{"id":0,"type":"heartbeat"}']);
+    expect(answers.slice(1, 500).every((events) => Array.isArray(events) && !events.length)).toBe(
+      true,
+    );
+  });
+
   it('deletes a queue with all its keys', async () => {
     const { store, meta } = await queueWithEvents(1);
     expect(await store.delete(meta)).toBe(true);

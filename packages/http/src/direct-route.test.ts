@@ -54,6 +54,25 @@ const direct = buildServer([
     middleware: [requestContext(), noteSeen],
     handler: echo('direct'),
   },
+  {
+    method: 'GET',
+    path: '/api/v1/boom',
+    middleware: [requestContext()],
+    handler: () => {
+      throw new Error('secret internals');
+    },
+  },
+  {
+    method: 'GET',
+    path: '/api/v1/late',
+    middleware: [requestContext()],
+    // An error once the answer has started: nothing can be answered any more.
+    handler: (_req, res) => {
+      res.writeHead(200, { 'Content-Type': 'text/plain' });
+      res.write('partial');
+      return Promise.reject(new JsonableError('Too late'));
+    },
+  },
 ]);
 const plain = buildServer([]);
 
@@ -89,6 +108,22 @@ describe('a direct route', () => {
     const missing = await request(direct).get('/api/v1/echo');
     expect(missing.status).toBe(400);
     expect(missing.body).toMatchObject({ result: 'error', code: 'REQUEST_VARIABLE_MISSING' });
+  });
+
+  it('answers an unexpected failure with the 500 envelope, and survives a failure it cannot answer', async () => {
+    const boom = await request(direct).get('/api/v1/boom');
+    expect(boom.status).toBe(500);
+    expect(boom.body).toEqual({
+      result: 'error',
+      msg: 'Internal server error',
+      code: 'BAD_REQUEST',
+    });
+    // The connection is dropped mid-answer; the server goes on serving.
+    await expect(request(direct).get('/api/v1/late')).rejects.toThrow();
+    expect((await request(direct).get('/api/v1/echo?name=after')).body).toMatchObject({
+      via: 'direct',
+      name: 'after',
+    });
   });
 
   it('leaves to the app what it does not match: a body, another method or path', async () => {

@@ -8,6 +8,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Express, NextFunction, Request, RequestHandler, Response } from 'express';
 import { NotFoundError } from '@parley/errors';
+import { getLogger } from '@parley/logger';
 import { errorHandler } from './middleware';
 
 export interface DirectRoute {
@@ -19,7 +20,9 @@ export interface DirectRoute {
   handler: RequestHandler;
 }
 
-/** The server's request listener: a direct route when one matches, else the app. */
+/** The server's request listener: a direct route when one matches, else the app. Only for a
+ * server whose requests and responses already have the app's prototypes (createExpressServer):
+ * the middleware relies on Express's methods. */
 export function directRequestListener(
   app: Express,
   routes: DirectRoute[],
@@ -68,8 +71,18 @@ function matches(route: DirectRoute, req: IncomingMessage): boolean {
 /** Runs handlers[index…] as Express would: each one's `next` runs the following one, an
  * error (passed to `next`, thrown, or a rejected promise) ends in errorHandler. */
 function run(handlers: RequestHandler[], index: number, req: Request, res: Response): void {
-  const fail = (error: unknown) => errorHandler(error, req, res, () => undefined);
+  const fail = (error: unknown) => {
+    try {
+      errorHandler(error, req, res, () => undefined);
+    } catch (failure) {
+      // Nothing left to answer with (headers already sent, say): as Express's final handler
+      // would, drop the connection rather than the process.
+      getLogger().error('answering an error failed', { error: failure, cause: error });
+      res.destroy();
+    }
+  };
   const next: NextFunction = (error?: unknown) => {
+    // Express's next('route') and next('router') skip routes; a direct route has none to skip.
     if (error) return fail(error);
     // The last handler passing the request on: nothing else here serves this path.
     if (index + 1 >= handlers.length) return fail(new NotFoundError());

@@ -32,7 +32,7 @@ export {
 export { healthRoutes } from './health';
 export { serve, type ServeOptions } from './serve';
 export { createExpressServer } from './express-server';
-export { directRequestListener, type DirectRoute } from './direct-route';
+export type { DirectRoute } from './direct-route';
 export { isDependencyDown } from './dependency-errors';
 export {
   attachDoc,

@@ -30,7 +30,8 @@ declare module 'express-serve-static-core' {
     log: Logger;
     /** Filled in by authentication so the request log line can name them. */
     logContext: Record<string, unknown>;
-    /** The matched route's full pattern (`/api/v1/messages/:message_id`), set by defineRoute. */
+    /** The matched route's full pattern (`/api/v1/messages/:message_id`), set by defineRoute
+     * (and by a direct route). */
     routePattern?: string;
   }
 }
@@ -65,7 +66,7 @@ class RequestLocals {
 }
 
 /** Gives each request an id (the load balancer's X-Request-Id when sane) and logs one line
- * when it finishes. The path is logged without its query string: zulip-js puts message
+ * when it finishes. It replaces res.locals, so it runs first. The path is logged without its query string: zulip-js puts message
  * content there for PATCH requests. */
 export function requestContext(): RequestHandler {
   return (req, res, next) => {

@@ -70,7 +70,7 @@ export function httpMetrics(): RequestHandler {
   return (req, res, next) => {
     const stop = httpDuration.startTimer();
     res.on('finish', () => {
-      // defineRoute notes the full pattern when the route matches (res.locals.routePattern);
+      // defineRoute (or a direct route) notes the full pattern (res.locals.routePattern);
       // req.baseUrl is no longer the mount path once an error has left the router.
       const noted = (res.locals as { routePattern?: unknown }).routePattern;
       const pattern = (req.route as { path?: unknown } | undefined)?.path;
