@@ -6,7 +6,9 @@
 // sizes their objects for the properties Node's constructors set: built by a plain function
 // instead, a response outgrew its fast properties and every one became a hash table (1.6 KB
 // per request and per response, measured in a heap snapshot of parked long-polls). They
-// become the app's prototypes, so Express's swap finds each object already in place.
+// become the app's prototypes, so Express's swap finds each object already in place (one
+// server per app: a second one would chain its classes onto the first's, whose objects Express
+// would then swap again).
 import { createServer, IncomingMessage, ServerResponse, type Server } from 'node:http';
 import type { Express } from 'express';
 import { directRequestListener, type DirectRoute } from './direct-route';

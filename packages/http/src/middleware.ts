@@ -66,8 +66,8 @@ class RequestLocals {
 }
 
 /** Gives each request an id (the load balancer's X-Request-Id when sane) and logs one line
- * when it finishes. It replaces res.locals, so it runs first. The path is logged without its query string: zulip-js puts message
- * content there for PATCH requests. */
+ * when it finishes. It replaces res.locals, so it runs first. The path is logged without its
+ * query string: zulip-js puts message content there for PATCH requests. */
 export function requestContext(): RequestHandler {
   return (req, res, next) => {
     const incoming = req.get('x-request-id');
