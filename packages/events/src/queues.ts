@@ -270,28 +270,21 @@ export class QueueStore {
     return { ok: true, generation: value, events };
   }
 
-  /** A parked poll's answer: the queue's events; it lives at least its lifespan from now. */
+  /** A parked poll's answer, parsed: the queue's events; it lives at least its lifespan from
+   * now (the events tier reads many at once, as stored: takeManyRaw). */
   async take(meta: Pick<QueueMeta, 'shard' | 'queueId'>): Promise<QueuedEvent[]> {
-    const [answer] = await this.takeMany([meta]);
+    const [answer] = await this.takeManyRaw([meta]);
     if (answer instanceof Error) throw answer;
-    return answer!;
+    return answer!.map(parseEvent);
   }
 
-  /** take() for many queues, parsed (see takeManyRaw). */
-  async takeMany(
-    metas: Pick<QueueMeta, 'shard' | 'queueId'>[],
-  ): Promise<(QueuedEvent[] | Error)[]> {
-    const answers = await this.takeManyRaw(metas);
-    return answers.map((answer) => (answer instanceof Error ? answer : answer.map(parseEvent)));
-  }
-
-  /** take() for many queues (the polls one fan-out wakes together): each queue's events as
-   * stored, or the error its read met. One script per shard (and per TAKE_BATCH queues) reads
-   * them all. The scripts go out as commands, not as one explicit pipeline: on the events
-   * tier's auto-pipelined connection an explicit pipeline is written at once, ahead of
-   * auto-pipelined commands still waiting for an earlier batch, and a TAKE could then read a
-   * queue before the POLL that pruned it (a poll answered with the event it had just
-   * acknowledged). Auto-pipelining still sends them in one round trip. */
+  /** Parked polls' answers for many queues (the polls one fan-out wakes together): each
+   * queue's events as stored, or the error its read met. One script per shard (and per
+   * TAKE_BATCH queues) reads them all. The scripts go out as commands, not as one explicit
+   * pipeline: on the events tier's auto-pipelined connection an explicit pipeline is written
+   * at once, ahead of auto-pipelined commands still waiting for an earlier batch, and a TAKE
+   * could then read a queue before the POLL that pruned it (a poll answered with the event it
+   * had just acknowledged). Auto-pipelining still sends them in one round trip. */
   async takeManyRaw(
     metas: Pick<QueueMeta, 'shard' | 'queueId'>[],
   ): Promise<(RawEvent[] | Error)[]> {
