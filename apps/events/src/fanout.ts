@@ -38,29 +38,29 @@ return 0`;
 // ARGV: token, log entry id, wake channel, the number d of distinct event forms, those d event
 // JSONs, then per target queue the index (1-based) of its form and its id. Queues with the
 // same options take the same form: 10,000 queues of one message need a few forms, not 10,000.
-// One wake-up names every queue that got events (`W:<id> <id> …`): a message to 10,000 queues
-// is one PUBLISH for Redis to send and for each replica to read, not 10,000.
+// One wake-up carries every event appended (`E:<queue> <event id> <form> …` then each form on
+// a line of its own, without its opening brace; JSON text never holds a raw newline): a message
+// to 10,000 queues is one PUBLISH for Redis to send and for each replica to read, not 10,000,
+// and a parked poll answers from it without reading its queue (Poller).
 const APPEND = `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
 local n = (#KEYS - 2) / 2
 local d = tonumber(ARGV[4])
 local forms = {}
 for f = 1, d do forms[f] = string.sub(ARGV[4 + f], 2) end
-local woken, seen = {}, {}
+local appended = {}
 for i = 1, n do
   local meta = KEYS[1 + 2 * i]
   if redis.call('EXISTS', meta) == 1 then
     local id = redis.call('HINCRBY', meta, 'next_id', 1) - 1
-    local form = forms[tonumber(ARGV[3 + d + 2 * i])]
-    redis.call('RPUSH', KEYS[2 + 2 * i], '{"id":' .. id .. ',' .. form)
-    local queue = ARGV[4 + d + 2 * i]
-    if not seen[queue] then
-      seen[queue] = true
-      woken[#woken + 1] = queue
-    end
+    local f = ARGV[3 + d + 2 * i]
+    redis.call('RPUSH', KEYS[2 + 2 * i], '{"id":' .. id .. ',' .. forms[tonumber(f)])
+    appended[#appended + 1] = ARGV[4 + d + 2 * i] .. ' ' .. id .. ' ' .. f
   end
 end
-if #woken > 0 then redis.call('PUBLISH', ARGV[3], 'W:' .. table.concat(woken, ' ')) end
+if #appended > 0 then
+  redis.call('PUBLISH', ARGV[3], 'E:' .. table.concat(appended, ' ') .. '\\n' .. table.concat(forms, '\\n'))
+end
 redis.call('SET', KEYS[2], ARGV[2])
 return n`;
 

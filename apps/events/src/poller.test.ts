@@ -45,7 +45,8 @@ async function setup({
   return { poller, store, meta, userId: id };
 }
 
-/** What the fan-out does for one event: append it, then wake the queue's polls. */
+/** What an earlier version's fan-out did for one event (still understood): append it, then
+ * wake the queue's polls. */
 async function deliver(store: QueueStore, meta: QueueMeta, type: string): Promise<void> {
   const key = keys.queueMeta(meta.shard, meta.queueId);
   const id = (await store.redis.hincrby(key, 'next_id', 1)) - 1;
@@ -124,7 +125,7 @@ describe('Poller', () => {
     expect(polling.poller.parked()).toBe(0);
   });
 
-  it('answers every queue one fan-out wake-up names', async () => {
+  it('answers every queue one wake-up of an earlier version names', async () => {
     const first = await setup();
     const owner = ++userId;
     const other = {
@@ -153,6 +154,74 @@ describe('Poller', () => {
       [{ id: 0, type: 'message' }],
     ]);
     expect(first.poller.parked()).toBe(0);
+  });
+
+  it('answers from the events a wake-up carries, without reading the queue', async () => {
+    const polling = await setup();
+    const { store, meta } = polling;
+    const answer = longPoll(polling, -1);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    // Announced but not in Redis: only an answer from the announcement can hold them. Two
+    // events for the queue (a bulk deletion split per message) and one for a queue not here.
+    await store.redis.publish(
+      keys.wake(meta.shard),
+      `E:${meta.shard}:other 7 1 ${meta.queueId} 0 2 ${meta.queueId} 1 1\n` +
+        `"type":"delete_message","message_id":1}\n"type":"message","flags":[]}`,
+    );
+    await expect(answer).resolves.toEqual([
+      { id: 0, type: 'message', flags: [] },
+      { id: 1, type: 'delete_message', message_id: 1 },
+    ]);
+    expect(polling.poller.parked()).toBe(0);
+    await expect(store.events(meta)).resolves.toEqual([]);
+  });
+
+  it('reads the queue when announced events do not follow the poll’s last event', async () => {
+    const polling = await setup();
+    const { store, meta } = polling;
+    const answer = longPoll(polling, -1);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    // A heartbeat appended by an older poll elsewhere (id 0), then a message (id 1) whose
+    // announcement alone would skip the heartbeat.
+    await store.heartbeat(meta);
+    const id =
+      (await store.redis.hincrby(keys.queueMeta(meta.shard, meta.queueId), 'next_id', 1)) - 1;
+    await store.redis.rpush(
+      keys.queueEvents(meta.shard, meta.queueId),
+      JSON.stringify({ id, type: 'message' }),
+    );
+    await store.redis.publish(
+      keys.wake(meta.shard),
+      `E:${meta.queueId} ${id} 1\n"type":"message"}`,
+    );
+    await expect(answer).resolves.toEqual([
+      { id: 0, type: 'heartbeat' },
+      { id: 1, type: 'message' },
+    ]);
+  });
+
+  it('reads the queue when events are announced before the poll’s own read has answered', async () => {
+    const polling = await setup();
+    const { poller, store, meta } = polling;
+    const parked = poller.park(meta, () => undefined, -1);
+    await deliver(store, meta, 'typing');
+    // The announcement says something else than the queue holds: the answer must be the queue's.
+    await store.redis.publish(keys.wake(meta.shard), `E:${meta.queueId} 0 1\n"type":"other"}`);
+    expect(parsed(await parked.answer)).toEqual([{ id: 0, type: 'typing' }]);
+  });
+
+  it('reads the queue when an announcement is malformed', async () => {
+    const polling = await setup();
+    const { store, meta } = polling;
+    const answer = longPoll(polling, -1);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await store.redis.rpush(
+      keys.queueEvents(meta.shard, meta.queueId),
+      JSON.stringify({ id: 0, type: 'message' }),
+    );
+    await store.redis.hincrby(keys.queueMeta(meta.shard, meta.queueId), 'next_id', 1);
+    await store.redis.publish(keys.wake(meta.shard), `E:${meta.queueId} 0 3`);
+    await expect(answer).resolves.toEqual([{ id: 0, type: 'message' }]);
   });
 
   it('stays parked when woken for events an earlier poll already took', async () => {

@@ -1,7 +1,8 @@
 // Parked long-polls. Every events replica subscribes to every shard's wake-up channel, so any
-// replica can serve any queue: the fan-out announces new events (`W:<queue> <queue> …`), a
-// newer poll on the same queue announces itself (`k:<queue>:<generation>`) so older ones
-// finish, and deleted or expired queues are announced (`d:<queue>`). A parked poll without
+// replica can serve any queue: the fan-out announces new events with the events themselves
+// (`E:…`, see fanout.ts), a newer poll on the same queue announces itself
+// (`k:<queue>:<generation>`) so older ones finish, and deleted or expired queues are announced
+// (`d:<queue>`). A parked poll without
 // news returns a heartbeat after 45-55 s (Zulip's HEARTBEAT_MIN_FREQ_SECS plus up to 10 s).
 import type { Redis } from 'ioredis';
 import { keys, rawEventId, type QueueMeta, type QueueStore, type RawEvent } from '@parley/events';
@@ -27,6 +28,8 @@ interface Waiter {
   /** New events were announced: answer if there are any (the announcement may be for
    * events an earlier poll already took). */
   wake: () => void;
+  /** New events were announced with their content (the queue's newest, in order). */
+  wakeWith: (events: RawEvent[]) => void;
   /** Answer now, whatever the queue holds (newer poll, deletion, heartbeat, shutdown). */
   finish: () => void;
 }
@@ -68,8 +71,8 @@ export class Poller {
   }
 
   /** Registers a poll that may park until the queue has events (or a heartbeat, a newer poll,
-   * deletion, shutdown); it answers with the queue's events then, and the queue lives its
-   * lifespan from that moment. `closed` fires if the client goes away first. */
+   * deletion, shutdown); it answers with the queue's events then, and the queue lives at least
+   * its lifespan from that moment. `closed` fires if the client goes away first. */
   park(
     meta: Pick<QueueMeta, 'shard' | 'queueId'>,
     closed: (onClose: () => void) => void,
@@ -136,10 +139,11 @@ export class Poller {
     return count;
   }
 
-  /** `W:<queue> <queue> …` (the fan-out's), `w:<queue>`, `d:<queue>` or
-   * `k:<queue>:<generation>`; queue ids contain a colon, never a space. */
+  /** `E:…` (the fan-out's), `W:<queue> <queue> …` and `w:<queue>` (earlier versions' fan-out),
+   * `d:<queue>` or `k:<queue>:<generation>`; queue ids contain a colon, never a space. */
   private onMessage(message: string): void {
     const kind = message[0];
+    if (kind === 'E') return this.onEvents(message);
     if (kind === 'W') {
       for (const queueId of message.slice(2).split(' '))
         for (const waiter of [...(this.waiters.get(queueId) ?? [])]) waiter.wake();
@@ -162,6 +166,31 @@ export class Poller {
         waiter.newestSeen = Math.max(waiter.newestSeen, generation);
       else if (generation > waiter.generation) waiter.finish();
     }
+  }
+
+  /** `E:<queue> <event id> <form> …` then the forms, one per line, each an event's JSON without
+   * its opening brace: every event one fan-out appended. Only the queues parked here are
+   * looked at, and the forms split only if one is. */
+  private onEvents(message: string): void {
+    const end = message.indexOf('\n');
+    const appended = message.slice(2, end < 0 ? undefined : end).split(' ');
+    let forms: string[] | undefined;
+    let woken: Map<string, RawEvent[]> | undefined;
+    for (let i = 0; i + 2 < appended.length; i += 3) {
+      const queueId = appended[i]!;
+      if (!this.waiters.has(queueId)) continue;
+      forms ??= end < 0 ? [] : message.slice(end + 1).split('\n');
+      const form = forms[Number(appended[i + 2]) - 1];
+      woken ??= new Map();
+      const events = woken.get(queueId) ?? [];
+      // A form that is not there (a malformed announcement) leaves the queue to be read.
+      events.push(form === undefined ? '' : `{"id":${appended[i + 1]},${form}`);
+      woken.set(queueId, events);
+    }
+    for (const [queueId, events] of woken ?? [])
+      for (const waiter of [...(this.waiters.get(queueId) ?? [])])
+        if (events.includes('')) waiter.wake();
+        else waiter.wakeWith(events);
   }
 }
 
@@ -208,6 +237,26 @@ class Parked implements ParkedPoll, Waiter {
   /** New events were announced: answer if there are any (the announcement may be for events
    * an earlier poll already took). */
   wake(): void {
+    void this.takeIfAny();
+  }
+
+  /** Events announced with their content answer the poll without reading the queue when they
+   * are exactly what it holds: its read has answered (its generation is known), which found
+   * nothing after lastEventId, no read since is under way, and they start at the next id.
+   * Otherwise (a heartbeat or an older poll's read in between, an announcement before the
+   * poll's read) the queue is read. The queue's expiry needs no update here: the poll's read
+   * set it past the longest wait plus the queue's lifespan. */
+  wakeWith(events: RawEvent[]): void {
+    if (this.settled) return;
+    if (
+      this.generation !== Number.POSITIVE_INFINITY &&
+      !this.taking &&
+      rawEventId(events[0]!) === this.lastEventId + 1
+    ) {
+      this.done();
+      this.resolveAnswer(events);
+      return;
+    }
     void this.takeIfAny();
   }
 
