@@ -5,7 +5,7 @@ import { disconnectRedis } from '@parley/events';
 // The API's linkifier cache by its own module: loading the API app in every test file would
 // cost more than the connection it closes.
 import { stopLinkifierCache } from '../apps/api/src/lib/linkifier-cache';
-import { outboxDeletionsSettled } from '../apps/api/src/lib/outbox';
+import { outboxSettled } from '../apps/api/src/lib/outbox';
 import { checkResponsesAgainstOpenApi, conformanceViolations } from './openapi-conformance';
 
 checkResponsesAgainstOpenApi();
@@ -14,6 +14,6 @@ afterAll(async () => {
   // Every answer this file's tests received matched the generated OpenAPI description.
   expect(conformanceViolations()).toEqual([]);
   // Published outbox rows are deleted after their requests answered: before the pool closes.
-  await outboxDeletionsSettled();
+  await outboxSettled();
   await Promise.all([disconnectPrisma(), disconnectRedis(), stopAuthCache(), stopLinkifierCache()]);
 });

@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { getRedis, outboxRelayLeaseKey } from '@parley/events';
 import { getLogger } from '@parley/logger';
-import { outboxDeletionsSettled, relayOutbox, SETTLE_ON_STOP_MS } from './lib/outbox';
+import { outboxSettled, relayOutbox, SETTLE_ON_STOP_MS } from './lib/outbox';
 
 const RENEW = `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
@@ -27,7 +27,7 @@ export class OutboxRelay {
     clearInterval(this.timer);
     await this.running;
     // This process's published rows: deleted now rather than republished by another relay.
-    await outboxDeletionsSettled(SETTLE_ON_STOP_MS);
+    await outboxSettled(SETTLE_ON_STOP_MS);
   }
 
   private async pass(): Promise<void> {

@@ -6,7 +6,7 @@
 import pg from 'pg';
 import { authCache, stopAuthCache } from '@parley/auth';
 import { getPrisma, Role } from '@parley/db';
-import { outboxDeletionsSettled } from '../src/lib/outbox';
+import { outboxSettled } from '../src/lib/outbox';
 import {
   api,
   as,
@@ -20,7 +20,7 @@ import {
 /** Statements sent to PostgreSQL while `run` runs (this process, every connection). */
 async function countStatements(run: () => Promise<unknown>): Promise<number> {
   // Earlier requests' outbox deletions follow their answers: not this request's statements.
-  await outboxDeletionsSettled();
+  await outboxSettled();
   const spy = jest.spyOn(pg.Client.prototype, 'query');
   try {
     await run();

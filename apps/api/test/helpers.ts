@@ -11,6 +11,7 @@ import { getRedis, keys } from '@parley/events';
 import { createApp } from '../src/app';
 import { doCreateOrganization } from '../src/actions/realms';
 import { checkCreateUser, doCreateUser } from '../src/actions/users';
+import { publishesSettled } from '../src/lib/outbox';
 
 /** The API app itself: tests of what takes effect at once (a change made through the API,
  * seen by this process's next request) call it through `as(…, { atOnce: true })`. */
@@ -171,6 +172,8 @@ export async function captureEvents(
     ),
   );
   await fn();
+  // A message send may answer before its publish is done (publishWithoutWaiting).
+  await publishesSettled();
   const realmUsers = new Set(
     (await getPrisma().user.findMany({ where: { realmId }, select: { id: true } })).map(
       (user) => user.id,

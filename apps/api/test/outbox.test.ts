@@ -4,8 +4,9 @@ import pg from 'pg';
 import { getPrisma } from '@parley/db';
 import { getRedis } from '@parley/events';
 import { freePort, requestJson, spawnReplica, waitForReady } from '@parley/devservices';
-import { outboxDeletionsSettled, relayOutbox } from '../src/lib/outbox';
+import { outboxSettled, publishesSettled, relayOutbox } from '../src/lib/outbox';
 import { as, captureEvents, createTestRealm, createTestUser, expectSuccess } from './helpers';
+import { createMessageOrg, send } from './message-helpers';
 
 /** Outbox rows holding a user_settings event for `userId`. */
 const rowsFor = async (userId: number) =>
@@ -91,7 +92,7 @@ describe('the event outbox', () => {
       expectSuccess(await as(org.owner, org.host).patch('/settings', { enable_sounds: false }));
     });
     expect(published.map((entry) => entry.event.type)).toEqual(['user_settings']);
-    await outboxDeletionsSettled();
+    await outboxSettled();
     expect(await rowsFor(org.owner.id)).toBe(0);
   });
 
@@ -146,10 +147,68 @@ describe('the event outbox', () => {
       expect(published.map((entry) => entry.event.value)).toEqual([false, true]);
     } finally {
       release();
-      await outboxDeletionsSettled();
+      await outboxSettled();
       spy.mockRestore();
     }
     expect(await rowsFor(org.owner.id)).toBe(0);
+  });
+
+  it('answers a message send before its publish is done, which goes out ahead of a later change', async () => {
+    const org = await createMessageOrg();
+    const form = { type: 'stream', to: 'general', topic: 'held', content: 'first' };
+    // The member's first send there also follows the topic (a transaction, published before
+    // the answer); the sends after it are written in one statement.
+    expectSuccess(await send(org.member, org.host, form));
+    // Hold the publish of the next message until released.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const redis = getRedis();
+    const pipeline = redis.pipeline.bind(redis);
+    const spy = jest.spyOn(redis, 'pipeline').mockImplementation((...args) => {
+      const made = pipeline(...(args as []));
+      const evaluate = made.eval.bind(made) as (...a: unknown[]) => typeof made;
+      let carriesHeld = false;
+      made.eval = ((...a: unknown[]) => {
+        if (String(a[4] ?? '').includes('held publish')) carriesHeld = true;
+        return evaluate(...a);
+      }) as typeof made.eval;
+      const exec = made.exec.bind(made);
+      made.exec = (async () => {
+        if (carriesHeld) await held;
+        return exec();
+      }) as typeof made.exec;
+      return made;
+    });
+    try {
+      const published = await captureEvents(org.realm.id, async () => {
+        const answered = await Promise.race([
+          send(org.member, org.host, { ...form, content: 'held publish' }).then((r) => r),
+          new Promise<null>((resolve) => setTimeout(() => resolve(null), 5_000)),
+        ]);
+        // Answered while its publish is held.
+        expect(answered && expectSuccess(answered).id).toEqual(expect.any(Number));
+        let settled = false;
+        const settling = publishesSettled().then(() => (settled = true));
+        // A later change of this process publishes after it.
+        const later = as(org.member, org.host)
+          .patch('/settings', { enable_sounds: false })
+          .then((r) => r);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        expect(settled).toBe(false);
+        release();
+        expectSuccess(await later);
+        await settling;
+      });
+      expect(
+        published
+          .filter((entry) => ['message', 'user_settings'].includes(entry.event.type as string))
+          .map((entry) => entry.event.type),
+      ).toEqual(['message', 'user_settings']);
+    } finally {
+      release();
+      spy.mockRestore();
+    }
+    await outboxSettled();
   });
 
   it('publishes a row left behind exactly once, even with two relays at once', async () => {
@@ -188,7 +247,7 @@ describe('the event outbox', () => {
         users: [org.owner.id],
       },
     ]);
-    await outboxDeletionsSettled();
+    await outboxSettled();
     expect(await rowsFor(org.owner.id)).toBe(0);
   });
 
@@ -205,7 +264,7 @@ describe('the event outbox', () => {
     const { values, texts } = await secondWhileFirstPublishes(org, { failFirst: true });
     expect(values).toEqual([false, true]);
     expect(texts.filter(readsWaitingRows)).toHaveLength(1);
-    await outboxDeletionsSettled();
+    await outboxSettled();
     expect(await rowsFor(org.owner.id)).toBe(0);
   });
 

@@ -11,7 +11,7 @@ import { authCache } from '@parley/auth';
 import { getPrisma, Role } from '@parley/db';
 import { as, createTestUser, expectSuccess } from './helpers';
 import { createMessageOrg, send, type MessageOrg } from './message-helpers';
-import { outboxDeletionsSettled } from '../src/lib/outbox';
+import { outboxSettled } from '../src/lib/outbox';
 
 function textOf(config: unknown): string {
   return typeof config === 'string' ? config : ((config as { text?: string }).text ?? '');
@@ -27,12 +27,12 @@ const NOT_COUNTED = [
 /** The statements `run` sends, by their first words (for a readable failure). */
 async function statements(run: () => Promise<unknown>): Promise<string[]> {
   // The warm-up request's outbox deletion may still be on its way: not this request's.
-  await outboxDeletionsSettled();
+  await outboxSettled();
   const spy = jest.spyOn(pg.Client.prototype, 'query');
   try {
     await run();
     // The outbox rows' deletion follows the answer (batched with other requests'): counted.
-    await outboxDeletionsSettled();
+    await outboxSettled();
     const texts = spy.mock.calls.map((call) => textOf(call[0]).replace(/\s+/g, ' ').trim());
     const relayed = texts.filter((text) => NOT_COUNTED[0]!.test(text)).length;
     const kept = texts.filter((text) => !NOT_COUNTED.some((pattern) => pattern.test(text)));

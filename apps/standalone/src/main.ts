@@ -18,7 +18,7 @@ import { doAddSubscriptions } from '@parley/api/actions/subscriptions';
 import { generatePassword } from '@parley/api/lib/credentials';
 import { passwordHashFor } from '@parley/api/actions/users';
 import { OutboxRelay } from '@parley/api/outbox-relay';
-import { outboxDeletionsSettled, SETTLE_ON_STOP_MS } from '@parley/api/lib/outbox';
+import { outboxSettled, SETTLE_ON_STOP_MS } from '@parley/api/lib/outbox';
 import { realmUrl, stopAuthCache } from '@parley/auth';
 import { eventsRouter, readinessChecks, startEventsService } from '@parley/events-app';
 import { closeMail, closeQueues } from '@parley/jobs';
@@ -93,7 +93,7 @@ async function main(): Promise<void> {
         closeMail();
         await events.stop();
         // The last jobs' published outbox rows (relay.stop waited for the requests' own).
-        await outboxDeletionsSettled(SETTLE_ON_STOP_MS);
+        await outboxSettled(SETTLE_ON_STOP_MS);
         await Promise.all([
           disconnectPrisma(),
           disconnectRedis(),

@@ -8,7 +8,7 @@ import { closeMail, closeQueues, registerJobQueueMetrics } from '@parley/jobs';
 import { createServer } from 'node:http';
 import { createLogger, getLogger, setLogger } from '@parley/logger';
 import { initMetrics, registry } from '@parley/metrics';
-import { outboxDeletionsSettled, SETTLE_ON_STOP_MS } from '@parley/api/lib/outbox';
+import { outboxSettled, SETTLE_ON_STOP_MS } from '@parley/api/lib/outbox';
 import { startWorkers } from './jobs';
 
 async function main(): Promise<void> {
@@ -42,7 +42,7 @@ async function main(): Promise<void> {
         await closeQueues();
         closeMail();
         // Jobs publish events too: their outbox rows' deletions finish before the pool closes.
-        await outboxDeletionsSettled(SETTLE_ON_STOP_MS);
+        await outboxSettled(SETTLE_ON_STOP_MS);
         await Promise.all([disconnectPrisma(), disconnectRedis()]);
       } finally {
         log.info('worker stopped');

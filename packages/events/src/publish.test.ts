@@ -22,6 +22,9 @@ describe('publishNotification', () => {
       );
     expect(await read(a!)).toEqual([{ event, users: [a, shards + a!] }]);
     expect(await read(b!)).toEqual([{ event, users: [b] }]);
+    // The same text as serializing the entry whole (the event is serialized once for all).
+    const [[, fields]] = (await redis.xrange(keys.shardLog(b!), '-', '+')) as [[string, string[]]];
+    expect(fields[1]).toBe(JSON.stringify({ event, users: [b] }));
     await redis.del(keys.shardLog(a!), keys.shardLog(b!));
   });
 

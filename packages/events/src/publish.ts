@@ -5,28 +5,35 @@ import type { Redis } from 'ioredis';
 import { keys, shardOf } from './keys';
 import type { Notification } from './types';
 
+/** A notification's recipients grouped by shard. */
+function usersByShard(users: number[], shards: number): Map<number, number[]> {
+  const byShard = new Map<number, number[]>();
+  for (const userId of users) {
+    const shard = shardOf(userId, shards);
+    const group = byShard.get(shard);
+    if (group) group.push(userId);
+    else byShard.set(shard, [userId]);
+  }
+  return byShard;
+}
+
+/** A shard's share of a notification as its log holds it: `JSON.stringify({ event, users })`,
+ * with the event serialized once for every shard. */
+function shardEntry(event: string, users: number[]): string {
+  return `{"event":${event},"users":${JSON.stringify(users)}}`;
+}
+
 export async function publishNotification(
   redis: Redis,
   shards: number,
   notification: Notification,
 ): Promise<void> {
-  const byShard = new Map<number, number[]>();
-  for (const userId of notification.users) {
-    const shard = shardOf(userId, shards);
-    const users = byShard.get(shard) ?? [];
-    users.push(userId);
-    byShard.set(shard, users);
-  }
+  const byShard = usersByShard(notification.users, shards);
   if (byShard.size === 0) return;
+  const event = JSON.stringify(notification.event);
   const pipeline = redis.pipeline();
-  for (const [shard, users] of byShard) {
-    pipeline.xadd(
-      keys.shardLog(shard),
-      '*',
-      'n',
-      JSON.stringify({ event: notification.event, users }),
-    );
-  }
+  for (const [shard, users] of byShard)
+    pipeline.xadd(keys.shardLog(shard), '*', 'n', shardEntry(event, users));
   const results = await pipeline.exec();
   const failed = results?.find(([error]) => error);
   if (failed?.[0]) throw failed[0];
@@ -54,18 +61,14 @@ export async function publishOutboxRows(
   if (rows.length === 0) return;
   const pipeline = redis.pipeline();
   for (const { id, notification } of rows) {
-    const byShard = new Map<number, number[]>();
-    for (const userId of notification.users) {
-      const shard = shardOf(userId, shards);
-      byShard.set(shard, [...(byShard.get(shard) ?? []), userId]);
-    }
-    for (const [shard, users] of byShard)
+    const event = JSON.stringify(notification.event);
+    for (const [shard, users] of usersByShard(notification.users, shards))
       pipeline.eval(
         PUBLISH_ONCE,
         2,
         keys.shardLog(shard),
         keys.published(shard, id),
-        JSON.stringify({ event: notification.event, users }),
+        shardEntry(event, users),
         PUBLISHED_MARKER_SECONDS,
       );
   }

@@ -39,7 +39,7 @@ import {
   outboxParams,
   outboxSql,
   outboxWriteOf,
-  publishCommitted,
+  publishWithoutWaiting,
   type OutboxColumns,
 } from '../lib/outbox';
 import { checkGroupMentionsAllowed } from '../lib/user-group-permissions';
@@ -616,7 +616,8 @@ const insertMessageAlone = statement<OutboxColumns, [...MessageParams, string, s
 
 /** Sends a prepared message. Most sends write only the message, its copies and its events
  * (see `writesAlone`): one statement, which PostgreSQL runs as a transaction of its own, so
- * the send spends no round trips on BEGIN and COMMIT. The others run in a transaction: through
+ * the send spends no round trips on BEGIN and COMMIT, and it answers without waiting for its
+ * events' publish (publishWithoutWaiting). The others run in a transaction: through
  * Prisma's when they make one of its rare writes (a new direct-message group, attachment
  * links, a channel's first message), else on a pooled connection directly. */
 export function sendPreparedMessage(prepared: PreparedMessage): Promise<SentMessage> {
@@ -652,8 +653,9 @@ async function sendAlone(prepared: PreparedMessage): Promise<SentMessage> {
     ...messageParams(prepared, message.recipientId, message.dateSent),
     ...outboxParams(notifications),
   ]);
-  const write = outboxWriteOf(row!, notifications);
-  const callbacks: Array<() => Promise<void> | void> = [() => publishCommitted(write)];
+  const callbacks: Array<() => Promise<void> | void> = [
+    () => publishWithoutWaiting(outboxWriteOf(row!, notifications)),
+  ];
   if (prepared.pushRecipients.length > 0)
     queuePushNotifications(
       { onCommit: (callback) => callbacks.push(callback) },

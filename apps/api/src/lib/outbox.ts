@@ -107,6 +107,38 @@ const publishing = new Map<string, Promise<void>>();
  * failed publish. */
 export async function publishCommitted(write: OutboxWrite): Promise<void> {
   if (write.rows.length === 0) return;
+  await publishRows(write);
+}
+
+/** publishCommitted for a request that answers without waiting for Redis's reply: the publish
+ * starts now, as it would otherwise, but the answer need not wait for it, since the change is
+ * committed with its notifications stored beside it, and events reach clients through the
+ * fan-out, before or after the answer, as in Zulip. A later write of this process still
+ * publishes after these rows (it waits for them, see `olderFirst`). A failure is logged and
+ * leaves the rows to the relay. `outboxSettled` waits for these publishes. */
+export function publishWithoutWaiting(write: OutboxWrite): void {
+  if (write.rows.length === 0) return;
+  const publish: Promise<void> = publishRows(write)
+    .catch((error: unknown) => {
+      getLogger().error('publishing committed events failed; the relay will take them', {
+        error,
+        rows: write.rows.length,
+      });
+    })
+    .finally(() => unawaited.delete(publish));
+  unawaited.add(publish);
+}
+
+/** Publishes started by publishWithoutWaiting and not yet done. */
+const unawaited = new Set<Promise<void>>();
+
+/** Resolves once the publishes started without waiting so far are done (tests that read the
+ * shard logs right after a request). */
+export async function publishesSettled(): Promise<void> {
+  while (unawaited.size > 0) await Promise.all(unawaited);
+}
+
+async function publishRows(write: OutboxWrite): Promise<void> {
   const published = (async () => {
     await olderFirst(write);
     await publishOutboxRows(getRedis(), getConfig().EVENT_SHARDS, write.rows);
@@ -137,8 +169,7 @@ async function olderFirst(write: OutboxWrite): Promise<void> {
   await publishOlder(write.rows[0]!.id);
 }
 
-// Deleting published rows is bookkeeping nobody waits for: a request answers once its rows are
-// published, and the deletions of every request published in the same turn of the event loop
+// Deleting published rows is bookkeeping nobody waits for, and the deletions of every request published in the same turn of the event loop
 // go out as one statement. Until a row's deletion has committed, this process's own outbox
 // writes leave it out of `olderWaiting` (outboxSql's `published`), so a published row never
 // makes a later change republish it. Should a deletion fail, the relay republishes the rows
@@ -182,12 +213,15 @@ function* publishedRows(): Iterable<string> {
   yield* deleting;
 }
 
-/** Resolves once the deletions of rows published so far are done (tests; shutdown), or after
- * `limitMs` (a stopping process must not hang on a database that does not answer: the relay
- * takes what is left). */
-export async function outboxDeletionsSettled(limitMs = Infinity): Promise<void> {
+/** Resolves once the publishes started without waiting and the deletions of rows published so
+ * far are done (tests; shutdown), or after `limitMs` (a stopping process must not hang on a
+ * Redis or a database that does not answer: the relay takes what is left). */
+export async function outboxSettled(limitMs = Infinity): Promise<void> {
   const settled = (async () => {
-    while (batches.size > 0) await Promise.all(batches);
+    while (unawaited.size > 0 || batches.size > 0) {
+      await Promise.all(unawaited);
+      await Promise.all(batches);
+    }
   })();
   if (limitMs === Infinity) return settled;
   let timer: NodeJS.Timeout | undefined;
