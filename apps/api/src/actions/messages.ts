@@ -174,13 +174,31 @@ export async function prepareMessage(
   content: string,
   options: SendOptions,
 ): Promise<PreparedMessage> {
-  const { resolved, recipients, messageId, dateSent, publicStreamsUsers } =
+  const resolved =
     target.kind === 'channel'
-      ? await addressChannel(realm, sender, target.to, target.topic)
-      : await addressDirect(realm, sender, target.to);
+      ? await resolveChannel(realm, sender, target.to, target.topic)
+      : await resolveDirect(realm, sender, target.to);
   const mentionData = await loadMentionData(realm.id, content);
   const rendered = renderMarkdown(content, mentionData);
   const { addressee } = resolved;
+  // Redis answers while PostgreSQL reads the recipients.
+  const [recipients, publicStreamsUsers] = await Promise.all([
+    query(recipientDetails, [
+      resolved.userIds,
+      sender.id,
+      addressee.kind === 'channel' ? addressee.stream.recipientId : null,
+      addressee.kind === 'channel' ? addressee.topic : '',
+    ]),
+    addressee.kind === 'channel' && !addressee.stream.inviteOnly
+      ? getRedis().smembers(allPublicStreamsKey(realm.id))
+      : [],
+  ]);
+  // Recipients may be none (an unsubscribed sender to a channel nobody follows).
+  const first = recipients[0];
+  const { messageId, dateSent } =
+    first && first.messageId !== null && first.dateSent !== null
+      ? { messageId: first.messageId, dateSent: first.dateSent }
+      : (await query(newMessage, []))[0]!;
   const flags = await recipientFlags(sender, addressee, recipients, content, rendered, options);
   if (addressee.kind === 'channel')
     checkWildcardMention(realm, resolved.senderGroups!, rendered, resolved.userIds, flags);
@@ -210,47 +228,6 @@ export async function prepareMessage(
     options,
     pushRecipients: pushRecipients(recipients, flags, addressee.kind === 'channel'),
   };
-}
-
-/** Where a message goes and what its recipients' flags and events depend on, with its id and
- * time. */
-interface Addressed extends NewMessage {
-  resolved: Resolved;
-  recipients: RecipientDetails[];
-  /** The organization's users with all_public_streams queues (public channels only). */
-  publicStreamsUsers: string[];
-}
-
-async function addressChannel(
-  realm: Realm,
-  sender: User,
-  to: string,
-  topic: string,
-): Promise<Addressed> {
-  // Redis answers while PostgreSQL reads the channel and its recipients; the list is used for
-  // public channels only, and a failure to read it fails only their sends.
-  const [channel, listed] = await Promise.all([
-    resolveChannel(realm, sender, to, topic),
-    getRedis()
-      .smembers(allPublicStreamsKey(realm.id))
-      .catch((error: unknown) => (error instanceof Error ? error : new Error(String(error)))),
-  ]);
-  const { addressee } = channel.resolved;
-  const isPublic = addressee.kind === 'channel' && !addressee.stream.inviteOnly;
-  if (isPublic && listed instanceof Error) throw listed;
-  return { ...channel, publicStreamsUsers: isPublic && !(listed instanceof Error) ? listed : [] };
-}
-
-async function addressDirect(realm: Realm, sender: User, to: string): Promise<Addressed> {
-  const resolved = await resolveDirect(realm, sender, to);
-  const recipients = await query(recipientDetails, [resolved.userIds, sender.id, null, '']);
-  // The sender is always a recipient, so the first row carries the id and time.
-  const first = recipients[0];
-  const { messageId, dateSent } =
-    first && first.messageId !== null && first.dateSent !== null
-      ? { messageId: first.messageId, dateSent: first.dateSent }
-      : (await query(newMessage, []))[0]!;
-  return { resolved, recipients, messageId, dateSent, publicStreamsUsers: [] };
 }
 
 /** Who gets a mobile notification and why: recipients with a registered device (the only
@@ -285,25 +262,19 @@ type ChannelForSend = Stream &
     subscribed: boolean;
     groupIds: number[];
     topicExists: boolean;
-    recipients: RecipientDetails[];
-  } & NewMessage;
+    subscriberIds: number[];
+  };
 
 /** The channel with whether the sender is subscribed, the sender's groups, whether the topic
- * exists yet (can_create_topic_group), who receives the message with what their flags and
- * events depend on, the new message's id and time (taken even if the send is then refused,
- * like any sequence value) and, when $5 asks for it, what decides the sender's automatic topic
- * policy: one statement, one round trip. */
+ * exists yet (can_create_topic_group), who receives the message and, when $5 asks for it, what
+ * decides the sender's automatic topic policy: one statement. */
 const CHANNEL_FOR_SEND = `SELECT ${columnsOf('Stream', 's')},
     ${subscribedSql('$2', 's.recipient_id')} AS subscribed,
     ${groupIdsOfUserSql('$2')} AS "groupIds",
     EXISTS (SELECT 1 FROM message WHERE recipient_id = s.recipient_id
       AND upper(subject) = upper($4)) AS "topicExists",
-    (SELECT COALESCE(json_agg(d), '[]'::json) FROM (
-      SELECT ${recipientDetailsColumns('$2', 's.recipient_id', '$4::text')}
-      FROM user_profile u WHERE u.id IN (SELECT sub.user_profile_id FROM subscription sub
-        WHERE sub.recipient_id = s.recipient_id AND sub.active AND sub.is_user_active)) d)
-      AS recipients,
-    nextval('message_id_seq')::int AS "messageId", now() AS "dateSent",
+    ARRAY(SELECT sub.user_profile_id FROM subscription sub WHERE sub.recipient_id = s.recipient_id
+      AND sub.active AND sub.is_user_active) AS "subscriberIds",
     ${sendContextColumns({
       wanted: '$5::boolean',
       user: '$2',
@@ -319,14 +290,13 @@ const channelForSendByName = statement<ChannelForSend, [number, number, string, 
   `${CHANNEL_FOR_SEND} AND lower(s.name) = lower($3)`,
 );
 
-/** The `to` of a channel message: an id or a name, raw or JSON (a one-element list too); with
- * its recipients and the new message's id and time. */
+/** The `to` of a channel message: an id or a name, raw or JSON (a one-element list too). */
 async function resolveChannel(
   realm: Realm,
   sender: User,
   to: string,
   topic: string,
-): Promise<{ resolved: Resolved; recipients: RecipientDetails[] } & NewMessage> {
+): Promise<Resolved> {
   let target: unknown = to;
   try {
     target = JSON.parse(to) as unknown;
@@ -355,9 +325,7 @@ async function resolveChannel(
     subscribed,
     groupIds,
     topicExists,
-    recipients,
-    messageId,
-    dateSent,
+    subscriberIds,
     send_topic_policy,
     send_channel_muted,
     send_topic_had_messages,
@@ -370,19 +338,14 @@ async function resolveChannel(
     throw new JsonableError('You do not have permission to create new topics in this channel.');
   // An unsubscribed sender (public channels allow that) gets no copy, as in Zulip.
   return {
-    resolved: {
-      addressee: { kind: 'channel', stream, topic },
-      recipientId: stream.recipientId!,
-      userIds: recipients.map((recipient) => recipient.id),
-      senderRecipientId: null,
-      senderGroups: perms.groups,
-      policyContext: policyWanted
-        ? sendContextOf({ send_topic_policy, send_channel_muted, send_topic_had_messages })
-        : null,
-    },
-    recipients,
-    messageId,
-    dateSent,
+    addressee: { kind: 'channel', stream, topic },
+    recipientId: stream.recipientId!,
+    userIds: subscriberIds,
+    senderRecipientId: null,
+    senderGroups: perms.groups,
+    policyContext: policyWanted
+      ? sendContextOf({ send_topic_policy, send_channel_muted, send_topic_had_messages })
+      : null,
   };
 }
 
@@ -849,35 +812,10 @@ const newMessage = statement<NewMessage>(
   `SELECT nextval('message_id_seq')::int AS "messageId", now() AS "dateSent"`,
 );
 
-/** What each recipient's flags and events depend on (RecipientDetails), for the users `u` of
- * the enclosing FROM clause. `sender`, `recipient` and `topic` are SQL expressions: the
- * sender's id, the channel's recipient and the topic (null and '' for direct messages). */
-function recipientDetailsColumns(sender: string, recipient: string, topic: string): string {
-  return `u.id, u.role,
-    EXISTS (SELECT 1 FROM muted_user mu WHERE mu.user_profile_id = u.id
-      AND mu.muted_user_id = ${sender}) AS muted,
-    ARRAY(SELECT aw.word FROM alert_word aw WHERE aw.user_profile_id = u.id) AS "alertWords",
-    CASE WHEN u.id <> ${sender} AND NOT u.is_bot
-        AND EXISTS (SELECT 1 FROM push_device_token d WHERE d.user_profile_id = u.id)
-      THEN (SELECT json_build_object(
-          'offline', u.enable_offline_push_notifications,
-          'channelPush', COALESCE(rs.push_notifications, u.enable_stream_push_notifications),
-          'wildcardNotify', COALESCE(rs.wildcard_mentions_notify, u.wildcard_mentions_notify),
-          'channelMuted', rs.is_muted,
-          'topicPolicy', (SELECT ut.visibility_policy FROM user_topic ut
-            WHERE ut.user_profile_id = u.id AND ut.recipient_id = ${recipient}
-              AND lower(ut.topic_name) = lower(${topic}) ORDER BY ut.id DESC LIMIT 1),
-          'followedPush', u.enable_followed_topic_push_notifications,
-          'followedWildcard', u.enable_followed_topic_wildcard_mentions_notify)
-        FROM (SELECT 1) AS one
-        LEFT JOIN subscription rs ON rs.user_profile_id = u.id AND rs.recipient_id = ${recipient})
-    END AS push`;
-}
-
-/** The recipients' details of a direct message, with the new message's id and time on the
- * first row only (a thousand recipients would otherwise parse a thousand copies of the time).
- * $3 and $4: null and '' (recipientDetailsColumns). Channel messages read theirs with the
- * channel (CHANNEL_FOR_SEND). */
+/** What each recipient's flags and events depend on, for every recipient at once, with the new
+ * message's id and time on the first row only (a thousand recipients would otherwise parse a
+ * thousand copies of the time). $3 and $4: the channel's recipient and the topic (null and ''
+ * for direct messages). */
 const recipientDetails = statement<
   RecipientDetails & { messageId: number | null; dateSent: Date | null },
   [number[], number, number | null, string]
@@ -886,7 +824,25 @@ const recipientDetails = statement<
     CASE WHEN row_number() OVER () = 1 THEN (SELECT nextval('message_id_seq'))::int END
       AS "messageId",
     CASE WHEN row_number() OVER () = 1 THEN now() END AS "dateSent",
-    ${recipientDetailsColumns('$2', '$3::int', '$4::text')}
+    u.id, u.role,
+    EXISTS (SELECT 1 FROM muted_user mu WHERE mu.user_profile_id = u.id
+      AND mu.muted_user_id = $2) AS muted,
+    ARRAY(SELECT aw.word FROM alert_word aw WHERE aw.user_profile_id = u.id) AS "alertWords",
+    CASE WHEN u.id <> $2 AND NOT u.is_bot
+        AND EXISTS (SELECT 1 FROM push_device_token d WHERE d.user_profile_id = u.id)
+      THEN (SELECT json_build_object(
+          'offline', u.enable_offline_push_notifications,
+          'channelPush', COALESCE(s.push_notifications, u.enable_stream_push_notifications),
+          'wildcardNotify', COALESCE(s.wildcard_mentions_notify, u.wildcard_mentions_notify),
+          'channelMuted', s.is_muted,
+          'topicPolicy', (SELECT ut.visibility_policy FROM user_topic ut
+            WHERE ut.user_profile_id = u.id AND ut.recipient_id = $3::int
+              AND lower(ut.topic_name) = lower($4::text) ORDER BY ut.id DESC LIMIT 1),
+          'followedPush', u.enable_followed_topic_push_notifications,
+          'followedWildcard', u.enable_followed_topic_wildcard_mentions_notify)
+        FROM (SELECT 1) AS one
+        LEFT JOIN subscription s ON s.user_profile_id = u.id AND s.recipient_id = $3::int)
+    END AS push
   FROM user_profile u WHERE u.id = ANY($1::int[])`);
 
 /** Each recipient's flags: read for the sender when sent by a person and for those who muted
