@@ -4,7 +4,7 @@
 import { getConfig } from '@parley/config';
 import { keys } from './keys';
 import { defaultQueueOptions, QueueStore, rawEventId } from './queues';
-import { getRedis } from './redis';
+import { createRedis, getRedis } from './redis';
 
 const options = defaultQueueOptions();
 
@@ -60,6 +60,39 @@ describe('QueueStore', () => {
       error: 'missing',
     });
     expect((await store.events(meta)).map((e) => e.id)).toEqual([0]);
+  });
+
+  it('announces a new poll only while an older one may still be parked', async () => {
+    const { store, meta } = await queueWithEvents(0);
+    const subscriber = createRedis(getConfig().REDIS_URL);
+    const kicks: string[] = [];
+    subscriber.on('message', (_channel: string, message: string) => {
+      if (message.startsWith(`k:${meta.queueId}:`)) kicks.push(message);
+    });
+    await subscriber.subscribe(keys.wake(meta.shard));
+    const park = (last: number) => store.poll(meta.queueId, meta.userId, last, 60_000);
+    const settle = async () => {
+      // A message published before this PING reaches the subscriber before its answer.
+      await subscriber.ping();
+    };
+    try {
+      await park(-1); // generation 1 parks: nobody to finish
+      await settle();
+      expect(kicks).toEqual([]);
+      await park(-1); // nothing appended since 1 parked: 1 may still wait
+      await settle();
+      expect(kicks).toEqual([`k:${meta.queueId}:2`]);
+      await store.heartbeat(meta); // an event answers every parked poll
+      await park(0);
+      await settle();
+      expect(kicks).toHaveLength(1);
+      // A poll that does not park (dont_block) still finishes one that did.
+      await store.poll(meta.queueId, meta.userId, 0, 0);
+      await settle();
+      expect(kicks).toEqual([`k:${meta.queueId}:2`, `k:${meta.queueId}:4`]);
+    } finally {
+      subscriber.disconnect();
+    }
   });
 
   it('sets the expiry to the lifespan from now, past the longest wait when parking', async () => {

@@ -91,10 +91,13 @@ redis.call('RPUSH', KEYS[2], '{"id":' .. id .. ',"type":"heartbeat"}')
 return id`;
 
 // One long-poll's whole visit in one round trip (Zulip's event_queue.py fetch_events): the
-// owner check, a new poll generation (older
-// polls of the queue finish: the kick is published here), Zulip's prune and checks, the events
-// left, and the queue's expiry: its lifespan from now, or past the longest wait if the poll is
-// to park (nothing to answer yet).
+// owner check, a new poll generation (older polls of the queue finish: the kick is published
+// here), Zulip's prune and checks, the events left, and the queue's expiry: its lifespan from
+// now, or past the longest wait if the poll is to park (nothing to answer yet).
+// The kick goes out only when an older poll may still be parked: one parked (`parked_at`, the
+// queue's next id then) and nothing was appended since, since an appended event answers every
+// poll parked on the queue (and each kick is a message to every events replica). A poll to park
+// records itself so.
 // KEYS: meta, events, expiry. ARGV: user id, last_event_id, now (ms), extra ms when parking,
 // queue id, wake channel.
 // Returns {-1} missing or not the user's, {1|2, pruned} refused ids, {0, generation, events...}.
@@ -105,7 +108,10 @@ local pruned = tonumber(redis.call('HGET', KEYS[1], 'pruned'))
 local last = tonumber(ARGV[2])
 if last < pruned then return {1, pruned} end
 local generation = redis.call('HINCRBY', KEYS[1], 'poll_gen', 1)
-redis.call('PUBLISH', ARGV[6], 'k:' .. ARGV[5] .. ':' .. generation)
+local fields = redis.call('HMGET', KEYS[1], 'next_id', 'parked_at')
+if fields[2] and fields[2] == fields[1] then
+  redis.call('PUBLISH', ARGV[6], 'k:' .. ARGV[5] .. ':' .. generation)
+end
 while true do
   local head = redis.call('LINDEX', KEYS[2], 0)
   if not head then break end
@@ -119,7 +125,10 @@ if last ~= pruned then return {2, pruned} end
 local events = redis.call('LRANGE', KEYS[2], 0, -1)
 local lifespan = cjson.decode(redis.call('HGET', KEYS[1], 'options')).lifespan_secs * 1000
 local deadline = tonumber(ARGV[3]) + lifespan
-if #events == 0 then deadline = deadline + tonumber(ARGV[4]) end
+if #events == 0 and tonumber(ARGV[4]) > 0 then
+  deadline = deadline + tonumber(ARGV[4])
+  redis.call('HSET', KEYS[1], 'parked_at', fields[1])
+end
 redis.call('ZADD', KEYS[3], deadline, ARGV[5])
 local reply = {0, generation}
 for i = 1, #events do reply[#reply + 1] = events[i] end
