@@ -2,8 +2,8 @@
 // replica can serve any queue: the fan-out announces new events with the events themselves
 // (`E:…`, see fanout.ts), a newer poll on the same queue announces itself
 // (`k:<queue>:<generation>`) so older ones finish, and deleted or expired queues are announced
-// (`d:<queue>`). A parked poll without
-// news returns a heartbeat after 45-55 s (Zulip's HEARTBEAT_MIN_FREQ_SECS plus up to 10 s).
+// (`d:<queue>`). A parked poll without news returns a heartbeat after 45-55 s (Zulip's
+// HEARTBEAT_MIN_FREQ_SECS plus up to 10 s).
 import type { Redis } from 'ioredis';
 import { keys, rawEventId, type QueueMeta, type QueueStore, type RawEvent } from '@parley/events';
 import type { Logger } from '@parley/logger';
@@ -242,9 +242,9 @@ class Parked implements ParkedPoll, Waiter {
 
   /** Events announced with their content answer the poll without reading the queue when they
    * are exactly what it holds: its read has answered (its generation is known), which found
-   * nothing after lastEventId, no read since is under way, and they start at the next id.
-   * Otherwise (a heartbeat or an older poll's read in between, an announcement before the
-   * poll's read) the queue is read. The queue's expiry needs no update here: the poll's read
+   * nothing after lastEventId, no read of it is under way, and they start at the next id.
+   * Otherwise (a heartbeat another poll appended in between, a read under way, an announcement
+   * before the poll's read answered) the queue is read. The queue's expiry needs no update here: the poll's read
    * set it past the longest wait plus the queue's lifespan. */
   wakeWith(events: RawEvent[]): void {
     if (this.settled) return;

@@ -169,10 +169,10 @@ async function olderFirst(write: OutboxWrite): Promise<void> {
   await publishOlder(write.rows[0]!.id);
 }
 
-// Deleting published rows is bookkeeping nobody waits for, and the deletions of every request published in the same turn of the event loop
-// go out as one statement. Until a row's deletion has committed, this process's own outbox
-// writes leave it out of `olderWaiting` (outboxSql's `published`), so a published row never
-// makes a later change republish it. Should a deletion fail, the relay republishes the rows
+// Deleting published rows is bookkeeping no request waits for: the deletions of every request
+// published in the same turn of the event loop go out as one statement. Until a row's deletion
+// has committed, this process's own outbox writes leave it out of `olderWaiting` (outboxSql's
+// `published`), so a published row never makes a later change republish it. Should a deletion fail, the relay republishes the rows
 // (deduplicated) and deletes them.
 const toDelete = new Set<string>();
 const deleting = new Set<string>();
