@@ -45,12 +45,19 @@ async function setup({
   return { poller, store, meta, userId: id };
 }
 
-/** What an earlier version's fan-out did for one event (still understood): append it, then
- * wake the queue's polls. */
-async function deliver(store: QueueStore, meta: QueueMeta, type: string): Promise<void> {
+/** Appends an event to the queue with its next id, as the fan-out's script does (without
+ * announcing it); returns the id. */
+async function append(store: QueueStore, meta: QueueMeta, type: string): Promise<number> {
   const key = keys.queueMeta(meta.shard, meta.queueId);
   const id = (await store.redis.hincrby(key, 'next_id', 1)) - 1;
   await store.redis.rpush(keys.queueEvents(meta.shard, meta.queueId), JSON.stringify({ id, type }));
+  return id;
+}
+
+/** What an earlier version's fan-out did for one event (still understood): append it, then
+ * wake the queue's polls. */
+async function deliver(store: QueueStore, meta: QueueMeta, type: string): Promise<void> {
+  await append(store, meta, type);
   await store.redis.publish(keys.wake(meta.shard), `w:${meta.queueId}`);
 }
 
@@ -137,14 +144,7 @@ describe('Poller', () => {
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(first.poller.parked()).toBe(2);
     // The events first, then one announcement naming both queues (as the fan-out's script).
-    for (const { meta } of [first, other]) {
-      const key = keys.queueMeta(meta.shard, meta.queueId);
-      const id = (await first.store.redis.hincrby(key, 'next_id', 1)) - 1;
-      await first.store.redis.rpush(
-        keys.queueEvents(meta.shard, meta.queueId),
-        JSON.stringify({ id, type: 'message' }),
-      );
-    }
+    for (const { meta } of [first, other]) await append(first.store, meta, 'message');
     await first.store.redis.publish(
       keys.wake(first.meta.shard),
       `W:${first.meta.queueId} ${other.meta.queueId}`,
@@ -184,12 +184,7 @@ describe('Poller', () => {
     // A heartbeat appended by an older poll elsewhere (id 0), then a message (id 1) whose
     // announcement alone would skip the heartbeat.
     await store.heartbeat(meta);
-    const id =
-      (await store.redis.hincrby(keys.queueMeta(meta.shard, meta.queueId), 'next_id', 1)) - 1;
-    await store.redis.rpush(
-      keys.queueEvents(meta.shard, meta.queueId),
-      JSON.stringify({ id, type: 'message' }),
-    );
+    const id = await append(store, meta, 'message');
     await store.redis.publish(
       keys.wake(meta.shard),
       `E:${meta.queueId} ${id} 1\n"type":"message"}`,
@@ -215,11 +210,7 @@ describe('Poller', () => {
     const { store, meta } = polling;
     const answer = longPoll(polling, -1);
     await new Promise((resolve) => setTimeout(resolve, 50));
-    await store.redis.rpush(
-      keys.queueEvents(meta.shard, meta.queueId),
-      JSON.stringify({ id: 0, type: 'message' }),
-    );
-    await store.redis.hincrby(keys.queueMeta(meta.shard, meta.queueId), 'next_id', 1);
+    await append(store, meta, 'message');
     await store.redis.publish(keys.wake(meta.shard), `E:${meta.queueId} 0 3`);
     await expect(answer).resolves.toEqual([{ id: 0, type: 'message' }]);
   });

@@ -175,22 +175,22 @@ export class Poller {
     const end = message.indexOf('\n');
     const appended = message.slice(2, end < 0 ? undefined : end).split(' ');
     let forms: string[] | undefined;
-    let woken: Map<string, RawEvent[]> | undefined;
+    // Per queue parked here, its events; null when one of them is not there (a malformed
+    // announcement), which leaves the queue to be read.
+    const woken = new Map<string, RawEvent[] | null>();
     for (let i = 0; i + 2 < appended.length; i += 3) {
       const queueId = appended[i]!;
       if (!this.waiters.has(queueId)) continue;
       forms ??= end < 0 ? [] : message.slice(end + 1).split('\n');
       const form = forms[Number(appended[i + 2]) - 1];
-      woken ??= new Map();
-      const events = woken.get(queueId) ?? [];
-      // A form that is not there (a malformed announcement) leaves the queue to be read.
-      events.push(form === undefined ? '' : `{"id":${appended[i + 1]},${form}`);
-      woken.set(queueId, events);
+      const events = woken.has(queueId) ? woken.get(queueId)! : [];
+      if (events && form !== undefined) events.push(`{"id":${appended[i + 1]},${form}`);
+      woken.set(queueId, form === undefined ? null : events);
     }
-    for (const [queueId, events] of woken ?? [])
+    for (const [queueId, events] of woken)
       for (const waiter of [...(this.waiters.get(queueId) ?? [])])
-        if (events.includes('')) waiter.wake();
-        else waiter.wakeWith(events);
+        if (events) waiter.wakeWith(events);
+        else waiter.wake();
   }
 }
 
