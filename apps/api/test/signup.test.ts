@@ -122,11 +122,13 @@ const register = (org: TestRealm, params: Record<string, string>) =>
   api.post(org.host, '/register_from_invite').type('form').send(params);
 
 async function lastMessageTo(user: User) {
-  return prisma().message.findFirst({
-    where: { userMessages: { some: { userId: user.id } } },
-    orderBy: { id: 'desc' },
-    include: { sender: true },
+  const copy = await prisma().userMessage.findFirst({
+    where: { userId: user.id },
+    orderBy: { messageId: 'desc' },
   });
+  return copy
+    ? prisma().message.findUnique({ where: { id: copy.messageId }, include: { sender: true } })
+    : null;
 }
 
 describe('the Welcome Bot on sign-up', () => {

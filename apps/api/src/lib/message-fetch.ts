@@ -188,7 +188,7 @@ async function byIds(
     SELECT m.id, um.flags::text AS flags FROM message m
       LEFT JOIN user_message um ON um.message_id = m.id AND um.user_profile_id = ${viewer.id}
     WHERE m.realm_id = ${realm.id} AND m.id = ANY(${ids}::int[])
-      AND (um.id IS NOT NULL OR m.recipient_id = ANY(${readable}::int[]))
+      AND (um.message_id IS NOT NULL OR m.recipient_id = ANY(${readable}::int[]))
       AND ${condition}
     ORDER BY m.id ASC`);
   return rows.map((row) => ({ id: row.id, flags: row.flags === null ? null : BigInt(row.flags) }));
