@@ -138,6 +138,29 @@ describe('POST /messages to a channel', () => {
     expect(toOther.event.internal_data).toMatchObject({ raw_content: message.content });
   });
 
+  it('sends to a public channel nobody follows: no copies, no events, the next id', async () => {
+    await createTestRealmChannel(org, 'empty');
+    expectSuccess(
+      await as(org.admin, org.host).delete('/users/me/subscriptions', {
+        subscriptions: ['empty'],
+      }),
+    );
+    let id = 0;
+    const published = await captureEvents(org.realm.id, async () => {
+      const first = expectSuccess(
+        await send(org.member, org.host, { type: 'stream', to: 'empty', topic: 't', content: 'x' }),
+      );
+      const second = expectSuccess(
+        await send(org.member, org.host, { type: 'stream', to: 'empty', topic: 't', content: 'y' }),
+      );
+      expect(second.id).toBeGreaterThan(first.id as number);
+      id = second.id as number;
+    });
+    expect(await flagsOf(id)).toEqual({});
+    expect(published.filter((p) => p.event.type === 'message')).toEqual([]);
+    expect((await prisma().message.findUniqueOrThrow({ where: { id } })).content).toBe('y');
+  });
+
   it('accepts the channel by id, as JSON, or as a one-element list', async () => {
     for (const to of [String(org.general.id), '"general"', '["general"]', `[${org.general.id}]`])
       expectSuccess(

@@ -182,9 +182,9 @@ export async function prepareMessage(
   const rendered = renderMarkdown(content, mentionData);
   const { addressee } = resolved;
   // Redis answers while PostgreSQL reads the recipients.
-  const [recipients, publicStreamsUsers] = await Promise.all([
-    query(recipientDetails, [
-      resolved.userIds,
+  const [[row], publicStreamsUsers] = await Promise.all([
+    query(recipientsRead, [
+      resolved.userIds === null ? null : intArrayLiteral(resolved.userIds),
       sender.id,
       addressee.kind === 'channel' ? addressee.stream.recipientId : null,
       addressee.kind === 'channel' ? addressee.topic : '',
@@ -193,15 +193,11 @@ export async function prepareMessage(
       ? getRedis().smembers(allPublicStreamsKey(realm.id))
       : [],
   ]);
-  // Recipients may be none (an unsubscribed sender to a channel nobody follows).
-  const first = recipients[0];
-  const { messageId, dateSent } =
-    first && first.messageId !== null && first.dateSent !== null
-      ? { messageId: first.messageId, dateSent: first.dateSent }
-      : (await query(newMessage, []))[0]!;
+  const { messageId, dateSent } = row!;
+  const recipients = recipientsOf(row!);
   const flags = await recipientFlags(sender, addressee, recipients, content, rendered, options);
   if (addressee.kind === 'channel')
-    checkWildcardMention(realm, resolved.senderGroups!, rendered, resolved.userIds, flags);
+    checkWildcardMention(realm, resolved.senderGroups!, rendered, recipients.ids, flags);
   // After the wildcard check, as Zulip orders them; a statement only when groups are named.
   if (rendered.mentions.groupIds.size > 0)
     await checkGroupMentionsAllowed(
@@ -222,7 +218,7 @@ export async function prepareMessage(
     topicLinks:
       addressee.kind === 'channel' ? topicLinks(addressee.topic, mentionData.linkifiers ?? []) : [],
     flags,
-    viewers: recipients.map(({ id, role }) => ({ id, role })),
+    viewers: recipients.ids.map((id, index) => ({ id, role: recipients.roles[index]! })),
     publicStreamsViewers: await publicStreamsViewers(realm, publicStreamsUsers, flags),
     senderRecipientId: resolved.senderRecipientId,
     options,
@@ -233,13 +229,13 @@ export async function prepareMessage(
 /** Who gets a mobile notification and why: recipients with a registered device (the only
  * ones whose `push` settings were read), other than the sender and those who muted them. */
 function pushRecipients(
-  recipients: RecipientDetails[],
+  recipients: Recipients,
   flags: Map<number, UserMessageFlag[]>,
   isChannel: boolean,
 ): { userId: number; trigger: string }[] {
   const notified: { userId: number; trigger: string }[] = [];
-  for (const { id, push, muted } of recipients) {
-    if (!push || muted) continue;
+  for (const [id, push] of recipients.push) {
+    if (recipients.mutedSender.has(id)) continue;
     const trigger = pushTrigger(flags.get(id) ?? [], push, isChannel);
     if (trigger) notified.push({ userId: id, trigger });
   }
@@ -249,7 +245,9 @@ function pushRecipients(
 interface Resolved {
   addressee: Addressee;
   recipientId: number | null;
-  userIds: number[];
+  /** Who receives the message; null for a channel's subscribers, read with the recipients'
+   * details (recipientsRead) rather than sent there and back. */
+  userIds: number[] | null;
   senderRecipientId: number | null;
   /** Channel messages: every group the sender belongs to. */
   senderGroups?: Set<number>;
@@ -262,19 +260,16 @@ type ChannelForSend = Stream &
     subscribed: boolean;
     groupIds: number[];
     topicExists: boolean;
-    subscriberIds: number[];
   };
 
 /** The channel with whether the sender is subscribed, the sender's groups, whether the topic
- * exists yet (can_create_topic_group), who receives the message and, when $5 asks for it, what
- * decides the sender's automatic topic policy: one statement. */
+ * exists yet (can_create_topic_group) and, when $5 asks for it, what decides the sender's
+ * automatic topic policy: one statement. */
 const CHANNEL_FOR_SEND = `SELECT ${columnsOf('Stream', 's')},
     ${subscribedSql('$2', 's.recipient_id')} AS subscribed,
     ${groupIdsOfUserSql('$2')} AS "groupIds",
     EXISTS (SELECT 1 FROM message WHERE recipient_id = s.recipient_id
       AND upper(subject) = upper($4)) AS "topicExists",
-    ARRAY(SELECT sub.user_profile_id FROM subscription sub WHERE sub.recipient_id = s.recipient_id
-      AND sub.active AND sub.is_user_active) AS "subscriberIds",
     ${sendContextColumns({
       wanted: '$5::boolean',
       user: '$2',
@@ -325,7 +320,6 @@ async function resolveChannel(
     subscribed,
     groupIds,
     topicExists,
-    subscriberIds,
     send_topic_policy,
     send_channel_muted,
     send_topic_had_messages,
@@ -340,7 +334,7 @@ async function resolveChannel(
   return {
     addressee: { kind: 'channel', stream, topic },
     recipientId: stream.recipientId!,
-    userIds: subscriberIds,
+    userIds: null,
     senderRecipientId: null,
     senderGroups: perms.groups,
     policyContext: policyWanted
@@ -790,60 +784,85 @@ function checkWildcardMention(
   }
 }
 
-interface RecipientDetails {
-  id: number;
-  role: number;
-  /** Whether they muted the sender. */
-  muted: boolean;
-  alertWords: string[];
-  /** Push settings, only for recipients other than the sender with a registered device
-   * (computed for nobody else: the subscription and topic lookups cost only them). */
-  push: PushSettings | null;
+/** A message's recipients, compactly: a channel of a thousand members is one row of arrays,
+ * not a thousand rows to parse, with the few recipients that differ named apart. */
+interface Recipients {
+  /** Ascending; `roles` in the same order (events differ in which addresses a viewer may
+   * see). */
+  ids: number[];
+  roles: number[];
+  /** Users who muted the sender (a few, recipients or not: read by the sender's index rather
+   * than once per recipient). */
+  mutedSender: Set<number>;
+  /** Recipients' alert words (only those who have some). */
+  alertWords: Map<number, string[]>;
+  /** Push settings of recipients other than the sender with a registered device (computed for
+   * nobody else: the subscription and topic lookups cost only them). */
+  push: Map<number, PushSettings>;
 }
 
-/** The message's id and time, taken when it is prepared: its events are built before the
- * statement that writes it (see sendAlone). An id taken by a message that is then refused is
- * never used, as with any sequence. */
-interface NewMessage {
+interface RecipientsRow {
+  /** The message's id and time, taken when it is prepared: its events are built before the
+   * statement that writes it (see sendAlone). An id taken by a message that is then refused is
+   * never used, as with any sequence. */
   messageId: number;
   dateSent: Date;
+  /** Null when there are none (an unsubscribed sender to a channel nobody follows). */
+  ids: number[] | null;
+  roles: number[] | null;
+  mutedSender: number[];
+  alertWords: { id: number; word: string }[] | null;
+  push: { id: number; settings: PushSettings }[] | null;
 }
-const newMessage = statement<NewMessage>(
-  `SELECT nextval('message_id_seq')::int AS "messageId", now() AS "dateSent"`,
-);
 
-/** What each recipient's flags and events depend on, for every recipient at once, with the new
- * message's id and time on the first row only (a thousand recipients would otherwise parse a
- * thousand copies of the time). $3 and $4: the channel's recipient and the topic (null and ''
- * for direct messages). */
-const recipientDetails = statement<
-  RecipientDetails & { messageId: number | null; dateSent: Date | null },
-  [number[], number, number | null, string]
->(`
-  SELECT
-    CASE WHEN row_number() OVER () = 1 THEN (SELECT nextval('message_id_seq'))::int END
-      AS "messageId",
-    CASE WHEN row_number() OVER () = 1 THEN now() END AS "dateSent",
-    u.id, u.role,
-    EXISTS (SELECT 1 FROM muted_user mu WHERE mu.user_profile_id = u.id
-      AND mu.muted_user_id = $2) AS muted,
-    ARRAY(SELECT aw.word FROM alert_word aw WHERE aw.user_profile_id = u.id) AS "alertWords",
-    CASE WHEN u.id <> $2 AND NOT u.is_bot
-        AND EXISTS (SELECT 1 FROM push_device_token d WHERE d.user_profile_id = u.id)
-      THEN (SELECT json_build_object(
-          'offline', u.enable_offline_push_notifications,
-          'channelPush', COALESCE(s.push_notifications, u.enable_stream_push_notifications),
-          'wildcardNotify', COALESCE(s.wildcard_mentions_notify, u.wildcard_mentions_notify),
-          'channelMuted', s.is_muted,
-          'topicPolicy', (SELECT ut.visibility_policy FROM user_topic ut
-            WHERE ut.user_profile_id = u.id AND ut.recipient_id = $3::int
-              AND lower(ut.topic_name) = lower($4::text) ORDER BY ut.id DESC LIMIT 1),
-          'followedPush', u.enable_followed_topic_push_notifications,
-          'followedWildcard', u.enable_followed_topic_wildcard_mentions_notify)
-        FROM (SELECT 1) AS one
-        LEFT JOIN subscription s ON s.user_profile_id = u.id AND s.recipient_id = $3::int)
-    END AS push
-  FROM user_profile u WHERE u.id = ANY($1::int[])`);
+/** Everything each recipient's flags and events depend on, with the new message's id and time,
+ * in one row. $1: the recipients (direct messages), or null for the subscribers of the channel
+ * whose recipient is $3; $4 the topic ('' for direct messages). */
+const recipientsRead = statement<RecipientsRow, [string | null, number, number | null, string]>(`
+  WITH r AS (
+    SELECT u.id, u.role, u.is_bot, u.enable_offline_push_notifications,
+      u.enable_stream_push_notifications, u.wildcard_mentions_notify,
+      u.enable_followed_topic_push_notifications,
+      u.enable_followed_topic_wildcard_mentions_notify
+    FROM user_profile u
+    WHERE u.id = ANY(COALESCE($1::int[], ARRAY(SELECT sub.user_profile_id FROM subscription sub
+      WHERE sub.recipient_id = $3::int AND sub.active AND sub.is_user_active))))
+  SELECT (SELECT nextval('message_id_seq'))::int AS "messageId", now() AS "dateSent",
+    a.ids, a.roles,
+    ARRAY(SELECT mu.user_profile_id FROM muted_user mu WHERE mu.muted_user_id = $2)
+      AS "mutedSender",
+    (SELECT json_agg(json_build_object('id', aw.user_profile_id, 'word', aw.word))
+      FROM alert_word aw WHERE aw.user_profile_id = ANY(a.ids)) AS "alertWords",
+    (SELECT json_agg(json_build_object('id', r.id, 'settings', json_build_object(
+        'offline', r.enable_offline_push_notifications,
+        'channelPush', COALESCE(s.push_notifications, r.enable_stream_push_notifications),
+        'wildcardNotify', COALESCE(s.wildcard_mentions_notify, r.wildcard_mentions_notify),
+        'channelMuted', s.is_muted,
+        'topicPolicy', (SELECT ut.visibility_policy FROM user_topic ut
+          WHERE ut.user_profile_id = r.id AND ut.recipient_id = $3::int
+            AND lower(ut.topic_name) = lower($4::text) ORDER BY ut.id DESC LIMIT 1),
+        'followedPush', r.enable_followed_topic_push_notifications,
+        'followedWildcard', r.enable_followed_topic_wildcard_mentions_notify)))
+      FROM r LEFT JOIN subscription s ON s.user_profile_id = r.id AND s.recipient_id = $3::int
+      WHERE r.id <> $2 AND NOT r.is_bot
+        AND EXISTS (SELECT 1 FROM push_device_token d WHERE d.user_profile_id = r.id)) AS push
+  FROM (SELECT array_agg(r.id) AS ids, array_agg(r.role) AS roles FROM r) a`);
+
+function recipientsOf(row: RecipientsRow): Recipients {
+  const alertWords = new Map<number, string[]>();
+  for (const { id, word } of row.alertWords ?? []) {
+    const words = alertWords.get(id);
+    if (words) words.push(word);
+    else alertWords.set(id, [word]);
+  }
+  return {
+    ids: row.ids ?? [],
+    roles: row.roles ?? [],
+    mutedSender: new Set(row.mutedSender),
+    alertWords,
+    push: new Map((row.push ?? []).map(({ id, settings }) => [id, settings])),
+  };
+}
 
 /** Each recipient's flags: read for the sender when sent by a person and for those who muted
  * the sender, is_private for direct messages, mentioned for direct and group mentions, the
@@ -852,7 +871,7 @@ const recipientDetails = statement<
 async function recipientFlags(
   sender: User,
   addressee: Addressee,
-  recipients: RecipientDetails[],
+  recipients: Recipients,
   content: string,
   rendered: Rendered,
   options: SendOptions,
@@ -867,9 +886,11 @@ async function recipientFlags(
     const posters = await query(topicPosters, [addressee.stream.recipientId!, addressee.topic]);
     topicParticipants = new Set(posters.map((p) => p.senderId));
   }
-  const text = recipients.some((r) => r.alertWords.length > 0) ? searchableText(content) : '';
+  const text = recipients.alertWords.size > 0 ? searchableText(content) : '';
   const flags = new Map<number, UserMessageFlag[]>();
-  for (const { id: userId, muted, alertWords } of recipients) {
+  for (const userId of recipients.ids) {
+    const muted = recipients.mutedSender.has(userId);
+    const alertWords = recipients.alertWords.get(userId) ?? [];
     const list: UserMessageFlag[] = [];
     if ((userId === sender.id && options.readBySender) || muted) list.push('read');
     if (mentioned.has(userId)) list.push('mentioned');
