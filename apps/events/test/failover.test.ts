@@ -12,6 +12,8 @@ import {
   keys,
   publishNotification,
   QueueStore,
+  SHARD_USER_RANGE,
+  shardOf,
 } from '@parley/events';
 import type { Redis } from 'ioredis';
 
@@ -120,7 +122,10 @@ describe('events replicas sharing shards', () => {
       data: { name: 'Failover', stringId: subdomain },
     });
     const users: User[] = [];
-    while (new Set(users.map((u) => u.id % SHARDS)).size < SHARDS && users.length < 64) {
+    while (new Set(users.map((u) => shardOf(u.id, SHARDS))).size < SHARDS && users.length < 64) {
+      // Each user's id in the next range of ids, so the next shard (see SHARD_USER_RANGE).
+      await getPrisma().$executeRaw`SELECT setval('user_profile_id_seq',
+        (nextval('user_profile_id_seq') / ${SHARD_USER_RANGE} + 1) * ${SHARD_USER_RANGE})`;
       users.push(
         await runAction(({ tx }) =>
           tx.user.create({

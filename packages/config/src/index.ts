@@ -103,7 +103,8 @@ const schema = z.object({
   LOG_LEVEL: z.enum(['error', 'warn', 'info', 'http', 'debug']).default('http'),
   /** json in production, one readable line per entry otherwise. */
   LOG_FORMAT: z.enum(['json', 'pretty']).optional(),
-  /** Number of notification-log shards (fixed per deployment: users map to user_id mod S). */
+  /** Number of notification-log shards (fixed per deployment: a user's shard is
+   * floor(user_id / 1024) mod S, packages/events SHARD_USER_RANGE). */
   EVENT_SHARDS: z.coerce.number().int().min(1).max(1024).default(16),
   /** Shard leases of the events tier: a dead replica's shards move after this long. */
   EVENTS_LEASE_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),

@@ -4,6 +4,7 @@ export {
   outboxRelayLeaseKey,
   rateLimitKeys,
   replicasKey,
+  SHARD_USER_RANGE,
   shardOf,
   tusKeys,
   uploadTokenKey,

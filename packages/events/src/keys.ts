@@ -2,8 +2,17 @@
 // shard's log, lease, checkpoint, queues and wake-up channel live on one Redis Cluster slot,
 // so one Lua script can touch them atomically.
 
+/** How many consecutive user ids share a shard. An organization's users are mostly created
+ * together, so its channels' members have nearby ids: with ranges of ids rather than
+ * `user_id mod shards`, a message reaches a few shards instead of every one, and each shard it
+ * reaches costs a copy of the event in Redis, a script to append it, one to fan it out, and a
+ * wake-up for every events replica to parse (docs/events.md has the measurements). The price:
+ * an organization smaller than a range has its fan-out on one shard, so on one events replica
+ * (Zulip shards its event queues by organization for the same reason); larger ones spread. */
+export const SHARD_USER_RANGE = 1024;
+
 export function shardOf(userId: number, shards: number): number {
-  return userId % shards;
+  return Math.floor(userId / SHARD_USER_RANGE) % shards;
 }
 
 const tag = (shard: number) => `{ev:${shard}}`;

@@ -2,7 +2,7 @@
 // checks, its owner check, generations and expiry; heartbeats as queued events, deletion and
 // expiry.
 import { getConfig } from '@parley/config';
-import { keys } from './keys';
+import { keys, SHARD_USER_RANGE, shardOf } from './keys';
 import { defaultQueueOptions, QueueStore, rawEventId } from './queues';
 import { createRedis, getRedis } from './redis';
 
@@ -10,9 +10,11 @@ const options = defaultQueueOptions();
 
 let nextUser = 900_000_000 + Math.floor(Math.random() * 1_000_000);
 
+/** A queue of a new user, each in the next range of user ids, so on the next shard. */
 async function queueWithEvents(count: number) {
   const store = new QueueStore(getRedis(), getConfig().EVENT_SHARDS);
-  const userId = nextUser++;
+  const userId = nextUser;
+  nextUser += SHARD_USER_RANGE;
   const queueId = await store.create(userId, 1, options);
   const meta = (await store.meta(queueId))!;
   for (let i = 0; i < count; i++) await store.heartbeat(meta);
@@ -22,8 +24,24 @@ async function queueWithEvents(count: number) {
 describe('QueueStore', () => {
   it('creates a queue owned by the user on the user’s shard', async () => {
     const { meta } = await queueWithEvents(0);
-    expect(meta).toMatchObject({ userId: nextUser - 1, realmId: 1, options });
-    expect(meta.shard).toBe((nextUser - 1) % getConfig().EVENT_SHARDS);
+    const userId = nextUser - SHARD_USER_RANGE;
+    expect(meta).toMatchObject({ userId, realmId: 1, options });
+    expect(meta.shard).toBe(Math.floor(userId / SHARD_USER_RANGE) % getConfig().EVENT_SHARDS);
+  });
+
+  it('treats a queue of an earlier layout of users on shards as missing', async () => {
+    const shards = getConfig().EVENT_SHARDS;
+    // Created when there were half as many shards: the queue is not on its owner's shard now.
+    const range = (Math.floor(nextUser / SHARD_USER_RANGE / shards) + 1) * shards + shards / 2 + 1;
+    const userId = range * SHARD_USER_RANGE;
+    nextUser = userId + SHARD_USER_RANGE;
+    const earlier = new QueueStore(getRedis(), shards / 2);
+    const queueId = await earlier.create(userId, 1, options);
+    expect(await earlier.meta(queueId)).toMatchObject({ userId });
+    const store = new QueueStore(getRedis(), shards);
+    expect(shardOf(userId, shards)).not.toBe(shardOf(userId, shards / 2));
+    expect(await store.meta(queueId)).toBeNull();
+    expect(await store.poll(queueId, userId, -1, 0)).toEqual({ ok: false, error: 'missing' });
   });
 
   it('numbers events from 0 and prunes those acknowledged', async () => {
@@ -115,7 +133,7 @@ describe('QueueStore', () => {
   it('reads many queues at once, across shards, as stored, each in its own place', async () => {
     const queues = await Promise.all([0, 1, 2, 3, 4].map((count) => queueWithEvents(count)));
     const { store } = queues[0]!;
-    // Consecutive users: the queues sit on different shards.
+    // Users in consecutive ranges of ids: the queues sit on different shards.
     expect(new Set(queues.map(({ meta }) => meta.shard)).size).toBeGreaterThan(1);
     const gone = queues[2]!.meta;
     await store.delete(gone);
@@ -147,12 +165,13 @@ describe('QueueStore', () => {
   it('reads more queues of one shard than one script takes, each in its own place', async () => {
     const store = new QueueStore(getRedis(), getConfig().EVENT_SHARDS);
     const shards = getConfig().EVENT_SHARDS;
-    // Users on one shard: 501 queues, past the 500 one script reads.
-    const base = (Math.floor(nextUser / shards) + 1) * shards;
-    nextUser = base + 502 * shards;
+    // Users on one shard (one range of ids): 501 queues, past the 500 one script reads.
+    const base = (Math.floor(nextUser / SHARD_USER_RANGE) + 1) * SHARD_USER_RANGE;
+    nextUser = base + SHARD_USER_RANGE;
+    expect(shards).toBeGreaterThan(1);
     const metas = await Promise.all(
       Array.from({ length: 501 }, async (_, i) => {
-        const queueId = await store.create(base + i * shards, 1, options);
+        const queueId = await store.create(base + i, 1, options);
         return (await store.meta(queueId))!;
       }),
     );

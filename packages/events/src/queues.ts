@@ -2,7 +2,7 @@
 // the events tier fills, serves, prunes and expires them. Each change that must be atomic is
 // one Lua script over keys of a single shard.
 import type { Redis } from 'ioredis';
-import { allPublicStreamsKey, keys } from './keys';
+import { allPublicStreamsKey, keys, shardOf } from './keys';
 import { makeQueueId, parseQueueId } from './queue-id';
 
 /** Options a queue was registered with; the events tier filters and formats by them. */
@@ -190,9 +190,17 @@ export class QueueStore {
     readonly shards: number,
   ) {}
 
+  /** Whether a queue on this shard can be the user's: one created under an earlier layout of
+   * users on shards (another SHARD_USER_RANGE or EVENT_SHARDS) would get no events, since
+   * notifications go to the user's shard, so it answers as unknown and its client registers
+   * again, as after any lost queue. */
+  private onOwnersShard(shard: number, userId: number): boolean {
+    return shard === shardOf(userId, this.shards);
+  }
+
   /** Creates an empty queue for the user (its shard is the user's). */
   async create(userId: number, realmId: number, options: QueueOptions): Promise<string> {
-    const shard = userId % this.shards;
+    const shard = shardOf(userId, this.shards);
     const queueId = makeQueueId(shard);
     const deadline = Date.now() + options.lifespan_secs * 1000;
     await this.redis.eval(
@@ -212,7 +220,8 @@ export class QueueStore {
     return queueId;
   }
 
-  /** The queue's owner and options, or null for an unknown or malformed id. */
+  /** The queue's owner and options, or null for an unknown or malformed id (or one of an
+   * earlier shard layout, see `onOwnersShard`). */
   async meta(queueId: string): Promise<QueueMeta | null> {
     const parsed = parseQueueId(queueId, this.shards);
     if (!parsed) return null;
@@ -223,6 +232,7 @@ export class QueueStore {
       'options',
     );
     if (fields[0] === null || fields[2] === null) return null;
+    if (!this.onOwnersShard(parsed.shard, Number(fields[0]))) return null;
     return {
       queueId,
       shard: parsed.shard,
@@ -258,7 +268,8 @@ export class QueueStore {
     parkMs: number,
   ): Promise<PollResult<RawEvent>> {
     const parsed = parseQueueId(queueId, this.shards);
-    if (!parsed) return { ok: false, error: 'missing' };
+    if (!parsed || !this.onOwnersShard(parsed.shard, userId))
+      return { ok: false, error: 'missing' };
     const reply = (await this.redis.eval(
       POLL,
       3,
