@@ -4,6 +4,7 @@
 // itself, with two connections where transactions race.
 import pg from 'pg';
 import { getPrisma } from '@parley/db';
+import { waitUntil } from '@parley/devservices';
 import { as, expectSuccess } from './helpers';
 import { createMessageOrg, send, type MessageOrg } from './message-helpers';
 
@@ -29,14 +30,17 @@ const copiesOf = (messageId: number) => prisma().userMessage.count({ where: { me
 
 /** Waits until the connection with this backend pid waits for a lock. */
 async function waitsForLock(observer: pg.Client, pid: number): Promise<void> {
-  for (;;) {
-    const { rows } = await observer.query<{ waiting: boolean }>(
-      `SELECT wait_event_type = 'Lock' AS waiting FROM pg_stat_activity WHERE pid = $1`,
-      [pid],
-    );
-    if (rows[0]?.waiting) return;
-    await new Promise((resolve) => setImmediate(resolve));
-  }
+  await waitUntil(
+    async () =>
+      (
+        await observer.query<{ waiting: boolean }>(
+          `SELECT wait_event_type = 'Lock' AS waiting FROM pg_stat_activity WHERE pid = $1`,
+          [pid],
+        )
+      ).rows[0]?.waiting === true,
+    10_000,
+    `backend ${pid} to wait for a lock`,
+  );
 }
 
 const pidOf = async (client: pg.Client) =>
