@@ -6,6 +6,7 @@ import { getConfig } from '@parley/config';
 import { getLogger } from '@parley/logger';
 import { instrumentQueries } from './query-metrics';
 import { TransactionAwarePool } from './transaction-pool';
+import { typeParsers } from './type-parsers';
 
 export type Db = PrismaClient;
 
@@ -47,6 +48,7 @@ export function createPool(databaseUrl: string, poolSize: number): TransactionAw
     max: poolSize,
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     options: CONNECTION_OPTIONS,
+    types: typeParsers,
   });
   // An idle connection the server ends (a restart) is dropped by the pool; without a listener
   // the 'error' event would end the process.

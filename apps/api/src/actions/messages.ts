@@ -888,9 +888,12 @@ async function recipientFlags(
   }
   const text = recipients.alertWords.size > 0 ? searchableText(content) : '';
   const flags = new Map<number, UserMessageFlag[]>();
+  // Recipients with the same flags share one list (a channel's members nearly all have the
+  // same), so what is derived from a list later is derived once per list (messageNotifications).
+  const shared = new Map<bigint, UserMessageFlag[]>();
   for (const userId of recipients.ids) {
     const muted = recipients.mutedSender.has(userId);
-    const alertWords = recipients.alertWords.get(userId) ?? [];
+    const alertWords = recipients.alertWords.get(userId) ?? NO_ALERT_WORDS;
     const list: UserMessageFlag[] = [];
     if ((userId === sender.id && options.readBySender) || muted) list.push('read');
     if (mentioned.has(userId)) list.push('mentioned');
@@ -899,10 +902,18 @@ async function recipientFlags(
       list.push('topic_wildcard_mentioned');
     if (!isChannel) list.push('is_private');
     if (alertWords.some((word) => containsAlertWord(text, word))) list.push('has_alert_word');
-    flags.set(userId, list);
+    const bits = flagsToBitmask(list);
+    const same = shared.get(bits);
+    if (same) flags.set(userId, same);
+    else {
+      shared.set(bits, list);
+      flags.set(userId, list);
+    }
   }
   return flags;
 }
+
+const NO_ALERT_WORDS: string[] = [];
 
 const topicPosters = statement<{ senderId: number }, [number, string]>(`
   SELECT DISTINCT sender_id AS "senderId" FROM message
@@ -932,10 +943,23 @@ function messageNotifications(prepared: PreparedMessage, message: Message): Noti
   const { flags, options } = prepared;
   const forms = messageEventForms(prepared, message);
   const groups = new Map<string, Notification>();
-  const add = (viewer: Viewer, viewerFlags: string[], internal: Record<string, unknown>) => {
+  // This runs once per recipient: the group's key is built without serializing the message,
+  // and each distinct flag list (shared by recipientFlags) is shown and keyed once.
+  const shownFlags = new Map<readonly UserMessageFlag[], { shown: string[]; key: string }>();
+  const add = (
+    viewer: Viewer,
+    viewerFlags: readonly UserMessageFlag[],
+    internal: Record<string, unknown>,
+  ) => {
     const form = forms(viewer);
-    // Keyed without serializing the message: this runs once per recipient.
-    const key = `${form.key}|${viewerFlags.join(',')}|${JSON.stringify(internal)}`;
+    let flagsForm = shownFlags.get(viewerFlags);
+    if (!flagsForm) {
+      const shown = apiFlags(viewerFlags);
+      flagsForm = { shown, key: shown.join(',') };
+      shownFlags.set(viewerFlags, flagsForm);
+    }
+    const internalKey = internal === NO_INTERNAL_DATA ? '' : JSON.stringify(internal);
+    const key = `${form.key}|${flagsForm.key}|${internalKey}`;
     const group = groups.get(key);
     if (group) {
       group.users.push(viewer.id);
@@ -944,7 +968,7 @@ function messageNotifications(prepared: PreparedMessage, message: Message): Noti
     const event = {
       type: 'message',
       message: form.message,
-      flags: viewerFlags,
+      flags: flagsForm.shown,
       internal_data: {
         raw_content: message.content,
         avatar_gravatar: form.avatarGravatar,
@@ -956,15 +980,18 @@ function messageNotifications(prepared: PreparedMessage, message: Message): Noti
   for (const viewer of prepared.viewers)
     add(
       viewer,
-      apiFlags(flags.get(viewer.id)!),
+      flags.get(viewer.id)!,
       viewer.id === message.senderId && options.localEcho
         ? { sender_queue_id: options.localEcho.queueId, local_id: options.localEcho.localId }
-        : {},
+        : NO_INTERNAL_DATA,
     );
   for (const viewer of prepared.publicStreamsViewers)
-    add(viewer, [], { all_public_streams_only: true });
+    add(viewer, NO_FLAGS, { all_public_streams_only: true });
   return [...groups.values()];
 }
+
+const NO_INTERNAL_DATA: Record<string, unknown> = {};
+const NO_FLAGS: readonly UserMessageFlag[] = [];
 
 /** The forms of one message for its recipients' events: rendered HTML, the empty topic as ""
  * (the events tier substitutes the display name for clients without empty_topic_name), and
