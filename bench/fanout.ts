@@ -50,7 +50,10 @@ async function main(): Promise<void> {
   const apiBase = `http://127.0.0.1:${stack.api[0]!.port}`;
   const eventsPort = stack.events[0]!.port;
   const eventsPid = stack.events[0]!.process.pid!;
-  const agent = new Agent({ keepAlive: true, maxSockets: POLLS + 10 });
+  // Every connection kept once answered, as a client polling again would keep it (the
+  // default keeps 256 idle ones: the other answered polls' connections were closed, and the
+  // replica spent time closing them while answering the rest).
+  const agent = new Agent({ keepAlive: true, maxSockets: POLLS + 10, maxFreeSockets: POLLS + 10 });
   const send = async (topic: string) => {
     const sent = await requestJson(apiBase, {
       host,
