@@ -5,6 +5,7 @@
 // `pnpm bench:messages` (needs PostgreSQL, Redis and nginx, found or started as for tests).
 import { Agent } from 'node:http';
 import { cpus, loadavg } from 'node:os';
+import pg from 'pg';
 import type { User } from '@parley/db';
 import { requestJson, startStack } from '@parley/devservices';
 import { cpuMeter } from './cpu';
@@ -66,7 +67,9 @@ async function main(): Promise<void> {
     const answeredAt = new Map<number, bigint>();
     // Each message event as received; measured once every send has its times (an event may
     // arrive before its sender has read the answer that names the message).
-    const receptions: [number, bigint][] = [];
+    // With the wall-clock time (ms, fractional) beside the monotonic one, to compare with the
+    // message's date_sent.
+    const receptions: [number, bigint, number][] = [];
     let stopping = false;
     let polls = 0;
     let warmedUp = WARMUP === 0 ? POLLERS : 0;
@@ -86,6 +89,7 @@ async function main(): Promise<void> {
           `/api/v1/events?queue_id=${queueId}&last_event_id=${last}`,
         );
         const received = process.hrtime.bigint();
+        const receivedWall = performance.timeOrigin + performance.now();
         for (const event of answer.events as {
           id: number;
           type: string;
@@ -95,7 +99,7 @@ async function main(): Promise<void> {
           if (event.type !== 'message') continue;
           seen += 1;
           warmedUp += seen === WARMUP ? 1 : 0;
-          receptions.push([event.message!.id, received]);
+          receptions.push([event.message!.id, received, receivedWall]);
         }
       }
     });
@@ -151,19 +155,25 @@ async function main(): Promise<void> {
     await Promise.race([Promise.all(pollers), new Promise((r) => setTimeout(r, 30_000))]);
     stopping = true;
     // From the send's start, and from its answer: the commit lies between the two, so together
-    // they bracket commit → event.
+    // they bracket commit → event. Closer above it: from the message's date_sent, the start of
+    // the statement that read its recipients, after which the send only builds its rows and
+    // inserts them (PostgreSQL's clock is this machine's).
+    const datesSent = await dateSentMs(services.databaseUrl, [...sentAt.keys()]);
     const delays: number[] = [];
     const afterAnswer: number[] = [];
-    for (const [id, received] of receptions) {
+    const afterDateSent: number[] = [];
+    for (const [id, received, receivedWall] of receptions) {
       const sent = sentAt.get(id);
       const answered = answeredAt.get(id);
       if (sent === undefined || answered === undefined) continue;
       delays.push(Number(received - sent) / 1e6);
       afterAnswer.push(Math.max(0, Number(received - answered) / 1e6));
+      afterDateSent.push(receivedWall - datesSent.get(id)!);
     }
     posts.sort((a, b) => a - b);
     delays.sort((a, b) => a - b);
     afterAnswer.sort((a, b) => a - b);
+    afterDateSent.sort((a, b) => a - b);
     const load = loadavg()
       .map((l) => l.toFixed(2))
       .join(' ');
@@ -180,6 +190,9 @@ async function main(): Promise<void> {
     console.log(
       `  answer → event  p50 ${percentile(afterAnswer, 50).toFixed(2)} ms   p99 ${percentile(afterAnswer, 99).toFixed(2)} ms   (commit → event lies between these two)`,
     );
+    console.log(
+      `  date_sent → event  p50 ${percentile(afterDateSent, 50).toFixed(2)} ms   p99 ${percentile(afterDateSent, 99).toFixed(2)} ms   (from date_sent: commit → event lies below)`,
+    );
     console.log(`  CPU ms/message  ${JSON.stringify(cpuPerMessage)}`);
     console.log(`  polls/message   ${(polls / MESSAGES).toFixed(1)}`);
     // The last line, for `pnpm bench`.
@@ -195,12 +208,30 @@ async function main(): Promise<void> {
         event_p99_ms: Number(percentile(delays, 99).toFixed(2)),
         event_after_answer_p50_ms: Number(percentile(afterAnswer, 50).toFixed(2)),
         event_after_answer_p99_ms: Number(percentile(afterAnswer, 99).toFixed(2)),
+        event_after_date_sent_p50_ms: Number(percentile(afterDateSent, 50).toFixed(2)),
+        event_after_date_sent_p99_ms: Number(percentile(afterDateSent, 99).toFixed(2)),
         cpu_ms_per_message: cpuPerMessage,
       }),
     );
   } finally {
     agent.destroy();
     await stopBench(stack, services);
+  }
+}
+
+/** Each message's date_sent in ms since the epoch, fractional: when the statement that read its
+ * recipients started (prepareMessage in actions/messages.ts); its commit comes after. */
+async function dateSentMs(databaseUrl: string, ids: number[]): Promise<Map<number, number>> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ id: number; ms: string }>(
+      'SELECT id, (extract(epoch FROM date_sent) * 1000)::text AS ms FROM message WHERE id = ANY($1)',
+      [ids],
+    );
+    return new Map(rows.map((row) => [row.id, Number(row.ms)]));
+  } finally {
+    await client.end();
   }
 }
 
