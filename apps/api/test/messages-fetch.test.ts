@@ -326,6 +326,66 @@ describe('GET /messages', () => {
       'Invalid message ID',
     );
   });
+
+  it("pages a channel's history around any anchor, other channels' messages interleaved", async () => {
+    // The window is read by (recipient_id, id), positioned at the anchor (message-fetch.ts):
+    // the same rows as ordering and bounding on the id alone, at every anchor and on both sides.
+    const channel: number[] = [];
+    const other: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      channel.push(
+        expectSuccess(
+          await send(org.member, org.host, {
+            type: 'stream',
+            to: 'general',
+            topic: 'paging',
+            content: `in general ${i}`,
+          }),
+        ).id as number,
+      );
+      other.push(
+        expectSuccess(
+          await send(org.member, org.host, {
+            type: 'stream',
+            to: 'secret',
+            topic: 'paging',
+            content: `elsewhere ${i}`,
+          }),
+        ).id as number,
+      );
+    }
+    const late = await createTestUser(org.realm, Role.MEMBER);
+    const history = [ids.g1!, ids.g2!, ids.g3!, ...channel];
+    const page = async (anchor: number | string, before: number, after: number, include = true) =>
+      expectSuccess(
+        await get(late, {
+          anchor,
+          num_before: before,
+          num_after: after,
+          include_anchor: include,
+          narrow: [['channel', 'general']],
+        }),
+      );
+    const pageIds = async (...args: Parameters<typeof page>) =>
+      ((await page(...args)).messages as Fetched[]).map((m) => m.id);
+    expect(await pageIds('newest', 4, 0)).toEqual(history.slice(-4));
+    expect(await pageIds('oldest', 0, 4)).toEqual(history.slice(0, 4));
+    // An anchor in the channel, and one between two of its messages (another channel's).
+    expect(await pageIds(channel[2]!, 2, 2)).toEqual(channel.slice(0, 5));
+    expect(await pageIds(channel[2]!, 0, 2, false)).toEqual([channel[3], channel[4]]);
+    expect(await pageIds(channel[2]!, 2, 0, false)).toEqual([channel[0], channel[1]]);
+    expect(await pageIds(other[2]!, 2, 2)).toEqual([
+      channel[1],
+      channel[2],
+      channel[3],
+      channel[4],
+    ]);
+    expect(await page(other[2]!, 2, 2)).toMatchObject({ found_anchor: false });
+    // Past the channel's newest message: nothing after it, found_newest.
+    expect(await page(other[5]!, 1, 3)).toMatchObject({ found_newest: true, found_oldest: false });
+    expect(await pageIds(other[5]!, 1, 3)).toEqual([channel[5]]);
+    expect(await pageIds(history[0]!, 5, 0)).toEqual([history[0]]);
+  });
 });
 
 describe('bad input to the message endpoints', () => {

@@ -77,6 +77,9 @@ export interface BuiltNarrow {
   includeHistory: boolean;
   /** The joined search text, for highlighting. */
   search: string | null;
+  /** With includeHistory, the one channel the narrow names: its window is read through
+   * message's (recipient_id, id) index (see message-fetch.ts). */
+  channelRecipientId: number | null;
 }
 
 const TRUE = Prisma.sql`TRUE`;
@@ -98,6 +101,8 @@ export async function buildNarrow(
   let includeHistory = false;
   let blocksHistory = false;
   const searches: string[] = [];
+  // The positive channel terms' conditions and recipients (see channelRecipientId).
+  const channelTerms: { index: number; recipientId: number }[] = [];
   const positive = (term: NarrowTerm) => !term.negated;
   if (
     terms.some((t) => positive(t) && t.operator === 'channel') &&
@@ -116,8 +121,10 @@ export async function buildNarrow(
       case 'channel': {
         const stream = await channelOperand(viewer, term.operand);
         condition = Prisma.sql`m.recipient_id = ${stream.recipientId}`;
-        if (positive(term) && channelHistoryReadable(perms, stream, stream.subscribed))
-          includeHistory = true;
+        if (positive(term)) {
+          channelTerms.push({ index: conditions.length, recipientId: stream.recipientId });
+          if (channelHistoryReadable(perms, stream, stream.subscribed)) includeHistory = true;
+        }
         break;
       }
       case 'channels': {
@@ -202,10 +209,22 @@ export async function buildNarrow(
     }
     conditions.push(term.negated ? Prisma.sql`NOT (${condition})` : condition);
   }
+  const history = includeHistory && !blocksHistory;
+  const channel = history && channelTerms.length === 1 ? channelTerms[0]! : null;
+  // The same rows as `m.recipient_id = X`, but not an equality: with one, PostgreSQL takes the
+  // column for a constant and message's primary key for an equally good source of the window's
+  // order, and its generic plan walked the key down from the anchor, through every newer
+  // message of every other channel, until it found the window (9 ms past 21,000 of them).
+  // As a range, only the channel's own index gives the order (recipient_id, id) the window
+  // asks for (message-fetch.ts).
+  if (channel)
+    conditions[channel.index] = Prisma.sql`m.recipient_id >= ${channel.recipientId}
+      AND m.recipient_id <= ${channel.recipientId}`;
   return {
     condition: conditions.length > 0 ? Prisma.join(conditions, ' AND ') : TRUE,
-    includeHistory: includeHistory && !blocksHistory,
+    includeHistory: history,
     search: searches.length > 0 ? searches.join(' ') : null,
+    channelRecipientId: channel?.recipientId ?? null,
   };
 }
 
