@@ -91,7 +91,9 @@ export async function fetchMessages(
         ? Prisma.sql`m.id ${Prisma.raw(op)} ${bound}::bigint`
         : Prisma.sql`um.message_id ${Prisma.raw(op)} ${bound}::bigint
           AND m.id ${Prisma.raw(op)} ${bound}::bigint`;
-  const anchorKey = narrow.includeHistory ? Prisma.raw('m.id') : Prisma.raw('um.message_id');
+  // The anchor itself, and the first unread message (found from the viewer's unread rows,
+  // whose index gives the id's order, not the channel's).
+  const idKey = narrow.includeHistory ? Prisma.raw('m.id') : Prisma.raw('um.message_id');
   const part = (side: number, extra: Prisma.Sql) =>
     Prisma.sql`(SELECT m.id, um.flags::text AS flags, ${side}::int AS side ${from} ${extra})`;
 
@@ -111,7 +113,7 @@ export async function fetchMessages(
         part(
           0,
           Prisma.sql`AND um.flags IS NOT NULL AND (um.flags & 1) = 0
-            AND ${firstUnreadMuting(viewer.id, request.narrow)} ORDER BY ${key('ASC')} LIMIT 1`,
+            AND ${firstUnreadMuting(viewer.id, request.narrow)} ORDER BY ${idKey} ASC LIMIT 1`,
         ),
       );
       return first?.id ?? null;
@@ -129,7 +131,7 @@ export async function fetchMessages(
             ),
           ]
         : []),
-      ...(request.includeAnchor ? [part(0, Prisma.sql`AND ${anchorKey} = ${bound}::bigint`)] : []),
+      ...(request.includeAnchor ? [part(0, Prisma.sql`AND ${idKey} = ${bound}::bigint`)] : []),
       ...(numAfter > 0
         ? [part(1, Prisma.sql`AND ${compare('>', bound)} ORDER BY ${key('ASC')} LIMIT ${numAfter}`)]
         : []),
