@@ -151,7 +151,8 @@ export interface PreparedMessage {
   content: string;
   rendered: Rendered;
   topicLinks: TopicLink[];
-  flags: Map<number, UserMessageFlag[]>;
+  /** Recipients with the same flags share one list (recipientFlags): never changed in place. */
+  flags: ReadonlyMap<number, readonly UserMessageFlag[]>;
   /** Every recipient's role (events differ in which addresses a viewer may see). */
   viewers: Viewer[];
   /** Users whose all_public_streams queues see this public-channel message without having
@@ -230,7 +231,7 @@ export async function prepareMessage(
  * ones whose `push` settings were read), other than the sender and those who muted them. */
 function pushRecipients(
   recipients: Recipients,
-  flags: Map<number, UserMessageFlag[]>,
+  flags: ReadonlyMap<number, readonly UserMessageFlag[]>,
   isChannel: boolean,
 ): { userId: number; trigger: string }[] {
   const notified: { userId: number; trigger: string }[] = [];
@@ -771,7 +772,7 @@ function checkWildcardMention(
   senderGroups: Set<number>,
   rendered: Rendered,
   recipients: number[],
-  flags: Map<number, UserMessageFlag[]>,
+  flags: ReadonlyMap<number, readonly UserMessageFlag[]>,
 ): void {
   if (inRealmGroups(realm, 'can_mention_many_users_group', senderGroups)) return;
   const { wildcard } = rendered.mentions;
@@ -875,7 +876,7 @@ async function recipientFlags(
   content: string,
   rendered: Rendered,
   options: SendOptions,
-): Promise<Map<number, UserMessageFlag[]>> {
+): Promise<ReadonlyMap<number, readonly UserMessageFlag[]>> {
   const { mentions } = rendered;
   const isChannel = addressee.kind === 'channel';
   const mentioned = new Set(mentions.userIds);
@@ -913,7 +914,7 @@ async function recipientFlags(
   return flags;
 }
 
-const NO_ALERT_WORDS: string[] = [];
+const NO_ALERT_WORDS: readonly string[] = [];
 
 const topicPosters = statement<{ senderId: number }, [number, string]>(`
   SELECT DISTINCT sender_id AS "senderId" FROM message
@@ -929,7 +930,7 @@ const activeViewers = statement<Viewer, [number[], number]>(`
 async function publicStreamsViewers(
   realm: Realm,
   listed: string[],
-  recipients: Map<number, UserMessageFlag[]>,
+  recipients: ReadonlyMap<number, readonly UserMessageFlag[]>,
 ): Promise<Viewer[]> {
   const candidates = listed.map(Number).filter((id) => Number.isInteger(id) && !recipients.has(id));
   if (candidates.length === 0) return [];
