@@ -101,8 +101,8 @@ export async function buildNarrow(
   let includeHistory = false;
   let blocksHistory = false;
   const searches: string[] = [];
-  // The positive channel terms' conditions and recipients (see channelRecipientId).
-  const channelTerms: { index: number; recipientId: number }[] = [];
+  // A positive channel term's recipient (see channelRecipientId).
+  let channelRecipientId: number | null = null;
   const positive = (term: NarrowTerm) => !term.negated;
   if (
     terms.some((t) => positive(t) && t.operator === 'channel') &&
@@ -122,7 +122,7 @@ export async function buildNarrow(
         const stream = await channelOperand(viewer, term.operand);
         condition = Prisma.sql`m.recipient_id = ${stream.recipientId}`;
         if (positive(term)) {
-          channelTerms.push({ index: conditions.length, recipientId: stream.recipientId });
+          channelRecipientId = stream.recipientId;
           if (channelHistoryReadable(perms, stream, stream.subscribed)) includeHistory = true;
         }
         break;
@@ -210,8 +210,7 @@ export async function buildNarrow(
     conditions.push(term.negated ? Prisma.sql`NOT (${condition})` : condition);
   }
   const history = includeHistory && !blocksHistory;
-  const channel =
-    history && terms.length === 1 && channelTerms.length === 1 ? channelTerms[0]! : null;
+  const channel = history && terms.length === 1 ? channelRecipientId : null;
   // A narrow to one channel and nothing else: the same rows as `m.recipient_id = X`, but not an
   // equality. With one, PostgreSQL takes the column for a constant and message's primary key
   // for an equally good source of the window's order, and its generic plan walked the key down
@@ -220,14 +219,13 @@ export async function buildNarrow(
   // (recipient_id, id) the window asks for (message-fetch.ts). Not with other terms: a topic
   // needs the equality to reach its own index (recipient_id, upper(subject), id), which a
   // range on recipient_id would scan through the whole channel (0.5 ms -> 620 ms, checked).
-  if (channel)
-    conditions[channel.index] = Prisma.sql`m.recipient_id >= ${channel.recipientId}
-      AND m.recipient_id <= ${channel.recipientId}`;
+  if (channel !== null)
+    conditions[0] = Prisma.sql`m.recipient_id >= ${channel} AND m.recipient_id <= ${channel}`;
   return {
     condition: conditions.length > 0 ? Prisma.join(conditions, ' AND ') : TRUE,
     includeHistory: history,
     search: searches.length > 0 ? searches.join(' ') : null,
-    channelRecipientId: channel?.recipientId ?? null,
+    channelRecipientId: channel,
   };
 }
 
