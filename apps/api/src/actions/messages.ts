@@ -175,6 +175,11 @@ export async function prepareMessage(
   content: string,
   options: SendOptions,
 ): Promise<PreparedMessage> {
+  // Redis answers while PostgreSQL reads; its answer counts only for a public channel (the read
+  // tells), and a private channel's send never waits for it.
+  const allPublic =
+    target.kind === 'channel' ? getRedis().smembers(allPublicStreamsKey(realm.id)) : undefined;
+  allPublic?.catch(() => undefined);
   const resolved =
     target.kind === 'channel'
       ? await resolveChannel(realm, sender, target.to, target.topic)
@@ -182,18 +187,11 @@ export async function prepareMessage(
   const mentionData = await loadMentionData(realm.id, content);
   const rendered = renderMarkdown(content, mentionData);
   const { addressee } = resolved;
-  // Redis answers while PostgreSQL reads the recipients.
-  const [[row], publicStreamsUsers] = await Promise.all([
-    query(recipientsRead, [
-      resolved.userIds === null ? null : intArrayLiteral(resolved.userIds),
-      sender.id,
-      addressee.kind === 'channel' ? addressee.stream.recipientId : null,
-      addressee.kind === 'channel' ? addressee.topic : '',
-    ]),
-    addressee.kind === 'channel' && !addressee.stream.inviteOnly
-      ? getRedis().smembers(allPublicStreamsKey(realm.id))
-      : [],
-  ]);
+  const row =
+    resolved.recipients ??
+    (await query(directRecipientsRead, [intArrayLiteral(resolved.userIds!), sender.id]))[0];
+  const publicStreamsUsers =
+    addressee.kind === 'channel' && !addressee.stream.inviteOnly ? await allPublic! : [];
   const { messageId, dateSent } = row!;
   const recipients = recipientsOf(row!);
   const flags = await recipientFlags(sender, addressee, recipients, content, rendered, options);
@@ -246,9 +244,10 @@ function pushRecipients(
 interface Resolved {
   addressee: Addressee;
   recipientId: number | null;
-  /** Who receives the message; null for a channel's subscribers, read with the recipients'
-   * details (recipientsRead) rather than sent there and back. */
+  /** Who receives the message; null for a channel's subscribers, read with the channel. */
   userIds: number[] | null;
+  /** Channel messages: the recipients, read with the channel. */
+  recipients?: RecipientsRow;
   senderRecipientId: number | null;
   /** Channel messages: every group the sender belongs to. */
   senderGroups?: Set<number>;
@@ -257,33 +256,47 @@ interface Resolved {
 }
 
 type ChannelForSend = Stream &
-  SendContextRow & {
+  SendContextRow &
+  RecipientsRow & {
     subscribed: boolean;
     groupIds: number[];
     topicExists: boolean;
   };
 
-/** The channel with whether the sender is subscribed, the sender's groups, whether the topic
- * exists yet (can_create_topic_group) and, when $5 asks for it, what decides the sender's
- * automatic topic policy: one statement. */
-const CHANNEL_FOR_SEND = `SELECT ${columnsOf('Stream', 's')},
-    ${subscribedSql('$2', 's.recipient_id')} AS subscribed,
+/** The channel (`ch`) with whether the sender ($2) is subscribed, the sender's groups, whether
+ * the topic ($4) exists yet (can_create_topic_group), when $5 asks for it what decides the
+ * sender's automatic topic policy, and its subscribers as recipients (recipientsSql): one
+ * statement, one round trip, for everything a channel message's checks, flags and events
+ * need. A channel the sender may not post to is read all the same (nothing of it leaves the
+ * server: the checks refuse first); a missing one gives no row. */
+const CHANNEL_RECIPIENTS = recipientsSql({
+  users: `ARRAY(SELECT sub.user_profile_id FROM subscription sub
+    WHERE sub.recipient_id = (SELECT recipient_id FROM ch) AND sub.active AND sub.is_user_active)`,
+  sender: '$2',
+  recipient: 'ch.recipient_id',
+  topic: '$4::text',
+});
+const channelForSend = (condition: string) => `
+  WITH ch AS (SELECT * FROM stream WHERE realm_id = $1 AND ${condition}), ${CHANNEL_RECIPIENTS.cte}
+  SELECT ${columnsOf('Stream', 'ch')},
+    ${subscribedSql('$2', 'ch.recipient_id')} AS subscribed,
     ${groupIdsOfUserSql('$2')} AS "groupIds",
-    EXISTS (SELECT 1 FROM message WHERE recipient_id = s.recipient_id
+    EXISTS (SELECT 1 FROM message WHERE recipient_id = ch.recipient_id
       AND upper(subject) = upper($4)) AS "topicExists",
     ${sendContextColumns({
       wanted: '$5::boolean',
       user: '$2',
-      recipient: 's.recipient_id',
+      recipient: 'ch.recipient_id',
       topic: '$4',
-      sharedHistory: 's.history_public_to_subscribers',
-    })}
-  FROM stream s WHERE s.realm_id = $1`;
+      sharedHistory: 'ch.history_public_to_subscribers',
+    })},
+    ${CHANNEL_RECIPIENTS.columns}
+  FROM ch, ${CHANNEL_RECIPIENTS.from}`;
 const channelForSendById = statement<ChannelForSend, [number, number, number, string, boolean]>(
-  `${CHANNEL_FOR_SEND} AND s.id = $3`,
+  channelForSend('id = $3'),
 );
 const channelForSendByName = statement<ChannelForSend, [number, number, string, string, boolean]>(
-  `${CHANNEL_FOR_SEND} AND lower(s.name) = lower($3)`,
+  channelForSend('lower(name) = lower($3)'),
 );
 
 /** The `to` of a channel message: an id or a name, raw or JSON (a one-element list too). */
@@ -324,6 +337,13 @@ async function resolveChannel(
     send_topic_policy,
     send_channel_muted,
     send_topic_had_messages,
+    messageId,
+    dateSent,
+    ids,
+    roles,
+    mutedSender,
+    alertWords,
+    push,
     ...stream
   } = found;
   const perms = { user: sender, groups: new Set(groupIds) };
@@ -336,6 +356,7 @@ async function resolveChannel(
     addressee: { kind: 'channel', stream, topic },
     recipientId: stream.recipientId!,
     userIds: null,
+    recipients: { messageId, dateSent, ids, roles, mutedSender, alertWords, push },
     senderRecipientId: null,
     senderGroups: perms.groups,
     policyContext: policyWanted
@@ -817,37 +838,57 @@ interface RecipientsRow {
 }
 
 /** Everything each recipient's flags and events depend on, with the new message's id and time,
- * in one row. $1: the recipients (direct messages), or null for the subscribers of the channel
- * whose recipient is $3; $4 the topic ('' for direct messages). */
-const recipientsRead = statement<RecipientsRow, [string | null, number, number | null, string]>(`
-  WITH r AS (
-    SELECT u.id, u.role, u.is_bot, u.enable_offline_push_notifications,
-      u.enable_stream_push_notifications, u.wildcard_mentions_notify,
-      u.enable_followed_topic_push_notifications,
-      u.enable_followed_topic_wildcard_mentions_notify
-    FROM user_profile u
-    WHERE u.id = ANY(COALESCE($1::int[], ARRAY(SELECT sub.user_profile_id FROM subscription sub
-      WHERE sub.recipient_id = $3::int AND sub.active AND sub.is_user_active))))
-  SELECT (SELECT nextval('message_id_seq'))::int AS "messageId", now() AS "dateSent",
-    a.ids, a.roles,
-    ARRAY(SELECT mu.user_profile_id FROM muted_user mu WHERE mu.muted_user_id = $2)
-      AS "mutedSender",
-    (SELECT json_agg(json_build_object('id', aw.user_profile_id, 'word', aw.word))
-      FROM alert_word aw WHERE aw.user_profile_id = ANY(a.ids)) AS "alertWords",
-    (SELECT json_agg(json_build_object('id', r.id, 'settings', json_build_object(
-        'offline', r.enable_offline_push_notifications,
-        'channelPush', COALESCE(s.push_notifications, r.enable_stream_push_notifications),
-        'wildcardNotify', COALESCE(s.wildcard_mentions_notify, r.wildcard_mentions_notify),
-        'channelMuted', s.is_muted,
-        'topicPolicy', (SELECT ut.visibility_policy FROM user_topic ut
-          WHERE ut.user_profile_id = r.id AND ut.recipient_id = $3::int
-            AND lower(ut.topic_name) = lower($4::text) ORDER BY ut.id DESC LIMIT 1),
-        'followedPush', r.enable_followed_topic_push_notifications,
-        'followedWildcard', r.enable_followed_topic_wildcard_mentions_notify)))
-      FROM r LEFT JOIN subscription s ON s.user_profile_id = r.id AND s.recipient_id = $3::int
-      WHERE r.id <> $2 AND NOT r.is_bot
-        AND EXISTS (SELECT 1 FROM push_device_token d WHERE d.user_profile_id = r.id)) AS push
-  FROM (SELECT array_agg(r.id) AS ids, array_agg(r.role) AS roles FROM r) a`);
+ * in one row: `cte` goes in a statement's WITH, `columns` in its select list, `from` in its
+ * FROM. `users` is the recipients' ids (an int[] expression); `sender`, `recipient` and `topic`
+ * give the sender's id, the conversation's recipient id (NULL for direct messages: no
+ * subscription settings or topic policies apply) and its topic. */
+function recipientsSql(p: { users: string; sender: string; recipient: string; topic: string }): {
+  cte: string;
+  columns: string;
+  from: string;
+} {
+  return {
+    cte: `r AS (
+      SELECT u.id, u.role, u.is_bot, u.enable_offline_push_notifications,
+        u.enable_stream_push_notifications, u.wildcard_mentions_notify,
+        u.enable_followed_topic_push_notifications,
+        u.enable_followed_topic_wildcard_mentions_notify
+      FROM user_profile u WHERE u.id = ANY(${p.users}))`,
+    columns: `(SELECT nextval('message_id_seq'))::int AS "messageId", now() AS "dateSent",
+      a.ids, a.roles,
+      ARRAY(SELECT mu.user_profile_id FROM muted_user mu WHERE mu.muted_user_id = ${p.sender})
+        AS "mutedSender",
+      (SELECT json_agg(json_build_object('id', aw.user_profile_id, 'word', aw.word))
+        FROM alert_word aw WHERE aw.user_profile_id = ANY(a.ids)) AS "alertWords",
+      (SELECT json_agg(json_build_object('id', r.id, 'settings', json_build_object(
+          'offline', r.enable_offline_push_notifications,
+          'channelPush', COALESCE(s.push_notifications, r.enable_stream_push_notifications),
+          'wildcardNotify', COALESCE(s.wildcard_mentions_notify, r.wildcard_mentions_notify),
+          'channelMuted', s.is_muted,
+          'topicPolicy', (SELECT ut.visibility_policy FROM user_topic ut
+            WHERE ut.user_profile_id = r.id AND ut.recipient_id = ${p.recipient}
+              AND lower(ut.topic_name) = lower(${p.topic})
+            ORDER BY ut.id DESC LIMIT 1),
+          'followedPush', r.enable_followed_topic_push_notifications,
+          'followedWildcard', r.enable_followed_topic_wildcard_mentions_notify)))
+        FROM r LEFT JOIN subscription s
+          ON s.user_profile_id = r.id AND s.recipient_id = ${p.recipient}
+        WHERE r.id <> ${p.sender} AND NOT r.is_bot
+          AND EXISTS (SELECT 1 FROM push_device_token d WHERE d.user_profile_id = r.id)) AS push`,
+    from: `(SELECT array_agg(r.id) AS ids, array_agg(r.role) AS roles FROM r) a`,
+  };
+}
+
+const DIRECT_RECIPIENTS = recipientsSql({
+  users: '$1::int[]',
+  sender: '$2',
+  recipient: 'NULL::int',
+  topic: "''",
+});
+/** A direct message's recipients ($1), sent by $2. */
+const directRecipientsRead = statement<RecipientsRow, [string, number]>(`
+  WITH ${DIRECT_RECIPIENTS.cte}
+  SELECT ${DIRECT_RECIPIENTS.columns} FROM ${DIRECT_RECIPIENTS.from}`);
 
 function recipientsOf(row: RecipientsRow): Recipients {
   const alertWords = new Map<number, string[]>();
