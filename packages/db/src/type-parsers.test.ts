@@ -1,8 +1,8 @@
-// Typed SQL's int4[] parser against what PostgreSQL really sends: the same values as
-// node-postgres's own parser for every shape an int4[] can take.
+// Typed SQL's int2[] and int4[] parser against what PostgreSQL really sends: the same values
+// as node-postgres's own parser for every shape such an array can take.
 import pg from 'pg';
 import { query, statement } from './sql';
-import { parseIntArray } from './type-parsers';
+import { INT_ARRAY_OIDS, parseIntArray } from './type-parsers';
 
 const arrays = statement<{ value: (number | null)[] | null }, []>(`
   SELECT value FROM (VALUES
@@ -16,7 +16,16 @@ const arrays = statement<{ value: (number | null)[] | null }, []>(`
     (8, (SELECT array_agg(g) FROM generate_series(1, 1001) g))
   ) AS t(n, value) ORDER BY n`);
 
-describe('int4[] parsing', () => {
+const smallArrays = statement<{ value: (number | null)[] | null }, []>(`
+  SELECT value FROM (VALUES
+    (1, ARRAY[]::smallint[]),
+    (2, ARRAY[1, -2, 32767, -32768, NULL]::smallint[]),
+    (3, ARRAY[[1, 2], [3, NULL]]::smallint[]),
+    (4, '[0:1]={4,5}'::smallint[]),
+    (5, (SELECT array_agg((g % 400)::smallint) FROM generate_series(1, 1001) g))
+  ) AS t(n, value) ORDER BY n`);
+
+describe('int2[] and int4[] parsing', () => {
   it('gives what node-postgres would for every shape PostgreSQL sends', async () => {
     const rows = await query(arrays, []);
     expect(rows.map((row) => row.value)).toEqual([
@@ -34,10 +43,25 @@ describe('int4[] parsing', () => {
     ]);
   });
 
-  it('matches the default parser on texts of each shape', () => {
-    const int4ArrayOid: number = 1007;
-    const standard = pg.types.getTypeParser(int4ArrayOid, 'text') as (text: string) => unknown;
-    for (const text of ['{}', '{1}', '{1,-2,NULL,4}', '{{1,2},{3,4}}', '[1:2]={8,9}'])
-      expect(parseIntArray(text)).toEqual(standard(text));
+  it('gives int2[] what node-postgres would', async () => {
+    const rows = await query(smallArrays, []);
+    expect(rows.map((row) => row.value)).toEqual([
+      [],
+      [1, -2, 32767, -32768, null],
+      [
+        [1, 2],
+        [3, null],
+      ],
+      [4, 5],
+      Array.from({ length: 1001 }, (_, i) => (i + 1) % 400),
+    ]);
+  });
+
+  it('matches the default parser of each type on texts of each shape', () => {
+    for (const oid of INT_ARRAY_OIDS) {
+      const standard = pg.types.getTypeParser(oid, 'text') as (text: string) => unknown;
+      for (const text of ['{}', '{1}', '{1,-2,NULL,4}', '{{1,2},{3,4}}', '[1:2]={8,9}'])
+        expect(parseIntArray(text)).toEqual(standard(text));
+    }
   });
 });
