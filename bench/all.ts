@@ -143,6 +143,9 @@ async function main(): Promise<void> {
       event_at_10_per_s_after_answer_p99_ms: paced.event_after_answer_p99_ms,
       event_at_10_per_s_after_date_sent_p50_ms: paced.event_after_date_sent_p50_ms,
       event_at_10_per_s_after_date_sent_p99_ms: paced.event_after_date_sent_p99_ms,
+      // Null unless PostgreSQL runs with track_commit_timestamp = on (README).
+      event_at_10_per_s_after_commit_p50_ms: paced.event_after_commit_p50_ms,
+      event_at_10_per_s_after_commit_p99_ms: paced.event_after_commit_p99_ms,
       concurrent_8_senders_messages_per_s: concurrent.messages_per_s,
       concurrent_8_senders_ratio_to_raw_tps: ratio(
         concurrent.messages_per_s as number,

@@ -161,23 +161,27 @@ async function main(): Promise<void> {
     // From the send's start, and from its answer: the commit lies between the two, so together
     // they bracket commit → event. Closer above it: from the message's date_sent, the start of
     // the statement that read its recipients, after which the send only builds its rows and
-    // inserts them (PostgreSQL's clock is this machine's).
-    const datesSent = await dateSentMs(services.databaseUrl, [...sentAt.keys()]);
+    // inserts them (PostgreSQL's clock is this machine's). Exactly, when PostgreSQL records
+    // commit timestamps: from the commit itself.
+    const times = await messageTimes(services.databaseUrl, [...sentAt.keys()]);
     const delays: number[] = [];
     const afterAnswer: number[] = [];
     const afterDateSent: number[] = [];
+    const afterCommit: number[] = [];
     for (const [id, received, receivedWall] of receptions) {
       const sent = sentAt.get(id);
       const answered = answeredAt.get(id);
       if (sent === undefined || answered === undefined) continue;
       delays.push(Number(received - sent) / 1e6);
       afterAnswer.push(Math.max(0, Number(received - answered) / 1e6));
-      afterDateSent.push(receivedWall - datesSent.get(id)!);
+      const { dateSent, committed } = times.get(id)!;
+      afterDateSent.push(receivedWall - dateSent);
+      if (committed !== null) afterCommit.push(receivedWall - committed);
     }
-    posts.sort((a, b) => a - b);
-    delays.sort((a, b) => a - b);
-    afterAnswer.sort((a, b) => a - b);
-    afterDateSent.sort((a, b) => a - b);
+    for (const list of [posts, delays, afterAnswer, afterDateSent, afterCommit])
+      list.sort((a, b) => a - b);
+    const ms = (list: number[], p: number) =>
+      list.length > 0 ? Number(percentile(list, p).toFixed(2)) : null;
     const load = loadavg()
       .map((l) => l.toFixed(2))
       .join(' ');
@@ -185,17 +189,20 @@ async function main(): Promise<void> {
       `${MESSAGES} messages (after ${WARMUP} not measured) from ${SENDERS} sender(s)${RATE > 0 ? ` at ${RATE}/s` : ''} to a channel with ${SUBSCRIBERS + 1} subscribers, ${POLLERS} long-polling (${cpus().length} cores, load ${load})`,
     );
     console.log(`  throughput      ${(MESSAGES / elapsed).toFixed(1)} messages/s`);
+    console.log(`  POST /messages  p50 ${ms(posts, 50)} ms   p99 ${ms(posts, 99)} ms`);
     console.log(
-      `  POST /messages  p50 ${percentile(posts, 50).toFixed(2)} ms   p99 ${percentile(posts, 99).toFixed(2)} ms`,
+      `  send → event    p50 ${ms(delays, 50)} ms   p99 ${ms(delays, 99)} ms   (${delays.length} deliveries)`,
     );
     console.log(
-      `  send → event    p50 ${percentile(delays, 50).toFixed(2)} ms   p99 ${percentile(delays, 99).toFixed(2)} ms   (${delays.length} deliveries)`,
+      `  answer → event  p50 ${ms(afterAnswer, 50)} ms   p99 ${ms(afterAnswer, 99)} ms   (commit → event lies between these two)`,
     );
     console.log(
-      `  answer → event  p50 ${percentile(afterAnswer, 50).toFixed(2)} ms   p99 ${percentile(afterAnswer, 99).toFixed(2)} ms   (commit → event lies between these two)`,
+      `  date_sent → event  p50 ${ms(afterDateSent, 50)} ms   p99 ${ms(afterDateSent, 99)} ms   (from date_sent: commit → event lies below)`,
     );
     console.log(
-      `  date_sent → event  p50 ${percentile(afterDateSent, 50).toFixed(2)} ms   p99 ${percentile(afterDateSent, 99).toFixed(2)} ms   (from date_sent: commit → event lies below)`,
+      afterCommit.length > 0
+        ? `  commit → event  p50 ${ms(afterCommit, 50)} ms   p99 ${ms(afterCommit, 99)} ms   (from PostgreSQL's commit timestamp)`
+        : `  commit → event  not measured: PostgreSQL runs without track_commit_timestamp`,
     );
     console.log(`  CPU ms/message  ${JSON.stringify(cpuPerMessage)}`);
     console.log(`  polls/message   ${(polls / MESSAGES).toFixed(1)}`);
@@ -206,14 +213,16 @@ async function main(): Promise<void> {
         senders: SENDERS,
         rate: RATE,
         messages_per_s: Number((MESSAGES / elapsed).toFixed(1)),
-        send_p50_ms: Number(percentile(posts, 50).toFixed(2)),
-        send_p99_ms: Number(percentile(posts, 99).toFixed(2)),
-        event_p50_ms: Number(percentile(delays, 50).toFixed(2)),
-        event_p99_ms: Number(percentile(delays, 99).toFixed(2)),
-        event_after_answer_p50_ms: Number(percentile(afterAnswer, 50).toFixed(2)),
-        event_after_answer_p99_ms: Number(percentile(afterAnswer, 99).toFixed(2)),
-        event_after_date_sent_p50_ms: Number(percentile(afterDateSent, 50).toFixed(2)),
-        event_after_date_sent_p99_ms: Number(percentile(afterDateSent, 99).toFixed(2)),
+        send_p50_ms: ms(posts, 50),
+        send_p99_ms: ms(posts, 99),
+        event_p50_ms: ms(delays, 50),
+        event_p99_ms: ms(delays, 99),
+        event_after_answer_p50_ms: ms(afterAnswer, 50),
+        event_after_answer_p99_ms: ms(afterAnswer, 99),
+        event_after_date_sent_p50_ms: ms(afterDateSent, 50),
+        event_after_date_sent_p99_ms: ms(afterDateSent, 99),
+        event_after_commit_p50_ms: ms(afterCommit, 50),
+        event_after_commit_p99_ms: ms(afterCommit, 99),
         cpu_ms_per_message: cpuPerMessage,
       }),
     );
@@ -224,16 +233,38 @@ async function main(): Promise<void> {
 }
 
 /** Each message's date_sent in ms since the epoch, fractional: when the statement that read its
- * recipients started (prepareMessage in actions/messages.ts); its commit comes after. */
-async function dateSentMs(databaseUrl: string, ids: number[]): Promise<Map<number, number>> {
+ * recipients started (prepareMessage in actions/messages.ts); its commit comes after. And, when
+ * PostgreSQL keeps commit timestamps (track_commit_timestamp), the commit's own time: the one
+ * PostgreSQL records for the transaction that inserted the row (its xmin), taken as it writes
+ * the commit record, before the WAL is flushed, so commit → event measured from it is, if
+ * anything, a little long. */
+async function messageTimes(
+  databaseUrl: string,
+  ids: number[],
+): Promise<Map<number, { dateSent: number; committed: number | null }>> {
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   try {
-    const { rows } = await client.query<{ id: number; ms: string }>(
-      'SELECT id, (extract(epoch FROM date_sent) * 1000)::text AS ms FROM message WHERE id = ANY($1)',
+    const tracked = await client.query<{ on: boolean }>(
+      "SELECT current_setting('track_commit_timestamp') = 'on' AS on",
+    );
+    const committed = tracked.rows[0]!.on
+      ? '(extract(epoch FROM pg_xact_commit_timestamp(xmin)) * 1000)::text'
+      : 'NULL';
+    const { rows } = await client.query<{ id: number; ms: string; committed: string | null }>(
+      `SELECT id, (extract(epoch FROM date_sent) * 1000)::text AS ms, ${committed} AS committed
+       FROM message WHERE id = ANY($1)`,
       [ids],
     );
-    return new Map(rows.map((row) => [row.id, Number(row.ms)]));
+    return new Map(
+      rows.map((row) => [
+        row.id,
+        {
+          dateSent: Number(row.ms),
+          committed: row.committed === null ? null : Number(row.committed),
+        },
+      ]),
+    );
   } finally {
     await client.end();
   }
