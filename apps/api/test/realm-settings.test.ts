@@ -1004,6 +1004,19 @@ describe('the stored settings decide permissions', () => {
     // Replies to an existing conversation are fine.
     expectSuccess(await dm(org.admin, org.other));
     expectSuccess(await dm(org.other, org.admin));
+    // A group conversation too: the first message starts it, replies do not.
+    const group = (from: User, to: User[]) =>
+      send(from, org.host, {
+        type: 'private',
+        to: JSON.stringify(to.map((user) => user.id)),
+        content: 'hi all',
+      });
+    expectError(
+      await group(org.member, [org.other, org.owner]),
+      'You are not allowed to start direct message conversations.',
+    );
+    expectSuccess(await group(org.admin, [org.member, org.other]));
+    expectSuccess(await group(org.member, [org.other, org.admin]));
   });
 
   it('can_create_bots_group and can_create_write_only_bots_group', async () => {

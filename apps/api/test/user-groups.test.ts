@@ -936,6 +936,30 @@ describe('user groups', () => {
         checkGroupMentionsAllowed(org.member, await groupsOf(org.member), [id]),
       ).rejects.toThrow("You are not allowed to mention user group 'mentionable'.");
     });
+
+    // The send path reads the sender's groups with the channel or the conversation.
+    it('applies to channel and direct messages sent through the API', async () => {
+      await createGroup(org.owner, {
+        name: 'mentionable2',
+        can_mention_group: sys(SYSTEM_GROUPS.MODERATORS),
+      });
+      expectSuccess(
+        await as(org.owner, org.host).post('/users/me/subscriptions', {
+          subscriptions: JSON.stringify([{ name: 'mentions' }]),
+          principals: JSON.stringify([org.member.id, org.moderator.id]),
+        }),
+      );
+      const content = 'hello @*mentionable2*';
+      const direct = { type: 'private', to: JSON.stringify([org.other.id]), content };
+      const channel = { type: 'stream', to: 'mentions', topic: 'mentions', content };
+      for (const form of [direct, channel]) {
+        expectError(
+          await as(org.member, org.host).post('/messages', form),
+          "You are not allowed to mention user group 'mentionable2'.",
+        );
+        expectSuccess(await as(org.moderator, org.host).post('/messages', form));
+      }
+    });
   });
 });
 

@@ -55,7 +55,7 @@ import {
 import { doAutoFollowOnSend } from './user-topics';
 import { queuePushNotifications } from './push-notifications';
 import { pushTrigger, type PushSettings } from '../lib/push-notifications';
-import { activeMemberIds, groupIdsOfUser, groupIdsOfUserSql } from '../lib/groups';
+import { activeMemberIds, groupIdsOfUserSql } from '../lib/groups';
 import { inRealmGroups, realmGroupId } from '../lib/realm-state';
 import { apiFlags, displayUser } from '../lib/messages';
 import { loadMentionData } from '../lib/rendering';
@@ -187,23 +187,16 @@ export async function prepareMessage(
   const mentionData = await loadMentionData(realm.id, content);
   const rendered = renderMarkdown(content, mentionData);
   const { addressee } = resolved;
-  const row =
-    resolved.recipients ??
-    (await query(directRecipientsRead, [intArrayLiteral(resolved.userIds!), sender.id]))[0];
   const publicStreamsUsers =
     addressee.kind === 'channel' && !addressee.stream.inviteOnly ? await allPublic! : [];
-  const { messageId, dateSent } = row!;
-  const recipients = recipientsOf(row!);
+  const { messageId, dateSent } = resolved.recipients;
+  const recipients = recipientsOf(resolved.recipients);
   const flags = await recipientFlags(sender, addressee, recipients, content, rendered, options);
   if (addressee.kind === 'channel')
-    checkWildcardMention(realm, resolved.senderGroups!, rendered, recipients.ids, flags);
-  // After the wildcard check, as Zulip orders them; a statement only when groups are named.
+    checkWildcardMention(realm, resolved.senderGroups, rendered, recipients.ids, flags);
+  // After the wildcard check, as Zulip orders them.
   if (rendered.mentions.groupIds.size > 0)
-    await checkGroupMentionsAllowed(
-      sender,
-      resolved.senderGroups ?? (await groupIdsOfUser(sender.id)),
-      rendered.mentions.groupIds,
-    );
+    await checkGroupMentionsAllowed(sender, resolved.senderGroups, rendered.mentions.groupIds);
   return {
     realm,
     sender,
@@ -244,13 +237,11 @@ function pushRecipients(
 interface Resolved {
   addressee: Addressee;
   recipientId: number | null;
-  /** Who receives the message; null for a channel's subscribers, read with the channel. */
-  userIds: number[] | null;
-  /** Channel messages: the recipients, read with the channel. */
-  recipients?: RecipientsRow;
+  /** The recipients, read with the channel or the conversation. */
+  recipients: RecipientsRow;
   senderRecipientId: number | null;
-  /** Channel messages: every group the sender belongs to. */
-  senderGroups?: Set<number>;
+  /** Every group the sender belongs to. */
+  senderGroups: Set<number>;
   /** Channel messages from a sender whose settings may set a topic policy on send. */
   policyContext?: SendContext | null;
 }
@@ -355,7 +346,6 @@ async function resolveChannel(
   return {
     addressee: { kind: 'channel', stream, topic },
     recipientId: stream.recipientId!,
-    userIds: null,
     recipients: { messageId, dateSent, ids, roles, mutedSender, alertWords, push },
     senderRecipientId: null,
     senderGroups: perms.groups,
@@ -381,22 +371,6 @@ function checkMayPost(perms: Permissions, stream: Stream, subscribed: boolean): 
 const usersByIds = statement<User, [number[], number]>(
   `SELECT ${columnsOf('User', 'u')} FROM user_profile u WHERE u.id = ANY($1::int[]) AND u.realm_id = $2`,
 );
-
-// Both also bring the sender's groups (the organization's direct-message settings need them)
-// without a statement of their own.
-const personalRecipients = statement<
-  { userId: number; id: number; senderGroups: number[] },
-  [number[], number]
->(`
-  SELECT type_id AS "userId", id, ${groupIdsOfUserSql('$2')} AS "senderGroups" FROM recipient
-  WHERE type = ${RecipientType.PERSONAL} AND type_id = ANY($1::int[])`);
-
-const directMessageGroupRecipient = statement<
-  { recipientId: number | null; senderGroups: number[] },
-  [number, string, number]
->(`
-  SELECT (SELECT recipient_id FROM direct_message_group WHERE realm_id = $1 AND hash = $2)
-    AS "recipientId", ${groupIdsOfUserSql('$3')} AS "senderGroups"`);
 
 /** The `to` of a direct message: user ids or emails, as a JSON list or comma-separated. A
  * constant number of statements whatever the group's size (emails: one each). */
@@ -445,51 +419,33 @@ async function resolveDirect(realm: Realm, sender: User, to: string): Promise<Re
   }
   const addressee: Addressee = { kind: 'direct', users: uniqueUsers(users) };
   const userIds = [...new Set([sender.id, ...users.map((u) => u.id)])].sort((a, b) => a - b);
-  if (userIds.length <= 2) {
-    // 1:1 messages (and messages to oneself) go to the other user's personal recipient.
-    const other = userIds.find((id) => id !== sender.id) ?? sender.id;
-    const rows = await query(personalRecipients, [[other, sender.id], sender.id]);
-    const personal = new Map(rows.map((r) => [r.userId, r.id]));
-    const dmCheck = await checkDirectMessagePolicy(
-      realm,
-      sender,
-      addressee.users,
-      new Set(rows[0]?.senderGroups ?? []),
-    );
-    if (dmCheck.mayNotInitiate) {
-      const [row] = await query(personalConversationExists, [
-        personal.get(other)!,
-        sender.id,
-        personal.get(sender.id) ?? -1,
-        other,
-      ]);
-      if (!row?.exists) throw new JsonableError(MAY_NOT_INITIATE);
-    }
-    return {
-      addressee,
-      recipientId: personal.get(other)!,
-      userIds,
-      senderRecipientId: personal.get(sender.id) ?? null,
-    };
-  }
-  const [group] = await query(directMessageGroupRecipient, [
-    realm.id,
-    groupHash(userIds),
+  // 1:1 messages (and messages to oneself) go to the other user's personal recipient.
+  const other = userIds.length <= 2 ? (userIds.find((id) => id !== sender.id) ?? sender.id) : null;
+  const [conversation] = await query(directForSend, [
+    intArrayLiteral(userIds),
     sender.id,
+    realm.id,
+    other === null ? groupHash(userIds) : null,
+    other,
   ]);
-  const dmCheck = await checkDirectMessagePolicy(
-    realm,
-    sender,
-    addressee.users,
-    new Set(group!.senderGroups),
-  );
+  const { recipientId, senderRecipientId, senderGroups, ...recipients } = conversation!;
+  const groups = new Set(senderGroups);
+  const dmCheck = await checkDirectMessagePolicy(realm, sender, addressee.users, groups);
   if (dmCheck.mayNotInitiate) {
-    const [row] = group?.recipientId
-      ? await query(conversationExists, [group.recipientId])
-      : [{ exists: false }];
+    const [row] =
+      other !== null
+        ? await query(personalConversationExists, [
+            recipientId!,
+            sender.id,
+            senderRecipientId ?? -1,
+            other,
+          ])
+        : recipientId !== null
+          ? await query(conversationExists, [recipientId])
+          : [{ exists: false }];
     if (!row?.exists) throw new JsonableError(MAY_NOT_INITIATE);
   }
-  return { addressee, recipientId: group?.recipientId ?? null, userIds, senderRecipientId: null };
+  return { addressee, recipientId, recipients, senderRecipientId, senderGroups: groups };
 }
 
 const MAY_NOT_INITIATE = 'You are not allowed to start direct message conversations.';
@@ -885,10 +841,31 @@ const DIRECT_RECIPIENTS = recipientsSql({
   recipient: 'NULL::int',
   topic: "''",
 });
-/** A direct message's recipients ($1), sent by $2. */
-const directRecipientsRead = statement<RecipientsRow, [string, number]>(`
+/** A direct message's conversation and recipients in one read: the recipients ($1, the sender
+ * $2 among them, recipientsSql); the conversation's recipient, a 1:1's (or a note to oneself)
+ * being the other user's ($5) personal recipient and a group's its direct_message_group (by
+ * hash $4 in organization $3; null before its first message); for a 1:1 the sender's own
+ * personal recipient; and the sender's groups (the organization's direct-message settings and
+ * group mentions need them). */
+const directForSend = statement<
+  RecipientsRow & {
+    recipientId: number | null;
+    senderRecipientId: number | null;
+    senderGroups: number[];
+  },
+  [string, number, number, string | null, number | null]
+>(`
   WITH ${DIRECT_RECIPIENTS.cte}
-  SELECT ${DIRECT_RECIPIENTS.columns} FROM ${DIRECT_RECIPIENTS.from}`);
+  SELECT CASE WHEN $4::text IS NULL
+      THEN (SELECT id FROM recipient WHERE type = ${RecipientType.PERSONAL} AND type_id = $5::int)
+      ELSE (SELECT recipient_id FROM direct_message_group WHERE realm_id = $3 AND hash = $4::text)
+    END AS "recipientId",
+    CASE WHEN $4::text IS NULL
+      THEN (SELECT id FROM recipient WHERE type = ${RecipientType.PERSONAL} AND type_id = $2)
+    END AS "senderRecipientId",
+    ${groupIdsOfUserSql('$2')} AS "senderGroups",
+    ${DIRECT_RECIPIENTS.columns}
+  FROM ${DIRECT_RECIPIENTS.from}`);
 
 function recipientsOf(row: RecipientsRow): Recipients {
   const alertWords = new Map<number, string[]>();
