@@ -1,5 +1,6 @@
 import { bitmaskToFlags, getPrisma, Role, runAction, type Stream, type User } from '@parley/db';
 import { prepareMessage, sendPreparedMessage } from '../src/actions/messages';
+import { EmailVisibility } from '../src/lib/users';
 import { createMessageOrg, send, type MessageOrg } from './message-helpers';
 import { as, captureEvents, createTestUser, expectError, expectSuccess } from './helpers';
 
@@ -464,6 +465,50 @@ describe('POST /messages as a direct message', () => {
     const gone = await createTestUser(org.realm, Role.MEMBER);
     await prisma().user.update({ where: { id: gone.id }, data: { isActive: false } });
     expectError(await dm([gone.id]), `'${gone.deliveryEmail}' is no longer using Zulip.`);
+  });
+
+  // Zulip's access_user_by_email: a real address in any case when the sender may see it, the
+  // dummy address of anyone; an address the sender may not see is unknown.
+  it('finds recipients by email address, real or dummy', async () => {
+    const hidden = await createTestUser(org.realm, Role.MEMBER);
+    await prisma().user.update({
+      where: { id: hidden.id },
+      data: { emailAddressVisibility: EmailVisibility.ADMINS },
+    });
+    const dm = (from: User, to: string[]) =>
+      send(from, org.host, { type: 'direct', to, content: 'by address' });
+    const recipientsOf = async (answer: Record<string, unknown>) =>
+      Object.keys(await flagsOf(answer.id as number))
+        .map(Number)
+        .sort((x, y) => x - y);
+    const dummy = `user${hidden.id}@${org.realm.stringId}.localhost`;
+    expect(
+      await recipientsOf(
+        expectSuccess(await dm(org.member, [org.other.deliveryEmail.toUpperCase(), dummy])),
+      ),
+    ).toEqual(sorted([org.member.id, org.other.id, hidden.id]));
+    expectError(
+      await dm(org.member, [hidden.deliveryEmail]),
+      `Invalid email '${hidden.deliveryEmail}'`,
+    );
+    expectError(
+      await dm(org.member, [org.other.deliveryEmail, 'nobody@nowhere.test']),
+      "Invalid email 'nobody@nowhere.test'",
+    );
+    // An administrator sees it; and the hidden user addresses themself.
+    expect(await recipientsOf(expectSuccess(await dm(org.admin, [hidden.deliveryEmail])))).toEqual(
+      sorted([org.admin.id, hidden.id]),
+    );
+    expect(await recipientsOf(expectSuccess(await dm(hidden, [hidden.deliveryEmail])))).toEqual([
+      hidden.id,
+    ]);
+    // Another organization's user is nobody here, by either address.
+    const elsewhere = await createMessageOrg();
+    for (const address of [
+      elsewhere.other.deliveryEmail,
+      `user${elsewhere.other.id}@${org.realm.stringId}.localhost`,
+    ])
+      expectError(await dm(org.member, [address]), `Invalid email '${address}'`);
   });
 });
 

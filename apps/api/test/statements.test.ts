@@ -215,7 +215,16 @@ describe('statements per request', () => {
     await run();
     const sent = await statements(async () => expectSuccess(await run()));
     expect(sent).toHaveLength(4);
-    expect(sent[0]).toMatch(/^SELECT u\.id AS "id"/);
+    // Named by address: the same.
+    const byAddress = () =>
+      send(org.member, org.host, {
+        type: 'private',
+        to: JSON.stringify([org.other.deliveryEmail, org.admin.deliveryEmail]),
+        content: 'by address',
+      });
+    await byAddress();
+    expect(await statements(async () => expectSuccess(await byAddress()))).toHaveLength(4);
+    expect(sent[0]).toMatch(/^SELECT NULL::text AS named, u\.id AS "id"/);
     expect(sent[1]).toMatch(/^WITH r AS \(/);
     expect(sent[2]).toMatch(/^WITH inserted AS \( INSERT INTO message/);
   });

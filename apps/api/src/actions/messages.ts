@@ -66,7 +66,7 @@ import {
   subscriptionOf,
   type Permissions,
 } from '../lib/streams';
-import { accessUserByEmail, apiEmailFor, canSeeDeliveryEmail } from '../lib/users';
+import { apiEmailFor, canSeeDeliveryEmail, dummyEmailUserId } from '../lib/users';
 import { checkSenderCanAccessRecipients } from '../lib/user-access';
 import {
   EMPTY_TOPIC_DISPLAY_NAME,
@@ -368,12 +368,18 @@ function checkMayPost(perms: Permissions, stream: Stream, subscribed: boolean): 
     throw new JsonableError('You do not have permission to post in this channel.');
 }
 
-const usersByIds = statement<User, [number[], number]>(
-  `SELECT ${columnsOf('User', 'u')} FROM user_profile u WHERE u.id = ANY($1::int[]) AND u.realm_id = $2`,
-);
+/** The users a direct message names, in organization $2: by id ($1: ids, and the ids of dummy
+ * addresses), and by delivery address ($3, compared as lookup.ts does), each with the address
+ * that named it (`named`, null for an id). */
+const usersNamed = statement<User & { named: string | null }, [number[], number, string[]]>(`
+  SELECT NULL::text AS named, ${columnsOf('User', 'u')} FROM user_profile u
+  WHERE u.id = ANY($1::int[]) AND u.realm_id = $2
+  UNION ALL
+  SELECT v AS named, ${columnsOf('User', 'u')} FROM unnest($3::text[]) v
+  JOIN user_profile u ON u.realm_id = $2 AND lower(u.delivery_email) = lower(v)`);
 
 /** The `to` of a direct message: user ids or emails, as a JSON list or comma-separated. A
- * constant number of statements whatever the group's size (emails: one each). */
+ * constant number of statements whatever the group's size. */
 async function resolveDirect(realm: Realm, sender: User, to: string): Promise<Resolved> {
   let targets: unknown;
   try {
@@ -393,13 +399,24 @@ async function resolveDirect(realm: Realm, sender: User, to: string): Promise<Re
     ...new Set(targets.filter((t): t is string => typeof t === 'string').map((t) => t.trim())),
   ].filter((email) => email !== '');
   if (ids.length + emails.length === 0) throw new JsonableError('Message must have recipients');
-  const valid = ids.filter((id) => Number.isInteger(id) && id > 0 && id <= 2 ** 31 - 1);
-  const found = new Map(
-    (valid.length > 0 ? await query(usersByIds, [valid, sender.realmId]) : []).map((u) => [
-      u.id,
-      u,
-    ]),
-  );
+  // Zulip's access_user_by_email: a dummy address names its user by id; a real one must be
+  // visible to the sender (else it is as unknown as an address nobody has).
+  const dummyIds = new Map(emails.map((email) => [email, dummyEmailUserId(realm, email)]));
+  const addresses = emails.filter((email) => dummyIds.get(email) === null);
+  const byId = [
+    ...ids.filter((id) => Number.isInteger(id) && id > 0 && id <= 2 ** 31 - 1),
+    ...[...dummyIds.values()].filter((id) => id !== null),
+  ];
+  const found = new Map<number, User>();
+  const byAddress = new Map<string, User>();
+  const rows =
+    byId.length + addresses.length > 0
+      ? await query(usersNamed, [byId, sender.realmId, addresses])
+      : [];
+  for (const { named: address, ...user } of rows) {
+    if (address === null) found.set(user.id, user);
+    else byAddress.set(address, user);
+  }
   const users: User[] = [];
   for (const id of ids) {
     const user = found.get(id);
@@ -407,8 +424,10 @@ async function resolveDirect(realm: Realm, sender: User, to: string): Promise<Re
     users.push(user);
   }
   for (const email of emails) {
-    const user = await accessUserByEmail(sender, realm, email).catch(() => null);
-    if (!user) throw new JsonableError(`Invalid email '${email}'`);
+    const dummyId = dummyIds.get(email);
+    const user = dummyId != null ? found.get(dummyId) : byAddress.get(email);
+    if (!user || (dummyId == null && !canSeeDeliveryEmail(sender, user)))
+      throw new JsonableError(`Invalid email '${email}'`);
     users.push(user);
   }
   // Before the deactivated check, as in Zulip's check_message.
