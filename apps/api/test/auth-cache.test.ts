@@ -135,6 +135,25 @@ describe('authentication from memory', () => {
     expect(me.role).toBe(Role.ADMINISTRATOR);
   });
 
+  // What the send path uses for a direct message's recipients: memory only, never a read.
+  it('gives a held user by id or address without a statement, and nobody it does not hold', async () => {
+    const user = await createTestUser(org.realm);
+    const cache = authCache();
+    const peek = () => [
+      cache.peekUserById(org.realm.id, user.id)?.id ?? null,
+      cache.peekUserByEmail(org.realm, ` ${user.deliveryEmail.toUpperCase()} `)?.id ?? null,
+    ];
+    expect(await countStatements(async () => expect(peek()).toEqual([null, null]))).toBe(0);
+    expectSuccess(await as(user, org.host).get('/users/me'));
+    expect(await countStatements(async () => expect(peek()).toEqual([user.id, user.id]))).toBe(0);
+    // Only in its own organization.
+    expect(cache.peekUserById(org.realm.id + 1, user.id)).toBeNull();
+    await getPrisma()
+      .$executeRaw`UPDATE user_profile SET full_name = 'Renamed' WHERE id = ${user.id}`;
+    await authCache().sync();
+    expect(peek()).toEqual([null, null]);
+  });
+
   it('follows an address change', async () => {
     const user = await createTestUser(org.realm);
     expectSuccess(await as(user, org.host).get('/users/me'));

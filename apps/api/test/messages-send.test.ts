@@ -1,3 +1,4 @@
+import { authCache } from '@parley/auth';
 import { bitmaskToFlags, getPrisma, Role, runAction, type Stream, type User } from '@parley/db';
 import { prepareMessage, sendPreparedMessage } from '../src/actions/messages';
 import { EmailVisibility } from '../src/lib/users';
@@ -502,13 +503,34 @@ describe('POST /messages as a direct message', () => {
     expect(await recipientsOf(expectSuccess(await dm(hidden, [hidden.deliveryEmail])))).toEqual([
       hidden.id,
     ]);
-    // Another organization's user is nobody here, by either address.
+    // Another organization's user is nobody here, by id or either address, even while this
+    // process holds them for their own requests.
     const elsewhere = await createMessageOrg();
+    expectSuccess(await as(elsewhere.other, elsewhere.host).get('/users/me'));
+    expect(authCache().peekUserById(elsewhere.realm.id, elsewhere.other.id)).not.toBeNull();
     for (const address of [
       elsewhere.other.deliveryEmail,
       `user${elsewhere.other.id}@${org.realm.stringId}.localhost`,
     ])
       expectError(await dm(org.member, [address]), `Invalid email '${address}'`);
+    expectError(
+      await send(org.member, org.host, { type: 'direct', to: [elsewhere.other.id], content: 'x' }),
+      `Invalid user ID ${elsewhere.other.id}`,
+    );
+  });
+
+  // Recipients who authenticated here lately come from the authentication cache, which a
+  // change to their row reaches at its commit.
+  it('sees a change to a recipient held in memory', async () => {
+    const recipient = await createTestUser(org.realm, Role.MEMBER);
+    expectSuccess(await as(recipient, org.host).get('/users/me'));
+    expect(authCache().peekUserById(org.realm.id, recipient.id)).not.toBeNull();
+    const dm = (to: unknown[]) => send(org.member, org.host, { type: 'direct', to, content: 'x' });
+    expectSuccess(await dm([recipient.id]));
+    await prisma().user.update({ where: { id: recipient.id }, data: { isActive: false } });
+    const gone = `'${recipient.deliveryEmail}' is no longer using Zulip.`;
+    expectError(await dm([recipient.id]), gone);
+    expectError(await dm([recipient.deliveryEmail]), gone);
   });
 });
 

@@ -8,7 +8,7 @@
 // cache listener's heartbeat.
 import pg from 'pg';
 import { authCache } from '@parley/auth';
-import { getPrisma, Role } from '@parley/db';
+import { getPrisma, Role, type User } from '@parley/db';
 import { as, createTestUser, expectSuccess } from './helpers';
 import { createMessageOrg, send, type MessageOrg } from './message-helpers';
 import { outboxSettled } from '../src/lib/outbox';
@@ -186,12 +186,14 @@ describe('statements per request', () => {
     }
   });
 
-  // The users named, by id; the conversation with its recipients, in one read; then, as for a
-  // channel, the one statement that writes, and the outbox rows' deletion.
+  // The users named, by id or address, unless all of them authenticated here lately (then they
+  // are in memory); the conversation with its recipients, in one read; then, as for a channel,
+  // the one statement that writes, and the outbox rows' deletion.
   it('POST /messages to a direct-message group: the same count whatever its size', async () => {
     const counts: number[] = [];
     for (const size of [3, 9]) {
-      const others = [org.other, org.admin];
+      // Users who never authenticated: read.
+      const others: User[] = [];
       while (others.length < size - 1) others.push(await createTestUser(org.realm, Role.MEMBER));
       const run = () =>
         send(org.member, org.host, {
@@ -205,28 +207,34 @@ describe('statements per request', () => {
     expect(counts).toEqual([4, 4]);
   });
 
-  it('POST /messages 1:1: the same as a group', async () => {
-    const run = () =>
-      send(org.member, org.host, {
-        type: 'private',
-        to: JSON.stringify([org.other.id]),
-        content: 'one to one',
-      });
-    await run();
-    const sent = await statements(async () => expectSuccess(await run()));
-    expect(sent).toHaveLength(4);
-    // Named by address: the same.
-    const byAddress = () =>
-      send(org.member, org.host, {
-        type: 'private',
-        to: JSON.stringify([org.other.deliveryEmail, org.admin.deliveryEmail]),
-        content: 'by address',
-      });
-    await byAddress();
-    expect(await statements(async () => expectSuccess(await byAddress()))).toHaveLength(4);
-    expect(sent[0]).toMatch(/^SELECT NULL::text AS named, u\.id AS "id"/);
-    expect(sent[1]).toMatch(/^WITH r AS \(/);
-    expect(sent[2]).toMatch(/^WITH inserted AS \( INSERT INTO message/);
+  it('POST /messages 1:1: the users named read once, whether by id or address', async () => {
+    const newcomer = await createTestUser(org.realm, Role.MEMBER);
+    for (const to of [[newcomer.id], [newcomer.deliveryEmail]]) {
+      const run = () =>
+        send(org.member, org.host, { type: 'private', to: JSON.stringify(to), content: 'hi' });
+      await run();
+      const sent = await statements(async () => expectSuccess(await run()));
+      expect(sent).toHaveLength(4);
+      expect(sent[0]).toMatch(/^SELECT NULL::text AS named, u\.id AS "id"/);
+      expect(sent[1]).toMatch(/^WITH r AS \(/);
+      expect(sent[2]).toMatch(/^WITH inserted AS \( INSERT INTO message/);
+    }
+  });
+
+  // other and admin authenticated in beforeAll: as many statements as a channel message.
+  it('POST /messages direct to users in memory: the same count as a channel', async () => {
+    for (const to of [
+      [org.other.id],
+      [org.other.id, org.admin.id],
+      [org.other.deliveryEmail, org.admin.deliveryEmail],
+    ]) {
+      const run = () =>
+        send(org.member, org.host, { type: 'private', to: JSON.stringify(to), content: 'hi' });
+      await run();
+      const sent = await statements(async () => expectSuccess(await run()));
+      expect(sent).toHaveLength(3);
+      expect(sent[0]).toMatch(/^WITH r AS \(/);
+    }
   });
 
   // Every section, one prepared statement each: the user's groups (for permission flags and

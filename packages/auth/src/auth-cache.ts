@@ -82,8 +82,8 @@ class AuthCache {
 
   /** The user (active or not, bot or not) with this delivery address in the organization. */
   async userByEmail(realm: Realm, email: string): Promise<User | null> {
-    const address = email.trim().toLowerCase();
-    const key = `${realm.id}\n${address}`;
+    const address = normalAddress(email);
+    const key = userKey(realm.id, address);
     const user = await this.cached(this.users, key, async () => {
       const [found] = await query(userByAddress, [realm.id, address]);
       return found ?? null;
@@ -97,6 +97,20 @@ class AuthCache {
     return user;
   }
 
+  /** The user with this id in the organization when this process holds them (they
+   * authenticated here lately), else null: never a statement, for callers that read the users
+   * it lacks together (the recipients of a direct message). As fresh as authentication. */
+  peekUserById(realmId: number, id: number): User | null {
+    const key = this.userKeys.get(id);
+    const user = key === undefined ? null : this.peek(this.users, key);
+    return user?.realmId === realmId ? user : null;
+  }
+
+  /** `userByEmail`'s user when this process holds it, else null (see peekUserById). */
+  peekUserByEmail(realm: Realm, email: string): User | null {
+    return this.peek(this.users, userKey(realm.id, normalAddress(email)));
+  }
+
   /** Resolves once the cache may answer from memory (tests, and a warm start). */
   listening(): Promise<boolean> {
     return this.feed.listening();
@@ -106,14 +120,19 @@ class AuthCache {
     return this.feed.stop();
   }
 
+  private peek<T extends object>(map: Map<string, Entry<T>>, key: string): T | null {
+    const hit = map.get(key);
+    return hit && this.feed.isListening && Date.now() - hit.at < TTL_MS ? hit.value : null;
+  }
+
   private async cached<T extends object>(
     map: Map<string, Entry<T>>,
     key: string,
     load: () => Promise<T | null>,
   ): Promise<T | null> {
+    const fresh = this.peek(map, key);
+    if (fresh) return fresh;
     const now = Date.now();
-    const hit = map.get(key);
-    if (hit && this.feed.isListening && now - hit.at < TTL_MS) return hit.value;
     // Requests that miss the same key at once (every client reconnecting after a restart)
     // share one read, unless a change came after it began.
     const loadKey = `${map === (this.users as Map<string, unknown>) ? 'u' : 'r'}\n${key}`;
@@ -176,6 +195,11 @@ class AuthCache {
     this.userKeys.clear();
   }
 }
+
+const normalAddress = (email: string) => email.trim().toLowerCase();
+
+/** A user's key in the cache: their organization and normalized address. */
+const userKey = (realmId: number, address: string) => `${realmId}\n${address}`;
 
 /** Every request shares the cached object, frozen: a handler that changed a field would
  * change it for every later request, so it fails loudly instead (a copy per request cost

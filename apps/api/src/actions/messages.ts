@@ -3,6 +3,7 @@
 // (most often a single statement), and queue the message event, formatted per group of
 // recipients, for after the commit.
 import { createHash } from 'node:crypto';
+import { authCache } from '@parley/auth';
 import {
   afterStatementCommitted,
   columnsOf,
@@ -407,11 +408,23 @@ async function resolveDirect(realm: Realm, sender: User, to: string): Promise<Re
     ...ids.filter((id) => Number.isInteger(id) && id > 0 && id <= 2 ** 31 - 1),
     ...[...dummyIds.values()].filter((id) => id !== null),
   ];
+  // Users who authenticated here lately are in memory; the others are read together.
+  const cache = authCache();
   const found = new Map<number, User>();
+  for (const id of byId) {
+    const user = cache.peekUserById(realm.id, id);
+    if (user) found.set(id, user);
+  }
   const byAddress = new Map<string, User>();
+  for (const email of addresses) {
+    const user = cache.peekUserByEmail(realm, email);
+    if (user) byAddress.set(email, user);
+  }
+  const unreadIds = byId.filter((id) => !found.has(id));
+  const unreadAddresses = addresses.filter((email) => !byAddress.has(email));
   const rows =
-    byId.length + addresses.length > 0
-      ? await query(usersNamed, [byId, sender.realmId, addresses])
+    unreadIds.length + unreadAddresses.length > 0
+      ? await query(usersNamed, [unreadIds, realm.id, unreadAddresses])
       : [];
   for (const { named: address, ...user } of rows) {
     if (address === null) found.set(user.id, user);
