@@ -15,6 +15,7 @@ import { createServer, request } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { repoRoot } from './migrations';
 
 export interface StackOptions {
@@ -105,7 +106,8 @@ const PORT_VARIABLES = {
  * loader (or, with PARLEY_REPLICA_BUNDLES=<dir>, the production bundle `<dir>/<kind>.cjs`; `off`:
  * the sources, to compare), so
  * SIGTERM and SIGKILL reach the server, not a wrapper. Production settings and
- * quiet logs unless `env` says otherwise; stderr is shown. PARLEY_REPLICA_NODE_ARGS adds node
+ * quiet logs unless `env` says otherwise; stderr is shown, and so are the errors it logs (the
+ * logger writes to stdout, which is otherwise dropped). PARLEY_REPLICA_NODE_ARGS adds node
  * options (profiling a benchmark: `--cpu-prof --cpu-prof-dir=/tmp/prof`). A worker's port is
  * the one of its metrics. */
 export function spawnReplica(
@@ -121,7 +123,7 @@ export function spawnReplica(
     bundles && bundles !== 'off'
       ? ['--enable-source-maps', join(bundles, `${kind}.cjs`)]
       : ['--import', 'tsx', join(repoRoot(), 'apps', kind, 'src', 'main.ts')];
-  return spawn(process.execPath, [...nodeArgs, ...command], {
+  const child = spawn(process.execPath, [...nodeArgs, ...command], {
     cwd: repoRoot(),
     env: {
       ...process.env,
@@ -131,8 +133,13 @@ export function spawnReplica(
       [PORT_VARIABLES[kind]]: String(port),
       ...env,
     },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: ['ignore', 'pipe', 'inherit'],
   });
+  // An unexpected error's line holds its stack: a test that meets a 500 shows where it came from.
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    if (line.includes('"level":"error"')) process.stderr.write(`[${kind} :${port}] ${line}\n`);
+  });
+  return child;
 }
 
 function startReplica(

@@ -6,6 +6,7 @@
 import { getConfig } from '@parley/config';
 import { getPrisma, outsideTransaction, query, statement, type ActionContext } from '@parley/db';
 import { getRedis, publishOutboxRows, type Notification } from '@parley/events';
+import { isDependencyDown } from '@parley/http';
 import { getLogger } from '@parley/logger';
 
 export interface OutboxRow {
@@ -120,7 +121,9 @@ export function publishWithoutWaiting(write: OutboxWrite): void {
   if (write.rows.length === 0) return;
   const publish: Promise<void> = publishRows(write)
     .catch((error: unknown) => {
-      getLogger().error('publishing committed events failed; the relay will take them', {
+      // Redis away is an outage the relay recovers from, not a bug.
+      const level = isDependencyDown(error) ? 'warn' : 'error';
+      getLogger()[level]('publishing committed events failed; the relay will take them', {
         error,
         rows: write.rows.length,
       });
