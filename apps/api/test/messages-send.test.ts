@@ -1,4 +1,4 @@
-import { authCache } from '@parley/auth';
+import { authCache, startedAuthCache, stopAuthCache } from '@parley/auth';
 import { bitmaskToFlags, getPrisma, Role, runAction, type Stream, type User } from '@parley/db';
 import { prepareMessage, sendPreparedMessage } from '../src/actions/messages';
 import { EmailVisibility } from '../src/lib/users';
@@ -517,6 +517,21 @@ describe('POST /messages as a direct message', () => {
       await send(org.member, org.host, { type: 'direct', to: [elsewhere.other.id], content: 'x' }),
       `Invalid user ID ${elsewhere.other.id}`,
     );
+  });
+
+  // The worker delivers scheduled messages and authenticates nobody: it reads every recipient
+  // and opens no notification connection for a cache it would never fill.
+  it('reads the recipients, and starts no authentication cache, where nobody authenticated', async () => {
+    await stopAuthCache();
+    const prepared = await prepareMessage(
+      org.realm,
+      org.member,
+      { kind: 'direct', to: JSON.stringify([org.other.id]) },
+      'scheduled',
+      { client: 'test', readBySender: true },
+    );
+    expect(startedAuthCache()).toBeUndefined();
+    expect(prepared.addressee).toMatchObject({ kind: 'direct', users: [{ id: org.other.id }] });
   });
 
   // Recipients who authenticated here lately come from the authentication cache, which a

@@ -215,6 +215,13 @@ export function authCache(): AuthCache {
   return cache;
 }
 
+/** The cache if this process has started one: a process that authenticates nobody (the
+ * worker delivering a scheduled message) holds no users, and should not open a notification
+ * connection just to find that out. */
+export function startedAuthCache(): AuthCache | undefined {
+  return cache;
+}
+
 /** Closes the notification connection (shutdown, and the end of a test file). */
 export async function stopAuthCache(): Promise<void> {
   const current = cache;

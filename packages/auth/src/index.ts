@@ -1,7 +1,7 @@
 // Who is asking, for both tiers: the organization of the Host header and the user of the HTTP
 // Basic credentials.
 export { authenticate, validateApiKey } from './basic';
-export { authCache, stopAuthCache } from './auth-cache';
+export { authCache, startedAuthCache, stopAuthCache } from './auth-cache';
 export {
   isEmailDomain,
   realmBotDomain,

@@ -3,7 +3,7 @@
 // (most often a single statement), and queue the message event, formatted per group of
 // recipients, for after the commit.
 import { createHash } from 'node:crypto';
-import { authCache } from '@parley/auth';
+import { startedAuthCache } from '@parley/auth';
 import {
   afterStatementCommitted,
   columnsOf,
@@ -409,15 +409,15 @@ async function resolveDirect(realm: Realm, sender: User, to: string): Promise<Re
     ...[...dummyIds.values()].filter((id) => id !== null),
   ];
   // Users who authenticated here lately are in memory; the others are read together.
-  const cache = authCache();
+  const cache = startedAuthCache();
   const found = new Map<number, User>();
   for (const id of byId) {
-    const user = cache.peekUserById(realm.id, id);
+    const user = cache?.peekUserById(realm.id, id);
     if (user) found.set(id, user);
   }
   const byAddress = new Map<string, User>();
   for (const email of addresses) {
-    const user = cache.peekUserByEmail(realm, email);
+    const user = cache?.peekUserByEmail(realm, email);
     if (user) byAddress.set(email, user);
   }
   const unreadIds = byId.filter((id) => !found.has(id));
