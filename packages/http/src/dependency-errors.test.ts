@@ -8,6 +8,11 @@ describe('isDependencyDown', () => {
     expect(isDependencyDown(refused)).toBe(true);
     expect(isDependencyDown(new Error('Connection is closed.'))).toBe(true);
     expect(isDependencyDown(new Error('Command timed out'))).toBe(true);
+    // Met by GET /events when Redis was killed under load (test/faults/redis.test.ts).
+    const aborted = Object.assign(new Error('Command aborted due to connection close'), {
+      name: 'AbortError',
+    });
+    expect(isDependencyDown(aborted)).toBe(true);
     expect(
       isDependencyDown(Object.assign(new Error('x'), { name: 'MaxRetriesPerRequestError' })),
     ).toBe(true);

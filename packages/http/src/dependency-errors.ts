@@ -24,6 +24,9 @@ const MESSAGES = [
   // Prisma's raw-query failures (P2010) carry the server's SQLSTATE only in their text.
   /Code: `(08[0-9A-Z]{3}|57P0[123]|53300)`/,
   /^Connection is closed/,
+  // ioredis: a command sent in a pipeline (autopipelining) whose connection dropped before the
+  // answer (Redis killed mid-request).
+  /^Command aborted due to connection close/,
   /Stream isn't writeable/,
   /Reached the max retries per request limit/,
   /^Command timed out/,
