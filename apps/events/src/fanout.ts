@@ -35,27 +35,31 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0`;
 
 // KEYS: lease, checkpoint, then (meta, events) per target queue.
-// ARGV: token, log entry id, wake channel, the number d of distinct event forms, those d event
-// JSONs, then per target queue the index (1-based) of its form and its id. Queues with the
-// same options take the same form: 10,000 queues of one message need a few forms, not 10,000.
+// ARGV: token, log entry id, wake channel, the entry before it in the log, the number d of
+// distinct event forms, those d event JSONs, then per target queue the index (1-based) of its
+// form and its id. Queues with the same options take the same form: 10,000 queues of one
+// message need a few forms, not 10,000.
 // One wake-up carries every event appended (`E:<queue> <event id> <form> …` then each form on
 // a line of its own, without its opening brace; JSON text never holds a raw newline): a message
 // to 10,000 queues is one PUBLISH for Redis to send and for each replica to read, not 10,000,
 // and a parked poll answers from it without reading its queue (Poller).
+// The checkpoint must still be the entry before: a run of entries is sent in one pipeline, and
+// if one of them fails, the ones after it must not be appended past it (-2).
 const APPEND = `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
+if (redis.call('GET', KEYS[2]) or '0-0') ~= ARGV[4] then return -2 end
 local n = (#KEYS - 2) / 2
-local d = tonumber(ARGV[4])
+local d = tonumber(ARGV[5])
 local forms = {}
-for f = 1, d do forms[f] = string.sub(ARGV[4 + f], 2) end
+for f = 1, d do forms[f] = string.sub(ARGV[5 + f], 2) end
 local appended = {}
 for i = 1, n do
   local meta = KEYS[1 + 2 * i]
   if redis.call('EXISTS', meta) == 1 then
     local id = redis.call('HINCRBY', meta, 'next_id', 1) - 1
-    local f = ARGV[3 + d + 2 * i]
+    local f = ARGV[4 + d + 2 * i]
     redis.call('RPUSH', KEYS[2 + 2 * i], '{"id":' .. id .. ',' .. forms[tonumber(f)])
-    appended[#appended + 1] = ARGV[4 + d + 2 * i] .. ' ' .. id .. ' ' .. f
+    appended[#appended + 1] = ARGV[5 + d + 2 * i] .. ' ' .. id .. ' ' .. f
   end
 end
 if #appended > 0 then
@@ -291,7 +295,7 @@ class ShardWorker {
     let last = (await redis.get(keys.checkpoint(this.shard))) ?? '0-0';
     let lastTrim = 0;
     while (this.running) {
-      let batch: [string, [string, string[]][]][] | null;
+      let batch: [string, LogEntry[]][] | null;
       try {
         batch = (await this.connection.xread(
           'COUNT',
@@ -307,16 +311,14 @@ class ShardWorker {
         throw error;
       }
       for (const [, entries] of batch ?? []) {
-        for (const [id, fields] of entries) {
-          if (!this.running) return;
-          if (!(await this.deliverOrSetAside(id, fields))) {
-            // Fenced: another replica holds the lease now. Stop without touching anything.
-            this.failed = true;
-            this.running = false;
-            return;
-          }
-          last = id;
+        const delivered = await this.deliverAll(entries, last);
+        if (delivered === null) {
+          // Fenced: another replica holds the lease now. Stop without touching anything.
+          this.failed = true;
+          this.running = false;
+          return;
         }
+        last = delivered;
       }
       const now = Date.now();
       if (now - lastTrim > 1000 && last !== '0-0') {
@@ -331,63 +333,187 @@ class ShardWorker {
     }
   }
 
-  /** Fans out one entry, retrying a failure a few times; an entry that keeps failing for a
-   * reason of its own (not an unreachable Redis) goes to the dead letters, so one bad
-   * notification cannot stop the shard for good. False when the lease was lost. */
-  private async deliverOrSetAside(entryId: string, fields: string[]): Promise<boolean> {
-    for (let attempt = 1; ; attempt++) {
+  /** Fans out entries in log order: runs of them at a time (see deliverRun), and an entry that
+   * fails at the head of a run alone, retried and if need be set aside. Returns the id of the
+   * last entry delivered (`previous` if none), or null when the lease was lost. */
+  private async deliverAll(entries: LogEntry[], previous: string): Promise<string | null> {
+    let last = previous;
+    let next = 0;
+    while (next < entries.length && this.running) {
+      let delivered: number;
+      let failure: { error: unknown } | null = null;
       try {
-        return await this.deliver(entryId, fields);
+        delivered = await this.deliverRun(entries.slice(next), last);
       } catch (error) {
         if (!this.running || isDependencyDown(error)) throw error;
-        if (attempt < MAX_DELIVERY_ATTEMPTS) {
-          this.options.log.warn('fan-out of a log entry failed, retrying', {
-            shard: this.shard,
-            entry: entryId,
-            attempt,
-            error,
-          });
-          await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
-          continue;
-        }
-        const kept = (await this.options.redis.eval(
-          DEAD_LETTER,
-          3,
-          keys.lease(this.shard),
-          keys.checkpoint(this.shard),
-          keys.deadLetters(this.shard),
-          this.token,
-          entryId,
-          fields[1] ?? '',
-          error instanceof Error ? `${error.name}: ${error.message}` : String(error),
-        )) as number;
-        if (kept === -1) return false;
-        this.options.log.error('log entry set aside after repeated fan-out failures', {
-          shard: this.shard,
-          entry: entryId,
-          dead_letters: keys.deadLetters(this.shard),
-          dead_letter_count: kept,
-          error,
-        });
-        return true;
+        delivered = 0;
+        failure = { error };
+      }
+      if (delivered === -1) return null;
+      next += delivered;
+      if (delivered > 0) last = entries[next - 1]![0];
+      if (failure !== null) {
+        if (!(await this.deliverOrSetAside(entries[next]!, last, failure.error))) return null;
+        last = entries[next]![0];
+        next += 1;
       }
     }
+    return last;
   }
 
-  /** Fans out one log entry; false when the lease was lost. */
-  private async deliver(entryId: string, fields: string[]): Promise<boolean> {
+  /** Retries an entry that failed (`failure`, its first attempt) a few times; an entry that
+   * keeps failing for a reason of its own (not an unreachable Redis) goes to the dead letters,
+   * so one bad notification cannot stop the shard for good. False when the lease was lost. */
+  private async deliverOrSetAside(
+    entry: LogEntry,
+    previous: string,
+    failure: unknown,
+  ): Promise<boolean> {
+    const [entryId, fields] = entry;
+    let error = failure;
+    for (let attempt = 1; attempt < MAX_DELIVERY_ATTEMPTS; attempt++) {
+      this.options.log.warn('fan-out of a log entry failed, retrying', {
+        shard: this.shard,
+        entry: entryId,
+        attempt,
+        error,
+      });
+      await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+      try {
+        return (await this.deliverRun([entry], previous)) === 1;
+      } catch (retryError) {
+        if (!this.running || isDependencyDown(retryError)) throw retryError;
+        error = retryError;
+      }
+    }
+    const kept = (await this.options.redis.eval(
+      DEAD_LETTER,
+      3,
+      keys.lease(this.shard),
+      keys.checkpoint(this.shard),
+      keys.deadLetters(this.shard),
+      this.token,
+      entryId,
+      fields[1] ?? '',
+      error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+    )) as number;
+    if (kept === -1) return false;
+    this.options.log.error('log entry set aside after repeated fan-out failures', {
+      shard: this.shard,
+      entry: entryId,
+      dead_letters: keys.deadLetters(this.shard),
+      dead_letter_count: kept,
+      error,
+    });
+    return true;
+  }
+
+  /** Fans out a run of log entries in two round trips whatever their number: every entry's
+   * recipients' queues in one pipeline, then every entry's APPEND in another (a busy shard,
+   * whose entries queue up behind each other's round trips, catches up at once). Returns how
+   * many entries from the first were appended, or -1 when the lease was lost. An entry that
+   * cannot be prepared or appended ends the run before it; if it is the first, its error is
+   * thrown. */
+  private async deliverRun(entries: LogEntry[], previous: string): Promise<number> {
     const { redis } = this.options;
-    const notification = JSON.parse(fields[1] ?? '{}') as Notification;
-    const users = notification.users ?? [];
-    // One command for every recipient's queues, however many (a queue has one owner, so the
-    // union loses nothing; a user named twice is served once).
-    const queueIds = users.length
-      ? await redis.sunion(users.map((userId) => keys.userQueues(this.shard, userId)))
-      : [];
-    const infos = await this.queueInfos(queueIds);
+    const notifications: { entryId: string; notification: Notification }[] = [];
+    for (const [entryId, fields] of entries) {
+      try {
+        notifications.push({ entryId, notification: parseNotification(fields[1]) });
+      } catch (error) {
+        if (notifications.length === 0) throw error;
+        break;
+      }
+    }
+    // One command per entry for all its recipients' queues, however many (a queue has one
+    // owner, so the union loses nothing; a user named twice is served once).
+    const queueIds: string[][] = notifications.map(() => []);
+    const addressed = notifications.flatMap(({ notification }, index) =>
+      notification.users.length > 0 ? [index] : [],
+    );
+    if (addressed.length > 0) {
+      const unions = redis.pipeline();
+      for (const index of addressed)
+        unions.sunion(
+          notifications[index]!.notification.users.map((userId) =>
+            keys.userQueues(this.shard, userId),
+          ),
+        );
+      const replies = (await unions.exec()) ?? [];
+      for (const [reply, index] of addressed.entries()) {
+        const [error, found] = replies[reply] ?? [new Error('no reply to SUNION')];
+        if (error) {
+          if (index === 0 || isDependencyDown(error)) throw error;
+          notifications.length = index;
+          break;
+        }
+        queueIds[index] = found as string[];
+      }
+    }
+    const infos = await this.queueInfos([
+      ...new Set(queueIds.slice(0, notifications.length).flat()),
+    ]);
+
+    const appends = redis.pipeline();
+    let appending = 0;
+    for (const [index, { entryId, notification }] of notifications.entries()) {
+      let targets: Targets;
+      try {
+        targets = this.targets(entryId, notification, queueIds[index]!, infos);
+      } catch (error) {
+        if (index === 0) throw error;
+        break;
+      }
+      appends.eval(
+        APPEND,
+        2 + targets.queues.length * 2,
+        keys.lease(this.shard),
+        keys.checkpoint(this.shard),
+        ...targets.queues.flatMap((t) => [
+          keys.queueMeta(this.shard, t.queueId),
+          keys.queueEvents(this.shard, t.queueId),
+        ]),
+        this.token,
+        entryId,
+        keys.wake(this.shard),
+        index === 0 ? previous : notifications[index - 1]!.entryId,
+        targets.forms.length,
+        ...targets.forms,
+        ...targets.queues.flatMap((t) => [t.form, t.queueId]),
+      );
+      appending += 1;
+    }
+    const replies = (await appends.exec()) ?? [];
+    for (let index = 0; index < appending; index++) {
+      const [error, result] = replies[index] ?? [new Error('no reply to APPEND')];
+      if (error) {
+        // An unreachable Redis stops the shard; it resumes from the checkpoint.
+        if (index === 0 || isDependencyDown(error)) throw error;
+        return index;
+      }
+      if (result === -1) return -1;
+      // The one before failed, so this one was not appended; or, at the head of the run, the
+      // checkpoint is not where this worker left it: stop, and resume from the checkpoint.
+      if (result === -2) {
+        if (index === 0) throw new Error('the shard checkpoint moved under its lease holder');
+        return index;
+      }
+      const entryId = notifications[index]!.entryId;
+      fanoutLag.observe({ shard: String(this.shard) }, (Date.now() - entryTime(entryId)) / 1000);
+    }
+    return appending;
+  }
+
+  /** Which queues take a notification's event, and in which forms. */
+  private targets(
+    entryId: string,
+    notification: Notification,
+    queueIds: string[],
+    infos: Map<string, QueueInfo>,
+  ): Targets {
     const forms: string[] = [];
     const formIndex = new Map<string, number>();
-    const targets: { queueId: string; form: number }[] = [];
+    const queues: Targets['queues'] = [];
     const echoQueue = (notification.event as { internal_data?: { sender_queue_id?: string } })
       .internal_data?.sender_queue_id;
     for (const queueId of queueIds) {
@@ -405,27 +531,9 @@ class ShardWorker {
         // A bulk deletion split per message has several forms per queue: not shared.
         if (indexes.length === 1) formIndex.set(key, indexes[0]!);
       }
-      for (const form of indexes) targets.push({ queueId, form });
+      for (const form of indexes) queues.push({ queueId, form });
     }
-    const result = await redis.eval(
-      APPEND,
-      2 + targets.length * 2,
-      keys.lease(this.shard),
-      keys.checkpoint(this.shard),
-      ...targets.flatMap((t) => [
-        keys.queueMeta(this.shard, t.queueId),
-        keys.queueEvents(this.shard, t.queueId),
-      ]),
-      this.token,
-      entryId,
-      keys.wake(this.shard),
-      forms.length,
-      ...forms,
-      ...targets.flatMap((t) => [t.form, t.queueId]),
-    );
-    if (result === -1) return false;
-    fanoutLag.observe({ shard: String(this.shard) }, (Date.now() - entryTime(entryId)) / 1000);
-    return true;
+    return { forms, queues };
   }
 
   /** Queues' options and starting points never change after registration, so they are read
@@ -462,6 +570,24 @@ class ShardWorker {
     });
     return found;
   }
+}
+
+/** A log entry's notification; throws if it is not one (a poison entry). */
+function parseNotification(text: string | undefined): Notification {
+  const notification = JSON.parse(text ?? '{}') as Partial<Notification> | null;
+  if (typeof notification !== 'object' || notification === null)
+    throw new Error('the log entry holds no notification');
+  return { ...notification, users: notification.users ?? [] } as Notification;
+}
+
+/** A shard log entry as XREAD gives it: its id and its fields (`n`, the notification). */
+type LogEntry = [string, string[]];
+
+interface Targets {
+  /** The distinct forms of the event, as JSON. */
+  forms: string[];
+  /** The queues that take it, each with the index (1-based) of its form. */
+  queues: { queueId: string; form: number }[];
 }
 
 interface QueueInfo {

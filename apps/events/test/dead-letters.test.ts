@@ -1,6 +1,8 @@
-// A notification the fan-out cannot process (here: a log entry that is not JSON) must not stop
-// its shard for good: after a few attempts it is set aside in the shard's dead letters, with
-// its error, and the notifications after it are delivered.
+// A notification the fan-out cannot process must not stop its shard for good: after a few
+// attempts it is set aside in the shard's dead letters, with its error, and the notifications
+// after it are delivered. Entries waiting in the log are fanned out in runs (one pipeline for
+// many): here the poison entry sits inside such a run, and none around it may be lost or
+// delivered twice.
 import { getConfig } from '@parley/config';
 import {
   createRedis,
@@ -24,23 +26,25 @@ beforeAll(async () => {
   url.pathname = '/14';
   redisUrl = url.toString();
   redis = createRedis(redisUrl);
-  await redis.flushdb();
+});
+
+beforeEach(() => redis.flushdb());
+
+afterEach(async () => {
+  await fanout?.stop();
+  fanout = undefined;
 });
 
 afterAll(async () => {
-  await fanout?.stop();
   await redis.flushdb();
   redis.disconnect();
 });
 
-it('sets a poison log entry aside and keeps delivering the ones after it', async () => {
-  const store = new QueueStore(redis, SHARDS);
-  const queueId = await store.create(7, 1, defaultQueueOptions());
-  await redis.xadd(keys.shardLog(0), '*', 'n', '{not json');
-  await publishNotification(redis, SHARDS, { event: { type: 'sequence', seq: 1 }, users: [7] });
+const sequence = (seq: number, userId: number) =>
+  publishNotification(redis, SHARDS, { event: { type: 'sequence', seq }, users: [userId] });
 
-  const log = getLogger();
-  const logged = jest.spyOn(log, 'error');
+/** Starts the fan-out on what the log holds, and waits until the queue has `count` events. */
+async function fanOut(store: QueueStore, queueId: string, count: number) {
   fanout = new Fanout({
     redis,
     connect: () => createRedis(redisUrl, { maxRetriesPerRequest: null, commandTimeout: undefined }),
@@ -48,27 +52,47 @@ it('sets a poison log entry aside and keeps delivering the ones after it', async
     leaseMs: 1000,
     retainMs: 60_000,
     gcIntervalMs: 60_000,
-    log,
+    log: getLogger(),
   });
   fanout.start();
-
   const deadline = Date.now() + 10_000;
   let events: { type: string; seq?: number }[] = [];
   while (Date.now() < deadline) {
     events = (await store.events({ shard: 0, queueId })) as typeof events;
-    if (events.length > 0) break;
+    if (events.length >= count) break;
     await new Promise((r) => setTimeout(r, 50));
   }
-  expect(events.map((event) => [event.type, event.seq])).toEqual([['sequence', 1]]);
+  return events.map((event) => [event.type, event.seq]);
+}
+
+async function deadLetters(): Promise<Record<string, string | undefined>[]> {
   const dead = await redis.xrange(keys.deadLetters(0), '-', '+');
-  expect(dead).toHaveLength(1);
-  const fields = Object.fromEntries(
-    dead[0]![1].reduce<[string, string][]>(
-      (pairs, value, i, all) => (i % 2 === 0 ? [...pairs, [value, all[i + 1]!]] : pairs),
-      [],
-    ),
+  return dead.map(([, fields]) =>
+    Object.fromEntries(fields.flatMap((value, i) => (i % 2 === 0 ? [[value, fields[i + 1]]] : []))),
   );
-  expect(fields).toMatchObject({ n: '{not json', error: expect.stringMatching(/^SyntaxError/) });
+}
+
+async function expectCheckpointAtNewest(): Promise<void> {
+  const [newest] = await redis.xrevrange(keys.shardLog(0), '+', '-', 'COUNT', 1);
+  expect(await redis.get(keys.checkpoint(0))).toBe(newest![0]);
+}
+
+it('sets a poison log entry aside and keeps delivering the ones after it', async () => {
+  const store = new QueueStore(redis, SHARDS);
+  const queueId = await store.create(7, 1, defaultQueueOptions());
+  await sequence(1, 7);
+  await redis.xadd(keys.shardLog(0), '*', 'n', '{not json');
+  for (let seq = 2; seq <= 30; seq++) await sequence(seq, 7);
+  const logged = jest.spyOn(getLogger(), 'error');
+
+  // Each once, in order.
+  expect(await fanOut(store, queueId, 30)).toEqual(
+    Array.from({ length: 30 }, (_, i) => ['sequence', i + 1]),
+  );
+  expect(await deadLetters()).toEqual([
+    expect.objectContaining({ n: '{not json', error: expect.stringMatching(/^SyntaxError/) }),
+  ]);
+  await expectCheckpointAtNewest();
   expect(MAX_DELIVERY_ATTEMPTS).toBeGreaterThan(1);
   // Logged once, with its error and the shard's count of dead letters.
   expect(logged).toHaveBeenCalledTimes(1);
@@ -77,4 +101,23 @@ it('sets a poison log entry aside and keeps delivering the ones after it', async
     expect.objectContaining({ shard: 0, dead_letter_count: 1, error: expect.any(SyntaxError) }),
   ]);
   logged.mockRestore();
+}, 20_000);
+
+it('appends nothing past an entry that Redis refuses within a run, and nothing twice', async () => {
+  const store = new QueueStore(redis, SHARDS);
+  const queueId = await store.create(7, 1, defaultQueueOptions());
+  // User 8's queue cannot take events: its list is not a list, so appending fails in Redis.
+  const broken = await store.create(8, 1, defaultQueueOptions());
+  await redis.set(keys.queueEvents(0, broken), 'not a list');
+  await sequence(1, 7);
+  await sequence(2, 8);
+  for (let seq = 3; seq <= 30; seq++) await sequence(seq, 7);
+
+  expect(await fanOut(store, queueId, 29)).toEqual(
+    Array.from({ length: 30 }, (_, i) => ['sequence', i + 1]).filter(([, seq]) => seq !== 2),
+  );
+  expect(await deadLetters()).toEqual([
+    expect.objectContaining({ error: expect.stringMatching(/WRONGTYPE/) }),
+  ]);
+  await expectCheckpointAtNewest();
 }, 20_000);
