@@ -263,8 +263,9 @@ class ShardWorker {
     this.running = true;
     this.done = this.run().catch((error: unknown) => {
       this.failed = true;
-      // Redis going away is an outage the balancer recovers from, not a bug.
-      const level = isDependencyDown(error) ? 'warn' : 'error';
+      // Redis going away (or coming back without its latest writes) is an outage the balancer
+      // recovers from, not a bug.
+      const level = stopsTheShard(error) ? 'warn' : 'error';
       this.options.log[level]('shard worker failed', { shard: this.shard, error });
     });
   }
@@ -345,7 +346,7 @@ class ShardWorker {
       try {
         delivered = await this.deliverRun(entries.slice(next), last);
       } catch (error) {
-        if (!this.running || isDependencyDown(error)) throw error;
+        if (!this.running || stopsTheShard(error)) throw error;
         delivered = 0;
         failure = { error };
       }
@@ -382,7 +383,7 @@ class ShardWorker {
       try {
         return (await this.deliverRun([entry], previous)) === 1;
       } catch (retryError) {
-        if (!this.running || isDependencyDown(retryError)) throw retryError;
+        if (!this.running || stopsTheShard(retryError)) throw retryError;
         error = retryError;
       }
     }
@@ -495,7 +496,7 @@ class ShardWorker {
       // The one before failed, so this one was not appended; or, at the head of the run, the
       // checkpoint is not where this worker left it: stop, and resume from the checkpoint.
       if (result === -2) {
-        if (index === 0) throw new Error('the shard checkpoint moved under its lease holder');
+        if (index === 0) throw new CheckpointMovedError(this.shard);
         return index;
       }
       const entryId = notifications[index]!.entryId;
@@ -570,6 +571,23 @@ class ShardWorker {
     });
     return found;
   }
+}
+
+/** The shard's checkpoint is not where its lease holder left it: Redis came back from its
+ * append-only file without its latest writes (the checkpoint and the appends of one script are
+ * restored together). Not the entry's fault: the worker stops, and the shard resumes from the
+ * checkpoint, so the entries after it are delivered, once. */
+class CheckpointMovedError extends Error {
+  constructor(shard: number) {
+    super(`shard ${shard}: the checkpoint moved under its lease holder; resuming from it`);
+    this.name = 'CheckpointMovedError';
+  }
+}
+
+/** Errors after which a shard worker stops (the balancer takes the shard again, from its
+ * checkpoint), rather than retry or set the entry aside. */
+function stopsTheShard(error: unknown): boolean {
+  return isDependencyDown(error) || error instanceof CheckpointMovedError;
 }
 
 /** A log entry's notification; throws if it is not one (a poison entry). */

@@ -121,3 +121,35 @@ it('appends nothing past an entry that Redis refuses within a run, and nothing t
   ]);
   await expectCheckpointAtNewest();
 }, 20_000);
+
+it('resumes from the checkpoint when Redis comes back without its latest writes', async () => {
+  const store = new QueueStore(redis, SHARDS);
+  const queueId = await store.create(7, 1, defaultQueueOptions());
+  await sequence(1, 7);
+  const logged = jest.spyOn(getLogger(), 'error');
+  expect(await fanOut(store, queueId, 1)).toEqual([['sequence', 1]]);
+
+  // As if restored from an append-only file that ends before message 1's fan-out: the
+  // checkpoint, the queue's event and its next id go back together.
+  await redis.del(keys.checkpoint(0));
+  await redis.del(keys.queueEvents(0, queueId));
+  await redis.hset(keys.queueMeta(0, queueId), 'next_id', 0);
+  await sequence(2, 7);
+
+  const deadline = Date.now() + 10_000;
+  let events: { id: number; seq?: number }[] = [];
+  while (Date.now() < deadline) {
+    events = (await store.events({ shard: 0, queueId })) as typeof events;
+    if (events.length >= 2) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  // Neither entry set aside: both delivered, once, in order, with the queue's ids.
+  expect(events.map((event) => [event.id, event.seq])).toEqual([
+    [0, 1],
+    [1, 2],
+  ]);
+  expect(await deadLetters()).toEqual([]);
+  await expectCheckpointAtNewest();
+  expect(logged).not.toHaveBeenCalled();
+  logged.mockRestore();
+}, 20_000);
