@@ -1,8 +1,9 @@
-// A notification the fan-out cannot process must not stop its shard for good: after a few
-// attempts it is set aside in the shard's dead letters, with its error, and the notifications
-// after it are delivered. Entries waiting in the log are fanned out in runs (one pipeline for
-// many): here the poison entry sits inside such a run, and none around it may be lost or
-// delivered twice.
+// The fan-out's guarantees, on a shard of its own: every queue gets each event once, in order,
+// from its registration on. A notification the fan-out cannot process must not stop its shard
+// for good: after a few attempts it is set aside in the shard's dead letters, with its error,
+// and the notifications after it are delivered. Entries waiting in the log are fanned out in
+// runs (one pipeline for many): here the poison entry sits inside such a run, and none around
+// it may be lost or delivered twice.
 import { getConfig } from '@parley/config';
 import {
   createRedis,
@@ -43,8 +44,7 @@ afterAll(async () => {
 const sequence = (seq: number, userId: number) =>
   publishNotification(redis, SHARDS, { event: { type: 'sequence', seq }, users: [userId] });
 
-/** Starts the fan-out on what the log holds, and waits until the queue has `count` events. */
-async function fanOut(store: QueueStore, queueId: string, count: number) {
+function startFanout(): void {
   fanout = new Fanout({
     redis,
     connect: () => createRedis(redisUrl, { maxRetriesPerRequest: null, commandTimeout: undefined }),
@@ -55,14 +55,28 @@ async function fanOut(store: QueueStore, queueId: string, count: number) {
     log: getLogger(),
   });
   fanout.start();
+}
+
+/** The queue's events once it holds `count` of them (or after 10 s). */
+async function eventsOf(
+  store: QueueStore,
+  queueId: string,
+  count: number,
+): Promise<{ id: number; type: string; seq?: number }[]> {
   const deadline = Date.now() + 10_000;
-  let events: { type: string; seq?: number }[] = [];
+  let events: { id: number; type: string; seq?: number }[] = [];
   while (Date.now() < deadline) {
     events = (await store.events({ shard: 0, queueId })) as typeof events;
     if (events.length >= count) break;
-    await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, 20));
   }
-  return events.map((event) => [event.type, event.seq]);
+  return events;
+}
+
+/** Starts the fan-out on what the log holds, and waits until the queue has `count` events. */
+async function fanOut(store: QueueStore, queueId: string, count: number) {
+  startFanout();
+  return (await eventsOf(store, queueId, count)).map((event) => [event.type, event.seq]);
 }
 
 async function deadLetters(): Promise<Record<string, string | undefined>[]> {
@@ -136,13 +150,7 @@ it('resumes from the checkpoint when Redis comes back without its latest writes'
   await redis.hset(keys.queueMeta(0, queueId), 'next_id', 0);
   await sequence(2, 7);
 
-  const deadline = Date.now() + 10_000;
-  let events: { id: number; seq?: number }[] = [];
-  while (Date.now() < deadline) {
-    events = (await store.events({ shard: 0, queueId })) as typeof events;
-    if (events.length >= 2) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  const events = await eventsOf(store, queueId, 2);
   // Neither entry set aside: both delivered, once, in order, with the queue's ids.
   expect(events.map((event) => [event.id, event.seq])).toEqual([
     [0, 1],
@@ -152,4 +160,31 @@ it('resumes from the checkpoint when Redis comes back without its latest writes'
   await expectCheckpointAtNewest();
   expect(logged).not.toHaveBeenCalled();
   logged.mockRestore();
+}, 20_000);
+
+it('delivers to queues registered and deleted between messages to the same recipients', async () => {
+  const store = new QueueStore(redis, SHARDS);
+  const seqs = async (queueId: string, count: number) =>
+    (await eventsOf(store, queueId, count)).map((event) => event.seq);
+  const publish = (seq: number) =>
+    publishNotification(redis, SHARDS, { event: { type: 'sequence', seq }, users: [7, 8] });
+  const first = await store.create(7, 1, defaultQueueOptions());
+  startFanout();
+  await publish(1);
+  expect(await seqs(first, 1)).toEqual([1]);
+
+  // Registered after message 1 was fanned out: it gets every later event and none before.
+  const second = await store.create(8, 1, defaultQueueOptions());
+  await publish(2);
+  await publish(3);
+  expect(await seqs(second, 2)).toEqual([2, 3]);
+  expect(await seqs(first, 3)).toEqual([1, 2, 3]);
+
+  await store.delete((await store.meta(first))!);
+  const third = await store.create(7, 1, defaultQueueOptions());
+  for (let seq = 4; seq <= 20; seq++) await publish(seq);
+  const later = Array.from({ length: 17 }, (_, i) => i + 4);
+  expect(await seqs(third, 17)).toEqual(later);
+  expect(await seqs(second, 19)).toEqual([2, 3, ...later]);
+  expect(await redis.exists(keys.queueEvents(0, first))).toBe(0);
 }, 20_000);
