@@ -411,7 +411,8 @@ class ShardWorker {
 
   /** Fans out a run of log entries in two round trips whatever their number: every entry's
    * recipients' queues in one pipeline, then every entry's APPEND in another (a busy shard,
-   * whose entries queue up behind each other's round trips, catches up at once). Returns how
+   * whose entries queue up behind each other's round trips, catches up at once), and a third
+   * when queues not seen before need their options read (queueInfos). Returns how
    * many entries from the first were appended, or -1 when the lease was lost. An entry that
    * cannot be prepared or appended ends the run before it; if it is the first, its error is
    * thrown. */
