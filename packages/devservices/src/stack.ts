@@ -108,14 +108,21 @@ const PORT_VARIABLES = {
  * SIGTERM and SIGKILL reach the server, not a wrapper. Production settings and
  * quiet logs unless `env` says otherwise; stderr is shown, and so are the errors it logs (the
  * logger writes to stdout, which is otherwise dropped). PARLEY_REPLICA_NODE_ARGS adds node
- * options (profiling a benchmark: `--cpu-prof --cpu-prof-dir=/tmp/prof`). A worker's port is
- * the one of its metrics. */
+ * options to every replica (profiling a benchmark: `--cpu-prof --cpu-prof-dir=/tmp/prof`),
+ * PARLEY_API_NODE_ARGS (_EVENTS_, _WORKER_) to one tier's (comparing a V8 setting on one tier).
+ * A worker's port is the one of its metrics. */
 export function spawnReplica(
   kind: 'api' | 'events' | 'worker',
   port: number,
   env: Record<string, string> = {},
 ): ChildProcess {
-  const nodeArgs = (process.env.PARLEY_REPLICA_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const nodeArgs = [
+    process.env.PARLEY_REPLICA_NODE_ARGS ?? '',
+    process.env[`PARLEY_${kind.toUpperCase()}_NODE_ARGS`] ?? '',
+  ]
+    .join(' ')
+    .split(' ')
+    .filter(Boolean);
   // The production bundles when asked (the benchmarks measure what production runs), else the
   // sources through tsx.
   const bundles = process.env.PARLEY_REPLICA_BUNDLES;
