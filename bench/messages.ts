@@ -32,6 +32,9 @@ const RATE = Number(process.env.BENCH_RATE ?? 0);
  * yet optimized by V8, statements not yet prepared on each connection). Without them the
  * first second of a run (~150 sends) made most of the sends over 15 ms. */
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 200);
+/** Appended to every message's content: `BENCH_CONTENT='@**Member 3** see #**bench**'` measures
+ * sends that mention and link (the bench's users are `Member <i>`, its channel `bench`). */
+const CONTENT = process.env.BENCH_CONTENT ?? '';
 const agent = new Agent({ keepAlive: true, maxSockets: POLLERS + 10 });
 
 async function main(): Promise<void> {
@@ -113,7 +116,7 @@ async function main(): Promise<void> {
         type: 'stream',
         to: 'bench',
         topic,
-        content: `message ${i} with some **Markdown** and a link https://example.com/${i}`,
+        content: `message ${i} with some **Markdown** and a link https://example.com/${i}${CONTENT && ` ${CONTENT}`}`,
       });
     let next = 0;
     await Promise.all(

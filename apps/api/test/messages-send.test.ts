@@ -622,6 +622,60 @@ describe('POST /messages/render and GET /messages/{id}', () => {
   });
 });
 
+describe('what a message names', () => {
+  // One statement reads the users, groups and channels the content names (lib/rendering.ts):
+  // each kind keeps its own rules.
+  it('renders only active users, named active groups and public channels of the organization', async () => {
+    const org = await createMessageOrg();
+    const render = async (content: string) =>
+      expectSuccess(await as(org.member, org.host).post('/messages/render', { content }))
+        .rendered as string;
+    const mention = (user: User, name = user.fullName) =>
+      `<span class="user-mention" data-user-id="${user.id}">@${name}</span>`;
+
+    // By name in any case, or by id with its name.
+    expect(await render('@**otto OTHER** @**Otto Other|' + org.other.id + '**')).toBe(
+      `<p>${mention(org.other)} ${mention(org.other)}</p>`,
+    );
+    // An id with another user's name, and a user of another organization, are not mentions.
+    const elsewhere = await createMessageOrg();
+    expect(await render(`@**Ada Admin|${org.other.id}**`)).not.toContain('user-mention');
+    expect(await render(`@**${elsewhere.other.fullName}|${elsewhere.other.id}**`)).not.toContain(
+      'user-mention',
+    );
+    // A deactivated user is not mentioned.
+    const leaving = await createTestUser(org.realm, Role.MEMBER, { fullName: 'Lea Leaving' });
+    expect(await render('@**Lea Leaving**')).toContain(mention(leaving));
+    expectSuccess(await as(org.owner, org.host).delete(`/users/${leaving.id}`));
+    expect(await render('@**Lea Leaving**')).not.toContain('user-mention');
+
+    // Named groups; never a system group, nor a deactivated one.
+    const { group_id: groupId } = expectSuccess(
+      await as(org.admin, org.host).post('/user_groups/create', {
+        name: 'Night Owls',
+        description: 'late',
+        members: JSON.stringify([org.other.id]),
+      }),
+    ) as { group_id: number };
+    const groupMention = `<span class="user-group-mention" data-user-group-id="${groupId}">@Night Owls</span>`;
+    expect(await render('@*night owls*')).toBe(`<p>${groupMention}</p>`);
+    expect(await render('@*role:members*')).not.toContain('user-group-mention');
+    expectSuccess(await as(org.admin, org.host).post(`/user_groups/${groupId}/deactivate`));
+    expect(await render('@*Night Owls*')).not.toContain('user-group-mention');
+
+    // Channels: public ones of this organization only (private ones would reveal their id).
+    expect(await render('#**GENERAL** #**secret**')).toBe(
+      `<p><a class="stream" data-stream-id="${org.general.id}" href="/#narrow/channel/${org.general.id}-general">#general</a> #<strong>secret</strong></p>`,
+    );
+    expectSuccess(
+      await as(elsewhere.member, elsewhere.host).post('/users/me/subscriptions', {
+        subscriptions: [{ name: 'elsewhere only' }],
+      }),
+    );
+    expect(await render('#**elsewhere only**')).not.toContain('class="stream"');
+  });
+});
+
 describe('wildcard mentions in large channels', () => {
   it('lets only administrators notify more than 15 subscribers with @**all**', async () => {
     const org = await createMessageOrg();

@@ -147,6 +147,35 @@ describe('statements per request', () => {
     expect(sent.filter((text) => /^(BEGIN|COMMIT)/.test(text))).toEqual([]);
   });
 
+  // What the content names (users and groups it mentions, channels it links) is read in one
+  // statement, whatever it names, while the channel is read. A mentioned subscriber may start
+  // following the topic (a policy write: the transaction), and a group mention needs the
+  // sender's permission to mention it (two reads).
+  it('POST /messages naming users, groups and channels: one statement for all of them', async () => {
+    expectSuccess(
+      await as(org.admin, org.host).post('/user_groups/create', {
+        name: 'statement counters',
+        description: 'counted',
+        members: JSON.stringify([org.other.id]),
+      }),
+    );
+    const names = /^SELECT 'user' AS kind/;
+    const counts: number[] = [];
+    for (const content of [
+      '@**Otto Other** see #**general**',
+      '@**Otto Other** @**Ada Admin** @_**Gus Guest** #**general** #**secret** @**nobody**',
+      '@**Otto Other** @*statement counters* #**general**',
+    ]) {
+      const run = () =>
+        send(org.member, org.host, { type: 'stream', to: 'general', topic: 't', content });
+      await run();
+      const sent = await statements(async () => expectSuccess(await run()));
+      expect(sent.filter((text) => names.test(text))).toHaveLength(1);
+      counts.push(sent.length);
+    }
+    expect(counts).toEqual([8, 8, 10]);
+  });
+
   // The sender starts a topic and their settings follow topics they start: the policy's
   // writes need the transaction.
   it('POST /messages that sets a topic policy: its writes in one transaction', async () => {

@@ -181,12 +181,20 @@ export async function prepareMessage(
   const allPublic =
     target.kind === 'channel' ? getRedis().smembers(allPublicStreamsKey(realm.id)) : undefined;
   allPublic?.catch(() => undefined);
-  const resolved =
+  // What the content names is read, and the content rendered, while PostgreSQL reads the
+  // recipients: rendering needs none of them. The resolution's own errors still come first.
+  const resolving =
     target.kind === 'channel'
-      ? await resolveChannel(realm, sender, target.to, target.topic)
-      : await resolveDirect(realm, sender, target.to);
-  const mentionData = await loadMentionData(realm.id, content);
-  const rendered = renderMarkdown(content, mentionData);
+      ? resolveChannel(realm, sender, target.to, target.topic)
+      : resolveDirect(realm, sender, target.to);
+  resolving.catch(() => undefined);
+  const rendering = loadMentionData(realm.id, content).then((mentionData) => ({
+    mentionData,
+    rendered: renderMarkdown(content, mentionData),
+  }));
+  rendering.catch(() => undefined);
+  const resolved = await resolving;
+  const { mentionData, rendered } = await rendering;
   const { addressee } = resolved;
   const publicStreamsUsers =
     addressee.kind === 'channel' && !addressee.stream.inviteOnly ? await allPublic! : [];

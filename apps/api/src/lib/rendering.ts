@@ -1,7 +1,7 @@
 // Rendering Markdown for an organization: loads what the content may refer to (users and
 // groups it mentions, Zulip's MentionData; channels it links; the organization's linkifiers,
 // custom emoji and uploaded images with their thumbnails), then renders with packages/markdown.
-import { getPrisma, idsByLowerEquals, type Tx } from '@parley/db';
+import { getPrisma, intArrayLiteral, query, statement, type Tx } from '@parley/db';
 import {
   channelLinkCandidates,
   mentionCandidates,
@@ -34,6 +34,27 @@ export async function renderDescriptionForRealm(
   return renderMarkdown(markdown, data).html;
 }
 
+/** What the content names, in one statement (typed SQL: in the caller's transaction if there is
+ * one): active users by name (any case) or id; named groups, not system groups, by name; and
+ * channels by name, only those anyone in the organization may know of, since a link must not
+ * reveal a private channel's name or id. */
+const namedTargets = statement<
+  { kind: 'user' | 'group' | 'channel'; id: number; name: string },
+  [number, string[], string, string[], string[]]
+>(`
+  SELECT 'user' AS kind, id, full_name AS name FROM user_profile
+    WHERE realm_id = $1 AND is_active
+      AND (lower(full_name) = ANY (SELECT lower(v) FROM unnest($2::text[]) v)
+        OR id = ANY ($3::int[]))
+  UNION ALL
+  SELECT 'group', id, name FROM user_group
+    WHERE realm_id = $1 AND NOT deactivated AND NOT is_system_group
+      AND lower(name) = ANY (SELECT lower(v) FROM unnest($4::text[]) v)
+  UNION ALL
+  SELECT 'channel', id, name FROM stream
+    WHERE realm_id = $1 AND NOT invite_only
+      AND lower(name) = ANY (SELECT lower(v) FROM unnest($5::text[]) v)`);
+
 export async function loadMentionData(
   realmId: number,
   content: string,
@@ -48,34 +69,27 @@ export async function loadMentionData(
     usersById: new Map(),
     groupsByName: new Map(),
   };
-  if (wanted.names.size > 0 || wanted.ids.size > 0) {
-    const byName = await idsByLowerEquals(db, 'user_profile', 'full_name', realmId, [
-      ...wanted.names,
-    ]);
-    const users = await db.user.findMany({
-      where: { realmId, isActive: true, id: { in: [...byName, ...wanted.ids] } },
-      select: { id: true, fullName: true },
-    });
-    for (const user of users) {
-      data.usersById.set(user.id, user);
-      const key = user.fullName.toLowerCase();
-      data.usersByName.set(key, [...(data.usersByName.get(key) ?? []), user]);
-    }
-  }
-  if (wanted.groupNames.size > 0) {
-    const groups = await db.userGroup.findMany({
-      where: {
-        id: {
-          in: await idsByLowerEquals(db, 'user_group', 'name', realmId, [...wanted.groupNames]),
-        },
-        deactivated: false,
-        isSystemGroup: false,
-      },
-      select: { id: true, name: true },
-    });
-    for (const group of groups)
-      data.groupsByName.set(group.name!.toLowerCase(), { id: group.id, name: group.name! });
-  }
+  const channelNames = channelLinkCandidates(content);
+  if (wanted.names.size + wanted.ids.size + wanted.groupNames.size + channelNames.size > 0)
+    for (const target of await query(namedTargets, [
+      realmId,
+      [...wanted.names],
+      intArrayLiteral([...wanted.ids]),
+      [...wanted.groupNames],
+      [...channelNames],
+    ]))
+      if (target.kind === 'user') {
+        const user = { id: target.id, fullName: target.name };
+        data.usersById.set(user.id, user);
+        const key = user.fullName.toLowerCase();
+        data.usersByName.set(key, [...(data.usersByName.get(key) ?? []), user]);
+      } else if (target.kind === 'group')
+        data.groupsByName.set(target.name.toLowerCase(), { id: target.id, name: target.name });
+      else
+        (data.channelsByName ??= new Map()).set(target.name.toLowerCase(), {
+          id: target.id,
+          name: target.name,
+        });
   data.linkifiers = await linkifiersForRealm(realmId);
   if (/:[\w+-]+:/.test(content)) data.realmEmoji = await activeRealmEmoji(realmId, db);
   const pathIds = linkedPathIds(content);
@@ -98,19 +112,6 @@ export async function loadMentionData(
       const preview = uploadPreview(image);
       if (preview) data.uploads.set(image.pathId, preview);
     }
-  }
-  const channelNames = channelLinkCandidates(content);
-  if (channelNames.size > 0) {
-    // Only channels anyone in the organization may know of are linked: a link must not
-    // reveal a private channel's name or id.
-    const channels = await db.stream.findMany({
-      where: {
-        id: { in: await idsByLowerEquals(db, 'stream', 'name', realmId, [...channelNames]) },
-        inviteOnly: false,
-      },
-      select: { id: true, name: true },
-    });
-    data.channelsByName = new Map(channels.map((c) => [c.name.toLowerCase(), c]));
   }
   return data;
 }
