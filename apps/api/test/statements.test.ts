@@ -148,9 +148,10 @@ describe('statements per request', () => {
   });
 
   // What the content names (users and groups it mentions, channels it links) is read in one
-  // statement, whatever it names, while the channel is read. A mentioned subscriber may start
-  // following the topic (a policy write: the transaction), and a group mention needs the
-  // sender's permission to mention it (two reads).
+  // statement, whatever it names, while the channel is read. Then one statement tells whether a
+  // mentioned subscriber starts following the topic: on the first mention of Otto Other here
+  // (a policy write, in a transaction), not on the next ones, which write alone. A group
+  // mention needs the sender's permission to mention it (two reads).
   it('POST /messages naming users, groups and channels: one statement for all of them', async () => {
     expectSuccess(
       await as(org.admin, org.host).post('/user_groups/create', {
@@ -171,9 +172,22 @@ describe('statements per request', () => {
       await run();
       const sent = await statements(async () => expectSuccess(await run()));
       expect(sent.filter((text) => names.test(text))).toHaveLength(1);
+      expect(sent.filter((text) => /^(BEGIN|COMMIT)/.test(text))).toEqual([]);
       counts.push(sent.length);
     }
-    expect(counts).toEqual([8, 8, 10]);
+    expect(counts).toEqual([5, 5, 7]);
+
+    // A first mention that makes its user follow: the check, then the transaction (in a topic
+    // the sender started before, so that only Otto's policy changes).
+    const topic = `first ${Date.now()}`;
+    const inTopic = (content: string) =>
+      send(org.member, org.host, { type: 'stream', to: 'general', topic, content });
+    expectSuccess(await inTopic('opening'));
+    const firstMention = await statements(async () =>
+      expectSuccess(await inTopic('@**Otto Other**')),
+    );
+    expect(firstMention.filter((text) => /^(BEGIN|COMMIT)/.test(text))).toHaveLength(2);
+    expect(firstMention.some((text) => text.startsWith('INSERT INTO user_topic'))).toBe(true);
   });
 
   // The sender starts a topic and their settings follow topics they start: the policy's

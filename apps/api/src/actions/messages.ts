@@ -53,7 +53,7 @@ import {
   type SendContextRow,
   type VisibilityPolicyValue,
 } from '../lib/user-topics';
-import { doAutoFollowOnSend } from './user-topics';
+import { doAutoFollowOnSend, mentionedWhoWillFollow } from './user-topics';
 import { queuePushNotifications } from './push-notifications';
 import { pushTrigger, type PushSettings } from '../lib/push-notifications';
 import { activeMemberIds, groupIdsOfUserSql } from '../lib/groups';
@@ -165,6 +165,9 @@ export interface PreparedMessage {
   options: SendOptions;
   /** Recipients to notify on their mobile devices, with the reason (Zulip's trigger). */
   pushRecipients: { userId: number; trigger: string }[];
+  /** A mentioned recipient starts following the topic (doAutoFollowOnSend): the send writes
+   * their policy, in a transaction. */
+  mentionsFollow: boolean;
 }
 
 type Viewer = { id: number; role: number };
@@ -206,6 +209,19 @@ export async function prepareMessage(
   // After the wildcard check, as Zulip orders them.
   if (rendered.mentions.groupIds.size > 0)
     await checkGroupMentionsAllowed(sender, resolved.senderGroups, rendered.mentions.groupIds);
+  // Read before the send, as the recipients are: a send that mentions only users who already
+  // follow or muted the topic, or never follow on mention, then needs no transaction. One that
+  // does reads them again in its transaction (doAutoFollowOnSend).
+  const mentionsFollow =
+    addressee.kind === 'channel' &&
+    (
+      await mentionedWhoWillFollow(
+        sender,
+        addressee.stream,
+        addressee.topic,
+        [...rendered.mentions.userIds].filter((id) => flags.has(id)),
+      )
+    ).length > 0;
   return {
     realm,
     sender,
@@ -224,6 +240,7 @@ export async function prepareMessage(
     senderRecipientId: resolved.senderRecipientId,
     options,
     pushRecipients: pushRecipients(recipients, flags, addressee.kind === 'channel'),
+    mentionsFollow,
   };
 }
 
@@ -645,9 +662,9 @@ export function sendPreparedMessage(prepared: PreparedMessage): Promise<SentMess
 /** Whether the send writes nothing beyond the message, its copies and its events: its
  * conversation exists, it links no uploads, it is not a channel's first message, and no topic
  * policy changes (the sender's, by their settings; or a mentioned user's who follows topics
- * where they are mentioned, which only a statement can tell). */
+ * where they are mentioned, `mentionsFollow`). */
 function writesAlone(prepared: PreparedMessage): boolean {
-  const { addressee, sender, policyContext, rendered, flags } = prepared;
+  const { addressee, sender, policyContext } = prepared;
   // Inside a caller's transaction the statement would join it, and its events would go out
   // before that transaction commits.
   if (currentTransaction()) return false;
@@ -655,7 +672,7 @@ function writesAlone(prepared: PreparedMessage): boolean {
   if (addressee.kind === 'direct') return true;
   if (addressee.stream.firstMessageId === null) return false;
   if (policyContext !== null && policyOnSend(sender, policyContext) !== null) return false;
-  return ![...rendered.mentions.userIds].some((id) => id !== sender.id && flags.has(id));
+  return !prepared.mentionsFollow;
 }
 
 async function sendAlone(prepared: PreparedMessage): Promise<SentMessage> {

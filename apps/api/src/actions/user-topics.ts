@@ -97,16 +97,20 @@ export async function doAutoFollowOnSend(
     if (policy !== null && (await doSetUserTopicPolicy(ctx, sender, stream, topic, policy)))
       senderPolicy = policy;
   }
-  const mentioned = [...mentionedIds].filter((id) => id !== sender.id);
-  if (mentioned.length > 0) {
-    const followers = await query(mentionFollowers, [
-      mentioned,
-      sender.realmId,
-      stream.recipientId!,
-      topic,
-    ]);
-    for (const user of followers)
-      await doSetUserTopicPolicy(ctx, user, stream, topic, VisibilityPolicy.FOLLOWED);
-  }
+  for (const user of await mentionedWhoWillFollow(sender, stream, topic, mentionedIds))
+    await doSetUserTopicPolicy(ctx, user, stream, topic, VisibilityPolicy.FOLLOWED);
   return senderPolicy;
+}
+
+/** The users a message mentions who start following its topic (see mentionFollowers); none
+ * without a statement when it mentions nobody but its sender. */
+export async function mentionedWhoWillFollow(
+  sender: User,
+  stream: Stream,
+  topic: string,
+  mentionedIds: Iterable<number>,
+): Promise<User[]> {
+  const mentioned = [...mentionedIds].filter((id) => id !== sender.id);
+  if (mentioned.length === 0) return [];
+  return query(mentionFollowers, [mentioned, sender.realmId, stream.recipientId!, topic]);
 }
