@@ -165,9 +165,6 @@ export interface PreparedMessage {
   options: SendOptions;
   /** Recipients to notify on their mobile devices, with the reason (Zulip's trigger). */
   pushRecipients: { userId: number; trigger: string }[];
-  /** A mentioned recipient starts following the topic (doAutoFollowOnSend): the send writes
-   * their policy, in a transaction. */
-  mentionsFollow: boolean;
 }
 
 type Viewer = { id: number; role: number };
@@ -209,19 +206,6 @@ export async function prepareMessage(
   // After the wildcard check, as Zulip orders them.
   if (rendered.mentions.groupIds.size > 0)
     await checkGroupMentionsAllowed(sender, resolved.senderGroups, rendered.mentions.groupIds);
-  // Read before the send, as the recipients are: a send that mentions only users who already
-  // follow or muted the topic, or never follow on mention, then needs no transaction. One that
-  // does reads them again in its transaction (doAutoFollowOnSend).
-  const mentionsFollow =
-    addressee.kind === 'channel' &&
-    (
-      await mentionedWhoWillFollow(
-        sender,
-        addressee.stream,
-        addressee.topic,
-        [...rendered.mentions.userIds].filter((id) => flags.has(id)),
-      )
-    ).length > 0;
   return {
     realm,
     sender,
@@ -240,7 +224,6 @@ export async function prepareMessage(
     senderRecipientId: resolved.senderRecipientId,
     options,
     pushRecipients: pushRecipients(recipients, flags, addressee.kind === 'channel'),
-    mentionsFollow,
   };
 }
 
@@ -649,8 +632,8 @@ const insertMessageAlone = statement<OutboxColumns, [...MessageParams, string, s
  * events' publish (publishWithoutWaiting). The others run in a transaction: through
  * Prisma's when they make one of its rare writes (a new direct-message group, attachment
  * links, a channel's first message), else on a pooled connection directly. */
-export function sendPreparedMessage(prepared: PreparedMessage): Promise<SentMessage> {
-  if (writesAlone(prepared)) return sendAlone(prepared);
+export async function sendPreparedMessage(prepared: PreparedMessage): Promise<SentMessage> {
+  if (await writesAlone(prepared)) return sendAlone(prepared);
   const { addressee, recipientId, content } = prepared;
   const prisma =
     recipientId === null ||
@@ -661,10 +644,13 @@ export function sendPreparedMessage(prepared: PreparedMessage): Promise<SentMess
 
 /** Whether the send writes nothing beyond the message, its copies and its events: its
  * conversation exists, it links no uploads, it is not a channel's first message, and no topic
- * policy changes (the sender's, by their settings; or a mentioned user's who follows topics
- * where they are mentioned, `mentionsFollow`). */
-function writesAlone(prepared: PreparedMessage): boolean {
-  const { addressee, sender, policyContext } = prepared;
+ * policy changes: not the sender's, by their settings, nor a mentioned subscriber's who
+ * follows topics where they are mentioned. Only a statement tells the latter, read only when
+ * nothing else needs the transaction: a send that mentions users who already follow or muted
+ * the topic, or never follow on mention, needs none (one that makes a user follow reads them
+ * again in it, doAutoFollowOnSend). */
+async function writesAlone(prepared: PreparedMessage): Promise<boolean> {
+  const { addressee, sender, policyContext, rendered, flags } = prepared;
   // Inside a caller's transaction the statement would join it, and its events would go out
   // before that transaction commits.
   if (currentTransaction()) return false;
@@ -672,7 +658,11 @@ function writesAlone(prepared: PreparedMessage): boolean {
   if (addressee.kind === 'direct') return true;
   if (addressee.stream.firstMessageId === null) return false;
   if (policyContext !== null && policyOnSend(sender, policyContext) !== null) return false;
-  return !prepared.mentionsFollow;
+  const mentioned = [...rendered.mentions.userIds].filter((id) => flags.has(id));
+  return (
+    (await mentionedWhoWillFollow(sender, addressee.stream, addressee.topic, mentioned)).length ===
+    0
+  );
 }
 
 async function sendAlone(prepared: PreparedMessage): Promise<SentMessage> {
