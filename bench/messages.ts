@@ -205,7 +205,9 @@ async function main(): Promise<void> {
     console.log(
       afterCommit.length > 0
         ? `  commit → event  p50 ${ms(afterCommit, 50)} ms   p99 ${ms(afterCommit, 99)} ms   (from PostgreSQL's commit timestamp)`
-        : `  commit → event  not measured: PostgreSQL runs without track_commit_timestamp`,
+        : afterAnswer.length === 0
+          ? `  commit → event  not measured: no event was received (BENCH_POLLERS=0)`
+          : `  commit → event  not measured: PostgreSQL runs without track_commit_timestamp`,
     );
     console.log(`  CPU ms/message  ${JSON.stringify(cpuPerMessage)}`);
     console.log(`  polls/message   ${(polls / MESSAGES).toFixed(1)}`);
