@@ -151,7 +151,7 @@ describe('statements per request', () => {
   // statement, whatever it names, while the channel is read. Then one statement tells whether a
   // mentioned subscriber starts following the topic: on the first mention of Otto Other here
   // (a policy write, in a transaction), not on the next ones, which write alone. A group
-  // mention needs the sender's permission to mention it (two reads).
+  // mention adds two reads: the group's members and the sender's permission to mention it.
   it('POST /messages naming users, groups and channels: one statement for all of them', async () => {
     expectSuccess(
       await as(org.admin, org.host).post('/user_groups/create', {
