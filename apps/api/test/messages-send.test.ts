@@ -630,8 +630,8 @@ describe('what a message names', () => {
     const render = async (content: string) =>
       expectSuccess(await as(org.member, org.host).post('/messages/render', { content }))
         .rendered as string;
-    const mention = (user: User, name = user.fullName) =>
-      `<span class="user-mention" data-user-id="${user.id}">@${name}</span>`;
+    const mention = (user: User) =>
+      `<span class="user-mention" data-user-id="${user.id}">@${user.fullName}</span>`;
 
     // By name in any case, or by id with its name.
     expect(await render('@**otto OTHER** @**Otto Other|' + org.other.id + '**')).toBe(
