@@ -102,6 +102,17 @@ const PORT_VARIABLES = {
   worker: 'WORKER_METRICS_PORT',
 } as const;
 
+/** The node options a tier's replicas get from the environment (see spawnReplica). */
+function nodeArgsOf(kind: 'api' | 'events' | 'worker'): string[] {
+  return [
+    process.env.PARLEY_REPLICA_NODE_ARGS ?? '',
+    process.env[`PARLEY_${kind.toUpperCase()}_NODE_ARGS`] ?? '',
+  ]
+    .join(' ')
+    .split(' ')
+    .filter(Boolean);
+}
+
 /** A replica of one tier as a process of its own on a loopback port: node itself with tsx's
  * loader (or, with PARLEY_REPLICA_BUNDLES=<dir>, the production bundle `<dir>/<kind>.cjs`; `off`:
  * the sources, to compare), so
@@ -116,13 +127,7 @@ export function spawnReplica(
   port: number,
   env: Record<string, string> = {},
 ): ChildProcess {
-  const nodeArgs = [
-    process.env.PARLEY_REPLICA_NODE_ARGS ?? '',
-    process.env[`PARLEY_${kind.toUpperCase()}_NODE_ARGS`] ?? '',
-  ]
-    .join(' ')
-    .split(' ')
-    .filter(Boolean);
+  const nodeArgs = nodeArgsOf(kind);
   // The production bundles when asked (the benchmarks measure what production runs), else the
   // sources through tsx.
   const bundles = process.env.PARLEY_REPLICA_BUNDLES;
@@ -297,9 +302,9 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     },
     async stop() {
       proxy.kill('SIGQUIT');
-      // Profiles (PARLEY_REPLICA_NODE_ARGS) are written only by a process that exits itself.
-      const signal = process.env.PARLEY_REPLICA_NODE_ARGS ? 'SIGTERM' : 'SIGKILL';
-      for (const replica of replicas) replica.process.kill(signal);
+      // Profiles (any tier's node args) are written only by a process that exits itself.
+      for (const replica of replicas)
+        replica.process.kill(nodeArgsOf(kindOf(replica)).length > 0 ? 'SIGTERM' : 'SIGKILL');
       await Promise.all([exited(proxy), ...replicas.map((r) => exited(r.process))]);
       rmSync(dir, { recursive: true, force: true });
     },
