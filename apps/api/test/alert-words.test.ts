@@ -79,13 +79,27 @@ describe('alert words', () => {
       await send(user, org.host, { type: 'stream', to: 'general', topic: 't', content: 'outage!' }),
     ).id as number;
     expect(await flagsOf(own)).toContain('has_alert_word');
+    // Direct messages too, 1:1 and to a group (read by another statement).
+    const direct = expectSuccess(
+      await send(org.member, org.host, { type: 'direct', to: [user.id], content: 'outage.' }),
+    ).id as number;
+    expect(await flagsOf(direct)).toContain('has_alert_word');
+    const group = expectSuccess(
+      await send(org.member, org.host, {
+        type: 'direct',
+        to: [user.id, org.other.id],
+        content: 'an outage',
+      }),
+    ).id as number;
+    expect(await flagsOf(group)).toContain('has_alert_word');
+    expect(await flagsOf(group, org.other)).not.toContain('has_alert_word');
     const found = await as(user, org.host).get('/messages', {
       anchor: 'newest',
       num_before: 10,
       num_after: 0,
       narrow: JSON.stringify([{ operator: 'is', operand: 'alerted' }]),
     });
-    expect(found.body.messages.map((m: { id: number }) => m.id)).toEqual([hit, own]);
+    expect(found.body.messages.map((m: { id: number }) => m.id)).toEqual([hit, own, direct, group]);
     // An edit recomputes the flag from the new text.
     expectSuccess(
       await as(org.member, org.host).patch(`/messages/${hit}`, { content: 'all fine' }),
