@@ -94,6 +94,45 @@ describe('POST /messages to a channel', () => {
     );
   });
 
+  // The group's members and who may mention it are read with its name (rendering.ts): members
+  // directly or through subgroups; a silent mention flags nobody.
+  it('flags the members of a mentioned group, through its subgroups', async () => {
+    const createGroup = async (name: string, members: number[]) =>
+      (
+        expectSuccess(
+          await as(org.admin, org.host).post('/user_groups/create', {
+            name,
+            description: 'mentioned',
+            members: JSON.stringify(members),
+          }),
+        ) as { group_id: number }
+      ).group_id;
+    const inner = await createGroup(`inner ${Date.now()}`, [org.guest.id]);
+    const outerName = `outer ${Date.now()}`;
+    const outer = await createGroup(outerName, [org.other.id]);
+    expectSuccess(
+      await as(org.admin, org.host).post(`/user_groups/${outer}/subgroups`, {
+        add: JSON.stringify([inner]),
+      }),
+    );
+    const sendNaming = async (content: string) =>
+      expectSuccess(
+        await send(org.member, org.host, { type: 'stream', to: 'general', topic: 'g', content }),
+      ).id as number;
+    expect(await flagsOf(await sendNaming(`@*${outerName}*`))).toEqual({
+      [org.owner.id]: [],
+      [org.member.id]: [],
+      [org.other.id]: ['mentioned'],
+      [org.guest.id]: ['mentioned'],
+    });
+    expect(await flagsOf(await sendNaming(`@_*${outerName}*`))).toEqual({
+      [org.owner.id]: [],
+      [org.member.id]: [],
+      [org.other.id]: [],
+      [org.guest.id]: [],
+    });
+  });
+
   it('stores the message for every subscriber and publishes it per recipient form', async () => {
     let id = 0;
     const published = await captureEvents(org.realm.id, async () => {

@@ -21,6 +21,7 @@ export {
   mentionCandidates,
   type MentionCandidates,
   type MentionData,
+  type MentionGroup,
   type UploadedImage,
 } from './mentions';
 export { uploadImageTag, UPLOAD_PLACEHOLDER_SRC } from './inline-extras';

@@ -43,7 +43,7 @@ import {
   publishWithoutWaiting,
   type OutboxColumns,
 } from '../lib/outbox';
-import { checkGroupMentionsAllowed } from '../lib/user-group-permissions';
+import { assertGroupMentionsAllowed } from '../lib/user-group-permissions';
 import {
   policyOnSend,
   sendContextColumns,
@@ -59,7 +59,7 @@ import { pushTrigger, type PushSettings } from '../lib/push-notifications';
 import { activeMemberIds, groupIdsOfUserSql } from '../lib/groups';
 import { inRealmGroups, realmGroupId } from '../lib/realm-state';
 import { apiFlags, displayUser } from '../lib/messages';
-import { loadMentionData } from '../lib/rendering';
+import { loadMentionData, type NamedGroup } from '../lib/rendering';
 import {
   hasContentAccess,
   loadPermissions,
@@ -200,12 +200,22 @@ export async function prepareMessage(
     addressee.kind === 'channel' && !addressee.stream.inviteOnly ? await allPublic! : [];
   const { messageId, dateSent } = resolved.recipients;
   const recipients = recipientsOf(resolved.recipients);
-  const flags = await recipientFlags(sender, addressee, recipients, content, rendered, options);
+  const groups = [...mentionData.groupsByName.values()].filter((group) =>
+    rendered.mentions.groupIds.has(group.id),
+  );
+  const flags = await recipientFlags(
+    sender,
+    addressee,
+    recipients,
+    content,
+    rendered,
+    groups,
+    options,
+  );
   if (addressee.kind === 'channel')
     checkWildcardMention(realm, resolved.senderGroups, rendered, recipients.ids, flags);
   // After the wildcard check, as Zulip orders them.
-  if (rendered.mentions.groupIds.size > 0)
-    await checkGroupMentionsAllowed(sender, resolved.senderGroups, rendered.mentions.groupIds);
+  assertGroupMentionsAllowed(sender, resolved.senderGroups, groups);
   return {
     realm,
     sender,
@@ -943,7 +953,8 @@ function recipientsOf(row: RecipientsRow): Recipients {
 }
 
 /** Each recipient's flags: read for the sender when sent by a person and for those who muted
- * the sender, is_private for direct messages, mentioned for direct and group mentions, the
+ * the sender, is_private for direct messages, mentioned for direct mentions and the members of
+ * `mentionedGroups` (the groups mentioned with notification, read with their members), the
  * wildcard flags for everyone a wildcard reaches (a topic wildcard: those who have posted in
  * the topic), has_alert_word for those with one of their alert words in it. */
 async function recipientFlags(
@@ -952,13 +963,13 @@ async function recipientFlags(
   recipients: Recipients,
   content: string,
   rendered: Rendered,
+  mentionedGroups: readonly NamedGroup[],
   options: SendOptions,
 ): Promise<ReadonlyMap<number, readonly UserMessageFlag[]>> {
   const { mentions } = rendered;
   const isChannel = addressee.kind === 'channel';
   const mentioned = new Set(mentions.userIds);
-  if (mentions.groupIds.size > 0)
-    for (const id of await activeMemberIds([...mentions.groupIds])) mentioned.add(id);
+  for (const group of mentionedGroups) for (const id of group.members) mentioned.add(id);
   let topicParticipants = new Set<number>();
   if (mentions.wildcard === 'topic' && addressee.kind === 'channel') {
     const posters = await query(topicPosters, [addressee.stream.recipientId!, addressee.topic]);

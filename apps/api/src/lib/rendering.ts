@@ -7,6 +7,7 @@ import {
   mentionCandidates,
   renderMarkdown,
   type MentionData,
+  type MentionGroup,
   type Rendered,
 } from '@parley/markdown';
 import { linkedPathIds } from './attachments';
@@ -38,23 +39,57 @@ export async function renderDescriptionForRealm(
  * array (not a subquery), which lets (realm_id, lower(…)) indexes find the rows. */
 const lowered = (param: string) => `ARRAY(SELECT lower(v) FROM unnest(${param}::text[]) v)`;
 
+/** A named group the content names, with what a send needs when it is mentioned: who may
+ * mention it (Zulip's can_mention_group) and its active members, through subgroups. */
+export interface NamedGroup extends MentionGroup {
+  canMentionGroupId: number | null;
+  members: number[];
+}
+
+/** MentionData with the named groups' settings and members (see NamedGroup). */
+export interface OrganizationMentionData extends MentionData {
+  groupsByName: Map<string, NamedGroup>;
+}
+
 /** What the content names, in one statement (typed SQL: in the caller's transaction if there is
- * one): active users by name (any case) or id; named groups, not system groups, by name; and
- * channels by name, only those anyone in the organization may know of, since a link must not
- * reveal a private channel's name or id. */
+ * one): active users by name (any case) or id; named groups, not system groups, by name, each
+ * with its can_mention_group and its active members through subgroups (a group mention's
+ * permission check and flags need no statement of their own); and channels by name, only those
+ * anyone in the organization may know of, since a link must not reveal a private channel's
+ * name or id. */
 const namedTargets = statement<
-  { kind: 'user' | 'group' | 'channel'; id: number; name: string },
+  {
+    kind: 'user' | 'group' | 'channel';
+    id: number;
+    name: string;
+    /** Groups only. */
+    canMentionGroupId: number | null;
+    members: number[] | null;
+  },
   [number, string[], string, string[], string[]]
 >(`
-  SELECT 'user' AS kind, id, full_name AS name FROM user_profile
+  SELECT 'user' AS kind, id, full_name AS name, NULL::int AS "canMentionGroupId",
+      NULL::int[] AS members
+    FROM user_profile
     WHERE realm_id = $1 AND is_active
       AND (lower(full_name) = ANY (${lowered('$2')}) OR id = ANY ($3::int[]))
   UNION ALL
-  SELECT 'group', id, name FROM user_group
-    WHERE realm_id = $1 AND NOT deactivated AND NOT is_system_group
-      AND lower(name) = ANY (${lowered('$4')})
+  SELECT 'group', ug.id, ug.name, ug.can_mention_group_id,
+      ARRAY(
+        WITH RECURSIVE g(id) AS (
+          SELECT ug.id
+          UNION
+          SELECT ggm.subgroup_id FROM group_group_membership ggm JOIN g ON ggm.supergroup_id = g.id
+        )
+        SELECT DISTINCT m.user_profile_id FROM user_group_membership m
+          JOIN g ON m.user_group_id = g.id
+          JOIN user_profile u ON u.id = m.user_profile_id
+        WHERE u.is_active)
+    FROM user_group ug
+    WHERE ug.realm_id = $1 AND NOT ug.deactivated AND NOT ug.is_system_group
+      AND lower(ug.name) = ANY (${lowered('$4')})
   UNION ALL
-  SELECT 'channel', id, name FROM stream
+  SELECT 'channel', id, name, NULL, NULL FROM stream
     WHERE realm_id = $1 AND NOT invite_only AND lower(name) = ANY (${lowered('$5')})`);
 
 export async function loadMentionData(
@@ -62,11 +97,11 @@ export async function loadMentionData(
   content: string,
   db: Tx = getPrisma(),
   { mentions = true }: { mentions?: boolean } = {},
-): Promise<MentionData> {
+): Promise<OrganizationMentionData> {
   const wanted = mentions
     ? mentionCandidates(content)
     : { names: new Set<string>(), ids: new Set<number>(), groupNames: new Set<string>() };
-  const data: MentionData = {
+  const data: OrganizationMentionData = {
     usersByName: new Map(),
     usersById: new Map(),
     groupsByName: new Map(),
@@ -86,7 +121,12 @@ export async function loadMentionData(
         const key = user.fullName.toLowerCase();
         data.usersByName.set(key, [...(data.usersByName.get(key) ?? []), user]);
       } else if (target.kind === 'group')
-        data.groupsByName.set(target.name.toLowerCase(), { id: target.id, name: target.name });
+        data.groupsByName.set(target.name.toLowerCase(), {
+          id: target.id,
+          name: target.name,
+          canMentionGroupId: target.canMentionGroupId,
+          members: target.members ?? [],
+        });
       else
         (data.channelsByName ??= new Map()).set(target.name.toLowerCase(), {
           id: target.id,

@@ -130,12 +130,13 @@ export async function checkCanAddMembersToGroups(
 }
 
 const mentionSettings = statement<
-  { id: number; name: string; can_mention_group_id: number | null },
+  { id: number; name: string; canMentionGroupId: number | null },
   [number[]]
->(`SELECT id, name, can_mention_group_id FROM user_group WHERE id = ANY($1::int[]) ORDER BY id`);
+>(`SELECT id, name, can_mention_group_id AS "canMentionGroupId" FROM user_group
+  WHERE id = ANY($1::int[]) ORDER BY id`);
 
-/** Zulip's check_user_group_mention_allowed, for the send and edit paths: refuses a message
- * that mentions (not silently) a group the sender is not in the can_mention_group of.
+/** Zulip's check_user_group_mention_allowed, for the edit path: refuses a message that
+ * mentions (not silently) a group the sender is not in the can_mention_group of.
  * `senderGroupIds` are the sender's groups, through subgroups (one statement). */
 export async function checkGroupMentionsAllowed(
   sender: Pick<User, 'role'>,
@@ -144,8 +145,17 @@ export async function checkGroupMentionsAllowed(
 ): Promise<void> {
   const ids = [...new Set(mentionedGroupIds)];
   if (ids.length === 0) return;
+  assertGroupMentionsAllowed(sender, senderGroupIds, await query(mentionSettings, [ids]));
+}
+
+/** The same check on groups already read (a send reads them with what its content names). */
+export function assertGroupMentionsAllowed(
+  sender: Pick<User, 'role'>,
+  senderGroupIds: Set<number>,
+  mentioned: readonly { id: number; name: string; canMentionGroupId: number | null }[],
+): void {
   const membership = { ids: senderGroupIds, names: new Set<string>() };
-  for (const group of await query(mentionSettings, [ids]))
-    if (!inGroupSetting(sender, membership, 'can_mention_group', group.can_mention_group_id))
+  for (const group of [...mentioned].sort((a, b) => a.id - b.id))
+    if (!inGroupSetting(sender, membership, 'can_mention_group', group.canMentionGroupId))
       throw new JsonableError(`You are not allowed to mention user group '${group.name}'.`);
 }
