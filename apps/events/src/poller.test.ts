@@ -14,7 +14,7 @@ import {
 } from '@parley/events';
 import { getConfig } from '@parley/config';
 import { createLogger } from '@parley/logger';
-import { Poller } from './poller';
+import { ANSWER_BATCH, Poller } from './poller';
 
 const log = createLogger({ level: 'error', format: 'json', silent: true });
 const pollers: Poller[] = [];
@@ -174,6 +174,40 @@ describe('Poller', () => {
     ]);
     expect(polling.poller.parked()).toBe(0);
     await expect(store.events(meta)).resolves.toEqual([]);
+  });
+
+  // A wake-up for more polls than one batch answers them over several turns of the event loop;
+  // one published right after it waits for them, so each queue's announcements keep their
+  // order. The events are announced only (not in Redis): only answers from the announcements,
+  // in order, can hold them.
+  it('answers a wake-up of many polls in batches, before the wake-up that follows it', async () => {
+    const first = await setup();
+    const { poller, store } = first;
+    const pollings = [first];
+    for (let i = 0; i < ANSWER_BATCH + 20; i++) {
+      const id = ++userId;
+      const meta = (await store.meta(await store.create(id, 1, defaultQueueOptions())))!;
+      pollings.push({ poller, store, meta, userId: id });
+    }
+    const answers = pollings.map((polling) => longPoll(polling, -1));
+    // What is still parked when the first answer is in: the polls of the next batch.
+    const parkedAfterFirst = answers[0]!.then(() => poller.parked());
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(poller.parked()).toBe(pollings.length);
+    const last = pollings.at(-1)!.meta;
+    const announced = pollings.map(({ meta }) => `${meta.queueId} 0 1`).join(' ');
+    await store.redis
+      .pipeline()
+      .publish(keys.wake(0), `E:${announced}\n"type":"message"}`)
+      .publish(keys.wake(0), `E:${last.queueId} 1 1\n"type":"typing"}`)
+      .exec();
+    const answered = await Promise.all(answers);
+    expect(await parkedAfterFirst).toBe(pollings.length - ANSWER_BATCH);
+    expect(answered.slice(0, -1)).toEqual(
+      pollings.slice(1).map(() => [{ id: 0, type: 'message' }]),
+    );
+    expect(answered.at(-1)).toEqual([{ id: 0, type: 'message' }]);
+    expect(poller.parked()).toBe(0);
   });
 
   it('reads the queue when announced events do not follow the poll’s last event', async () => {

@@ -46,9 +46,17 @@ export interface ParkedPoll {
   cancel(): void;
 }
 
+/** Parked polls one wake-up answers in one go; more wait for the next turns of the event loop
+ * (see Poller.answerWoken). */
+export const ANSWER_BATCH = 256;
+
 export class Poller {
   private readonly waiters = new Map<string, Set<Waiter>>();
   private draining = false;
+  /** Queues announced with their events and not yet answered, in announcement order. */
+  private woken: [queueId: string, events: RawEvent[] | null][] = [];
+  private nextWoken = 0;
+  private answering = false;
   /** Queue reads requested in this tick: sent together, one round trip for all. */
   private takes: {
     meta: Pick<QueueMeta, 'shard' | 'queueId'>;
@@ -187,10 +195,33 @@ export class Poller {
       if (events && form !== undefined) events.push(`{"id":${appended[i + 1]},${form}`);
       woken.set(queueId, form === undefined ? null : events);
     }
-    for (const [queueId, events] of woken)
-      for (const waiter of [...(this.waiters.get(queueId) ?? [])])
-        if (events) waiter.wakeWith(events);
-        else waiter.wake();
+    for (const entry of woken) this.woken.push(entry);
+    if (!this.answering) this.answerWoken();
+  }
+
+  /** Answers the woken queues' polls, ANSWER_BATCH at a time, each batch in a turn of the event
+   * loop of its own. Everything an answer allocates lives until its turn ends (its write's
+   * completion runs on the next tick): a message to 10,000 parked polls answered in one turn
+   * kept all of them alive at once, and a quarter of the answering went to the garbage
+   * collector copying them (docs/events.md). A wake-up that comes meanwhile is answered after
+   * the ones before it, so a queue's announcements keep their order. */
+  private answerWoken(): void {
+    const end = Math.min(this.woken.length, this.nextWoken + ANSWER_BATCH);
+    try {
+      while (this.nextWoken < end) {
+        const [queueId, events] = this.woken[this.nextWoken++]!;
+        for (const waiter of [...(this.waiters.get(queueId) ?? [])])
+          if (events) waiter.wakeWith(events);
+          else waiter.wake();
+      }
+    } finally {
+      // Whatever happened to one poll, the others are still answered, and only what remains
+      // is kept (wake-ups that keep coming must not grow the list).
+      this.woken = this.woken.slice(this.nextWoken);
+      this.nextWoken = 0;
+      this.answering = this.woken.length > 0;
+      if (this.answering) setImmediate(() => this.answerWoken());
+    }
   }
 }
 
