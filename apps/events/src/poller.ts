@@ -55,7 +55,6 @@ export class Poller {
   private draining = false;
   /** Queues announced with their events and not yet answered, in announcement order. */
   private woken: [queueId: string, events: RawEvent[] | null][] = [];
-  private nextWoken = 0;
   private answering = false;
   /** Queue reads requested in this tick: sent together, one round trip for all. */
   private takes: {
@@ -206,10 +205,12 @@ export class Poller {
    * collector copying them (docs/events.md). A wake-up that comes meanwhile is answered after
    * the ones before it, so a queue's announcements keep their order. */
   private answerWoken(): void {
-    const end = Math.min(this.woken.length, this.nextWoken + ANSWER_BATCH);
+    this.answering = true;
+    const end = Math.min(this.woken.length, ANSWER_BATCH);
+    let next = 0;
     try {
-      while (this.nextWoken < end) {
-        const [queueId, events] = this.woken[this.nextWoken++]!;
+      while (next < end) {
+        const [queueId, events] = this.woken[next++]!;
         for (const waiter of [...(this.waiters.get(queueId) ?? [])])
           if (events) waiter.wakeWith(events);
           else waiter.wake();
@@ -217,8 +218,7 @@ export class Poller {
     } finally {
       // Whatever happened to one poll, the others are still answered, and only what remains
       // is kept (wake-ups that keep coming must not grow the list).
-      this.woken = this.woken.slice(this.nextWoken);
-      this.nextWoken = 0;
+      this.woken = this.woken.slice(next);
       this.answering = this.woken.length > 0;
       if (this.answering) setImmediate(() => this.answerWoken());
     }
