@@ -34,16 +34,25 @@ export async function groupIdsOfUser(userId: number): Promise<Set<number>> {
   return new Set(row!.ids);
 }
 
-const activeMembersOfGroups = statement<{ id: number }, [number[]]>(`
-  WITH RECURSIVE g(id) AS (
-    SELECT unnest($1::int[])
-    UNION
-    SELECT ggm.subgroup_id FROM group_group_membership ggm JOIN g ON ggm.supergroup_id = g.id
-  )
-  SELECT DISTINCT u.id FROM user_group_membership m
-    JOIN g ON m.user_group_id = g.id
-    JOIN user_profile u ON u.id = m.user_profile_id
-  WHERE u.is_active`);
+/** SQL for the active users of the groups `seed` selects (a SELECT of group ids: a set-returning
+ * expression, or a correlated column), directly or through subgroups, each once; for
+ * statements that need them beside their own columns (wrap it in ARRAY(…)). */
+export function activeMembersSql(seed: string): string {
+  return `
+    WITH RECURSIVE g(id) AS (
+      SELECT ${seed}
+      UNION
+      SELECT ggm.subgroup_id FROM group_group_membership ggm JOIN g ON ggm.supergroup_id = g.id
+    )
+    SELECT DISTINCT u.id FROM user_group_membership m
+      JOIN g ON m.user_group_id = g.id
+      JOIN user_profile u ON u.id = m.user_profile_id
+    WHERE u.is_active`;
+}
+
+const activeMembersOfGroups = statement<{ id: number }, [number[]]>(
+  activeMembersSql('unnest($1::int[])'),
+);
 
 /** Active users in any of `groupIds`, directly or through subgroups. */
 export async function activeMemberIds(groupIds: number[]): Promise<number[]> {

@@ -11,6 +11,7 @@ import {
   type Rendered,
 } from '@parley/markdown';
 import { linkedPathIds } from './attachments';
+import { activeMembersSql } from './groups';
 import { linkifiersForRealm } from './linkifiers';
 import { activeRealmEmoji } from './realm-emoji';
 import { uploadPreview } from './thumbnails';
@@ -75,16 +76,7 @@ const namedTargets = statement<
       AND (lower(full_name) = ANY (${lowered('$2')}) OR id = ANY ($3::int[]))
   UNION ALL
   SELECT 'group', ug.id, ug.name, ug.can_mention_group_id,
-      ARRAY(
-        WITH RECURSIVE g(id) AS (
-          SELECT ug.id
-          UNION
-          SELECT ggm.subgroup_id FROM group_group_membership ggm JOIN g ON ggm.supergroup_id = g.id
-        )
-        SELECT DISTINCT m.user_profile_id FROM user_group_membership m
-          JOIN g ON m.user_group_id = g.id
-          JOIN user_profile u ON u.id = m.user_profile_id
-        WHERE u.is_active)
+      ARRAY(${activeMembersSql('ug.id')})
     FROM user_group ug
     WHERE ug.realm_id = $1 AND NOT ug.deactivated AND NOT ug.is_system_group
       AND lower(ug.name) = ANY (${lowered('$4')})
