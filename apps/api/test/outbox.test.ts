@@ -36,7 +36,8 @@ async function secondWhileFirstPublishes(
     const evaluate = made.eval.bind(made) as (...a: unknown[]) => typeof made;
     let carriesFirst = false;
     made.eval = ((...a: unknown[]) => {
-      const payload = String(a[4] ?? '');
+      // The notification, wherever the script's arguments put it.
+      const payload = a.slice(1).map(String).join('\n');
       if (payload.includes('enable_sounds') && payload.includes('"value":false'))
         carriesFirst = true;
       return evaluate(...a);
@@ -169,7 +170,7 @@ describe('the event outbox', () => {
       const evaluate = made.eval.bind(made) as (...a: unknown[]) => typeof made;
       let carriesHeld = false;
       made.eval = ((...a: unknown[]) => {
-        if (String(a[4] ?? '').includes('held publish')) carriesHeld = true;
+        if (a.slice(1).map(String).join('\n').includes('held publish')) carriesHeld = true;
         return evaluate(...a);
       }) as typeof made.eval;
       const exec = made.exec.bind(made);

@@ -409,29 +409,36 @@ class ShardWorker {
     return true;
   }
 
-  /** Fans out a run of log entries in two round trips whatever their number: every entry's
-   * recipients' queues in one pipeline, then every entry's APPEND in another (a busy shard,
-   * whose entries queue up behind each other's round trips, catches up at once), and a third
-   * when queues not seen before need their options read (queueInfos). Returns how
+  /** Fans out a run of log entries in one round trip whatever their number: every entry's
+   * APPEND in one pipeline (a busy shard, whose entries queue up behind each other's round
+   * trips, catches up at once). One more when an entry does not carry its recipients' queues
+   * (they are read for every such entry in one pipeline), and one when queues not seen before
+   * need their options read (queueInfos). Returns how
    * many entries from the first were appended, or -1 when the lease was lost. An entry that
    * cannot be prepared or appended ends the run before it; if it is the first, its error is
    * thrown. */
   private async deliverRun(entries: LogEntry[], previous: string): Promise<number> {
     const { redis } = this.options;
-    const notifications: { entryId: string; notification: Notification }[] = [];
+    const notifications: {
+      entryId: string;
+      notification: Notification;
+      carried: string[] | null;
+    }[] = [];
     for (const [entryId, fields] of entries) {
       try {
-        notifications.push({ entryId, notification: parseNotification(fields[1]) });
+        const notification = parseNotification(fields[1]);
+        notifications.push({ entryId, notification, carried: carriedQueues(fields) });
       } catch (error) {
         if (notifications.length === 0) throw error;
         break;
       }
     }
-    // One command per entry for all its recipients' queues, however many (a queue has one
+    // An entry normally carries its recipients' queues (publish.ts). For one that does not,
+    // one command per entry for all its recipients' queues, however many (a queue has one
     // owner, so the union loses nothing; a user named twice is served once).
-    const queueIds: string[][] = notifications.map(() => []);
-    const addressed = notifications.flatMap(({ notification }, index) =>
-      notification.users.length > 0 ? [index] : [],
+    const queueIds: string[][] = notifications.map(({ carried }) => carried ?? []);
+    const addressed = notifications.flatMap(({ notification, carried }, index) =>
+      notification.users.length > 0 && carried === null ? [index] : [],
     );
     if (addressed.length > 0) {
       const unions = redis.pipeline();
@@ -599,8 +606,17 @@ function parseNotification(text: string | undefined): Notification {
   return { ...notification, users: notification.users ?? [] } as Notification;
 }
 
-/** A shard log entry as XREAD gives it: its id and its fields (`n`, the notification). */
+/** A shard log entry as XREAD gives it: its id and its fields (`n`, the notification, then
+ * `q`, its recipients' queues, when it carries them). */
 type LogEntry = [string, string[]];
+
+/** The recipients' queues an entry carries (publish.ts), or null if it carries none: its
+ * recipients had too many, or a publisher older than this field wrote it. */
+function carriedQueues(fields: string[]): string[] | null {
+  for (let i = 2; i + 1 < fields.length; i += 2)
+    if (fields[i] === 'q') return fields[i + 1] === '' ? [] : fields[i + 1]!.split(' ');
+  return null;
+}
 
 interface Targets {
   /** The distinct forms of the event, as JSON. */

@@ -188,3 +188,20 @@ it('delivers to queues registered and deleted between messages to the same recip
   expect(await seqs(second, 19)).toEqual([2, 3, ...later]);
   expect(await redis.exists(keys.queueEvents(0, first))).toBe(0);
 }, 20_000);
+
+it('appends to the queues an entry carries, and reads them for an entry that carries none', async () => {
+  const store = new QueueStore(redis, SHARDS);
+  const queueId = await store.create(7, 1, defaultQueueOptions());
+  const entry = (seq: number) => JSON.stringify({ event: { type: 'sequence', seq }, users: [7] });
+  // As a publisher older than carried queues wrote it: the fan-out reads user 7's queues.
+  await redis.xadd(keys.shardLog(0), '*', 'n', entry(1));
+  // Carrying none (as if user 7 had no queue when it was published): it goes nowhere, although
+  // the user's queue is there when the fan-out reads the entry.
+  await redis.xadd(keys.shardLog(0), '*', 'n', entry(2), 'q', '');
+  await sequence(3, 7);
+  expect(await fanOut(store, queueId, 2)).toEqual([
+    ['sequence', 1],
+    ['sequence', 3],
+  ]);
+  await expectCheckpointAtNewest();
+}, 20_000);

@@ -1,9 +1,9 @@
 // publishNotification against the real Redis: one stream entry per shard, each carrying the
-// event and that shard's recipients.
+// event, that shard's recipients and their queues.
 import { randomBytes } from 'node:crypto';
 import { getConfig } from '@parley/config';
 import { keys, SHARD_USER_RANGE } from './keys';
-import { publishNotification } from './publish';
+import { CARRIED_QUEUES_MAX, publishNotification, publishOutboxRows } from './publish';
 import { getRedis } from './redis';
 
 describe('publishNotification', () => {
@@ -36,5 +36,64 @@ describe('publishNotification', () => {
     await publishNotification(redis, getConfig().EVENT_SHARDS, { event: { type: 'x' }, users: [] });
     expect(spy).not.toHaveBeenCalled();
     spy.mockRestore();
+  });
+
+  describe('the recipients’ queues', () => {
+    // A shard of this test's own (see above), with one user in it.
+    const shards = 100_000;
+    const shard = 60_000 + (Number.parseInt(randomBytes(2).toString('hex'), 16) % 20_000);
+    const user = shard * SHARD_USER_RANGE;
+    const other = user + 1;
+    const event = { type: 'sequence' };
+    const entries = async () =>
+      (await getRedis().xrange(keys.shardLog(shard), '-', '+')).map(([, fields]) => fields);
+    const carried = (fields: string[]) =>
+      fields[2] === 'q' ? fields[3]!.split(' ').filter(Boolean).sort() : null;
+    afterEach(() =>
+      getRedis().del(
+        keys.shardLog(shard),
+        keys.userQueues(shard, user),
+        keys.userQueues(shard, other),
+        keys.published(shard, '1'),
+      ),
+    );
+
+    it('go with the entry as they are when it is published, whichever publisher', async () => {
+      const redis = getRedis();
+      await redis.sadd(keys.userQueues(shard, user), 'q1', 'q2');
+      // A user named twice, and one without queues.
+      await publishNotification(redis, shards, { event, users: [user, other, user] });
+      await publishOutboxRows(redis, shards, [
+        { id: '1', notification: { event, users: [other] } },
+      ]);
+      await redis.sadd(keys.userQueues(shard, other), 'q3');
+      await publishNotification(redis, shards, { event, users: [user, other] });
+      const published = await entries();
+      expect(published.map(carried)).toEqual([['q1', 'q2'], [], ['q1', 'q2', 'q3']]);
+      expect(published.map((fields) => fields.length)).toEqual([4, 4, 4]);
+      expect(JSON.parse(published[0]![1]!)).toEqual({ event, users: [user, other, user] });
+    });
+
+    it(`are left out beyond ${CARRIED_QUEUES_MAX}, or when Redis cannot read them`, async () => {
+      const redis = getRedis();
+      const many = Array.from({ length: CARRIED_QUEUES_MAX }, (_, i) => `q${i}`);
+      await redis.sadd(keys.userQueues(shard, user), ...many);
+      await publishNotification(redis, shards, { event, users: [user] });
+      await redis.sadd(keys.userQueues(shard, other), 'one more');
+      await publishNotification(redis, shards, { event, users: [user, other] });
+      // Not a set: the entry is published all the same, for the fan-out to read and fail on.
+      await redis.del(keys.userQueues(shard, other));
+      await redis.set(keys.userQueues(shard, other), 'not a set');
+      await publishOutboxRows(redis, shards, [
+        { id: '1', notification: { event, users: [other] } },
+      ]);
+      const published = await entries();
+      expect(published.map((fields) => carried(fields)?.length ?? null)).toEqual([
+        CARRIED_QUEUES_MAX,
+        null,
+        null,
+      ]);
+      expect(published.map((fields) => fields.slice(0, 1))).toEqual([['n'], ['n'], ['n']]);
+    });
   });
 });
