@@ -22,6 +22,7 @@ export {
   isStorableText,
   p,
   Param,
+  parseJsonOrText,
   parseParams,
   parsePathParams,
   parseValue,

@@ -4,7 +4,7 @@ import {
   RequestConfusingParamsError,
   RequestVariableMissingError,
 } from '@parley/errors';
-import { p, parseParams, parsePathParams } from './params';
+import { p, parseJsonOrText, parseParams, parsePathParams } from './params';
 
 function parse<S extends Parameters<typeof parseParams>[0]>(
   shape: S,
@@ -170,5 +170,40 @@ describe('types and Zulip wording', () => {
     expect(errorOf(() => parsePathParams({ user_id: p.int() }, { user_id: 'me' })).message).toBe(
       'user_id is not an integer',
     );
+  });
+});
+
+describe('parseJsonOrText', () => {
+  /** What it must give: JSON.parse's value, or the text when JSON.parse throws. */
+  const reference = (raw: string): unknown => {
+    try {
+      return JSON.parse(raw) as unknown;
+    } catch {
+      return raw;
+    }
+  };
+
+  it('gives JSON.parse’s value, or the text itself when it is not JSON', () => {
+    const cases = [
+      ...['general', 'news', 'nullify', 'true story', 'tru', '2024 plans', '1,2,3', '-', ''],
+      ...[' ', 'Ünïcode', '#general', '\u00a0[1]', '\v1', '{oops', '[1,', '"open'],
+      ...['42', '-1', ' 42 ', '1e3', '[1,2]', '\t[42]\n', '{"a":1}', '"general"', ' "x" '],
+      ...['true', 'false', 'null', ' true ', 'null\r\n'],
+    ];
+    for (const raw of cases) expect([raw, parseJsonOrText(raw)]).toEqual([raw, reference(raw)]);
+  });
+
+  it('agrees with JSON.parse on every short text of JSON’s characters and a few others', () => {
+    const alphabet = [...' \t\n[]{}",:-0123456789.etrufalsnx\u00a0'];
+    let seed = 7;
+    const random = () => (seed = (seed * 48271) % 2147483647) / 2147483647;
+    for (let i = 0; i < 20_000; i++) {
+      const length = 1 + Math.floor(random() * 7);
+      const raw = Array.from(
+        { length },
+        () => alphabet[Math.floor(random() * alphabet.length)],
+      ).join('');
+      expect([raw, parseJsonOrText(raw)]).toEqual([raw, reference(raw)]);
+    }
   });
 });

@@ -31,6 +31,7 @@ import {
   StreamWithIDDoesNotExistError,
   TopicWildcardMentionNotAllowedError,
 } from '@parley/errors';
+import { parseJsonOrText } from '@parley/http';
 import { renderMarkdown, topicLinks, type Rendered, type TopicLink } from '@parley/markdown';
 import { allPublicStreamsKey, getRedis, type Notification } from '@parley/events';
 import { linkedPathIds } from '../lib/attachments';
@@ -317,12 +318,8 @@ async function resolveChannel(
   to: string,
   topic: string,
 ): Promise<Resolved> {
-  let target: unknown = to;
-  try {
-    target = JSON.parse(to) as unknown;
-  } catch {
-    // A bare channel name.
-  }
+  // A bare channel name, or JSON.
+  let target = parseJsonOrText(to);
   if (Array.isArray(target)) {
     if (target.length !== 1) throw new JsonableError('Expected exactly one channel');
     target = target[0];
@@ -401,12 +398,7 @@ const usersNamed = statement<User & { named: string | null }, [number[], number,
 /** The `to` of a direct message: user ids or emails, as a JSON list or comma-separated. A
  * constant number of statements whatever the group's size. */
 async function resolveDirect(realm: Realm, sender: User, to: string): Promise<Resolved> {
-  let targets: unknown;
-  try {
-    targets = JSON.parse(to) as unknown;
-  } catch {
-    targets = to.split(',');
-  }
+  let targets = parseJsonOrText(to);
   if (typeof targets === 'string') targets = targets.split(',');
   if (!Array.isArray(targets)) throw new JsonableError('Invalid data type for recipients');
   const kind = typeof targets[0];
