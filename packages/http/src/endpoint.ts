@@ -30,10 +30,13 @@ export function endpoint<P extends ParamShape = NoParams, Q extends ParamShape =
   handler: (input: EndpointInput<P, Q>) => Promise<Json> | Json,
   auth: RouteAuth = 'none',
 ): RequestHandler {
+  // One shape object per endpoint, made once: parsing works out what it needs of a shape once.
+  const pathShape = spec.path ?? ({} as P);
+  const paramShape = spec.params ?? ({} as Q);
   return attachDoc<RequestHandler>(
     async (req, res) => {
-      const path = parsePathParams(spec.path ?? ({} as P), req.params as Record<string, string>);
-      const { values, ignored } = parseParams(spec.params ?? ({} as Q), {
+      const path = parsePathParams(pathShape, req.params as Record<string, string>);
+      const { values, ignored } = parseParams(paramShape, {
         body: req.body as Record<string, unknown>,
         query: req.query as Record<string, unknown>,
       });

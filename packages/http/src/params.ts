@@ -97,27 +97,55 @@ export function parseParams<S extends ParamShape>(
   shape: S,
   sources: ParamSources,
 ): ParsedParams<S> {
+  const { params, known } = planOf(shape);
   const values: Record<string, unknown> = {};
-  const known = new Set<string>();
-  for (const [name, param] of Object.entries(shape)) {
-    known.add(name);
-    param.aliases.forEach((alias) => known.add(alias));
-    const found = [name, ...param.aliases]
-      .map((key) => ({ key, raw: lookup(sources, key) }))
-      .filter((candidate) => candidate.raw !== undefined);
-    if (found.length > 1) throw new RequestConfusingParamsError(found[0]!.key, found[1]!.key);
-    const hit = found[0];
+  for (const { name, param, keys } of params) {
+    let hit: { key: string; raw: string } | undefined;
+    for (const key of keys) {
+      const raw = lookup(sources, key);
+      if (raw === undefined) continue;
+      if (hit) throw new RequestConfusingParamsError(hit.key, key);
+      hit = { key, raw };
+    }
     if (hit === undefined) {
       if (param.required) throw new RequestVariableMissingError(name);
       values[name] = param.defaultValue;
       continue;
     }
-    values[name] = parseValue(param, hit.key, hit.raw!);
+    values[name] = parseValue(param, hit.key, hit.raw);
   }
-  const ignored = [...new Set([...Object.keys(sources.body), ...Object.keys(sources.query)])]
-    .filter((key) => !known.has(key))
-    .sort();
-  return { values: values as ParamValues<S>, ignored };
+  const ignored: string[] = [];
+  for (const source of [sources.body, sources.query])
+    for (const key of Object.keys(source)) if (!known.has(key)) ignored.push(key);
+  return {
+    values: values as ParamValues<S>,
+    ignored: ignored.length > 0 ? [...new Set(ignored)].sort() : ignored,
+  };
+}
+
+/** What parsing needs of a shape, worked out once per shape (every request of an endpoint
+ * parses the same one, declared once and never changed): its parameters with the keys each
+ * may come under, name first, and every key it knows. Per request, working it out again took
+ * 1 µs of the 1.3 µs that parsing GET /events' parameters took. */
+interface ShapePlan {
+  params: { name: string; param: Param<unknown>; keys: string[] }[];
+  known: Set<string>;
+}
+
+const plans = new WeakMap<ParamShape, ShapePlan>();
+
+function planOf(shape: ParamShape): ShapePlan {
+  let plan = plans.get(shape);
+  if (!plan) {
+    const params = Object.entries(shape).map(([name, param]) => ({
+      name,
+      param,
+      keys: [name, ...param.aliases],
+    }));
+    plan = { params, known: new Set(params.flatMap(({ keys }) => keys)) };
+    plans.set(shape, plan);
+  }
+  return plan;
 }
 
 /** Parses path parameters: always required, never "ignored". */
@@ -148,9 +176,13 @@ export function parseValue<T>(param: Param<T>, name: string, raw: string): T {
   if (containsLoneSurrogate(decoded)) {
     throw new ApiParamValidationError(`Invalid ${name}: not valid Unicode text`);
   }
-  const result = param.schema.safeParse(decoded, { reportInput: true });
+  // Without options first: zod's parse with any options object took 1.2 µs against 0.05.
+  // The issue's input (for the message) only matters once the value is refused.
+  const result = param.schema.safeParse(decoded);
   if (!result.success) {
-    throw new ApiParamValidationError(describeIssue(name, result.error.issues[0]!));
+    const refused = param.schema.safeParse(decoded, { reportInput: true });
+    const issue = (refused.success ? result : refused).error.issues[0]!;
+    throw new ApiParamValidationError(describeIssue(name, issue));
   }
   return result.data;
 }
