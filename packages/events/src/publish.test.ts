@@ -74,6 +74,17 @@ describe('publishNotification', () => {
       expect(JSON.parse(published[0]![1]!)).toEqual({ event, users: [user, other, user] });
     });
 
+    it('are read for every recipient, however many', async () => {
+      const redis = getRedis();
+      // Read in chunks: recipients in the first, a middle and the last one.
+      const many = Array.from({ length: 300 }, (_, i) => user + 2 + i);
+      const holders = [many[0]!, many[150]!, many[299]!];
+      for (const holder of holders) await redis.sadd(keys.userQueues(shard, holder), `q${holder}`);
+      await publishNotification(redis, shards, { event, users: many });
+      expect((await entries()).map(carried)).toEqual([holders.map((id) => `q${id}`).sort()]);
+      await redis.del(...holders.map((holder) => keys.userQueues(shard, holder)));
+    });
+
     it(`are left out beyond ${CARRIED_QUEUES_MAX}, or when Redis cannot read them`, async () => {
       const redis = getRedis();
       const many = Array.from({ length: CARRIED_QUEUES_MAX }, (_, i) => `q${i}`);

