@@ -411,12 +411,11 @@ class ShardWorker {
 
   /** Fans out a run of log entries in one round trip whatever their number: every entry's
    * APPEND in one pipeline (a busy shard, whose entries queue up behind each other's round
-   * trips, catches up at once). One more when an entry does not carry its recipients' queues
-   * (they are read for every such entry in one pipeline), and one when queues not seen before
-   * need their options read (queueInfos). Returns how
-   * many entries from the first were appended, or -1 when the lease was lost. An entry that
-   * cannot be prepared or appended ends the run before it; if it is the first, its error is
-   * thrown. */
+   * trips, catches up at once). One more when entries do not carry their recipients' queues
+   * (read for all of them in one pipeline), and one when queues not seen before need their
+   * options read (queueInfos). Returns how many entries from the first were appended, or -1
+   * when the lease was lost. An entry that cannot be prepared or appended ends the run before
+   * it; if it is the first, its error is thrown. */
   private async deliverRun(entries: LogEntry[], previous: string): Promise<number> {
     const { redis } = this.options;
     const notifications: {
