@@ -15,6 +15,7 @@ import {
 } from '@parley/db';
 import { JsonableError, ResourceNotFoundError } from '@parley/errors';
 import type { QueuedEvent } from '@parley/events';
+import { parseJsonOrText } from '@parley/http';
 import { DeliveryType, type ScheduledMessageRow } from '../presenters/scheduled-messages';
 
 /** Zulip's MAX_REMINDER_NOTE_LENGTH (also /register's max_reminder_note_length). */
@@ -96,13 +97,8 @@ export function readTarget(type: 'stream' | 'private', to: string, topic: string
     if (/^-?\d+$/.test(text)) value = Number(text);
     return { type, streamId: extractStreamId(value), topic };
   }
-  let value: unknown = to;
-  try {
-    value = JSON.parse(to) as unknown;
-  } catch {
-    // Not JSON: refused as not a list below.
-  }
-  return { type, userIds: extractRecipientIds(value) };
+  // Text that is not JSON is refused as not a list.
+  return { type, userIds: extractRecipientIds(parseJsonOrText(to)) };
 }
 
 /** Zulip's normalize_note_text. */
