@@ -1,7 +1,8 @@
 // `pnpm bench`: the machine's raw limits and Parley's figures in one run, printed as one JSON
 // line with each figure's ratio to its raw limit (issue "Speed"). Raw limits: a durable
 // single-row INSERT (sequential latency, and transactions per second over 8 connections), a
-// Redis round trip, an Express hello-world (measured by bench:reads itself, in its run). The
+// Redis round trip, an Express hello-world (measured by bench:reads itself, in its run), a bare
+// node:http server answering as many parked polls as the fan-out (bench:fanout, in its run). The
 // other figures come from the benchmarks run one after another in child processes, each
 // printing its own JSON line last: bench:reads, bench:messages (51 subscribers at full speed
 // and at 10 messages/s, 1,001 subscribers, then 8 concurrent senders), bench:fanout,
@@ -153,6 +154,8 @@ async function main(): Promise<void> {
       ),
       fanout_10000_polls_p50_ms: fanout.answer_p50_ms,
       fanout_10000_polls_p99_ms: fanout.answer_p99_ms,
+      fanout_10000_polls_raw_p99_ms: fanout.raw_answer_p99_ms,
+      fanout_10000_polls_p99_in_raw: fanout.answer_p99_in_raw,
       fanout_unanswered_after_20s: fanout.unanswered_after_20s,
       rss_per_parked_poll_kb: fanout.rss_per_parked_poll_kb,
       history_messages: history.messages,

@@ -1,16 +1,19 @@
 // Fan-out benchmark: one message to a channel whose members hold many parked long-polls on one
 // events replica. Prints one JSON line: how long after the send the polls were answered (p50,
-// p99, max, unanswered after 20 s) and the replica's memory per parked poll. Not a test: run
-// with `pnpm bench:fanout` (needs PostgreSQL, Redis and nginx, found or started as for tests).
+// p99, max, unanswered after 20 s), the replica's memory per parked poll, and the raw limit
+// measured in the same run: as many polls parked on a bare node:http server and answered at
+// once with the same bytes (bench/raw-longpoll.ts). Not a test: run with `pnpm bench:fanout`
+// (needs PostgreSQL, Redis and nginx, found or started as for tests).
 //
 // Queues are created in Redis directly, as POST /register does after reading its state: what
 // is measured is the fan-out and the parked polls, not registration.
+import { spawn } from 'node:child_process';
 import { Agent, request } from 'node:http';
 import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { getConfig } from '@parley/config';
 import { defaultQueueOptions, getRedis, parseQueueId, QueueStore } from '@parley/events';
-import { requestJson, startStack } from '@parley/devservices';
+import { repoRoot, requestJson, startStack } from '@parley/devservices';
 import { cpuMeter, cpuTimeMs } from './cpu';
 import {
   createBenchChannel,
@@ -31,6 +34,118 @@ const WARMUP_POLLS = 1000;
 function rssKb(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   return Number(/VmRSS:\s+(\d+)/.exec(status)![1]);
+}
+
+/** Where a benchmark's polls go: the events replica, or the raw server. */
+interface PollTarget {
+  port: number;
+  path: (index: number) => string;
+  headers: (index: number) => Record<string, string>;
+}
+
+/** Parks `count` polls, in batches as clients arrive (a burst of 10,000 connections overflows
+ * backlogs); each promise settles when its poll is answered. */
+async function parkPolls(
+  count: number,
+  target: PollTarget,
+  agent: Agent,
+  answered: (ok: boolean) => void,
+): Promise<Promise<void>[]> {
+  const poll = (index: number) =>
+    new Promise<void>((resolve) => {
+      const req = request(
+        {
+          host: '127.0.0.1',
+          port: target.port,
+          path: target.path(index),
+          agent,
+          headers: target.headers(index),
+        },
+        (res) => {
+          res.resume();
+          res.on('end', () => {
+            answered(res.statusCode === 200);
+            resolve();
+          });
+        },
+      );
+      req.on('error', () => {
+        answered(false);
+        resolve();
+      });
+      req.end();
+    });
+  const answers: Promise<void>[] = [];
+  for (let i = 0; i < count; i += 500) {
+    for (let j = i; j < Math.min(count, i + 500); j++) answers.push(poll(j));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return answers;
+}
+
+/** The same number of parked polls answered by bench/raw-longpoll.ts, with `body` (a real
+ * answer of the replica), by the same client code, after the same warm-up: the machine's
+ * limit for answering them from one Node process. */
+async function rawFanout(
+  polls: number,
+  body: string,
+): Promise<{ p50: number; p99: number; serverCpuMs: number; clientCpuMs: number }> {
+  const server = spawn(process.execPath, ['--import', 'tsx', 'bench/raw-longpoll.ts'], {
+    cwd: repoRoot(),
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const agent = new Agent({ keepAlive: true, maxSockets: polls + 10, maxFreeSockets: polls + 10 });
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      server.stdout.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim())));
+      server.once('exit', (code) => reject(new Error(`raw long-poll server exited (${code})`)));
+    });
+    const control = (method: string, path: string, text = '') =>
+      new Promise<void>((resolve, reject) => {
+        const req = request({ host: '127.0.0.1', port, method, path }, (res) => {
+          res.resume();
+          res.on('end', resolve);
+        });
+        req.on('error', reject);
+        req.end(text);
+      });
+    await control('PUT', '/body', body);
+    const target: PollTarget = { port, path: () => '/poll', headers: () => ({}) };
+    for (let round = 0; round < WARMUP_ROUNDS; round++) {
+      const parked = await parkPolls(WARMUP_POLLS, target, agent, () => undefined);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await control('POST', '/answer');
+      await Promise.all(parked);
+    }
+    let sentAt = 0n;
+    const answeredAfter: number[] = [];
+    const answers = await parkPolls(polls, target, agent, (ok) => {
+      if (ok && sentAt > 0n) answeredAfter.push(Number(process.hrtime.bigint() - sentAt) / 1e6);
+    });
+    for (let busy = Infinity; busy > 25;) {
+      const before = cpuTimeMs(server.pid!);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      busy = cpuTimeMs(server.pid!) - before;
+    }
+    const cpu = cpuMeter({ server: [server.pid!], client: [process.pid] });
+    sentAt = process.hrtime.bigint();
+    await control('POST', '/answer');
+    await Promise.race([
+      Promise.all(answers),
+      new Promise((resolve) => setTimeout(resolve, GIVE_UP_MS)),
+    ]);
+    const cpuMs = cpu.perUnit(1);
+    answeredAfter.sort((a, b) => a - b);
+    return {
+      p50: percentile(answeredAfter, 50),
+      p99: percentile(answeredAfter, 99),
+      serverCpuMs: cpuMs.server!,
+      clientCpuMs: cpuMs.client!,
+    };
+  } finally {
+    agent.destroy();
+    server.kill();
+  }
 }
 
 async function main(): Promise<void> {
@@ -77,48 +192,17 @@ async function main(): Promise<void> {
     let sentAt = 0n;
     const answeredAfter: number[] = [];
     let failed = 0;
-    /** Parks a poll on each queue, in batches as clients arrive (a burst of 10,000 connections
-     * overflows backlogs); each promise settles when its poll is answered. */
-    const park = async (
-      queueIds: string[],
-      users: typeof members,
-      answered: (ok: boolean) => void,
-    ) => {
-      const poll = (index: number) =>
-        new Promise<void>((resolve) => {
-          const user = users[index]!;
-          const req = request(
-            {
-              host: '127.0.0.1',
-              port: eventsPort,
-              path: `/api/v1/events?queue_id=${encodeURIComponent(queueIds[index]!)}&last_event_id=-1`,
-              agent,
-              headers: {
-                Host: host,
-                Authorization: `Basic ${Buffer.from(`${user.deliveryEmail}:${user.apiKey}`).toString('base64')}`,
-              },
-            },
-            (res) => {
-              res.resume();
-              res.on('end', () => {
-                answered(res.statusCode === 200);
-                resolve();
-              });
-            },
-          );
-          req.on('error', () => {
-            answered(false);
-            resolve();
-          });
-          req.end();
-        });
-      const answers: Promise<void>[] = [];
-      for (let i = 0; i < queueIds.length; i += 500) {
-        for (let j = i; j < Math.min(queueIds.length, i + 500); j++) answers.push(poll(j));
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-      return answers;
-    };
+    const parleyPolls = (queueIds: string[], users: typeof members): PollTarget => ({
+      port: eventsPort,
+      path: (index) =>
+        `/api/v1/events?queue_id=${encodeURIComponent(queueIds[index]!)}&last_event_id=-1`,
+      headers: (index) => ({
+        Host: host,
+        Authorization: `Basic ${Buffer.from(`${users[index]!.deliveryEmail}:${users[index]!.apiKey}`).toString('base64')}`,
+      }),
+    });
+    const park = (queueIds: string[], users: typeof members, answered: (ok: boolean) => void) =>
+      parkPolls(queueIds.length, parleyPolls(queueIds, users), agent, answered);
     // The replica's answering warmed up as on a running server (its code optimized by V8), as
     // the API's send above: a few rounds of polls on queues of their own, answered by one
     // message each, then deleted.
@@ -170,6 +254,18 @@ async function main(): Promise<void> {
     ]);
     const cpuMs = cpu.perUnit(1);
     answeredAfter.sort((a, b) => a - b);
+    // One of the answers as the replica wrote it (the queue still holds the event), for the raw
+    // server to write the same bytes.
+    const { raw: body } = await requestJson(`http://127.0.0.1:${eventsPort}`, {
+      host,
+      user: polls[0]!,
+      method: 'GET',
+      path: `/api/v1/events?queue_id=${encodeURIComponent(queues[0]!)}&last_event_id=-1&dont_block=true`,
+    });
+    // The replica's connections closed first: the raw run opens as many again.
+    agent.destroy();
+    const raw = await rawFanout(POLLS, body);
+    const p99 = percentile(answeredAfter, 99);
     console.log(
       JSON.stringify({
         cores: cpus().length,
@@ -181,13 +277,18 @@ async function main(): Promise<void> {
         unanswered_after_20s: POLLS - answeredAfter.length - failed,
         answer_first_ms: Math.round(answeredAfter[0] ?? NaN),
         answer_p50_ms: Math.round(percentile(answeredAfter, 50)),
-        answer_p99_ms: Math.round(percentile(answeredAfter, 99)),
+        answer_p99_ms: Math.round(p99),
         answer_max_ms: Math.round(answeredAfter[answeredAfter.length - 1] ?? NaN),
         events_cpu_ms: cpuMs.events,
         api_cpu_ms: cpuMs.api,
         redis_cpu_ms: cpuMs.redis,
         client_cpu_ms: cpuMs.client,
         rss_per_parked_poll_kb: Number(((rssParked - rssBefore) / POLLS).toFixed(1)),
+        raw_answer_p50_ms: Math.round(raw.p50),
+        raw_answer_p99_ms: Math.round(raw.p99),
+        raw_server_cpu_ms: raw.serverCpuMs,
+        raw_client_cpu_ms: raw.clientCpuMs,
+        answer_p99_in_raw: Number((p99 / raw.p99).toFixed(2)),
       }),
     );
   } finally {
