@@ -112,11 +112,13 @@ async function rawFanout(
     await control('PUT', '/body', body);
     const target: PollTarget = { port, path: () => '/poll', headers: () => ({}) };
     for (let round = 0; round < WARMUP_ROUNDS; round++) {
+      await control('POST', '/park');
       const parked = await parkPolls(WARMUP_POLLS, target, agent, () => undefined);
       await new Promise((resolve) => setTimeout(resolve, 300));
       await control('POST', '/answer');
       await Promise.all(parked);
     }
+    await control('POST', '/park');
     let sentAt = 0n;
     const answeredAfter: number[] = [];
     const answers = await parkPolls(polls, target, agent, (ok) => {

@@ -1,6 +1,7 @@
 // The raw limit for bench:fanout: a bare node:http server that parks every GET it receives and,
 // when told (POST /answer), answers all of them at once with the same body, in one turn of its
-// event loop. No authentication, no Redis, no formatting: what one Node process on this machine
+// event loop; GETs that come later are answered at once (as a poll on a queue that already
+// holds its event), until POST /park starts another round. No authentication, no Redis, no formatting: what one Node process on this machine
 // needs to answer that many parked requests (a write system call each, and the client's reads),
 // measured by the same client code as the events replica. Run by bench/fanout.ts in a process of
 // its own (as the replica is); prints its port on stdout.
@@ -8,9 +9,14 @@ import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 const parked: ServerResponse[] = [];
+let answering = false;
 /** The answer's body: set to a real answer of the events replica (PUT /body), so that both
  * write the same bytes. */
 let body = '{"result":"success","msg":"","events":[]}';
+
+function answer(res: ServerResponse): void {
+  res.writeHead(200, { 'Content-Type': 'application/json' }).end(body);
+}
 
 const server = createServer((req, res) => {
   if (req.method === 'PUT' && req.url === '/body') {
@@ -22,13 +28,19 @@ const server = createServer((req, res) => {
     });
     return;
   }
-  if (req.method === 'POST' && req.url === '/answer') {
+  if (req.method === 'POST' && req.url === '/park') {
+    answering = false;
     res.end();
-    for (const waiting of parked.splice(0))
-      waiting.writeHead(200, { 'Content-Type': 'application/json' }).end(body);
     return;
   }
-  parked.push(res);
+  if (req.method === 'POST' && req.url === '/answer') {
+    answering = true;
+    res.end();
+    for (const waiting of parked.splice(0)) answer(waiting);
+    return;
+  }
+  if (answering) answer(res);
+  else parked.push(res);
 });
 // As the events replica's (packages/http serve.ts).
 server.keepAliveTimeout = 65_000;
