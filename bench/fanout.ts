@@ -89,7 +89,13 @@ async function parkPolls(
 async function rawFanout(
   polls: number,
   body: string,
-): Promise<{ p50: number; p99: number; serverCpuMs: number; clientCpuMs: number }> {
+): Promise<{
+  answered: number;
+  p50: number;
+  p99: number;
+  serverCpuMs: number;
+  clientCpuMs: number;
+}> {
   const server = spawn(process.execPath, ['--import', 'tsx', 'bench/raw-longpoll.ts'], {
     cwd: repoRoot(),
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -139,6 +145,7 @@ async function rawFanout(
     const cpuMs = cpu.perUnit(1);
     answeredAfter.sort((a, b) => a - b);
     return {
+      answered: answeredAfter.length,
       p50: percentile(answeredAfter, 50),
       p99: percentile(answeredAfter, 99),
       serverCpuMs: cpuMs.server!,
@@ -286,6 +293,7 @@ async function main(): Promise<void> {
         redis_cpu_ms: cpuMs.redis,
         client_cpu_ms: cpuMs.client,
         rss_per_parked_poll_kb: Number(((rssParked - rssBefore) / POLLS).toFixed(1)),
+        raw_answered: raw.answered,
         raw_answer_p50_ms: Math.round(raw.p50),
         raw_answer_p99_ms: Math.round(raw.p99),
         raw_server_cpu_ms: raw.serverCpuMs,

@@ -1,10 +1,11 @@
 // The raw limit for bench:fanout: a bare node:http server that parks every GET it receives and,
 // when told (POST /answer), answers all of them at once with the same body, in one turn of its
 // event loop; GETs that come later are answered at once (as a poll on a queue that already
-// holds its event), until POST /park starts another round. No authentication, no Redis, no formatting: what one Node process on this machine
-// needs to answer that many parked requests (a write system call each, and the client's reads),
-// measured by the same client code as the events replica. Run by bench/fanout.ts in a process of
-// its own (as the replica is); prints its port on stdout.
+// holds its event), until POST /park starts another round. No authentication, no Redis, no
+// formatting: what one Node process on this machine needs to answer that many parked requests
+// (a write system call each, and the client's reads), measured by the same client code as the
+// events replica. Run by bench/fanout.ts in a process of its own (as the replica is); prints
+// its port on stdout.
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
