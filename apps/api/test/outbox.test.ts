@@ -97,6 +97,48 @@ describe('the event outbox', () => {
     expect(await rowsFor(org.owner.id)).toBe(0);
   });
 
+  it('deletes published rows in a transaction of their own that does not wait for the disk', async () => {
+    const org = await createTestRealm();
+    // The deletion's statement, and the connection that ran it.
+    const deletions: { text: string; client: pg.Client }[] = [];
+    const query = pg.Client.prototype.query as (...args: unknown[]) => Promise<pg.QueryResult>;
+    const spy = jest.spyOn(pg.Client.prototype, 'query').mockImplementation(function (
+      this: pg.Client,
+      ...args: unknown[]
+    ) {
+      const config = args[0] as string | { text?: string };
+      const text = typeof config === 'string' ? config : (config.text ?? '');
+      if (text.includes('DELETE FROM event_outbox')) deletions.push({ text, client: this });
+      return query.apply(this, args) as never;
+    });
+    try {
+      expectSuccess(await as(org.owner, org.host).patch('/settings', { enable_sounds: false }));
+      await outboxSettled();
+    } finally {
+      spy.mockRestore();
+    }
+    expect(await rowsFor(org.owner.id)).toBe(0);
+    expect(deletions.length).toBeGreaterThan(0);
+    // Its pooled connection is back to durable commits for whatever it runs next.
+    for (const { client } of deletions)
+      expect((await client.query('SHOW synchronous_commit')).rows).toEqual([
+        { synchronous_commit: 'on' },
+      ]);
+    // The statement sets asynchronous commit for the transaction that runs it, and only that.
+    const direct = new pg.Client({ connectionString: process.env.DATABASE_URL });
+    await direct.connect();
+    try {
+      const setting = "SELECT current_setting('synchronous_commit') AS value";
+      await direct.query('BEGIN');
+      await direct.query(deletions[0]!.text, [[]]);
+      expect((await direct.query(setting)).rows).toEqual([{ value: 'off' }]);
+      await direct.query('ROLLBACK');
+      expect((await direct.query(setting)).rows).toEqual([{ value: 'on' }]);
+    } finally {
+      await direct.end();
+    }
+  });
+
   it('answers without waiting for the deletion, and a published row waits for nobody', async () => {
     const org = await createTestRealm();
     // The rows of this test's first change, and what later outbox writes were told.

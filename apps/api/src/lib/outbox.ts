@@ -85,6 +85,16 @@ const deleteOutboxRows = statement<never, [string[]]>(
   'DELETE FROM event_outbox WHERE id = ANY($1::bigint[])',
 );
 
+/** deleteOutboxRows committing without waiting for its WAL to reach the disk
+ * (`synchronous_commit` off for its own transaction only: `set_config(…, true)` holds until
+ * the statement's implicit transaction commits). A deletion lost in a crash only makes the
+ * relay publish the rows again, which publishing deduplicates. Its flush was one per
+ * sequential send, and the next send's commit waited behind it (docs/events.md). Never inside
+ * a caller's transaction: that transaction's own writes would commit the same way. */
+const deletePublishedRows = statement<never, [string[]]>(`
+  WITH unhurried AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true))
+  DELETE FROM event_outbox WHERE id = ANY($1::bigint[]) AND EXISTS (SELECT FROM unhurried)`);
+
 /** Writes notifications in the caller's transaction (typed SQL joins it), in order; returns
  * their rows. */
 export async function writeOutbox(
@@ -200,7 +210,7 @@ async function deletePublished(): Promise<void> {
   toDelete.clear();
   for (const id of ids) deleting.add(id);
   try {
-    await query(deleteOutboxRows, [ids]);
+    await query(deletePublishedRows, [ids]);
   } catch (error) {
     getLogger().warn('outbox rows published but not deleted; the relay will take them', {
       error,
