@@ -135,7 +135,11 @@ async function main(): Promise<void> {
       send_50_subscribers_p50_ms: send50.send_p50_ms,
       send_50_subscribers_p99_ms: send50.send_p99_ms,
       send_50_subscribers_p50_in_raw_inserts: ratio(send50.send_p50_ms as number, inserts.p50Ms),
+      // Per process (API, events, PostgreSQL, Redis, the benchmark's clients): on a machine
+      // whose processes share its cores, what a send costs in all, beside how long it took.
+      send_50_subscribers_cpu_ms_per_message: send50.cpu_ms_per_message,
       send_1000_subscribers_p50_ms: send1000.send_p50_ms,
+      send_1000_subscribers_cpu_ms_per_message: send1000.cpu_ms_per_message,
       event_p50_ms: send50.event_p50_ms,
       event_p99_ms: send50.event_p99_ms,
       event_at_10_per_s_p50_ms: paced.event_p50_ms,
@@ -152,6 +156,7 @@ async function main(): Promise<void> {
         concurrent.messages_per_s as number,
         inserts.tps8,
       ),
+      concurrent_8_senders_cpu_ms_per_message: concurrent.cpu_ms_per_message,
       fanout_10000_polls_p50_ms: fanout.answer_p50_ms,
       fanout_10000_polls_p99_ms: fanout.answer_p99_ms,
       fanout_10000_polls_raw_p99_ms: fanout.raw_answer_p99_ms,
