@@ -5,7 +5,14 @@
 import { Agent } from 'node:http';
 import { getConfig } from '@parley/config';
 import type { User } from '@parley/db';
-import { findNginx, NGINX_HELP, requestJson, startStack, type Stack } from '@parley/devservices';
+import {
+  findNginx,
+  NGINX_HELP,
+  rawHttp,
+  requestJson,
+  startStack,
+  type Stack,
+} from '@parley/devservices';
 import { createRedis } from '@parley/events';
 import { createFaultOrg } from './faults/load';
 
@@ -183,4 +190,40 @@ describe('load-balanced topology', () => {
     });
     expect({ wrong, retried: wrong.length ? retried : [] }).toEqual({ wrong: [], retried: [] });
   }, 300_000);
+
+  // Requests refused before any route sees them: by nginx (infra/nginx.conf) and, past
+  // nginx, by a replica's HTTP parser (packages/http/src/client-errors.ts). On the stack the
+  // test above leaves: its first events replica was killed, the others answer.
+  it('answers malformed and oversized requests with the Zulip envelope', async () => {
+    if (!stack) throw new Error('the stack of the test above did not start');
+    const error = (msg: string) => ({ result: 'error', msg, code: 'BAD_REQUEST' });
+    const longLine = `GET /api/v1/users?q=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`;
+    const longHeader = `GET /api/v1/users HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`;
+    const malformed = 'GET /api/v1/users HTTP/1.1\r\nHost: x\r\nNo colon here\r\n\r\n';
+    const nginx = new URL(stack.url);
+    const cases: [port: number, request: string, status: number, msg: string][] = [
+      [Number(nginx.port), longLine, 414, 'Request URI too long'],
+      [Number(nginx.port), longHeader, 431, 'Request header fields too large'],
+      [Number(nginx.port), malformed, 400, 'Malformed HTTP request'],
+      [stack.api[0]!.port, longLine, 431, 'Request header fields too large'],
+      [stack.events[1]!.port, longHeader, 431, 'Request header fields too large'],
+      [stack.api[0]!.port, malformed, 400, 'Malformed HTTP request'],
+      // Written in full before the answer is read: the replica reads and drops the rest of
+      // the request rather than reset the connection under the client.
+      [
+        stack.api[0]!.port,
+        `GET /?q=${'a'.repeat(1_000_000)} HTTP/1.1\r\n\r\n`,
+        431,
+        'Request header fields too large',
+      ],
+    ];
+    for (const [port, request, status, msg] of cases) {
+      const answer = await rawHttp('127.0.0.1', port, request);
+      expect({ status: answer.status, body: JSON.parse(answer.body) as unknown }).toEqual({
+        status,
+        body: error(msg),
+      });
+      expect(answer.head).toMatch(/\r\nContent-Type: application\/json/i);
+    }
+  });
 });

@@ -1,6 +1,7 @@
 // A tiny HTTP client for the topology test and the benchmarks: any Host header (fetch refuses
 // to set one), Basic credentials, form bodies, and the raw answer kept when it is not JSON.
 import { request, type Agent } from 'node:http';
+import { connect } from 'node:net';
 
 export interface Credentials {
   deliveryEmail: string;
@@ -74,5 +75,30 @@ export function requestJson(
       req.on('close', () => clearTimeout(timer));
     }
     req.end(body);
+  });
+}
+
+/** Sends `bytes` as they are on a connection of its own (requests no HTTP client would send:
+ * malformed, oversized) and reads the answer until the server closes the connection. */
+export function rawHttp(
+  host: string,
+  port: number,
+  bytes: string,
+): Promise<{ status: number; head: string; body: string }> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, host, () => socket.end(bytes));
+    const chunks: Buffer[] = [];
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.on('error', reject);
+    socket.on('close', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      const end = text.indexOf('\r\n\r\n');
+      const head = end < 0 ? text : text.slice(0, end);
+      resolve({
+        status: Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1] ?? 0),
+        head,
+        body: end < 0 ? '' : text.slice(end + 4),
+      });
+    });
   });
 }

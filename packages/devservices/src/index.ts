@@ -248,4 +248,4 @@ export {
   type Stack,
   type StackOptions,
 } from './stack';
-export { requestJson, type Credentials, type JsonAnswer } from './http-client';
+export { rawHttp, requestJson, type Credentials, type JsonAnswer } from './http-client';

@@ -11,6 +11,7 @@
 // would then swap again).
 import { createServer, IncomingMessage, ServerResponse, type Server } from 'node:http';
 import type { Express } from 'express';
+import { answerClientErrors } from './client-errors';
 import { directRequestListener, type DirectRoute } from './direct-route';
 
 export function createExpressServer(app: Express, directRoutes: DirectRoute[] = []): Server {
@@ -20,8 +21,10 @@ export function createExpressServer(app: Express, directRoutes: DirectRoute[] = 
   class Response extends ServerResponse {}
   Object.setPrototypeOf(Response.prototype, app.response);
   app.response = Response.prototype as unknown as Express['response'];
-  return createServer(
+  const server = createServer(
     { IncomingMessage: Request, ServerResponse: Response },
     directRoutes.length > 0 ? directRequestListener(app, directRoutes) : app,
   );
+  answerClientErrors(server);
+  return server;
 }
