@@ -26,7 +26,11 @@ const answered = new WeakSet<Socket>();
 export function answerClientErrors(server: Server): void {
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
     if (answered.has(socket)) return;
-    if (error.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
+    // With an earlier request of the connection still unanswered (a parked long-poll, a
+    // pipelined request), an answer written now would be read as that request's: the
+    // connection is closed unanswered instead.
+    const inProgress = (socket as Socket & { _httpMessage?: unknown })._httpMessage;
+    if (error.code === 'ECONNRESET' || !socket.writable || inProgress) return void socket.destroy();
     answered.add(socket);
     const [status, reason, msg] = ANSWERS[error.code ?? ''] ?? MALFORMED;
     const body = JSON.stringify({ result: 'error', msg, code: 'BAD_REQUEST' });
