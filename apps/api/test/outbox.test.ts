@@ -84,6 +84,28 @@ async function secondWhileFirstPublishes(
   }
 }
 
+/** Runs every node-postgres query of this process through `intercept`, given its text,
+ * values, connection and a function that sends it, until the returned spy is restored. */
+function interceptQueries(
+  intercept: (query: {
+    text: string;
+    values: unknown[] | undefined;
+    client: pg.Client;
+    send: () => Promise<pg.QueryResult>;
+  }) => Promise<pg.QueryResult>,
+) {
+  const query = pg.Client.prototype.query as (...args: unknown[]) => Promise<pg.QueryResult>;
+  return jest.spyOn(pg.Client.prototype, 'query').mockImplementation(function (
+    this: pg.Client,
+    ...args: unknown[]
+  ) {
+    const config = args[0] as string | { text?: string; values?: unknown[] };
+    const text = typeof config === 'string' ? config : (config.text ?? '');
+    const values = typeof config === 'string' ? (args[1] as unknown[]) : config.values;
+    return intercept({ text, values, client: this, send: () => query.apply(this, args) }) as never;
+  });
+}
+
 const readsWaitingRows = (text: string) => /SELECT id, notification FROM event_outbox/.test(text);
 
 describe('the event outbox', () => {
@@ -103,18 +125,11 @@ describe('the event outbox', () => {
     // test files' rows may be published and deleted by this process too, by other statements).
     const ours = new Set<string>();
     const deletions: { text: string; client: pg.Client }[] = [];
-    const query = pg.Client.prototype.query as (...args: unknown[]) => Promise<pg.QueryResult>;
-    const spy = jest.spyOn(pg.Client.prototype, 'query').mockImplementation(function (
-      this: pg.Client,
-      ...args: unknown[]
-    ) {
-      const config = args[0] as string | { text?: string; values?: unknown[] };
-      const text = typeof config === 'string' ? config : (config.text ?? '');
-      const values = typeof config === 'string' ? (args[1] as unknown[]) : config.values;
-      const result = query.apply(this, args);
+    const spy = interceptQueries(({ text, values, client, send }) => {
+      const result = send();
       if (text.includes('DELETE FROM event_outbox')) {
         const ids = (values?.[0] ?? []) as string[];
-        if (ids.some((id) => ours.has(id))) deletions.push({ text, client: this });
+        if (ids.some((id) => ours.has(id))) deletions.push({ text, client });
       } else if (
         text.includes('INSERT INTO event_outbox') &&
         String(values?.[0]).includes(`[${org.owner.id}]`)
@@ -123,7 +138,7 @@ describe('the event outbox', () => {
           for (const row of answer.rows as { outbox_ids: string[] }[])
             for (const id of row.outbox_ids) ours.add(id);
         });
-      return result as never;
+      return result;
     });
     try {
       expectSuccess(await as(org.owner, org.host).patch('/settings', { enable_sounds: false }));
@@ -166,29 +181,21 @@ describe('the event outbox', () => {
     // test files' left in the table, go through).
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
-    const query = pg.Client.prototype.query as (...args: unknown[]) => Promise<pg.QueryResult>;
-    const spy = jest.spyOn(pg.Client.prototype, 'query').mockImplementation(function (
-      this: pg.Client,
-      ...args: unknown[]
-    ) {
-      const config = args[0] as string | { text?: string; values?: unknown[] };
-      const text = typeof config === 'string' ? config : (config.text ?? '');
-      const values = typeof config === 'string' ? (args[1] as unknown[]) : config.values;
-      const call = () => query.apply(this, args);
+    const spy = interceptQueries(({ text, values, send }) => {
       if (text.includes('DELETE FROM event_outbox')) {
         const ids = (values?.[0] ?? []) as string[];
-        return (ids.some((id) => first.has(id)) ? held.then(call) : call()) as never;
+        return ids.some((id) => first.has(id)) ? held.then(send) : send();
       }
       if (text.includes('INSERT INTO event_outbox') && ofThisTest(values)) {
         excluded.push([...((values?.[1] ?? []) as string[])]);
-        return call().then((result) => {
+        return send().then((result) => {
           if (first.size === 0)
             for (const row of result.rows as { outbox_ids: string[] }[])
               for (const id of row.outbox_ids) first.add(id);
           return result;
-        }) as never;
+        });
       }
-      return call() as never;
+      return send();
     });
     try {
       const published = await captureEvents(org.realm.id, async () => {
