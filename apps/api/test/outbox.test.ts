@@ -4,7 +4,12 @@ import pg from 'pg';
 import { getPrisma } from '@parley/db';
 import { getRedis } from '@parley/events';
 import { freePort, requestJson, spawnReplica, waitForReady } from '@parley/devservices';
-import { outboxSettled, publishesSettled, relayOutbox } from '../src/lib/outbox';
+import {
+  outboxSettled,
+  publishesSettled,
+  relayOutbox,
+  type OutboxColumns,
+} from '../src/lib/outbox';
 import { as, captureEvents, createTestRealm, createTestUser, expectSuccess } from './helpers';
 import { createMessageOrg, send } from './message-helpers';
 
@@ -17,6 +22,46 @@ const rowsFor = async (userId: number) =>
         AND notification->'users' @> ${JSON.stringify([userId])}::jsonb`
   )[0]!.n;
 
+/** Holds this process's first Redis publish whose script arguments match `carries` until
+ * `release(fail)`; `isHeld` resolves once it waits. Restore with `restore()`. */
+function holdPublish(carries: (payload: string) => boolean) {
+  let release!: (fail: boolean) => void;
+  const released = new Promise<boolean>((resolve) => (release = resolve));
+  let held!: () => void;
+  const isHeld = new Promise<void>((resolve) => (held = resolve));
+  const redis = getRedis();
+  const pipeline = redis.pipeline.bind(redis);
+  let holding = true;
+  const spy = jest.spyOn(redis, 'pipeline').mockImplementation((...args) => {
+    const made = pipeline(...(args as []));
+    const evaluate = made.eval.bind(made) as (...a: unknown[]) => typeof made;
+    let carriesIt = false;
+    made.eval = ((...a: unknown[]) => {
+      // The notification, wherever the script's arguments put it.
+      if (carries(a.slice(1).map(String).join('\n'))) carriesIt = true;
+      return evaluate(...a);
+    }) as typeof made.eval;
+    const exec = made.exec.bind(made);
+    made.exec = (async () => {
+      if (carriesIt && holding) {
+        holding = false;
+        held();
+        if (await released) throw new Error('Redis went away');
+      }
+      return exec();
+    }) as typeof made.exec;
+    return made;
+  });
+  return {
+    isHeld,
+    release: (fail = false) => release(fail),
+    restore: () => {
+      release(false);
+      spy.mockRestore();
+    },
+  };
+}
+
 /** Two changes of the owner's settings in this process, the second made while the first
  * one's publish is held (its Redis pipeline waits until released, then runs or, with
  * `failFirst`, fails). Returns the values published, in order, and the statements sent. */
@@ -24,36 +69,9 @@ async function secondWhileFirstPublishes(
   org: Awaited<ReturnType<typeof createTestRealm>>,
   { failFirst }: { failFirst: boolean },
 ): Promise<{ values: unknown[]; texts: string[] }> {
-  let release!: () => void;
-  const held = new Promise<void>((resolve) => (release = resolve));
-  let firstHeld!: () => void;
-  const firstIsHeld = new Promise<void>((resolve) => (firstHeld = resolve));
-  const redis = getRedis();
-  const pipeline = redis.pipeline.bind(redis);
-  let holding = true;
-  const redisSpy = jest.spyOn(redis, 'pipeline').mockImplementation((...args) => {
-    const made = pipeline(...(args as []));
-    const evaluate = made.eval.bind(made) as (...a: unknown[]) => typeof made;
-    let carriesFirst = false;
-    made.eval = ((...a: unknown[]) => {
-      // The notification, wherever the script's arguments put it.
-      const payload = a.slice(1).map(String).join('\n');
-      if (payload.includes('enable_sounds') && payload.includes('"value":false'))
-        carriesFirst = true;
-      return evaluate(...a);
-    }) as typeof made.eval;
-    const exec = made.exec.bind(made);
-    made.exec = (async () => {
-      if (carriesFirst && holding) {
-        holding = false;
-        firstHeld();
-        await held;
-        if (failFirst) throw new Error('Redis went away');
-      }
-      return exec();
-    }) as typeof made.exec;
-    return made;
-  });
+  const publish = holdPublish(
+    (payload) => payload.includes('enable_sounds') && payload.includes('"value":false'),
+  );
   const pgSpy = jest.spyOn(pg.Client.prototype, 'query');
   try {
     const published = await captureEvents(org.realm.id, async () => {
@@ -61,13 +79,13 @@ async function secondWhileFirstPublishes(
       const first = as(org.owner, org.host)
         .patch('/settings', { enable_sounds: false })
         .then((answer) => answer);
-      await firstIsHeld;
+      await publish.isHeld;
       const second = as(org.owner, org.host)
         .patch('/settings', { enable_sounds: true })
         .then((answer) => answer);
       // The second change is committed and waits for the first one's publish.
       await new Promise((resolve) => setTimeout(resolve, 200));
-      release();
+      publish.release(failFirst);
       // Committed either way: a failed publish leaves the rows to the relay.
       expectSuccess(await first);
       expectSuccess(await second);
@@ -78,8 +96,7 @@ async function secondWhileFirstPublishes(
     });
     return { values: published.map((entry) => entry.event.value), texts };
   } finally {
-    release();
-    redisSpy.mockRestore();
+    publish.restore();
     pgSpy.mockRestore();
   }
 }
@@ -101,8 +118,19 @@ function interceptQueries(
   ) {
     const config = args[0] as string | { text?: string; values?: unknown[] };
     const text = typeof config === 'string' ? config : (config.text ?? '');
+    // The pool runs its own queries (`query` outside a transaction) with a callback.
+    const callback =
+      typeof args[args.length - 1] === 'function'
+        ? (args.pop() as (error: unknown, result?: pg.QueryResult) => void)
+        : undefined;
     const values = typeof config === 'string' ? (args[1] as unknown[]) : config.values;
-    return intercept({ text, values, client: this, send: () => query.apply(this, args) }) as never;
+    const answer = intercept({ text, values, client: this, send: () => query.apply(this, args) });
+    if (!callback) return answer as never;
+    answer.then(
+      (result) => callback(null, result),
+      (error: unknown) => callback(error),
+    );
+    return undefined as never;
   });
 }
 
@@ -225,25 +253,7 @@ describe('the event outbox', () => {
     // the answer); the sends after it are written in one statement.
     expectSuccess(await send(org.member, org.host, form));
     // Hold the publish of the next message until released.
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    const redis = getRedis();
-    const pipeline = redis.pipeline.bind(redis);
-    const spy = jest.spyOn(redis, 'pipeline').mockImplementation((...args) => {
-      const made = pipeline(...(args as []));
-      const evaluate = made.eval.bind(made) as (...a: unknown[]) => typeof made;
-      let carriesHeld = false;
-      made.eval = ((...a: unknown[]) => {
-        if (a.slice(1).map(String).join('\n').includes('held publish')) carriesHeld = true;
-        return evaluate(...a);
-      }) as typeof made.eval;
-      const exec = made.exec.bind(made);
-      made.exec = (async () => {
-        if (carriesHeld) await held;
-        return exec();
-      }) as typeof made.exec;
-      return made;
-    });
+    const publish = holdPublish((payload) => payload.includes('held publish'));
     try {
       const published = await captureEvents(org.realm.id, async () => {
         const answered = await Promise.race([
@@ -260,7 +270,7 @@ describe('the event outbox', () => {
           .then((r) => r);
         await new Promise((resolve) => setTimeout(resolve, 200));
         expect(settled).toBe(false);
-        release();
+        publish.release();
         expectSuccess(await later);
         await settling;
       });
@@ -270,8 +280,7 @@ describe('the event outbox', () => {
           .map((entry) => entry.event.type),
       ).toEqual(['message', 'user_settings']);
     } finally {
-      release();
-      spy.mockRestore();
+      publish.restore();
     }
     await outboxSettled();
   });
@@ -331,6 +340,121 @@ describe('the event outbox', () => {
     expect(texts.filter(readsWaitingRows)).toHaveLength(1);
     await outboxSettled();
     expect(await rowsFor(org.owner.id)).toBe(0);
+  });
+
+  it('takes a row published and deleted since a send read it as waiting for settled', async () => {
+    const org = await createMessageOrg();
+    const form = { type: 'stream', to: 'general', topic: 'settled', content: 'first' };
+    // The first send there follows the topic (a transaction); the next ones are one statement.
+    expectSuccess(await send(org.member, org.host, form));
+    await outboxSettled();
+    // The first message's publish is held while the second is written, so the second's
+    // statement sees its row waiting; the second's answer from PostgreSQL is then held until
+    // that row is published and deleted.
+    const publish = holdPublish((payload) => payload.includes('settled one'));
+    let firstRow: string | undefined;
+    let secondWritten!: () => void;
+    const isSecondWritten = new Promise<void>((resolve) => (secondWritten = resolve));
+    let firstDeleted!: () => void;
+    const isFirstDeleted = new Promise<void>((resolve) => (firstDeleted = resolve));
+    const texts: string[] = [];
+    const spy = interceptQueries(({ text, values, send: run }) => {
+      texts.push(text);
+      const writes = (marker: string) =>
+        text.includes('INSERT INTO event_outbox') && JSON.stringify(values).includes(marker);
+      if (writes('settled one'))
+        return run().then((result) => {
+          firstRow = (result.rows[0] as OutboxColumns).outbox_ids[0];
+          return result;
+        });
+      if (writes('settled two'))
+        return run().then(async (result) => {
+          expect((result.rows[0] as OutboxColumns).outbox_waiting).toContain(firstRow);
+          secondWritten();
+          await isFirstDeleted;
+          return result;
+        });
+      if (text.includes('DELETE FROM event_outbox') && firstRow !== undefined)
+        return run().then((result) => {
+          if ((values?.[0] as string[]).includes(firstRow!)) firstDeleted();
+          return result;
+        });
+      return run();
+    });
+    try {
+      const published = await captureEvents(org.realm.id, async () => {
+        expectSuccess(await send(org.member, org.host, { ...form, content: 'settled one' }));
+        const second = send(org.member, org.host, { ...form, content: 'settled two' }).then(
+          (answer) => answer,
+        );
+        await isSecondWritten;
+        publish.release();
+        expectSuccess(await second);
+      });
+      expect(published.map((entry) => entry.event.message)).toEqual([
+        expect.objectContaining({ content: '<p>settled one</p>' }),
+        expect.objectContaining({ content: '<p>settled two</p>' }),
+      ]);
+      // The second send did not read the first one's row back from the table.
+      expect(texts.filter(readsWaitingRows)).toEqual([]);
+    } finally {
+      publish.restore();
+      spy.mockRestore();
+    }
+    await outboxSettled();
+  });
+
+  it('waits for a send of its own process whose answer it has not read yet', async () => {
+    const org = await createMessageOrg();
+    const form = { type: 'stream', to: 'general', topic: 'in flight', content: 'first' };
+    expectSuccess(await send(org.member, org.host, form));
+    await outboxSettled();
+    // The first send's statement commits, but its answer from PostgreSQL is held until the
+    // second send, whose statement sees the first one's row waiting, has answered.
+    let firstCommitted!: () => void;
+    const isFirstCommitted = new Promise<void>((resolve) => (firstCommitted = resolve));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let firstRow: string | undefined;
+    const texts: string[] = [];
+    const spy = interceptQueries(({ text, values, send: run }) => {
+      texts.push(text);
+      const writes = (marker: string) =>
+        text.includes('INSERT INTO event_outbox') && JSON.stringify(values).includes(marker);
+      if (writes('in flight one'))
+        return run().then(async (result) => {
+          firstRow = (result.rows[0] as OutboxColumns).outbox_ids[0];
+          firstCommitted();
+          await released;
+          return result;
+        });
+      if (writes('in flight two'))
+        return run().then((result) => {
+          expect((result.rows[0] as OutboxColumns).outbox_waiting).toContain(firstRow);
+          return result;
+        });
+      return run();
+    });
+    try {
+      const published = await captureEvents(org.realm.id, async () => {
+        const first = send(org.member, org.host, { ...form, content: 'in flight one' }).then(
+          (answer) => answer,
+        );
+        await isFirstCommitted;
+        expectSuccess(await send(org.member, org.host, { ...form, content: 'in flight two' }));
+        release();
+        expectSuccess(await first);
+      });
+      expect(published.map((entry) => entry.event.message)).toEqual([
+        expect.objectContaining({ content: '<p>in flight one</p>' }),
+        expect.objectContaining({ content: '<p>in flight two</p>' }),
+      ]);
+      expect(texts.filter(readsWaitingRows)).toEqual([]);
+    } finally {
+      release();
+      spy.mockRestore();
+    }
+    await outboxSettled();
   });
 
   it('delivers the events of a change whose API process died right after commit', async () => {

@@ -41,6 +41,7 @@ import {
   outboxParams,
   outboxSql,
   outboxWriteOf,
+  outboxWriteInFlight,
   publishWithoutWaiting,
   type OutboxColumns,
 } from '../lib/outbox';
@@ -671,20 +672,28 @@ async function writesAlone(prepared: PreparedMessage): Promise<boolean> {
 async function sendAlone(prepared: PreparedMessage): Promise<SentMessage> {
   const message = messageRow(prepared, prepared.recipientId!);
   const notifications = messageNotifications(prepared, message);
-  const [row] = await query(insertMessageAlone, [
-    ...messageParams(prepared, message.recipientId, message.dateSent),
-    ...outboxParams(notifications),
-  ]);
-  const callbacks: Array<() => Promise<void> | void> = [
-    () => publishWithoutWaiting(outboxWriteOf(row!, notifications)),
-  ];
-  if (prepared.pushRecipients.length > 0)
-    queuePushNotifications(
-      { onCommit: (callback) => callbacks.push(callback) },
-      message.id,
-      prepared.pushRecipients,
-    );
-  await afterStatementCommitted(callbacks);
+  const writing = outboxWriteInFlight();
+  try {
+    const [row] = await query(insertMessageAlone, [
+      ...messageParams(prepared, message.recipientId, message.dateSent),
+      ...outboxParams(notifications),
+    ]);
+    const callbacks: Array<() => Promise<void> | void> = [
+      () => {
+        publishWithoutWaiting(outboxWriteOf(row!, notifications));
+        writing.done();
+      },
+    ];
+    if (prepared.pushRecipients.length > 0)
+      queuePushNotifications(
+        { onCommit: (callback) => callbacks.push(callback) },
+        message.id,
+        prepared.pushRecipients,
+      );
+    await afterStatementCommitted(callbacks);
+  } finally {
+    writing.done();
+  }
   return { message, automaticPolicy: null };
 }
 

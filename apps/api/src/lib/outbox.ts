@@ -168,18 +168,48 @@ async function publishRows(write: OutboxWrite): Promise<void> {
 /** Under concurrent changes nearly every write finds rows that requests of this same process
  * committed a moment before and are publishing: it waits for those publishes rather than read
  * and publish the rows again (each republished row cost a statement, a Redis script per shard
- * and a deletion). Rows of other processes, or of publishes that failed, are published from
- * the table. */
+ * and a deletion). A row committed by a send of this process whose answer has not been read
+ * yet is waited for too (`outboxWriteInFlight`). Rows of other processes, or of publishes that
+ * failed, are published from the table. */
 async function olderFirst(write: OutboxWrite): Promise<void> {
-  // Rows published since the write read them (their deletion is on its way) are settled.
-  const older = write.olderWaiting?.filter((id) => !toDelete.has(id) && !deleting.has(id));
-  if (older !== undefined && older.length === 0) return;
-  const ours = older?.map((id) => publishing.get(id));
-  if (ours?.every((publish) => publish !== undefined)) {
+  if (write.olderWaiting === null) return publishOlder(write.rows[0]!.id);
+  let older = unsettled(write.olderWaiting);
+  if (older.some((id) => !publishing.has(id)) && writesInFlight.size > 0) {
+    await Promise.all(writesInFlight);
+    older = unsettled(older);
+  }
+  const ours = older.map((id) => publishing.get(id));
+  if (ours.every((publish) => publish !== undefined)) {
     const settled = await Promise.allSettled(ours);
     if (settled.every((outcome) => outcome.status === 'fulfilled')) return;
   }
   await publishOlder(write.rows[0]!.id);
+}
+
+/** Rows not yet known to be published: not published since the write read them (their
+ * deletion on its way, or done). */
+function unsettled(ids: string[]): string[] {
+  return ids.filter((id) => !toDelete.has(id) && !deleting.has(id) && !deleted.has(id));
+}
+
+/** Single-statement writes of this process (actions/messages.ts sendAlone) under way: their
+ * rows are visible to other statements from their commit, before their request has read the
+ * answer that names them and begun publishing them. */
+const writesInFlight = new Set<Promise<void>>();
+
+/** Marks a single-statement outbox write as under way until `done()`, which its caller calls
+ * once it has handed the rows to `publishWithoutWaiting`, or failed (in a `finally`: a write
+ * never done would hold every later write that found a row of this process waiting). */
+export function outboxWriteInFlight(): { done(): void } {
+  let done!: () => void;
+  const settled = new Promise<void>((resolve) => (done = resolve));
+  writesInFlight.add(settled);
+  return {
+    done: () => {
+      writesInFlight.delete(settled);
+      done();
+    },
+  };
 }
 
 // Deleting published rows is bookkeeping no request waits for: the deletions of every request
@@ -189,6 +219,13 @@ async function olderFirst(write: OutboxWrite): Promise<void> {
 // (deduplicated) and deletes them.
 const toDelete = new Set<string>();
 const deleting = new Set<string>();
+/** Rows this process published and then deleted, the latest DELETED_KEPT of them: a write's
+ * statement that began before such a deletion committed still saw the row waiting, and under
+ * concurrent sends most of them did (their own commit waits for the disk, the deletion does
+ * not). Without this each such write read the table and published those rows again (8
+ * concurrent senders: a quarter of the sends). Forgetting one only costs that. */
+const deleted = new Set<string>();
+const DELETED_KEPT = 10_000;
 const batches = new Set<Promise<void>>();
 let batchScheduled = false;
 
@@ -211,6 +248,11 @@ async function deletePublished(): Promise<void> {
   for (const id of ids) deleting.add(id);
   try {
     await query(deletePublishedRows, [ids]);
+    for (const id of ids) deleted.add(id);
+    for (const id of deleted) {
+      if (deleted.size <= DELETED_KEPT) break;
+      deleted.delete(id);
+    }
   } catch (error) {
     getLogger().warn('outbox rows published but not deleted; the relay will take them', {
       error,
