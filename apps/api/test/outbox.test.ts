@@ -8,6 +8,7 @@ import {
   outboxSettled,
   publishesSettled,
   relayOutbox,
+  setDeletionDelayMs,
   type OutboxColumns,
 } from '../src/lib/outbox';
 import { as, captureEvents, createTestRealm, createTestUser, expectSuccess } from './helpers';
@@ -455,6 +456,47 @@ describe('the event outbox', () => {
       spy.mockRestore();
     }
     await outboxSettled();
+  });
+
+  it('deletes the rows a send published along with the next send of its process', async () => {
+    const org = await createMessageOrg();
+    const form = { type: 'stream', to: 'general', topic: 'along', content: 'first' };
+    expectSuccess(await send(org.member, org.host, form));
+    await outboxSettled();
+    // Long enough that no deletion of their own comes between the two sends.
+    const delay = setDeletionDelayMs(1_000);
+    const written = new Map<string, { ids: string[]; deleteAlong: string[] }>();
+    const deletions: string[][] = [];
+    const spy = interceptQueries(({ text, values, send: run }) => {
+      if (text.includes('DELETE FROM event_outbox WHERE id = ANY($1::'))
+        deletions.push(values?.[0] as string[]);
+      if (!text.includes('INSERT INTO message')) return run();
+      return run().then((result) => {
+        const content = String(values?.[5]);
+        const ids = (result.rows[0] as OutboxColumns).outbox_ids;
+        written.set(content, { ids, deleteAlong: values?.[16] as string[] });
+        return result;
+      });
+    });
+    try {
+      expectSuccess(await send(org.member, org.host, { ...form, content: 'along one' }));
+      await publishesSettled();
+      expectSuccess(await send(org.member, org.host, { ...form, content: 'along two' }));
+      await publishesSettled();
+      await outboxSettled();
+    } finally {
+      setDeletionDelayMs(delay);
+      spy.mockRestore();
+    }
+    const one = written.get('along one')!;
+    const two = written.get('along two')!;
+    expect(two.deleteAlong).toEqual(one.ids);
+    // The second send's rows alone had a deletion of their own.
+    expect(deletions).toEqual([two.ids]);
+    const left = await getPrisma().$queryRaw<{ n: number }[]>`
+      SELECT count(*)::int AS n FROM event_outbox
+      WHERE id = ANY(${[...one.ids, ...two.ids]}::bigint[])`;
+    expect(left).toEqual([{ n: 0 }]);
   });
 
   it('delivers the events of a change whose API process died right after commit', async () => {
