@@ -1,7 +1,8 @@
 // The event outbox: a committed change's notifications survive the death of the process that
 // committed it, and are published exactly once however many publishers try.
 import pg from 'pg';
-import { getPrisma } from '@parley/db';
+import type { Response } from 'supertest';
+import { getPrisma, outsideTransaction } from '@parley/db';
 import { getRedis } from '@parley/events';
 import { freePort, requestJson, spawnReplica, waitForReady } from '@parley/devservices';
 import {
@@ -451,6 +452,76 @@ describe('the event outbox', () => {
         expect.objectContaining({ content: '<p>in flight two</p>' }),
       ]);
       expect(texts.filter(readsWaitingRows)).toEqual([]);
+    } finally {
+      release();
+      spy.mockRestore();
+    }
+    await outboxSettled();
+  });
+
+  it("publishes another process's waiting row without waiting for its own later sends", async () => {
+    const org = await createMessageOrg();
+    const form = { type: 'stream', to: 'general', topic: 'later', content: 'first' };
+    expectSuccess(await send(org.member, org.host, form));
+    await outboxSettled();
+    // A row of another replica, committed and not yet published.
+    const waiting = {
+      event: { type: 'user_settings', op: 'update', property: 'enable_sounds', value: true },
+      users: [org.owner.id],
+    };
+    await getPrisma().$executeRaw`
+      INSERT INTO event_outbox (notification) VALUES (${JSON.stringify(waiting)}::jsonb)`;
+    // A change whose outbox write sees that row; a send begins after its write and is held in
+    // flight (its statement not sent) until the change has answered, which it does only once
+    // its events are published.
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let later: Promise<Response> | undefined;
+    const spy = interceptQueries(({ text, values, send: run }) => {
+      if (text.includes('INSERT INTO message') && JSON.stringify(values).includes('later send'))
+        return released.then(run);
+      if (
+        !text.includes('INSERT INTO event_outbox') ||
+        !String(values?.[0]).includes('"value":false')
+      )
+        return run();
+      return run().then(async (result) => {
+        let sending!: () => void;
+        const isSending = new Promise<void>((resolve) => (sending = resolve));
+        // Outside the change's transaction, as another request would be (the test app's
+        // server, made per request, would otherwise carry it).
+        later = outsideTransaction(() =>
+          send(org.member, org.host, { ...form, content: 'later send' }).then((r) => r),
+        );
+        // Until the send's statement is due (it is then in flight).
+        const check = setInterval(() => {
+          if (spy.mock.calls.some((call) => JSON.stringify(call).includes('later send'))) sending();
+        }, 5);
+        await isSending;
+        clearInterval(check);
+        return result;
+      });
+    });
+    try {
+      const published = await captureEvents(org.realm.id, async () => {
+        const change = as(org.owner, org.host)
+          .patch('/settings', { enable_sounds: false })
+          .then((r) => r);
+        const answered = await Promise.race([
+          change,
+          new Promise<null>((resolve) => setTimeout(() => resolve(null), 5_000)),
+        ]);
+        expect(answered && expectSuccess(answered)).toBeTruthy();
+        release();
+        expectSuccess(await later!);
+      });
+      expect(
+        published.map((entry) =>
+          entry.event.type === 'message'
+            ? (entry.event.message as { content: string }).content
+            : entry.event.value,
+        ),
+      ).toEqual([true, false, '<p>later send</p>']);
     } finally {
       release();
       spy.mockRestore();

@@ -692,7 +692,7 @@ async function sendAlone(prepared: PreparedMessage): Promise<SentMessage> {
     }
     const callbacks: Array<() => Promise<void> | void> = [
       () => {
-        publishWithoutWaiting(outboxWriteOf(row!, notifications));
+        publishWithoutWaiting(outboxWriteOf(row!, notifications, writing.started));
         writing.done();
       },
     ];

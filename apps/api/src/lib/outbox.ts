@@ -20,6 +20,9 @@ export interface OutboxWrite {
    * written (their request is publishing them, a publish failed, or its process died): they
    * must go out first. Null when there were more than WAITING_READ. */
   olderWaiting: string[] | null;
+  /** Single-statement writes of this process numbered below this one (`outboxWriteInFlight`)
+   * began before it: rows it found waiting may be theirs. */
+  after: number;
 }
 
 /** How many waiting rows an outbox write reads (see `publishOlder`). */
@@ -68,7 +71,12 @@ export function outboxParams(notifications: Notification[]): [string, string[]] 
   return [JSON.stringify(notifications), [...publishedRows()]];
 }
 
-export function outboxWriteOf(row: OutboxColumns, notifications: Notification[]): OutboxWrite {
+/** The write a statement made (`after`: see OutboxWrite). */
+export function outboxWriteOf(
+  row: OutboxColumns,
+  notifications: Notification[],
+  after: number,
+): OutboxWrite {
   const ids = row.outbox_ids;
   const first = ids.length > 0 ? BigInt(ids[0]!) : null;
   return {
@@ -77,6 +85,7 @@ export function outboxWriteOf(row: OutboxColumns, notifications: Notification[])
       row.outbox_waiting.length > WAITING_READ
         ? null
         : row.outbox_waiting.filter((id) => first !== null && BigInt(id) < first),
+    after,
   };
 }
 
@@ -108,12 +117,13 @@ export async function writeOutbox(
   ctx: Pick<ActionContext, 'tx' | 'authChangesRead'>,
   notifications: Notification[],
 ): Promise<OutboxWrite> {
-  if (notifications.length === 0) return { rows: [], olderWaiting: [] };
+  if (notifications.length === 0) return { rows: [], olderWaiting: [], after: 0 };
+  const after = writesStarted + 1;
   // Reading which authentication rows the transaction changed (see runAction) here costs no
   // statement of its own.
   const [row] = await query(insertOutboxRows, outboxParams(notifications));
   ctx.authChangesRead(row!.auth_changed);
-  return outboxWriteOf(row!, notifications);
+  return outboxWriteOf(row!, notifications, after);
 }
 
 /** Rows this process committed and is publishing now, with the publish. */
@@ -181,9 +191,12 @@ async function publishRows(write: OutboxWrite): Promise<void> {
 async function olderFirst(write: OutboxWrite): Promise<void> {
   if (write.olderWaiting === null) return publishOlder(write.rows[0]!.id);
   let older = unsettled(write.olderWaiting);
-  if (older.some((id) => !publishing.has(id)) && writesInFlight.size > 0) {
-    await Promise.all(writesInFlight);
-    older = unsettled(older);
+  if (older.some((id) => !publishing.has(id))) {
+    const earlier = [...writesInFlight].filter(([started]) => started < write.after);
+    if (earlier.length > 0) {
+      await Promise.all(earlier.map(([, settled]) => settled));
+      older = unsettled(older);
+    }
   }
   const ours = older.map((id) => publishing.get(id));
   if (ours.every((publish) => publish !== undefined)) {
@@ -199,21 +212,27 @@ function unsettled(ids: string[]): string[] {
   return ids.filter((id) => !toDelete.has(id) && !deleting.has(id) && !deleted.has(id));
 }
 
-/** Single-statement writes of this process (actions/messages.ts sendAlone) under way: their
- * rows are visible to other statements from their commit, before their request has read the
- * answer that names them and begun publishing them. */
-const writesInFlight = new Set<Promise<void>>();
+/** Single-statement writes of this process (actions/messages.ts sendAlone) under way, by the
+ * order they began in: their rows are visible to other statements from their commit, before
+ * their request has read the answer that names them and begun publishing them. A write waits
+ * only for those that began before its own statement, so that another replica's rows are not
+ * held behind this process's later sends (a later send that did commit a row it saw, having
+ * overtaken it, only has that row published twice, harmlessly). */
+const writesInFlight = new Map<number, Promise<void>>();
+let writesStarted = 0;
 
 /** Marks a single-statement outbox write as under way until `done()`, which its caller calls
  * once it has handed the rows to `publishWithoutWaiting`, or failed (in a `finally`: a write
- * never done would hold every later write that found a row of this process waiting). */
-export function outboxWriteInFlight(): { done(): void } {
+ * never done would hold every later write that found a row of this process waiting).
+ * `started` is the write's `after` (see OutboxWrite). */
+export function outboxWriteInFlight(): { started: number; done(): void } {
+  const started = ++writesStarted;
   let done!: () => void;
-  const settled = new Promise<void>((resolve) => (done = resolve));
-  writesInFlight.add(settled);
+  writesInFlight.set(started, new Promise<void>((resolve) => (done = resolve)));
   return {
+    started,
     done: () => {
-      writesInFlight.delete(settled);
+      writesInFlight.delete(started);
       done();
     },
   };
