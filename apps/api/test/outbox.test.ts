@@ -9,7 +9,6 @@ import {
   outboxSettled,
   publishesSettled,
   relayOutbox,
-  setDeletionDelayMs,
   type OutboxColumns,
 } from '../src/lib/outbox';
 import { as, captureEvents, createTestRealm, createTestUser, expectSuccess } from './helpers';
@@ -373,7 +372,9 @@ describe('the event outbox', () => {
         return run().then(async (result) => {
           expect((result.rows[0] as OutboxColumns).outbox_waiting).toContain(firstRow);
           secondWritten();
+          // The first row's deletion committed and its batch done.
           await isFirstDeleted;
+          await outboxSettled();
           return result;
         });
       if (text.includes('DELETE FROM event_outbox') && firstRow !== undefined)
@@ -477,28 +478,26 @@ describe('the event outbox', () => {
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
     let later: Promise<Response> | undefined;
+    let laterDue!: () => void;
+    const isLaterDue = new Promise<void>((resolve) => (laterDue = resolve));
     const spy = interceptQueries(({ text, values, send: run }) => {
-      if (text.includes('INSERT INTO message') && JSON.stringify(values).includes('later send'))
+      if (text.includes('INSERT INTO message') && JSON.stringify(values).includes('later send')) {
+        // The send is in flight from here on, its statement held.
+        laterDue();
         return released.then(run);
+      }
       if (
         !text.includes('INSERT INTO event_outbox') ||
         !String(values?.[0]).includes('"value":false')
       )
         return run();
       return run().then(async (result) => {
-        let sending!: () => void;
-        const isSending = new Promise<void>((resolve) => (sending = resolve));
         // Outside the change's transaction, as another request would be (the test app's
         // server, made per request, would otherwise carry it).
         later = outsideTransaction(() =>
           send(org.member, org.host, { ...form, content: 'later send' }).then((r) => r),
         );
-        // Until the send's statement is due (it is then in flight).
-        const check = setInterval(() => {
-          if (spy.mock.calls.some((call) => JSON.stringify(call).includes('later send'))) sending();
-        }, 5);
-        await isSending;
-        clearInterval(check);
+        await isLaterDue;
         return result;
       });
     });
@@ -527,47 +526,6 @@ describe('the event outbox', () => {
       spy.mockRestore();
     }
     await outboxSettled();
-  });
-
-  it('deletes the rows a send published along with the next send of its process', async () => {
-    const org = await createMessageOrg();
-    const form = { type: 'stream', to: 'general', topic: 'along', content: 'first' };
-    expectSuccess(await send(org.member, org.host, form));
-    await outboxSettled();
-    // Long enough that no deletion of their own comes between the two sends.
-    const delay = setDeletionDelayMs(1_000);
-    const written = new Map<string, { ids: string[]; deleteAlong: string[] }>();
-    const deletions: string[][] = [];
-    const spy = interceptQueries(({ text, values, send: run }) => {
-      if (text.includes('DELETE FROM event_outbox WHERE id = ANY($1::'))
-        deletions.push(values?.[0] as string[]);
-      if (!text.includes('INSERT INTO message')) return run();
-      return run().then((result) => {
-        const content = String(values?.[5]);
-        const ids = (result.rows[0] as OutboxColumns).outbox_ids;
-        written.set(content, { ids, deleteAlong: values?.[16] as string[] });
-        return result;
-      });
-    });
-    try {
-      expectSuccess(await send(org.member, org.host, { ...form, content: 'along one' }));
-      await publishesSettled();
-      expectSuccess(await send(org.member, org.host, { ...form, content: 'along two' }));
-      await publishesSettled();
-      await outboxSettled();
-    } finally {
-      setDeletionDelayMs(delay);
-      spy.mockRestore();
-    }
-    const one = written.get('along one')!;
-    const two = written.get('along two')!;
-    expect(two.deleteAlong).toEqual(one.ids);
-    // The second send's rows alone had a deletion of their own.
-    expect(deletions).toEqual([two.ids]);
-    const left = await getPrisma().$queryRaw<{ n: number }[]>`
-      SELECT count(*)::int AS n FROM event_outbox
-      WHERE id = ANY(${[...one.ids, ...two.ids]}::bigint[])`;
-    expect(left).toEqual([{ n: 0 }]);
   });
 
   it('delivers the events of a change whose API process died right after commit', async () => {

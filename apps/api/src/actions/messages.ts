@@ -38,7 +38,6 @@ import { linkedPathIds } from '../lib/attachments';
 import { containsAlertWord, searchableText } from '../lib/alert-words';
 import { sendEventOnCommit } from '../lib/events';
 import {
-  deletionAlong,
   outboxParams,
   outboxSql,
   outboxWriteOf,
@@ -625,13 +624,9 @@ const insertMessage = statement<Message, MessageParams>(`
   WITH ${MESSAGE_WRITES}
   SELECT ${columnsOf('Message', 'inserted')} FROM inserted`);
 
-const OUTBOX = outboxSql('$15', '$16', '$17');
-/** The message, its copies and its events' outbox rows, and the deletion of rows published
- * before it: the whole of most sends. */
-const insertMessageAlone = statement<
-  OutboxColumns,
-  [...MessageParams, string, string[], string[]]
->(`
+const OUTBOX = outboxSql('$15', '$16');
+/** The message, its copies and its events' outbox rows: the whole of most sends. */
+const insertMessageAlone = statement<OutboxColumns, [...MessageParams, string, string[]]>(`
   WITH ${MESSAGE_WRITES}, ${OUTBOX.cte}
   SELECT ${OUTBOX.columns} FROM inserted`);
 
@@ -678,18 +673,11 @@ async function sendAlone(prepared: PreparedMessage): Promise<SentMessage> {
   const message = messageRow(prepared, prepared.recipientId!);
   const notifications = messageNotifications(prepared, message);
   const writing = outboxWriteInFlight();
-  const deletion = deletionAlong();
   try {
-    let row: OutboxColumns | undefined;
-    try {
-      [row] = await query(insertMessageAlone, [
-        ...messageParams(prepared, message.recipientId, message.dateSent),
-        ...outboxParams(notifications),
-        deletion.ids,
-      ]);
-    } finally {
-      deletion.done(row !== undefined);
-    }
+    const [row] = await query(insertMessageAlone, [
+      ...messageParams(prepared, message.recipientId, message.dateSent),
+      ...outboxParams(notifications),
+    ]);
     const callbacks: Array<() => Promise<void> | void> = [
       () => {
         publishWithoutWaiting(outboxWriteOf(row!, notifications, writing.started));

@@ -34,24 +34,17 @@ const WAITING_READ = 100;
  * (PostgreSQL runs it as its own transaction, see actions/messages.ts) puts its outbox rows in
  * that statement this way, and so does `writeOutbox`. The subquery runs on the statement's
  * snapshot: it sees committed rows still waiting, not the ones inserted here. Ids are int8:
- * node-postgres gives them as strings. With `deleteAlong`, the name of a parameter that
- * `deletionAlong` fills, the statement also deletes rows published earlier: only for a
- * statement that commits alone (its deletion must commit when it says it did). */
+ * node-postgres gives them as strings. */
 export function outboxSql(
   notifications: string,
   published: string,
-  deleteAlong?: string,
 ): { cte: string; columns: string } {
-  const deletion =
-    deleteAlong === undefined
-      ? ''
-      : `, deleted_along AS (DELETE FROM event_outbox WHERE id = ANY(${deleteAlong}::bigint[]))`;
   return {
     cte: `outbox AS (
       INSERT INTO event_outbox (notification)
       SELECT n FROM jsonb_array_elements(${notifications}::jsonb) WITH ORDINALITY AS t(n, i)
       ORDER BY i
-      RETURNING id)${deletion}`,
+      RETURNING id)`,
     // Ids follow the insertion order, which ORDER BY i fixes.
     columns: `ARRAY(SELECT id FROM outbox ORDER BY id) AS outbox_ids,
       ARRAY(SELECT id FROM event_outbox WHERE id <> ALL(${published}::bigint[])
@@ -255,26 +248,13 @@ const DELETED_KEPT = 10_000;
 const batches = new Set<Promise<void>>();
 let batchScheduled = false;
 
-/** How long published rows wait for their deletion: a one-statement send of this process that
- * comes meanwhile deletes them along (`deletionAlong`), else one statement of their own does.
- * Under a steady stream of sends nearly every deletion goes along with the next send. */
-let deletionDelayMs = 10;
-
-/** Sets how long published rows wait for their deletion; returns the previous delay (tests that
- * must see a deletion go along with a send, whatever the machine's speed). */
-export function setDeletionDelayMs(ms: number): number {
-  const previous = deletionDelayMs;
-  deletionDelayMs = ms;
-  return previous;
-}
-
 function forgetPublished(ids: string[]): void {
   for (const id of ids) toDelete.add(id);
   if (batchScheduled) return;
   batchScheduled = true;
   // Outside the caller's context: the batch is every request's, not part of any transaction.
   const batch: Promise<void> = outsideTransaction(() =>
-    new Promise<void>((resolve) => setTimeout(resolve, deletionDelayMs)).then(deletePublished),
+    new Promise<void>((resolve) => setImmediate(resolve)).then(deletePublished),
   ).finally(() => batches.delete(batch));
   batches.add(batch);
 }
@@ -282,54 +262,24 @@ function forgetPublished(ids: string[]): void {
 async function deletePublished(): Promise<void> {
   // Rows published from here on wait for the next batch.
   batchScheduled = false;
-  const ids = takeToDelete();
-  if (ids.length === 0) return;
+  const ids = [...toDelete];
+  toDelete.clear();
+  for (const id of ids) deleting.add(id);
   try {
     await query(deletePublishedRows, [ids]);
-    deletionDone(ids, true);
+    for (const id of ids) deleted.add(id);
+    for (const id of deleted) {
+      if (deleted.size <= DELETED_KEPT) break;
+      deleted.delete(id);
+    }
   } catch (error) {
     getLogger().warn('outbox rows published but not deleted; the relay will take them', {
       error,
       rows: ids.length,
     });
-    deletionDone(ids, false);
+  } finally {
+    for (const id of ids) deleting.delete(id);
   }
-}
-
-/** The rows waiting for their deletion, now being deleted. */
-function takeToDelete(): string[] {
-  const ids = [...toDelete];
-  toDelete.clear();
-  for (const id of ids) deleting.add(id);
-  return ids;
-}
-
-function deletionDone(ids: string[], committed: boolean): void {
-  for (const id of ids) deleting.delete(id);
-  if (!committed) return;
-  for (const id of ids) deleted.add(id);
-  for (const id of deleted) {
-    if (deleted.size <= DELETED_KEPT) break;
-    deleted.delete(id);
-  }
-}
-
-/** Published rows for a statement that commits alone to delete along with its own writes
- * (`outboxSql`'s `deleteAlong`), taken before `outboxParams` so that the statement's own read
- * of waiting rows leaves them out. `done(committed)` once the statement has answered: rows it
- * did not delete go back to wait for the next deletion. */
-export function deletionAlong(): { ids: string[]; done(committed: boolean): void } {
-  const ids = takeToDelete();
-  let settled = false;
-  return {
-    ids,
-    done: (committed) => {
-      if (settled) return;
-      settled = true;
-      deletionDone(ids, committed);
-      if (!committed && ids.length > 0) forgetPublished(ids);
-    },
-  };
 }
 
 function* publishedRows(): Iterable<string> {
