@@ -460,6 +460,57 @@ describe('the event outbox', () => {
     await outboxSettled();
   });
 
+  it('publishes from the table, first, the row of its own send whose answer was lost', async () => {
+    const org = await createMessageOrg();
+    const form = { type: 'stream', to: 'general', topic: 'lost', content: 'first' };
+    expectSuccess(await send(org.member, org.host, form));
+    await outboxSettled();
+    // The first send's statement commits, then its connection "dies" before the answer is
+    // read, while the second send, which saw the first one's row waiting, waits for it.
+    let firstCommitted!: () => void;
+    const isFirstCommitted = new Promise<void>((resolve) => (firstCommitted = resolve));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let firstRow: string | undefined;
+    const texts: string[] = [];
+    const spy = interceptQueries(({ text, values, send: run }) => {
+      texts.push(text);
+      if (text.includes('INSERT INTO event_outbox') && JSON.stringify(values).includes('lost one'))
+        return run().then(async (result) => {
+          firstRow = (result.rows[0] as OutboxColumns).outbox_ids[0];
+          firstCommitted();
+          await released;
+          throw new Error('Connection terminated unexpectedly');
+        });
+      return run();
+    });
+    try {
+      const published = await captureEvents(org.realm.id, async () => {
+        const first = send(org.member, org.host, { ...form, content: 'lost one' }).then(
+          (answer) => answer,
+        );
+        await isFirstCommitted;
+        expectSuccess(await send(org.member, org.host, { ...form, content: 'lost two' }));
+        release();
+        // The database's failure, not a bug: 503, though the message was committed.
+        expect((await first).status).toBe(503);
+      });
+      expect(published.map((entry) => entry.event.message)).toEqual([
+        expect.objectContaining({ content: '<p>lost one</p>' }),
+        expect.objectContaining({ content: '<p>lost two</p>' }),
+      ]);
+      // Once the first send was done, the second one read its row from the table.
+      expect(texts.filter(readsWaitingRows)).toHaveLength(1);
+    } finally {
+      release();
+      spy.mockRestore();
+    }
+    await outboxSettled();
+    const left = await getPrisma().$queryRaw<{ n: number }[]>`
+      SELECT count(*)::int AS n FROM event_outbox WHERE id = ${firstRow}::bigint`;
+    expect(left).toEqual([{ n: 0 }]);
+  });
+
   it("publishes another process's waiting row without waiting for its own later sends", async () => {
     const org = await createMessageOrg();
     const form = { type: 'stream', to: 'general', topic: 'later', content: 'first' };
