@@ -184,6 +184,7 @@ async function publishRows(write: OutboxWrite): Promise<void> {
 async function olderFirst(write: OutboxWrite): Promise<void> {
   if (write.olderWaiting === null) return publishOlder(write.rows[0]!.id);
   let older = unsettled(write.olderWaiting);
+  if (older.length === 0) return;
   if (older.some((id) => !publishing.has(id))) {
     const earlier = [...writesInFlight].filter(([started]) => started < write.after);
     if (earlier.length > 0) {
