@@ -135,6 +135,72 @@ function interceptQueries(
   });
 }
 
+/** Two sends of the member to topic `topic` (`<topic> one`, then `<topic> two`), the second
+ * made once the first one's statement has committed but while its answer from PostgreSQL is
+ * held: given after the second has answered, or with `lose`, lost as with a connection that
+ * died. Returns the messages' contents as published, in order, the statements sent, the first
+ * send's answer, its outbox row and the rows the second one's statement found waiting. */
+async function secondWhileFirstAnswerHeld(
+  org: Awaited<ReturnType<typeof createMessageOrg>>,
+  topic: string,
+  { lose }: { lose: boolean },
+) {
+  const form = { type: 'stream', to: 'general', topic, content: 'first' };
+  // The member's first send there follows the topic (a transaction); the next ones are one
+  // statement.
+  expectSuccess(await send(org.member, org.host, form));
+  await outboxSettled();
+  let firstCommitted!: () => void;
+  const isFirstCommitted = new Promise<void>((resolve) => (firstCommitted = resolve));
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let firstRow: string | undefined;
+  let secondWaiting: string[] = [];
+  const texts: string[] = [];
+  const spy = interceptQueries(({ text, values, send: run }) => {
+    texts.push(text);
+    const writes = (marker: string) =>
+      text.includes('INSERT INTO event_outbox') && JSON.stringify(values).includes(marker);
+    if (writes(`${topic} one`))
+      return run().then(async (result) => {
+        firstRow = (result.rows[0] as OutboxColumns).outbox_ids[0];
+        firstCommitted();
+        await released;
+        if (lose) throw new Error('Connection terminated unexpectedly');
+        return result;
+      });
+    if (writes(`${topic} two`))
+      return run().then((result) => {
+        secondWaiting = (result.rows[0] as OutboxColumns).outbox_waiting;
+        return result;
+      });
+    return run();
+  });
+  try {
+    let first!: Response;
+    const published = await captureEvents(org.realm.id, async () => {
+      const answered = send(org.member, org.host, { ...form, content: `${topic} one` }).then(
+        (answer) => answer,
+      );
+      await isFirstCommitted;
+      expectSuccess(await send(org.member, org.host, { ...form, content: `${topic} two` }));
+      release();
+      first = await answered;
+    });
+    await outboxSettled();
+    return {
+      published: published.map((entry) => (entry.event.message as { content: string }).content),
+      texts,
+      first,
+      firstRow,
+      secondWaiting,
+    };
+  } finally {
+    release();
+    spy.mockRestore();
+  }
+}
+
 const readsWaitingRows = (text: string) => /SELECT id, notification FROM event_outbox/.test(text);
 
 describe('the event outbox', () => {
@@ -409,103 +475,30 @@ describe('the event outbox', () => {
 
   it('waits for a send of its own process whose answer it has not read yet', async () => {
     const org = await createMessageOrg();
-    const form = { type: 'stream', to: 'general', topic: 'in flight', content: 'first' };
-    expectSuccess(await send(org.member, org.host, form));
-    await outboxSettled();
-    // The first send's statement commits, but its answer from PostgreSQL is held until the
-    // second send, whose statement sees the first one's row waiting, has answered.
-    let firstCommitted!: () => void;
-    const isFirstCommitted = new Promise<void>((resolve) => (firstCommitted = resolve));
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    let firstRow: string | undefined;
-    const texts: string[] = [];
-    const spy = interceptQueries(({ text, values, send: run }) => {
-      texts.push(text);
-      const writes = (marker: string) =>
-        text.includes('INSERT INTO event_outbox') && JSON.stringify(values).includes(marker);
-      if (writes('in flight one'))
-        return run().then(async (result) => {
-          firstRow = (result.rows[0] as OutboxColumns).outbox_ids[0];
-          firstCommitted();
-          await released;
-          return result;
-        });
-      if (writes('in flight two'))
-        return run().then((result) => {
-          expect((result.rows[0] as OutboxColumns).outbox_waiting).toContain(firstRow);
-          return result;
-        });
-      return run();
-    });
-    try {
-      const published = await captureEvents(org.realm.id, async () => {
-        const first = send(org.member, org.host, { ...form, content: 'in flight one' }).then(
-          (answer) => answer,
-        );
-        await isFirstCommitted;
-        expectSuccess(await send(org.member, org.host, { ...form, content: 'in flight two' }));
-        release();
-        expectSuccess(await first);
-      });
-      expect(published.map((entry) => entry.event.message)).toEqual([
-        expect.objectContaining({ content: '<p>in flight one</p>' }),
-        expect.objectContaining({ content: '<p>in flight two</p>' }),
-      ]);
-      expect(texts.filter(readsWaitingRows)).toEqual([]);
-    } finally {
-      release();
-      spy.mockRestore();
-    }
-    await outboxSettled();
+    const { published, texts, first, firstRow, secondWaiting } = await secondWhileFirstAnswerHeld(
+      org,
+      'in flight',
+      { lose: false },
+    );
+    expect(secondWaiting).toContain(firstRow);
+    expectSuccess(first);
+    expect(published).toEqual(['<p>in flight one</p>', '<p>in flight two</p>']);
+    expect(texts.filter(readsWaitingRows)).toEqual([]);
   });
 
   it('publishes from the table, first, the row of its own send whose answer was lost', async () => {
     const org = await createMessageOrg();
-    const form = { type: 'stream', to: 'general', topic: 'lost', content: 'first' };
-    expectSuccess(await send(org.member, org.host, form));
-    await outboxSettled();
-    // The first send's statement commits, then its connection "dies" before the answer is
-    // read, while the second send, which saw the first one's row waiting, waits for it.
-    let firstCommitted!: () => void;
-    const isFirstCommitted = new Promise<void>((resolve) => (firstCommitted = resolve));
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    let firstRow: string | undefined;
-    const texts: string[] = [];
-    const spy = interceptQueries(({ text, values, send: run }) => {
-      texts.push(text);
-      if (text.includes('INSERT INTO event_outbox') && JSON.stringify(values).includes('lost one'))
-        return run().then(async (result) => {
-          firstRow = (result.rows[0] as OutboxColumns).outbox_ids[0];
-          firstCommitted();
-          await released;
-          throw new Error('Connection terminated unexpectedly');
-        });
-      return run();
-    });
-    try {
-      const published = await captureEvents(org.realm.id, async () => {
-        const first = send(org.member, org.host, { ...form, content: 'lost one' }).then(
-          (answer) => answer,
-        );
-        await isFirstCommitted;
-        expectSuccess(await send(org.member, org.host, { ...form, content: 'lost two' }));
-        release();
-        // The database's failure, not a bug: 503, though the message was committed.
-        expect((await first).status).toBe(503);
-      });
-      expect(published.map((entry) => entry.event.message)).toEqual([
-        expect.objectContaining({ content: '<p>lost one</p>' }),
-        expect.objectContaining({ content: '<p>lost two</p>' }),
-      ]);
-      // Once the first send was done, the second one read its row from the table.
-      expect(texts.filter(readsWaitingRows)).toHaveLength(1);
-    } finally {
-      release();
-      spy.mockRestore();
-    }
-    await outboxSettled();
+    const { published, texts, first, firstRow, secondWaiting } = await secondWhileFirstAnswerHeld(
+      org,
+      'lost',
+      { lose: true },
+    );
+    expect(secondWaiting).toContain(firstRow);
+    // The database's failure, not a bug: 503, though the message was committed.
+    expect(first.status).toBe(503);
+    expect(published).toEqual(['<p>lost one</p>', '<p>lost two</p>']);
+    // Once the first send was done, the second one read its row from the table.
+    expect(texts.filter(readsWaitingRows)).toHaveLength(1);
     const left = await getPrisma().$queryRaw<{ n: number }[]>`
       SELECT count(*)::int AS n FROM event_outbox WHERE id = ${firstRow}::bigint`;
     expect(left).toEqual([{ n: 0 }]);
