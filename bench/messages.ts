@@ -29,9 +29,12 @@ const SENDERS = Number(process.env.BENCH_SENDERS ?? 1);
 const RATE = Number(process.env.BENCH_RATE ?? 0);
 /** Messages sent first, by the same senders at full speed and received by the same pollers,
  * and not measured: what is measured is a running server, not its first requests (code not
- * yet optimized by V8, statements not yet prepared on each connection). Without them the
- * first second of a run (~150 sends) made most of the sends over 15 ms. */
-const WARMUP = Number(process.env.BENCH_WARMUP ?? 200);
+ * yet optimized by V8, statements not yet prepared on each connection). V8 optimizes by how
+ * often code ran, not by time: the API's and the events tier's CPU per message, measured per
+ * 500 warm-up messages to 51 subscribers with 20 receivers, fell from 5.4 and 7.0 ms (first
+ * 500) to 3.0 and 4.1 ms from the 2,500th on, and stayed there up to 6,000. With 200, every
+ * figure measured the warm-up as much as the server. */
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 2500);
 /** Appended to every message's content: `BENCH_CONTENT='@**Member 3** see #**bench**'` measures
  * sends that mention and link (the bench's users are `Member <i>`, its channel `bench`). */
 const CONTENT = process.env.BENCH_CONTENT ?? '';
