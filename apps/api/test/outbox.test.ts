@@ -35,13 +35,15 @@ function holdPublish(carries: (payload: string) => boolean) {
   let holding = true;
   const spy = jest.spyOn(redis, 'pipeline').mockImplementation((...args) => {
     const made = pipeline(...(args as []));
-    const evaluate = made.eval.bind(made) as (...a: unknown[]) => typeof made;
+    // Every command the pipeline queues (scripts are queued by their digest, see LuaScript).
+    const queued = made as unknown as { sendCommand(command: { args: unknown[] }): unknown };
+    const sendCommand = queued.sendCommand.bind(queued);
     let carriesIt = false;
-    made.eval = ((...a: unknown[]) => {
+    queued.sendCommand = (command) => {
       // The notification, wherever the script's arguments put it.
-      if (carries(a.slice(1).map(String).join('\n'))) carriesIt = true;
-      return evaluate(...a);
-    }) as typeof made.eval;
+      if (carries(command.args.map(String).join('\n'))) carriesIt = true;
+      return sendCommand(command);
+    };
     const exec = made.exec.bind(made);
     made.exec = (async () => {
       if (carriesIt && holding) {

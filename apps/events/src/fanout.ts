@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import {
   keys,
+  LuaScript,
   QueueStore,
   replicasKey,
   type Notification,
@@ -26,13 +27,22 @@ const fanoutLag = histogram(
   [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
 );
 
-const ACQUIRE = `return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])`;
-const RENEW = `
+const ACQUIRE = new LuaScript(
+  'acquireLease',
+  `return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])`,
+);
+const RENEW = new LuaScript(
+  'renewLease',
+  `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return 0`;
-const RELEASE = `
+return 0`,
+);
+const RELEASE = new LuaScript(
+  'releaseLease',
+  `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0`;
+return 0`,
+);
 
 // KEYS: lease, checkpoint, then (meta, events) per target queue.
 // ARGV: token, log entry id, wake channel, the entry before it in the log, the number d of
@@ -45,7 +55,9 @@ return 0`;
 // and a parked poll answers from it without reading its queue (Poller).
 // The checkpoint must still be the entry before: a run of entries is sent in one pipeline, and
 // if one of them fails, the ones after it must not be appended past it (-2).
-const APPEND = `
+const APPEND = new LuaScript(
+  'appendEvents',
+  `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
 if (redis.call('GET', KEYS[2]) or '0-0') ~= ARGV[4] then return -2 end
 local n = (#KEYS - 2) / 2
@@ -66,27 +78,34 @@ if #appended > 0 then
   redis.call('PUBLISH', ARGV[3], 'E:' .. table.concat(appended, ' ') .. '\\n' .. table.concat(forms, '\\n'))
 end
 redis.call('SET', KEYS[2], ARGV[2])
-return n`;
+return n`,
+);
 
 // Moves a poison entry to the dead letters and past the checkpoint, if the lease still holds;
 // returns how many dead letters the shard now keeps.
 // KEYS: lease, checkpoint, dead letters. ARGV: token, entry id, notification, error.
-const DEAD_LETTER = `
+const DEAD_LETTER = new LuaScript(
+  'deadLetter',
+  `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
 redis.call('XADD', KEYS[3], 'MAXLEN', '~', 10000, '*', 'entry', ARGV[2], 'n', ARGV[3], 'error', ARGV[4])
 redis.call('SET', KEYS[2], ARGV[2])
-return redis.call('XLEN', KEYS[3])`;
+return redis.call('XLEN', KEYS[3])`,
+);
 
 // The options and starting point of each queue (KEYS: their meta hashes), flattened: options,
 // since, options, since … (nil for a queue gone).
-const QUEUE_INFOS = `
+const QUEUE_INFOS = new LuaScript(
+  'queueInfos',
+  `
 local reply = {}
 for i, key in ipairs(KEYS) do
   local fields = redis.call('HMGET', key, 'options', 'since')
   reply[2 * i - 1] = fields[1]
   reply[2 * i] = fields[2]
 end
-return reply`;
+return reply`,
+);
 
 const QUEUE_INFOS_BATCH = 500;
 
@@ -158,7 +177,7 @@ export class Fanout {
     await Promise.all(workers.map((worker) => worker.stop()));
     await Promise.all(
       workers.map((worker) =>
-        this.options.redis.eval(RELEASE, 1, keys.lease(worker.shard), worker.token).catch(() => 0),
+        RELEASE.run(this.options.redis, 1, keys.lease(worker.shard), worker.token).catch(() => 0),
       ),
     );
     await this.options.redis.zrem(replicasKey, this.replicaId).catch(() => 0);
@@ -191,8 +210,8 @@ export class Fanout {
       // once: a slow stop must not delay the renewal of the leases after it.
       const lost: ShardWorker[] = [];
       for (const worker of [...this.held.values()]) {
-        const renewed = (await redis.eval(
-          RENEW,
+        const renewed = (await RENEW.run(
+          redis,
           1,
           keys.lease(worker.shard),
           worker.token,
@@ -208,7 +227,7 @@ export class Fanout {
       for (let shard = 0; shard < shards && this.held.size < fairShare; shard++) {
         if (this.held.has(shard) || this.stopped) continue;
         const token = `${this.replicaId}:${randomUUID()}`;
-        const acquired = await redis.eval(ACQUIRE, 1, keys.lease(shard), token, leaseMs);
+        const acquired = await ACQUIRE.run(redis, 1, keys.lease(shard), token, leaseMs);
         if (acquired !== 'OK') continue;
         const worker = new ShardWorker(shard, token, this.options);
         this.held.set(shard, worker);
@@ -236,9 +255,9 @@ export class Fanout {
     this.held.delete(worker.shard);
     await worker.stop();
     if (release)
-      await this.options.redis
-        .eval(RELEASE, 1, keys.lease(worker.shard), worker.token)
-        .catch(() => 0);
+      await RELEASE.run(this.options.redis, 1, keys.lease(worker.shard), worker.token).catch(
+        () => 0,
+      );
     this.options.log.info('shard released', { shard: worker.shard, replica: this.replicaId });
   }
 }
@@ -387,8 +406,8 @@ class ShardWorker {
         error = retryError;
       }
     }
-    const kept = (await this.options.redis.eval(
-      DEAD_LETTER,
+    const kept = (await DEAD_LETTER.run(
+      this.options.redis,
       3,
       keys.lease(this.shard),
       keys.checkpoint(this.shard),
@@ -472,8 +491,8 @@ class ShardWorker {
         if (index === 0) throw error;
         break;
       }
-      appends.eval(
-        APPEND,
+      APPEND.queue(
+        appends,
         2 + targets.queues.length * 2,
         keys.lease(this.shard),
         keys.checkpoint(this.shard),
@@ -560,8 +579,8 @@ class ShardWorker {
     for (let start = 0; start < missing.length; start += QUEUE_INFOS_BATCH) {
       const chunk = missing.slice(start, start + QUEUE_INFOS_BATCH);
       fields.push(
-        ...((await this.options.redis.eval(
-          QUEUE_INFOS,
+        ...((await QUEUE_INFOS.run(
+          this.options.redis,
           chunk.length,
           ...chunk.map((queueId) => keys.queueMeta(this.shard, queueId)),
         )) as (string | null)[]),

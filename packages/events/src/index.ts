@@ -10,6 +10,7 @@ export {
   uploadTokenKey,
   zoomStateKey,
 } from './keys';
+export { LuaScript } from './lua';
 export { publishNotification, publishOutboxRows } from './publish';
 export { makeQueueId, parseQueueId } from './queue-id';
 export { queueOptionsFromParams, queueParams, type QueueParamValues } from './queue-params';

@@ -4,6 +4,7 @@
 // restart).
 import type { Redis } from 'ioredis';
 import { keys, shardOf } from './keys';
+import { LuaScript } from './lua';
 import type { Notification } from './types';
 
 /** The most queue ids a log entry carries; an entry whose recipients hold more carries none,
@@ -40,7 +41,7 @@ else
 end`;
 
 // KEYS: log, then the recipients' queue sets. ARGV: notification JSON.
-const PUBLISH = APPEND_ENTRY(2);
+const PUBLISH = new LuaScript('publish', APPEND_ENTRY(2));
 
 /** A notification's recipients grouped by shard. */
 function usersByShard(users: number[], shards: number): Map<number, number[]> {
@@ -77,8 +78,8 @@ export async function publishNotification(
   const pipeline = redis.pipeline();
   for (const [shard, users] of byShard) {
     const sets = queueSets(shard, users);
-    pipeline.eval(
-      PUBLISH,
+    PUBLISH.queue(
+      pipeline,
       1 + sets.length,
       keys.shardLog(shard),
       ...sets,
@@ -94,10 +95,13 @@ export async function publishNotification(
 // the after-commit fast path and the relay may both try the same row.
 // KEYS: log, published marker, then the recipients' queue sets. ARGV: notification JSON,
 // marker lifetime (s).
-const PUBLISH_ONCE = `
+const PUBLISH_ONCE = new LuaScript(
+  'publishOnce',
+  `
 if not redis.call('SET', KEYS[2], '1', 'NX', 'EX', ARGV[2]) then return 0 end
 ${APPEND_ENTRY(3)}
-return 1`;
+return 1`,
+);
 
 /** Long enough for any relay to have seen the row (it deletes rows once published). */
 const PUBLISHED_MARKER_SECONDS = 24 * 60 * 60;
@@ -114,8 +118,8 @@ export async function publishOutboxRows(
     const event = JSON.stringify(notification.event);
     for (const [shard, users] of usersByShard(notification.users, shards)) {
       const sets = queueSets(shard, users);
-      pipeline.eval(
-        PUBLISH_ONCE,
+      PUBLISH_ONCE.queue(
+        pipeline,
         2 + sets.length,
         keys.shardLog(shard),
         keys.published(shard, id),

@@ -3,6 +3,7 @@
 // one Lua script over keys of a single shard.
 import type { Redis } from 'ioredis';
 import { allPublicStreamsKey, keys, shardOf } from './keys';
+import { LuaScript } from './lua';
 import { makeQueueId, parseQueueId } from './queue-id';
 
 /** Options a queue was registered with; the events tier filters and formats by them. */
@@ -74,7 +75,9 @@ export function defaultQueueOptions(): QueueOptions {
 // fan-out gives the queue only later entries. Earlier ones were published after commits that
 // precede the registration, so the state /register reads already holds them; applying them
 // again could undo a later change (a subscription added, then removed).
-const CREATE_QUEUE = `
+const CREATE_QUEUE = new LuaScript(
+  'createQueue',
+  `
 local newest = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
 local since = '0-0'
 if newest[1] then since = newest[1][1] end
@@ -82,13 +85,17 @@ redis.call('HSET', KEYS[2], 'user_id', ARGV[1], 'realm_id', ARGV[2], 'options', 
   'next_id', 0, 'pruned', -1, 'poll_gen', 0, 'since', since)
 redis.call('SADD', KEYS[3], ARGV[4])
 redis.call('ZADD', KEYS[4], ARGV[5], ARGV[4])
-return since`;
+return since`,
+);
 
-const APPEND_HEARTBEAT = `
+const APPEND_HEARTBEAT = new LuaScript(
+  'appendHeartbeat',
+  `
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 local id = redis.call('HINCRBY', KEYS[1], 'next_id', 1) - 1
 redis.call('RPUSH', KEYS[2], '{"id":' .. id .. ',"type":"heartbeat"}')
-return id`;
+return id`,
+);
 
 // One long-poll's whole visit in one round trip (Zulip's event_queue.py fetch_events): the
 // owner check, a new poll generation (older polls of the queue finish: the kick is published
@@ -101,7 +108,9 @@ return id`;
 // KEYS: meta, events, expiry. ARGV: user id, last_event_id, now (ms), extra ms when parking,
 // queue id, wake channel.
 // Returns {-1} missing or not the user's, {1|2, pruned} refused ids, {0, generation, events...}.
-const POLL = `
+const POLL = new LuaScript(
+  'poll',
+  `
 local owner = redis.call('HGET', KEYS[1], 'user_id')
 if owner ~= ARGV[1] then return {-1} end
 local pruned = tonumber(redis.call('HGET', KEYS[1], 'pruned'))
@@ -132,13 +141,16 @@ end
 redis.call('ZADD', KEYS[3], deadline, ARGV[5])
 local reply = {0, generation}
 for i = 1, #events do reply[#reply + 1] = events[i] end
-return reply`;
+return reply`,
+);
 
 // Parked polls' answers, for queues of one shard: each queue's events, and at least its
 // lifespan from now. Only ever later (GT): another poll of the queue may still be parked, its
 // deadline past its longest wait. A queue gone answers no events.
 // KEYS: expiry, then (meta, events) per queue. ARGV: now (ms), then the queue ids.
-const TAKE = `
+const TAKE = new LuaScript(
+  'take',
+  `
 local now = tonumber(ARGV[1])
 local lifespans = {}
 local replies = {}
@@ -157,7 +169,8 @@ for i = 1, #ARGV - 1 do
     replies[i] = {}
   end
 end
-return replies`;
+return replies`,
+);
 
 /** Queues one TAKE reads at most: a fan-out wakes thousands, and Redis runs nothing else while
  * a script runs. */
@@ -168,21 +181,27 @@ export type PollResult<E = QueuedEvent> =
   | { ok: false; error: 'missing' }
   | { ok: false; error: 'already_pruned' | 'not_in_queue'; lastEventId: number };
 
-const DELETE_QUEUE = `
+const DELETE_QUEUE = new LuaScript(
+  'deleteQueue',
+  `
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 redis.call('DEL', KEYS[1], KEYS[2])
 redis.call('SREM', KEYS[3], ARGV[1])
 redis.call('ZREM', KEYS[4], ARGV[1])
-return 1`;
+return 1`,
+);
 
 // Deletes a queue only if it is still past its deadline (a poll may have just refreshed it).
-const EXPIRE_QUEUE = `
+const EXPIRE_QUEUE = new LuaScript(
+  'expireQueue',
+  `
 local deadline = redis.call('ZSCORE', KEYS[4], ARGV[1])
 if deadline and tonumber(deadline) > tonumber(ARGV[2]) then return 0 end
 redis.call('DEL', KEYS[1], KEYS[2])
 redis.call('SREM', KEYS[3], ARGV[1])
 redis.call('ZREM', KEYS[4], ARGV[1])
-return 1`;
+return 1`,
+);
 
 export class QueueStore {
   constructor(
@@ -203,8 +222,8 @@ export class QueueStore {
     const shard = shardOf(userId, this.shards);
     const queueId = makeQueueId(shard);
     const deadline = Date.now() + options.lifespan_secs * 1000;
-    await this.redis.eval(
-      CREATE_QUEUE,
+    await CREATE_QUEUE.run(
+      this.redis,
       4,
       keys.shardLog(shard),
       keys.queueMeta(shard, queueId),
@@ -270,8 +289,8 @@ export class QueueStore {
     const parsed = parseQueueId(queueId, this.shards);
     if (!parsed || !this.onOwnersShard(parsed.shard, userId))
       return { ok: false, error: 'missing' };
-    const reply = (await this.redis.eval(
-      POLL,
+    const reply = (await POLL.run(
+      this.redis,
       3,
       keys.queueMeta(parsed.shard, queueId),
       keys.queueEvents(parsed.shard, queueId),
@@ -321,8 +340,8 @@ export class QueueStore {
       for (let start = 0; start < indexes.length; start += TAKE_BATCH) {
         const batch = indexes.slice(start, start + TAKE_BATCH);
         const queueIds = batch.map((index) => metas[index]!.queueId);
-        const read = this.redis.eval(
-          TAKE,
+        const read = TAKE.run(
+          this.redis,
           1 + batch.length * 2,
           keys.queueExpiry(shard),
           ...queueIds.flatMap((queueId) => [
@@ -354,8 +373,8 @@ export class QueueStore {
 
   /** Appends a heartbeat (a real event with its own id); returns its id, or -1 if gone. */
   async heartbeat(meta: Pick<QueueMeta, 'shard' | 'queueId'>): Promise<number> {
-    return (await this.redis.eval(
-      APPEND_HEARTBEAT,
+    return (await APPEND_HEARTBEAT.run(
+      this.redis,
       2,
       keys.queueMeta(meta.shard, meta.queueId),
       keys.queueEvents(meta.shard, meta.queueId),
@@ -363,8 +382,8 @@ export class QueueStore {
   }
 
   async delete(meta: Pick<QueueMeta, 'shard' | 'queueId' | 'userId'>): Promise<boolean> {
-    const deleted = (await this.redis.eval(
-      DELETE_QUEUE,
+    const deleted = (await DELETE_QUEUE.run(
+      this.redis,
       4,
       keys.queueMeta(meta.shard, meta.queueId),
       keys.queueEvents(meta.shard, meta.queueId),
@@ -388,8 +407,8 @@ export class QueueStore {
     const expired: string[] = [];
     for (const queueId of due) {
       const owner = await this.redis.hget(keys.queueMeta(shard, queueId), 'user_id');
-      const removed = (await this.redis.eval(
-        EXPIRE_QUEUE,
+      const removed = (await EXPIRE_QUEUE.run(
+        this.redis,
         4,
         keys.queueMeta(shard, queueId),
         keys.queueEvents(shard, queueId),

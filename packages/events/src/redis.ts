@@ -2,6 +2,7 @@ import { Redis, type RedisOptions } from 'ioredis';
 import { getConfig } from '@parley/config';
 import { getLogger } from '@parley/logger';
 import { histogram, LATENCY_BUCKETS } from '@parley/metrics';
+import { defineScripts } from './lua';
 
 const commandDuration = histogram(
   'parley_redis_command_duration_seconds',
@@ -65,6 +66,7 @@ export function createRedis(url: string, options: RedisOptions = {}): Redis {
     ...options,
   });
   instrumentCommands(redis);
+  defineScripts(redis);
   // Without a listener ioredis prints every failed reconnection as an unhandled error; one
   // log line per outage (and one when it is back) says the same.
   let down = false;

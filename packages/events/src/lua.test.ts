@@ -1,0 +1,103 @@
+// LuaScript against the real Redis: a script's text goes once per connection, then its digest,
+// and again in full when Redis has forgotten it.
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { getConfig } from '@parley/config';
+import { LuaScript } from './lua';
+import { createRedis } from './redis';
+
+/** The EVAL and EVALSHA commands Redis receives that name `key`, as [command, first arg]. */
+async function watchScripts(key: string) {
+  const monitor = await createRedis(getConfig().REDIS_URL).monitor();
+  const seen: [string, string][] = [];
+  monitor.on('monitor', (_time: string, args: string[]) => {
+    const [command, script] = args;
+    if (/^eval(sha)?$/i.test(command ?? '') && args.includes(key))
+      seen.push([command!.toLowerCase(), script!.length === 40 ? 'digest' : 'text']);
+  });
+  return {
+    /** Every command sent so far, once Redis has echoed them. */
+    async seen(): Promise<[string, string][]> {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      return seen;
+    },
+    stop: () => monitor.disconnect(),
+  };
+}
+
+const connections: Redis[] = [];
+const connect = (options = {}) => {
+  const redis = createRedis(getConfig().REDIS_URL, options);
+  connections.push(redis);
+  return redis;
+};
+afterAll(() => connections.forEach((redis) => redis.disconnect()));
+
+const increment = () =>
+  new LuaScript(`test-${randomUUID()}`, `return redis.call('INCRBY', KEYS[1], ARGV[1])`);
+
+describe('LuaScript', () => {
+  it('sends its text on a connection’s first call only, then its digest', async () => {
+    const script = increment();
+    const key = `test:lua:${randomUUID()}`;
+    const watch = await watchScripts(key);
+    try {
+      const redis = connect();
+      expect(await script.run(redis, 1, key, 2)).toBe(2);
+      expect(await script.run(redis, 1, key, 3)).toBe(5);
+      const pipeline = redis.pipeline();
+      script.queue(pipeline, 1, key, 4);
+      expect(await pipeline.exec()).toEqual([[null, 9]]);
+      // A new connection loads it again (it cannot know what Redis holds).
+      expect(await script.run(connect(), 1, key, 1)).toBe(10);
+      expect(await watch.seen()).toEqual([
+        ['eval', 'text'],
+        ['evalsha', 'digest'],
+        ['evalsha', 'digest'],
+        ['eval', 'text'],
+      ]);
+    } finally {
+      watch.stop();
+      await connect().del(key);
+    }
+  });
+
+  it('sends its text again when Redis has forgotten its scripts', async () => {
+    const script = increment();
+    const key = `test:lua:${randomUUID()}`;
+    const redis = connect();
+    const watch = await watchScripts(key);
+    try {
+      expect(await script.run(redis, 1, key, 1)).toBe(1);
+      await redis.script('FLUSH');
+      expect(await script.run(redis, 1, key, 1)).toBe(2);
+      // The digest was refused (NOSCRIPT), then the text went.
+      expect(await watch.seen()).toEqual([
+        ['eval', 'text'],
+        ['evalsha', 'digest'],
+        ['eval', 'text'],
+      ]);
+    } finally {
+      watch.stop();
+      await redis.del(key);
+    }
+  });
+
+  it('runs on connections and pipelines made before the script', async () => {
+    const key = `test:lua:${randomUUID()}`;
+    const plain = connect();
+    const autoPipelined = connect({ enableAutoPipelining: true });
+    const pipeline = plain.pipeline();
+    const script = increment();
+    script.queue(pipeline, 1, key, 1);
+    expect(await pipeline.exec()).toEqual([[null, 1]]);
+    // An auto-pipelined connection queues commands of one tick into a pipeline it makes at
+    // the first of them: the script must be defined by then, not at its own call.
+    const [value, total] = await Promise.all([
+      autoPipelined.get(key),
+      script.run(autoPipelined, 1, key, 1),
+    ]);
+    expect([value, total]).toEqual(['1', 2]);
+    await plain.del(key);
+  });
+});
