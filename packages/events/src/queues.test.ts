@@ -130,6 +130,29 @@ describe('QueueStore', () => {
     expect(await expiry()).toBeGreaterThan(lifespan - 10_000);
   });
 
+  it('gives a poll the lifespan the queue was registered with, a queue of an earlier version too', async () => {
+    const store = new QueueStore(getRedis(), getConfig().EVENT_SHARDS);
+    const userId = nextUser;
+    nextUser += SHARD_USER_RANGE;
+    const queueId = await store.create(userId, 1, { ...options, lifespan_secs: 1234 });
+    const meta = (await store.meta(queueId))!;
+    const metaKey = keys.queueMeta(meta.shard, queueId);
+    const expiryAfterPoll = async () => {
+      const polled = Date.now();
+      expect((await store.poll(queueId, userId, -1, 0)).ok).toBe(true);
+      return Number(await getRedis().zscore(keys.queueExpiry(meta.shard), queueId)) - polled;
+    };
+    // Stored apart from the options, so a poll need not decode them.
+    expect(await getRedis().hget(metaKey, 'lifespan_ms')).toBe('1234000');
+    expect(await expiryAfterPoll()).toBeGreaterThanOrEqual(1_234_000);
+    expect(await expiryAfterPoll()).toBeLessThan(1_244_000);
+    // A queue registered before the lifespan was stored apart: read from its options.
+    await getRedis().hdel(metaKey, 'lifespan_ms');
+    expect(await expiryAfterPoll()).toBeGreaterThanOrEqual(1_234_000);
+    expect(await expiryAfterPoll()).toBeLessThan(1_244_000);
+    await store.delete(meta);
+  });
+
   it('reads many queues at once, across shards, as stored, each in its own place', async () => {
     const queues = await Promise.all([0, 1, 2, 3, 4].map((count) => queueWithEvents(count)));
     const { store } = queues[0]!;
