@@ -83,6 +83,14 @@ describe('LuaScript', () => {
     }
   });
 
+  it('refuses a second text under a name already taken', () => {
+    const name = `test-${randomUUID()}`;
+    new LuaScript(name, 'return 1');
+    // The same text again (a module evaluated twice) is the same script.
+    expect(() => new LuaScript(name, 'return 1')).not.toThrow();
+    expect(() => new LuaScript(name, 'return 2')).toThrow(`Two Lua scripts are named ${name}`);
+  });
+
   it('runs on connections and pipelines made before the script', async () => {
     const key = `test:lua:${randomUUID()}`;
     const plain = connect();

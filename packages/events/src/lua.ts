@@ -22,6 +22,10 @@ export class LuaScript {
     readonly lua: string,
   ) {
     this.property = `lua:${name}`;
+    // A connection knows a script by its name: a second text under the same name would run
+    // whichever of the two it met first.
+    if (scripts.some((other) => other.property === this.property && other.lua !== lua))
+      throw new Error(`Two Lua scripts are named ${name}`);
     scripts.push(this);
     for (const redis of connections) this.defineOn(redis);
   }
