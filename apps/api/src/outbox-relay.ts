@@ -2,13 +2,16 @@
 // the outbox rows whose own request died between commit and publish (lib/outbox.ts). The
 // lease only saves work: publishing is deduplicated, so two relays at once are harmless.
 import { randomUUID } from 'node:crypto';
-import { getRedis, outboxRelayLeaseKey } from '@parley/events';
+import { getRedis, LuaScript, outboxRelayLeaseKey } from '@parley/events';
 import { getLogger } from '@parley/logger';
 import { outboxSettled, relayOutbox, SETTLE_ON_STOP_MS } from './lib/outbox';
 
-const RENEW = `
+const RENEW = new LuaScript(
+  'renewOutboxRelayLease',
+  `
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) and 1 or 0`;
+return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) and 1 or 0`,
+);
 
 export class OutboxRelay {
   private readonly token = randomUUID();
@@ -32,8 +35,8 @@ export class OutboxRelay {
 
   private async pass(): Promise<void> {
     try {
-      const held = await getRedis().eval(
-        RENEW,
+      const held = await RENEW.run(
+        getRedis(),
         1,
         outboxRelayLeaseKey,
         this.token,

@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import type { Lock, Locker, RequestRelease } from '@tus/utils';
 import { ERRORS } from '@tus/utils';
 import { getConfig } from '@parley/config';
-import { createRedis, getRedis, tusKeys } from '@parley/events';
+import { createRedis, getRedis, LuaScript, tusKeys } from '@parley/events';
 import { getLogger } from '@parley/logger';
 
 /** A lock not renewed for this long is free (its holder's process is gone). */
@@ -25,10 +25,16 @@ const RETRY_MS = 50;
  * taking). */
 const ASK_AGAIN_MS = 1000;
 
-const RENEW = `if redis.call('get', KEYS[1]) == ARGV[1] then
-  return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end`;
-const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then
-  return redis.call('del', KEYS[1]) else return 0 end`;
+const RENEW = new LuaScript(
+  'renewUploadLock',
+  `if redis.call('get', KEYS[1]) == ARGV[1] then
+  return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end`,
+);
+const RELEASE = new LuaScript(
+  'releaseUploadLock',
+  `if redis.call('get', KEYS[1]) == ARGV[1] then
+  return redis.call('del', KEYS[1]) else return 0 end`,
+);
 
 type Subscriber = ReturnType<typeof createRedis>;
 
@@ -104,7 +110,7 @@ class RedisLock implements Lock {
     this.release = release;
     this.locker.held.set(this.id, release);
     this.renewal = setInterval(() => {
-      redis.eval(RENEW, 1, key, this.token, LOCK_TTL_MS).then(
+      RENEW.run(redis, 1, key, this.token, LOCK_TTL_MS).then(
         (renewed) => {
           // Lost (expired while Redis was away, now someone else's): stop writing.
           if (renewed === 0) void Promise.resolve(requestRelease()).catch(() => undefined);
@@ -123,7 +129,7 @@ class RedisLock implements Lock {
     if (this.release && this.locker.held.get(this.id) === this.release)
       this.locker.held.delete(this.id);
     this.release = undefined;
-    await getRedis().eval(RELEASE, 1, tusKeys.lock(this.id), this.token);
+    await RELEASE.run(getRedis(), 1, tusKeys.lock(this.id), this.token);
   }
 }
 

@@ -10,7 +10,7 @@ import { join, resolve } from 'node:path';
 import { FileStore } from '@tus/file-store';
 import { getConfig } from '@parley/config';
 import { JsonableError, RealmUploadQuotaError } from '@parley/errors';
-import { getRedis, tusKeys } from '@parley/events';
+import { getRedis, LuaScript, tusKeys } from '@parley/events';
 import { getLogger } from '@parley/logger';
 import { attachmentByPathId, type Attachment } from './attachments';
 
@@ -151,7 +151,9 @@ export class TooManyOpenUploadsError extends JsonableError {
 // KEYS[1]: the organization's open uploads; ARGV: now (ms), upload id, declared length, its
 // expiry (ms), the owner's id prefix, the per-user limit, the quota's room ('none': no quota).
 // Drops expired entries, then refuses ('too_many', 'quota') or adds the upload ('ok').
-const RESERVE = `
+const RESERVE = new LuaScript(
+  'reserveUpload',
+  `
 local now = tonumber(ARGV[1])
 local entries = redis.call('hgetall', KEYS[1])
 local staged, mine, latest = 0, 0, tonumber(ARGV[4])
@@ -169,7 +171,8 @@ if mine >= tonumber(ARGV[6]) then return 'too_many' end
 if ARGV[7] ~= 'none' and staged + tonumber(ARGV[3]) > tonumber(ARGV[7]) then return 'quota' end
 redis.call('hset', KEYS[1], ARGV[2], ARGV[3] .. ':' .. ARGV[4])
 redis.call('pexpireat', KEYS[1], latest)
-return 'ok'`;
+return 'ok'`,
+);
 
 /** Counts a new upload of `length` bytes among the organization's unfinished ones until it is
  * finished, deleted or expires (with its staged bytes): refused with RealmUploadQuotaError
@@ -184,8 +187,8 @@ export async function reserveTusUpload(
 ): Promise<void> {
   const now = Date.now();
   const owner = tusUploadOwner(uploadId);
-  const outcome = await getRedis().eval(
-    RESERVE,
+  const outcome = await RESERVE.run(
+    getRedis(),
     1,
     tusKeys.open(realmId),
     now,
