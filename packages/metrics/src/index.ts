@@ -13,7 +13,12 @@ export function initMetrics(tier: 'api' | 'events' | 'worker' | 'standalone'): v
   registry.setDefaultLabels({ tier });
   if (defaultsCollected) return;
   defaultsCollected = true;
-  client.collectDefaultMetrics({ register: registry });
+  // The event-loop delay is sampled every 100 ms, not prom-client's 10: each sample is a timer
+  // that wakes the process, and 100 wake-ups a second were most of an idle API replica's CPU
+  // on the 2-core machine of issue "Speed" (11 ms per second, 3-4 with 10 a second; an events
+  // replica 16-19 -> 9-12), about half a millisecond per message at 10 messages/s. A stall of
+  // 100 ms or more, what the alert in docs/metrics.md watches for, still delays a sample.
+  client.collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 100 });
 }
 
 /** A metric is made once per process, whoever asks first (modules may be loaded twice in
