@@ -6,7 +6,7 @@
 // other figures come from the benchmarks run one after another in child processes, each
 // printing its own JSON line last: bench:reads, bench:messages (51 subscribers at full speed
 // and at 10 messages/s, 1,001 subscribers, then 8 concurrent senders), bench:fanout,
-// bench:history. Not a test.
+// bench:history, bench:idle. Not a test.
 import { spawnSync } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
 import pg from 'pg';
@@ -116,6 +116,7 @@ async function main(): Promise<void> {
   });
   const fanout = runBench('fanout.ts');
   const history = runBench('history.ts');
+  const idle = runBench('idle.ts');
 
   console.log(
     JSON.stringify({
@@ -169,6 +170,7 @@ async function main(): Promise<void> {
       history_slowest_anchor_ratio_to_newest: history.slowest_anchor_ratio_to_newest,
       history_slowest_channel_anchor_ratio_to_newest:
         history.slowest_channel_anchor_ratio_to_newest,
+      idle_cpu_ms_per_s: idle.idle_cpu_ms_per_s,
     }),
   );
 }
