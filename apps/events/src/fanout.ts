@@ -109,8 +109,16 @@ return reply`,
 
 const QUEUE_INFOS_BATCH = 500;
 
+/** How long a shard's read waits for new log entries. Every shard worker of a replica (all 16
+ * of one replica alone) reads on, so each return is a round trip for nothing while idle: with
+ * 1 s they were 16 a second, most of an idle events replica's and Redis's CPU. Nothing waits
+ * for an idle read to return: stopping a worker closes its connection, and Redis going away
+ * fails the read at once. */
+export const SHARD_READ_BLOCK_MS = 10_000;
+
 /** ioredis's bound on a shard's blocking read that waits in its offline queue (Redis away);
- * a read already sent gives up after its own BLOCK (1000 ms) plus ioredis's grace. */
+ * a read already sent gives up after its own BLOCK (SHARD_READ_BLOCK_MS) plus ioredis's
+ * grace. */
 export const SHARD_READ_TIMEOUT_MS = 2000;
 
 /** Attempts at one log entry before it is set aside (failures of Redis itself never count). */
@@ -201,24 +209,25 @@ export class Fanout {
       const now = Date.now();
       // Share the shards evenly among live replicas: take free ones up to a fair share, hand
       // back the surplus when more replicas appear.
-      await redis.zadd(replicasKey, now + leaseMs, this.replicaId);
-      await redis.zremrangebyscore(replicasKey, '-inf', now);
-      const replicas = Math.max(1, await redis.zcard(replicasKey));
+      // Sent together: one connection runs them in this order.
+      const [, , live] = await Promise.all([
+        redis.zadd(replicasKey, now + leaseMs, this.replicaId),
+        redis.zremrangebyscore(replicasKey, '-inf', now),
+        redis.zcard(replicasKey),
+      ]);
+      const replicas = Math.max(1, live);
       const fairShare = Math.ceil(shards / replicas);
 
       // Renew every lease first, then stop the workers that lost theirs (or failed), all at
-      // once: a slow stop must not delay the renewal of the leases after it.
-      const lost: ShardWorker[] = [];
-      for (const worker of [...this.held.values()]) {
-        const renewed = (await RENEW.run(
-          redis,
-          1,
-          keys.lease(worker.shard),
-          worker.token,
-          leaseMs,
-        )) as number;
-        if (renewed !== 1 || worker.failed) lost.push(worker);
-      }
+      // once: a slow stop must not delay the renewal of the leases after it. The renewals go
+      // together (one round trip on the auto-pipelined connection, not one per shard).
+      const workers = [...this.held.values()];
+      const renewed = await Promise.all(
+        workers.map((worker) =>
+          RENEW.run(redis, 1, keys.lease(worker.shard), worker.token, leaseMs),
+        ),
+      );
+      const lost = workers.filter((worker, index) => renewed[index] !== 1 || worker.failed);
       await Promise.all(lost.map((worker) => this.drop(worker, false)));
       while (this.held.size > fairShare) {
         const surplus = [...this.held.values()].pop()!;
@@ -321,7 +330,7 @@ class ShardWorker {
           'COUNT',
           200,
           'BLOCK',
-          1000,
+          SHARD_READ_BLOCK_MS,
           'STREAMS',
           keys.shardLog(this.shard),
           last,

@@ -53,9 +53,9 @@ export async function startEventsService(
       ? null
       : new Fanout({
           redis,
-          // A shard's blocking reads wait up to a second by design, so the usual command
-          // timeout does not fit them; blockingTimeout bounds them instead, including a read
-          // queued while Redis is away (ioredis would otherwise keep it forever, and the
+          // A shard's blocking reads wait up to SHARD_READ_BLOCK_MS by design, so the usual
+          // command timeout does not fit them; blockingTimeout bounds them instead, including a
+          // read queued while Redis is away (ioredis would otherwise keep it forever, and the
           // worker waiting on it with it). The connection is dropped and renewed with the lease.
           connect: () =>
             createRedis(config.REDIS_URL, {
