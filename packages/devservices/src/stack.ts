@@ -140,7 +140,9 @@ export function spawnReplica(
     env: {
       ...process.env,
       NODE_ENV: 'production',
-      LOG_LEVEL: 'warn',
+      // Quiet unless asked: a benchmark at the production default (http) also measures a log
+      // line per request.
+      LOG_LEVEL: process.env.PARLEY_REPLICA_LOG_LEVEL ?? 'warn',
       BIND_HOST: '127.0.0.1',
       [PORT_VARIABLES[kind]]: String(port),
       ...env,
