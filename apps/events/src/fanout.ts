@@ -111,9 +111,9 @@ const QUEUE_INFOS_BATCH = 500;
 
 /** How long a shard's read waits for new log entries. Every shard worker of a replica (all 16
  * of one replica alone) reads on, so each return is a round trip for nothing while idle: with
- * 1 s they were 16 a second, most of an idle events replica's and Redis's CPU. Nothing waits
- * for an idle read to return: stopping a worker closes its connection, and Redis going away
- * fails the read at once. */
+ * 1 s they were 16 a second, most of an idle events replica's CPU. Nothing waits for an idle
+ * read to return: stopping a worker closes its connection, and a closed connection (Redis
+ * restarting) ends the read at once; ioredis sends it again once reconnected. */
 export const SHARD_READ_BLOCK_MS = 10_000;
 
 /** ioredis's bound on a shard's blocking read that waits in its offline queue (Redis away);
