@@ -14,9 +14,9 @@ export function initMetrics(tier: 'api' | 'events' | 'worker' | 'standalone'): v
   if (defaultsCollected) return;
   defaultsCollected = true;
   // The event-loop delay is sampled every 100 ms, not prom-client's 10: each sample is a timer
-  // that wakes the process, and 100 wake-ups a second were most of an idle API replica's CPU
-  // on the 2-core machine of issue "Speed" (11 ms per second, 3-4 with 10 a second; an events
-  // replica 16-19 -> 9-12), about half a millisecond per message at 10 messages/s. A stall of
+  // that wakes the process, and 100 wake-ups a second were about half of an idle API replica's
+  // CPU on the 2-core machine of issue "Speed" (`pnpm bench:idle`: 19 -> 10 ms per second),
+  // and half a millisecond of API and events CPU per message at 10 messages/s. A stall of
   // 100 ms or more, what the alert in docs/metrics.md watches for, still delays a sample.
   client.collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 100 });
 }
