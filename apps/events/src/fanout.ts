@@ -9,6 +9,8 @@ import {
   keys,
   LuaScript,
   QueueStore,
+  RELEASE_IF_HELD,
+  RENEW_IF_HELD,
   replicasKey,
   type Notification,
   type QueueOptions,
@@ -31,19 +33,6 @@ const ACQUIRE = new LuaScript(
   'acquireLease',
   `return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])`,
 );
-const RENEW = new LuaScript(
-  'renewLease',
-  `
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return 0`,
-);
-const RELEASE = new LuaScript(
-  'releaseLease',
-  `
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0`,
-);
-
 // KEYS: lease, checkpoint, then (meta, events) per target queue.
 // ARGV: token, log entry id, wake channel, the entry before it in the log, the number d of
 // distinct event forms, those d event JSONs, then per target queue the index (1-based) of its
@@ -183,11 +172,7 @@ export class Fanout {
     const workers = [...this.held.values()];
     this.held.clear();
     await Promise.all(workers.map((worker) => worker.stop()));
-    await Promise.all(
-      workers.map((worker) =>
-        RELEASE.run(this.options.redis, 1, keys.lease(worker.shard), worker.token).catch(() => 0),
-      ),
-    );
+    await Promise.all(workers.map((worker) => this.releaseLease(worker)));
     await this.options.redis.zrem(replicasKey, this.replicaId).catch(() => 0);
   }
 
@@ -224,7 +209,7 @@ export class Fanout {
       const workers = [...this.held.values()];
       const renewed = await Promise.all(
         workers.map((worker) =>
-          RENEW.run(redis, 1, keys.lease(worker.shard), worker.token, leaseMs),
+          RENEW_IF_HELD.run(redis, 1, keys.lease(worker.shard), worker.token, leaseMs),
         ),
       );
       const lost = workers.filter((worker, index) => renewed[index] !== 1 || worker.failed);
@@ -263,11 +248,15 @@ export class Fanout {
   private async drop(worker: ShardWorker, release: boolean): Promise<void> {
     this.held.delete(worker.shard);
     await worker.stop();
-    if (release)
-      await RELEASE.run(this.options.redis, 1, keys.lease(worker.shard), worker.token).catch(
-        () => 0,
-      );
+    if (release) await this.releaseLease(worker);
     this.options.log.info('shard released', { shard: worker.shard, replica: this.replicaId });
+  }
+
+  /** Frees a worker's lease for another replica now, if it still holds it (else it lapses). */
+  private releaseLease(worker: ShardWorker): Promise<unknown> {
+    return RELEASE_IF_HELD.run(this.options.redis, 1, keys.lease(worker.shard), worker.token).catch(
+      () => 0,
+    );
   }
 }
 

@@ -11,6 +11,7 @@ export {
   zoomStateKey,
 } from './keys';
 export { LuaScript } from './lua';
+export { RELEASE_IF_HELD, RENEW_IF_HELD } from './token-lock';
 export { publishNotification, publishOutboxRows } from './publish';
 export { makeQueueId, parseQueueId } from './queue-id';
 export { queueOptionsFromParams, queueParams, type QueueParamValues } from './queue-params';

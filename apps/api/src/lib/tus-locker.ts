@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import type { Lock, Locker, RequestRelease } from '@tus/utils';
 import { ERRORS } from '@tus/utils';
 import { getConfig } from '@parley/config';
-import { createRedis, getRedis, LuaScript, tusKeys } from '@parley/events';
+import { createRedis, getRedis, RELEASE_IF_HELD, RENEW_IF_HELD, tusKeys } from '@parley/events';
 import { getLogger } from '@parley/logger';
 
 /** A lock not renewed for this long is free (its holder's process is gone). */
@@ -24,17 +24,6 @@ const RETRY_MS = 50;
 /** How often a waiter asks the holder again to let go (a release request may race the lock's
  * taking). */
 const ASK_AGAIN_MS = 1000;
-
-const RENEW = new LuaScript(
-  'renewUploadLock',
-  `if redis.call('get', KEYS[1]) == ARGV[1] then
-  return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end`,
-);
-const RELEASE = new LuaScript(
-  'releaseUploadLock',
-  `if redis.call('get', KEYS[1]) == ARGV[1] then
-  return redis.call('del', KEYS[1]) else return 0 end`,
-);
 
 type Subscriber = ReturnType<typeof createRedis>;
 
@@ -110,7 +99,7 @@ class RedisLock implements Lock {
     this.release = release;
     this.locker.held.set(this.id, release);
     this.renewal = setInterval(() => {
-      RENEW.run(redis, 1, key, this.token, LOCK_TTL_MS).then(
+      RENEW_IF_HELD.run(redis, 1, key, this.token, LOCK_TTL_MS).then(
         (renewed) => {
           // Lost (expired while Redis was away, now someone else's): stop writing.
           if (renewed === 0) void Promise.resolve(requestRelease()).catch(() => undefined);
@@ -129,7 +118,7 @@ class RedisLock implements Lock {
     if (this.release && this.locker.held.get(this.id) === this.release)
       this.locker.held.delete(this.id);
     this.release = undefined;
-    await RELEASE.run(getRedis(), 1, tusKeys.lock(this.id), this.token);
+    await RELEASE_IF_HELD.run(getRedis(), 1, tusKeys.lock(this.id), this.token);
   }
 }
 
