@@ -13,7 +13,7 @@ import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { getConfig } from '@parley/config';
 import { defaultQueueOptions, getRedis, parseQueueId, QueueStore } from '@parley/events';
-import { repoRoot, requestJson, startStack } from '@parley/devservices';
+import { repoRoot, requestJson } from '@parley/devservices';
 import { cpuMeter, cpuTimeMs } from './cpu';
 import {
   createBenchChannel,
@@ -21,6 +21,7 @@ import {
   createMembers,
   prepareBench,
   stopBench,
+  startBenchStack,
 } from './setup';
 import { percentile } from './stats';
 
@@ -162,14 +163,8 @@ async function main(): Promise<void> {
   const { realm, owner, subdomain } = await createBenchOrganization();
   const members = await createMembers(realm.id, subdomain, MEMBERS);
   await createBenchChannel(realm, owner, 'fanout', [owner, ...members]);
-  const stack = await startStack({
-    databaseUrl: services.databaseUrl,
-    redisUrl: services.redisUrl,
-    apiReplicas: 1,
-    eventsReplicas: 1,
-    // Long enough that no heartbeat answers a poll during the measurement.
-    env: { EVENTS_HEARTBEAT_SECONDS: '120' },
-  });
+  // Heartbeats long enough that none answers a poll during the measurement.
+  const stack = await startBenchStack(services, { EVENTS_HEARTBEAT_SECONDS: '120' });
   const host = `${subdomain}.localhost:9991`;
   const apiBase = `http://127.0.0.1:${stack.api[0]!.port}`;
   const eventsPort = stack.events[0]!.port;

@@ -6,10 +6,9 @@
 // slowest anchor's ratio to the newest. Not a test: run with `pnpm bench:history`.
 import { cpus, loadavg } from 'node:os';
 import { getPrisma, runAction, type Realm, type User } from '@parley/db';
-import { startStack } from '@parley/devservices';
 import { doCreateOrganization } from '../apps/api/src/actions/realms';
 import { throughput } from './http-load';
-import { createBenchChannel, prepareBench, stopBench } from './setup';
+import { createBenchChannel, prepareBench, stopBench, startBenchStack } from './setup';
 
 const MESSAGES = Number(process.env.BENCH_HISTORY_MESSAGES ?? 1_000_000);
 const SUBDOMAIN = `history${MESSAGES}`;
@@ -66,12 +65,7 @@ async function dataset(): Promise<{ realm: Realm; reader: User; first: number; l
 async function main(): Promise<void> {
   const services = await prepareBench();
   const { reader, first, last } = await dataset();
-  const stack = await startStack({
-    databaseUrl: services.databaseUrl,
-    redisUrl: services.redisUrl,
-    apiReplicas: 1,
-    eventsReplicas: 1,
-  });
+  const stack = await startBenchStack(services);
   try {
     const base = `http://127.0.0.1:${stack.api[0]!.port}/api/v1/messages`;
     const auth = {

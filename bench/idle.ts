@@ -5,9 +5,8 @@
 // run with `pnpm bench:idle` (needs PostgreSQL, Redis and nginx, found or started as for the
 // tests).
 import { cpus, loadavg } from 'node:os';
-import { startStack } from '@parley/devservices';
 import { cpuMeter } from './cpu';
-import { prepareBench, stopBench } from './setup';
+import { prepareBench, stopBench, startBenchStack } from './setup';
 
 /** Startup's own work (module loading, first collections, shard acquisition) settles first. */
 const SETTLE_MS = Number(process.env.BENCH_SETTLE_MS ?? 15_000);
@@ -15,12 +14,7 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 30);
 
 async function main(): Promise<void> {
   const services = await prepareBench();
-  const stack = await startStack({
-    databaseUrl: services.databaseUrl,
-    redisUrl: services.redisUrl,
-    apiReplicas: 1,
-    eventsReplicas: 1,
-  });
+  const stack = await startBenchStack(services);
   try {
     await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
     const cpu = cpuMeter({

@@ -5,8 +5,8 @@ import { Agent } from 'node:http';
 import { loadavg, cpus } from 'node:os';
 import { disconnectRedis } from '@parley/events';
 import { disconnectPrisma, runAction, type User } from '@parley/db';
-import { requestJson, startStack } from '@parley/devservices';
-import { createBenchOrganization, prepareBench } from './setup';
+import { requestJson } from '@parley/devservices';
+import { createBenchOrganization, prepareBench, startBenchStack } from './setup';
 import { checkCreateUser, doCreateUser } from '../apps/api/src/actions/users';
 import { percentile } from './stats';
 
@@ -88,12 +88,7 @@ async function main(): Promise<void> {
       null,
     ),
   );
-  const stack = await startStack({
-    databaseUrl: services.databaseUrl,
-    redisUrl: services.redisUrl,
-    apiReplicas: 1,
-    eventsReplicas: 1,
-  });
+  const stack = await startBenchStack(services);
   const host = `${subdomain}.localhost:9991`;
   try {
     // Give the events replica time to take every shard.

@@ -7,7 +7,7 @@ import { Agent } from 'node:http';
 import { cpus, loadavg } from 'node:os';
 import pg from 'pg';
 import type { User } from '@parley/db';
-import { requestJson, startStack } from '@parley/devservices';
+import { requestJson } from '@parley/devservices';
 import { cpuMeter } from './cpu';
 import {
   createBenchChannel,
@@ -15,6 +15,7 @@ import {
   createMembers,
   prepareBench,
   stopBench,
+  startBenchStack,
 } from './setup';
 import { percentile } from './stats';
 
@@ -46,12 +47,7 @@ async function main(): Promise<void> {
   const members = await createMembers(realm.id, subdomain, SUBSCRIBERS);
   await createBenchChannel(realm, owner, 'bench', [owner, ...members]);
 
-  const stack = await startStack({
-    databaseUrl: services.databaseUrl,
-    redisUrl: services.redisUrl,
-    apiReplicas: 1,
-    eventsReplicas: 1,
-  });
+  const stack = await startBenchStack(services);
   const host = `${subdomain}.localhost:9991`;
   const apiBase = `http://127.0.0.1:${stack.api[0]!.port}`;
   const eventsBase = `http://127.0.0.1:${stack.events[0]!.port}`;

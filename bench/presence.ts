@@ -12,9 +12,9 @@ import { Agent } from 'node:http';
 import { cpus, loadavg } from 'node:os';
 import { disconnectRedis } from '@parley/events';
 import { disconnectPrisma, getPrisma, type Realm, type User } from '@parley/db';
-import { requestJson, startStack } from '@parley/devservices';
+import { requestJson } from '@parley/devservices';
 import { doUpdatePresence } from '../apps/api/src/actions/presence';
-import { createBenchOrganization, createMembers, prepareBench } from './setup';
+import { createBenchOrganization, createMembers, prepareBench, startBenchStack } from './setup';
 import { percentile } from './stats';
 
 const USERS = Number(process.env.BENCH_USERS ?? 10_000);
@@ -60,12 +60,7 @@ async function main(): Promise<void> {
   // Everyone has been online once: the steady state of an organization in use.
   await warmUp(realm, users);
 
-  const stack = await startStack({
-    databaseUrl: services.databaseUrl,
-    redisUrl: services.redisUrl,
-    apiReplicas: 1,
-    eventsReplicas: 1,
-  });
+  const stack = await startBenchStack(services);
   const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS });
   const host = `${subdomain}.localhost:9991`;
   const apiBase = `http://127.0.0.1:${stack.api[0]!.port}`;

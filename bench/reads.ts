@@ -4,10 +4,10 @@
 // as for the tests).
 import { spawn } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
-import { freePort, repoRoot, requestJson, startStack, waitForReady } from '@parley/devservices';
+import { freePort, repoRoot, requestJson, waitForReady } from '@parley/devservices';
 import { cpuMeter } from './cpu';
 import { CONNECTIONS, SECONDS, throughput } from './http-load';
-import { createBenchOrganization, prepareBench, stopBench } from './setup';
+import { createBenchOrganization, prepareBench, stopBench, startBenchStack } from './setup';
 
 /** The raw limit: Express answering a constant JSON body, in its own process. */
 async function helloWorld(): Promise<{ url: string; stop: () => void }> {
@@ -27,12 +27,7 @@ async function helloWorld(): Promise<{ url: string; stop: () => void }> {
 async function main(): Promise<void> {
   const services = await prepareBench();
   const { owner, subdomain } = await createBenchOrganization();
-  const stack = await startStack({
-    databaseUrl: services.databaseUrl,
-    redisUrl: services.redisUrl,
-    apiReplicas: 1,
-    eventsReplicas: 1,
-  });
+  const stack = await startBenchStack(services);
   const hello = await helloWorld();
   try {
     const api = `http://127.0.0.1:${stack.api[0]!.port}/api/v1`;

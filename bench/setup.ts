@@ -13,7 +13,13 @@ import {
   type Stream,
   type User,
 } from '@parley/db';
-import { repoRoot, resolveServices, runMigrations, type Stack } from '@parley/devservices';
+import {
+  repoRoot,
+  resolveServices,
+  runMigrations,
+  startStack,
+  type Stack,
+} from '@parley/devservices';
 import { createRedis, disconnectRedis } from '@parley/events';
 import { doCreateOrganization } from '../apps/api/src/actions/realms';
 import { doCreateStreams } from '../apps/api/src/actions/streams';
@@ -148,6 +154,17 @@ export async function createBenchChannel(
 
 /** Stops the replicas, then this process's connections (creating the organization used the
  * shared ones), then the services. */
+/** One API and one events replica (behind nginx) on the benchmark's services. */
+export function startBenchStack(services: Bench, env?: Record<string, string>): Promise<Stack> {
+  return startStack({
+    databaseUrl: services.databaseUrl,
+    redisUrl: services.redisUrl,
+    apiReplicas: 1,
+    eventsReplicas: 1,
+    ...(env ? { env } : {}),
+  });
+}
+
 export async function stopBench(stack: Stack, services: Bench): Promise<void> {
   await stack.stop();
   await Promise.all([disconnectPrisma(), disconnectRedis()]);
