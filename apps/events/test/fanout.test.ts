@@ -205,3 +205,35 @@ it('appends to the queues an entry carries, and reads them for an entry that car
   ]);
   await expectCheckpointAtNewest();
 }, 20_000);
+
+it('gives each of many queues the entries after its registration that its options take', async () => {
+  const store = new QueueStore(redis, SHARDS);
+  const entry = (seq: number) => JSON.stringify({ event: { type: 'sequence', seq }, users });
+  // More queues than one read of their options takes (QUEUE_INFOS_BATCH), of three kinds:
+  // all events, none of this type, and all events again with their own options text.
+  const users = Array.from({ length: 300 }, (_, i) => 100 + i);
+  const kinds = [
+    defaultQueueOptions(),
+    { ...defaultQueueOptions(), event_types: ['presence'] },
+    { ...defaultQueueOptions(), apply_markdown: true },
+  ];
+  const register = () =>
+    Promise.all(
+      users.flatMap((userId) => kinds.map((options) => store.create(userId, 1, options))),
+    );
+  // Entry ids set here: the second queue of each pair is registered between two entries of
+  // the same millisecond, and the log then reaches a millisecond with more digits.
+  const before = await register();
+  await redis.xadd(keys.shardLog(0), '999-1', 'n', entry(1));
+  const after = await register();
+  await redis.xadd(keys.shardLog(0), '999-2', 'n', entry(2));
+  await redis.xadd(keys.shardLog(0), '1000-0', 'n', entry(3));
+  startFanout();
+  const seqs = async (queueId: string, count: number) =>
+    (await eventsOf(store, queueId, count)).map((event) => event.seq);
+  for (const [index, queueId] of before.entries())
+    expect(await seqs(queueId, index % 3 === 1 ? 0 : 3)).toEqual(index % 3 === 1 ? [] : [1, 2, 3]);
+  for (const [index, queueId] of after.entries())
+    expect(await seqs(queueId, index % 3 === 1 ? 0 : 2)).toEqual(index % 3 === 1 ? [] : [2, 3]);
+  await expectCheckpointAtNewest();
+}, 30_000);
