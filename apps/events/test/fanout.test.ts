@@ -208,10 +208,10 @@ it('appends to the queues an entry carries, and reads them for an entry that car
 
 it('gives each of many queues the entries after its registration that its options take', async () => {
   const store = new QueueStore(redis, SHARDS);
-  const entry = (seq: number) => JSON.stringify({ event: { type: 'sequence', seq }, users });
   // More queues than one read of their options takes (QUEUE_INFOS_BATCH), of three kinds:
   // all events, none of this type, and all events again with their own options text.
   const users = Array.from({ length: 300 }, (_, i) => 100 + i);
+  const entry = (seq: number) => JSON.stringify({ event: { type: 'sequence', seq }, users });
   const kinds = [
     defaultQueueOptions(),
     { ...defaultQueueOptions(), event_types: ['presence'] },
@@ -221,8 +221,8 @@ it('gives each of many queues the entries after its registration that its option
     Promise.all(
       users.flatMap((userId) => kinds.map((options) => store.create(userId, 1, options))),
     );
-  // Entry ids set here: the second queue of each pair is registered between two entries of
-  // the same millisecond, and the log then reaches a millisecond with more digits.
+  // Entry ids set here: the queues of `after` are registered between two entries of the same
+  // millisecond, and the log then reaches a millisecond with more digits.
   const before = await register();
   await redis.xadd(keys.shardLog(0), '999-1', 'n', entry(1));
   const after = await register();
@@ -231,6 +231,8 @@ it('gives each of many queues the entries after its registration that its option
   startFanout();
   const seqs = async (queueId: string, count: number) =>
     (await eventsOf(store, queueId, count)).map((event) => event.seq);
+  // One script appends an entry to all its queues: once the first queue holds the three
+  // entries, every queue holds what it will get.
   for (const [index, queueId] of before.entries())
     expect(await seqs(queueId, index % 3 === 1 ? 0 : 3)).toEqual(index % 3 === 1 ? [] : [1, 2, 3]);
   for (const [index, queueId] of after.entries())
