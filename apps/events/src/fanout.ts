@@ -581,6 +581,7 @@ class ShardWorker {
     // In chunks, since Redis runs nothing else while a script runs; in one pipeline, since a
     // chunk after another was a round trip per 500 queues for a message to many new ones.
     const reads = this.options.redis.pipeline();
+    let chunks = 0;
     for (let start = 0; start < missing.length; start += QUEUE_INFOS_BATCH) {
       const chunk = missing.slice(start, start + QUEUE_INFOS_BATCH);
       QUEUE_INFOS.queue(
@@ -588,9 +589,12 @@ class ShardWorker {
         chunk.length,
         ...chunk.map((queueId) => keys.queueMeta(this.shard, queueId)),
       );
+      chunks += 1;
     }
+    const replies = (await reads.exec()) ?? [];
     const fields: (string | null)[] = [];
-    for (const [error, chunkFields] of (await reads.exec()) ?? []) {
+    for (let chunk = 0; chunk < chunks; chunk++) {
+      const [error, chunkFields] = replies[chunk] ?? [new Error('no reply to QUEUE_INFOS')];
       if (error) throw error;
       fields.push(...(chunkFields as (string | null)[]));
     }
