@@ -237,6 +237,7 @@ export {
 } from './own-servers';
 export {
   findNginx,
+  endWithThisProcess,
   freePort,
   NGINX_HELP,
   nginxConfig,

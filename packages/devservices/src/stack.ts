@@ -18,6 +18,26 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { repoRoot } from './migrations';
 
+/** Children that must not outlive this process. A benchmark or test that dies on an error
+ * (an uncaught exception, an unhandled rejection, process.exit) skips its `finally`; its
+ * replicas then kept running, an events replica kept its shard leases, and the next
+ * benchmark's fan-out ran in it, unmeasured. Node runs 'exit' handlers in those cases, not
+ * when killed by a signal. */
+const ownChildren = new Map<ChildProcess, NodeJS.Signals>();
+process.on('exit', () => {
+  for (const [child, signal] of ownChildren) child.kill(signal);
+});
+
+/** Sends `child` `signal` when this process exits (see ownChildren). */
+export function endWithThisProcess(
+  child: ChildProcess,
+  signal: NodeJS.Signals = 'SIGKILL',
+): ChildProcess {
+  ownChildren.set(child, signal);
+  child.once('exit', () => ownChildren.delete(child));
+  return child;
+}
+
 export interface StackOptions {
   databaseUrl: string;
   redisUrl: string;
@@ -135,20 +155,22 @@ export function spawnReplica(
     bundles && bundles !== 'off'
       ? ['--enable-source-maps', join(bundles, `${kind}.cjs`)]
       : ['--import', 'tsx', join(repoRoot(), 'apps', kind, 'src', 'main.ts')];
-  const child = spawn(process.execPath, [...nodeArgs, ...command], {
-    cwd: repoRoot(),
-    env: {
-      ...process.env,
-      NODE_ENV: 'production',
-      // Quiet unless asked: a benchmark at the production default (http) also measures a log
-      // line per request.
-      LOG_LEVEL: process.env.PARLEY_REPLICA_LOG_LEVEL ?? 'warn',
-      BIND_HOST: '127.0.0.1',
-      [PORT_VARIABLES[kind]]: String(port),
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child = endWithThisProcess(
+    spawn(process.execPath, [...nodeArgs, ...command], {
+      cwd: repoRoot(),
+      env: {
+        ...process.env,
+        NODE_ENV: 'production',
+        // Quiet unless asked: a benchmark at the production default (http) also measures a log
+        // line per request.
+        LOG_LEVEL: process.env.PARLEY_REPLICA_LOG_LEVEL ?? 'warn',
+        BIND_HOST: '127.0.0.1',
+        [PORT_VARIABLES[kind]]: String(port),
+        ...env,
+      },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    }),
+  );
   // An unexpected error's line holds its stack: a test that meets a 500 shows where it came from.
   createInterface({ input: child.stdout! }).on('line', (line) => {
     if (line.includes('"level":"error"')) process.stderr.write(`[${kind} :${port}] ${line}\n`);
@@ -234,7 +256,11 @@ async function startNginx(
     );
     const check = spawnSync(nginx, [...args, '-t'], { encoding: 'utf8' });
     if (check.status !== 0) throw new Error(`nginx rejected the configuration:\n${check.stderr}`);
-    const proxy = spawn(nginx, [...args, '-g', 'daemon off;'], { stdio: 'inherit' });
+    const proxy = endWithThisProcess(
+      spawn(nginx, [...args, '-g', 'daemon off;'], { stdio: 'inherit' }),
+      // nginx's master stops its workers on SIGTERM; killed, it would leave them behind.
+      'SIGTERM',
+    );
     const outcome = await Promise.race([
       listening(nginxPort, 10_000).then((ok) => (ok ? 'listening' : 'silent')),
       exited(proxy).then(() => 'exited'),
