@@ -258,7 +258,7 @@ async function startNginx(
     if (check.status !== 0) throw new Error(`nginx rejected the configuration:\n${check.stderr}`);
     const proxy = endWithThisProcess(
       spawn(nginx, [...args, '-g', 'daemon off;'], { stdio: 'inherit' }),
-      // nginx's master stops its workers on SIGTERM; killed, it would leave them behind.
+      // nginx's master stops its workers on SIGTERM; SIGKILL would give it no chance to.
       'SIGTERM',
     );
     const outcome = await Promise.race([
