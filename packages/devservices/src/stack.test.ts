@@ -1,17 +1,24 @@
 // A benchmark or test that dies on an error must not leave the processes it started running
 // (an events replica left behind kept its shard leases and took the next benchmark's fan-out).
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-/** Whether a process with this pid still runs. */
+/** Whether a process with this pid still runs: one that exited but was not reaped yet (its
+ * parent gone, and init slow to reap, as in some containers) does not. */
 function running(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch {
     return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    // Gone meanwhile, unless there is no /proc to read (not Linux): then the signal said it all.
+    return !existsSync('/proc/self/stat');
   }
 }
 
