@@ -152,8 +152,6 @@ export async function createBenchChannel(
   });
 }
 
-/** Stops the replicas, then this process's connections (creating the organization used the
- * shared ones), then the services. */
 /** One API and one events replica (behind nginx) on the benchmark's services. */
 export function startBenchStack(services: Bench, env?: Record<string, string>): Promise<Stack> {
   return startStack({
@@ -165,6 +163,8 @@ export function startBenchStack(services: Bench, env?: Record<string, string>): 
   });
 }
 
+/** Stops the replicas, then this process's connections (creating the organization used the
+ * shared ones), then the services. */
 export async function stopBench(stack: Stack, services: Bench): Promise<void> {
   await stack.stop();
   await Promise.all([disconnectPrisma(), disconnectRedis()]);
