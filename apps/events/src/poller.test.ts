@@ -14,7 +14,7 @@ import {
 } from '@parley/events';
 import { getConfig } from '@parley/config';
 import { createLogger } from '@parley/logger';
-import { ANSWER_BATCH, Poller } from './poller';
+import { ANSWER_BATCH, HEARTBEAT_JITTER_STEP_MS, Poller } from './poller';
 
 const log = createLogger({ level: 'error', format: 'json', silent: true });
 const pollers: Poller[] = [];
@@ -106,14 +106,15 @@ describe('Poller', () => {
     ]);
   });
 
-  it('schedules the heartbeat 45 s plus up to 10 s of jitter after parking', async () => {
-    expect((await setup({ heartbeatSeconds: 45, random: () => 0 })).poller.heartbeatDelayMs()).toBe(
-      45_000,
-    );
-    expect((await setup({ heartbeatSeconds: 45 })).poller.heartbeatDelayMs()).toBe(50_000);
-    expect(
-      (await setup({ heartbeatSeconds: 45, random: () => 0.999 })).poller.heartbeatDelayMs(),
-    ).toBeCloseTo(54_990);
+  it('schedules the heartbeat 45 s plus up to 10 s of jitter, in steps of 100 ms', async () => {
+    const delay = async (random: number) =>
+      (await setup({ heartbeatSeconds: 45, random: () => random })).poller.heartbeatDelayMs();
+    expect(HEARTBEAT_JITTER_STEP_MS).toBe(100);
+    expect(await delay(0)).toBe(45_000);
+    expect(await delay(0.5)).toBe(50_000);
+    expect(await delay(0.12345)).toBe(46_200);
+    // Below 55 s, as before: the jitter's last step starts at 9.9 s.
+    expect(await delay(0.999)).toBe(54_900);
   });
 
   it('answers with a queued heartbeat when nothing happens', async () => {

@@ -46,6 +46,13 @@ export interface ParkedPoll {
   cancel(): void;
 }
 
+/** The heartbeat's jitter comes in steps of this. Node keeps one timer list per distinct
+ * delay: jitter to the millisecond gave 10,000 parked polls about as many lists, and each
+ * answer's clearTimeout then took its list out of the timers' heap. In steps of 100 ms they
+ * share 100 lists; heartbeats still spread, since each fires at its own poll's park time
+ * plus its delay. */
+export const HEARTBEAT_JITTER_STEP_MS = 100;
+
 /** Parked polls one wake-up answers in one go; more wait for the next turns of the event loop
  * (see Poller.answerWoken). */
 export const ANSWER_BATCH = 256;
@@ -71,10 +78,14 @@ export class Poller {
     await subscriber.subscribe(...Array.from({ length: shards }, (_, shard) => keys.wake(shard)));
   }
 
-  /** Seconds until a parked poll gets its heartbeat. */
+  /** Milliseconds until a parked poll gets its heartbeat: the base delay plus a jitter in
+   * whole HEARTBEAT_JITTER_STEP_MS. */
   heartbeatDelayMs(): number {
     const random = this.options.random ?? Math.random;
-    return (this.options.heartbeatSeconds + random() * this.options.heartbeatJitterSeconds) * 1000;
+    const steps = Math.floor(
+      (random() * this.options.heartbeatJitterSeconds * 1000) / HEARTBEAT_JITTER_STEP_MS,
+    );
+    return this.options.heartbeatSeconds * 1000 + steps * HEARTBEAT_JITTER_STEP_MS;
   }
 
   /** Registers a poll that may park until the queue has events (or a heartbeat, a newer poll,
