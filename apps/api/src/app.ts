@@ -4,7 +4,14 @@ import express, { Router } from 'express';
 import { getConfig } from '@parley/config';
 import { pingDatabase } from '@parley/db';
 import { pingRedis } from '@parley/events';
-import { bodyParsers, errorHandler, healthRoutes, notFound, requestContext } from '@parley/http';
+import {
+  bodyParsers,
+  errorHandler,
+  healthRoutes,
+  notFound,
+  onlyForItsPaths,
+  requestContext,
+} from '@parley/http';
 import { resolveRealm } from '@parley/auth';
 import { httpMetrics, metricsRouter } from '@parley/metrics';
 import { registerApiMetrics } from './metrics';
@@ -54,9 +61,11 @@ export function apiRouter(): Router {
   const router = Router();
   router.use(resolveRealm);
   // Upload endpoints parse their own bodies, after authentication (tus streams its own).
-  router.use(uploadPostRoutes, emojiUploadRoutes, tusRoutes);
+  router.use(...[uploadPostRoutes, emojiUploadRoutes, tusRoutes].map(onlyForItsPaths));
   router.use(bodyParsers(config.MAX_REQUEST_BODY_MIB * 1024 * 1024));
-  router.use(
+  // Each resource's router is entered only by the paths its routes begin with (the order
+  // below still decides between two that share one).
+  const resources = [
     serverRoutes,
     authRoutes,
     // Before userRoutes: /users/me/apns_device_token is not a user's path.
@@ -87,7 +96,8 @@ export function apiRouter(): Router {
     savedSnippetRoutes,
     scheduledMessageRoutes,
     callRoutes,
-  );
+  ];
+  router.use(...resources.map(onlyForItsPaths));
   return router;
 }
 
@@ -103,11 +113,13 @@ export function createApp(options: ApiAppOptions = {}): express.Express {
   app.use(requestContext());
   app.use(httpMetrics());
   registerApiMetrics();
-  app.use(metricsRouter());
+  app.use(onlyForItsPaths(metricsRouter()));
   app.use(
-    healthRoutes(
-      { postgres: pingDatabase, redis: pingRedis, ...options.readiness },
-      options.isDraining ?? (() => false),
+    onlyForItsPaths(
+      healthRoutes(
+        { postgres: pingDatabase, redis: pingRedis, ...options.readiness },
+        options.isDraining ?? (() => false),
+      ),
     ),
   );
   for (const router of options.mount ?? []) app.use('/api/v1', router);
