@@ -55,48 +55,56 @@ export interface ApiAppOptions {
   readiness?: Record<string, () => Promise<boolean>>;
 }
 
-/** The /api/v1 router: realm resolution, body parsing and every resource's routes. */
+/** The /api/v1 routers, in the order they are tried: the upload endpoints, which parse their
+ * own bodies after authentication (tus streams its own), then every resource's. */
+export function apiRouters(): { uploads: Router[]; resources: Router[] } {
+  return {
+    uploads: [uploadPostRoutes, emojiUploadRoutes, tusRoutes],
+    resources: [
+      serverRoutes,
+      authRoutes,
+      // Before userRoutes: /users/me/apns_device_token is not a user's path.
+      pushDeviceRoutes,
+      userRoutes,
+      botRoutes,
+      settingsRoutes,
+      registerRoutes,
+      // Before subscriptionRoutes: /users/me/subscriptions/muted_topics is not a channel id.
+      userTopicRoutes,
+      subscriptionRoutes,
+      streamRoutes,
+      flagRoutes,
+      messageRoutes,
+      linkifierRoutes,
+      uploadRoutes,
+      realmEmojiRoutes,
+      typingRoutes,
+      presenceRoutes,
+      alertWordRoutes,
+      mutedUserRoutes,
+      botStorageRoutes,
+      realmRoutes,
+      profileFieldRoutes,
+      userGroupRoutes,
+      inviteRoutes,
+      draftRoutes,
+      savedSnippetRoutes,
+      scheduledMessageRoutes,
+      callRoutes,
+    ],
+  };
+}
+
+/** The /api/v1 router: realm resolution, body parsing and every resource's routes. Each router
+ * is entered only by the paths its routes begin with (the order still decides between two
+ * that share one). */
 export function apiRouter(): Router {
   const config = getConfig();
+  const { uploads, resources } = apiRouters();
   const router = Router();
   router.use(resolveRealm);
-  // Upload endpoints parse their own bodies, after authentication (tus streams its own).
-  router.use(...[uploadPostRoutes, emojiUploadRoutes, tusRoutes].map(onlyForItsPaths));
+  router.use(...uploads.map(onlyForItsPaths));
   router.use(bodyParsers(config.MAX_REQUEST_BODY_MIB * 1024 * 1024));
-  // Each resource's router is entered only by the paths its routes begin with (the order
-  // below still decides between two that share one).
-  const resources = [
-    serverRoutes,
-    authRoutes,
-    // Before userRoutes: /users/me/apns_device_token is not a user's path.
-    pushDeviceRoutes,
-    userRoutes,
-    botRoutes,
-    settingsRoutes,
-    registerRoutes,
-    // Before subscriptionRoutes: /users/me/subscriptions/muted_topics is not a channel id.
-    userTopicRoutes,
-    subscriptionRoutes,
-    streamRoutes,
-    flagRoutes,
-    messageRoutes,
-    linkifierRoutes,
-    uploadRoutes,
-    realmEmojiRoutes,
-    typingRoutes,
-    presenceRoutes,
-    alertWordRoutes,
-    mutedUserRoutes,
-    botStorageRoutes,
-    realmRoutes,
-    profileFieldRoutes,
-    userGroupRoutes,
-    inviteRoutes,
-    draftRoutes,
-    savedSnippetRoutes,
-    scheduledMessageRoutes,
-    callRoutes,
-  ];
   router.use(...resources.map(onlyForItsPaths));
   return router;
 }

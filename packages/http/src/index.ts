@@ -31,7 +31,7 @@ export {
   type ParamValues,
 } from './params';
 export { healthRoutes } from './health';
-export { onlyForItsPaths } from './router-skip';
+export { firstSegments, onlyForItsPaths } from './router-skip';
 export { serve, type ServeOptions } from './serve';
 export { createExpressServer } from './express-server';
 export type { DirectRoute } from './direct-route';
