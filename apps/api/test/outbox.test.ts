@@ -1,5 +1,6 @@
 // The event outbox: a committed change's notifications survive the death of the process that
 // committed it, and are published exactly once however many publishers try.
+import { ServerResponse } from 'node:http';
 import pg from 'pg';
 import type { Response } from 'supertest';
 import { getPrisma, outsideTransaction } from '@parley/db';
@@ -351,6 +352,37 @@ describe('the event outbox', () => {
     } finally {
       publish.restore();
     }
+    await outboxSettled();
+  });
+
+  it("writes a message send's answer before its publish begins", async () => {
+    const org = await createMessageOrg();
+    const form = { type: 'stream', to: 'general', topic: 'order', content: 'first' };
+    // The member's first send there also follows the topic (a transaction); the next one is
+    // written in one statement.
+    expectSuccess(await send(org.member, org.host, form));
+    const order: string[] = [];
+    const publish = holdPublish((payload) => payload.includes('answered first'));
+    void publish.isHeld.then(() => {
+      order.push('published');
+      publish.release();
+    });
+    const end = ServerResponse.prototype.end;
+    const ends = jest.spyOn(ServerResponse.prototype, 'end').mockImplementation(function (
+      this: ServerResponse,
+      ...args: unknown[]
+    ) {
+      if (this.req.method === 'POST') order.push('answered');
+      return (end as (...a: unknown[]) => ServerResponse).apply(this, args);
+    });
+    try {
+      expectSuccess(await send(org.member, org.host, { ...form, content: 'answered first' }));
+      await publishesSettled();
+    } finally {
+      ends.mockRestore();
+      publish.restore();
+    }
+    expect(order).toEqual(['answered', 'published']);
     await outboxSettled();
   });
 
