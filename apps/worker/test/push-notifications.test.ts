@@ -3,11 +3,12 @@
 // real BullMQ worker builds Zulip's APNs and FCM payloads and hands them to the transport —
 // the default one records them in push_notification_log, the bouncer one posts them to a
 // push bouncer (here a local HTTP server) in Zulip's format, retried on a 5xx, not on a 4xx.
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, ServerResponse, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { getConfig, resetConfig } from '@parley/config';
 import { flagBit, getPrisma, runAction, type User } from '@parley/db';
-import { closeQueues, type JobWorkers } from '@parley/jobs';
+import { closeQueues, queueFor, type JobWorkers } from '@parley/jobs';
+import { outboxSettled } from '@parley/api/lib/outbox';
 import {
   doClearMobilePushNotifications,
   prunePushNotificationLog,
@@ -177,6 +178,36 @@ describe('the default transport', () => {
     expect(await notifiedOf(alone)).toEqual([]);
     const self = await dm(org.member, [org.member], 'Note to self');
     expect(await notifiedOf(self)).toEqual([]);
+  });
+
+  it('queues a message’s notifications once its send is answered', async () => {
+    const order: string[] = [];
+    const queue = queueFor('push');
+    const add = queue.add.bind(queue);
+    const adds = jest.spyOn(queue, 'add').mockImplementation(async (...args) => {
+      const job = await add(...args);
+      order.push('queued');
+      return job;
+    });
+    const end = ServerResponse.prototype.end;
+    const ends = jest.spyOn(ServerResponse.prototype, 'end').mockImplementation(function (
+      this: ServerResponse,
+      ...args: unknown[]
+    ) {
+      if (this.req.method === 'POST') order.push('answered');
+      return (end as (...a: unknown[]) => ServerResponse).apply(this, args);
+    });
+    let id: number;
+    try {
+      id = await dm(org.member, [org.other], 'Answered first');
+      // What a stopping process waits for.
+      await outboxSettled();
+    } finally {
+      adds.mockRestore();
+      ends.mockRestore();
+    }
+    expect(order).toEqual(['answered', 'queued']);
+    expect(await notifiedOf(id)).toEqual([org.other.id]);
   });
 
   it('titles a group conversation with its members and lists them', async () => {

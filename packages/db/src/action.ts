@@ -119,6 +119,31 @@ export async function afterStatementCommitted(
   await runCommitCallbacks(callbacks);
 }
 
+/** Work after a commit that the request need not wait for (queueing a message's push
+ * notifications): it starts once the promise callbacks under way have run, which is when the
+ * request writes its answer (Node runs process.nextTick callbacks after them), so the answer
+ * does not wait for its round trips. Its failure is logged as an after-commit callback's is;
+ * `afterAnswerSettled` waits for what was started (stopping a process, tests). */
+export function afterAnswer(work: () => Promise<void> | void): void {
+  const started: Promise<void> = afterPromiseCallbacks()
+    .then(() => runCommitCallbacks([work]))
+    .finally(() => startedAfterAnswer.delete(started));
+  startedAfterAnswer.add(started);
+}
+
+const startedAfterAnswer = new Set<Promise<void>>();
+
+/** Resolves once the promise callbacks queued so far, and those they queue, have run: Node runs
+ * the callbacks of process.nextTick after them. A request answers in those callbacks. */
+export function afterPromiseCallbacks(): Promise<void> {
+  return new Promise((resolve) => process.nextTick(resolve));
+}
+
+/** Resolves once the work started by `afterAnswer` so far is done. */
+export async function afterAnswerSettled(): Promise<void> {
+  while (startedAfterAnswer.size > 0) await Promise.all(startedAfterAnswer);
+}
+
 async function runCommitCallbacks(callbacks: Array<() => Promise<void> | void>): Promise<void> {
   for (const callback of callbacks) {
     try {

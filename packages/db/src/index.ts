@@ -10,6 +10,9 @@ export {
 export { columnsOf, intArrayLiteral, query, queryDynamic, statement, type Statement } from './sql';
 export { currentTransaction, outsideTransaction } from './transaction-pool';
 export {
+  afterAnswer,
+  afterAnswerSettled,
+  afterPromiseCallbacks,
   afterStatementCommitted,
   onCommittedAuthChanges,
   runAction,

@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import { startedAuthCache } from '@parley/auth';
 import {
+  afterAnswer,
   afterStatementCommitted,
   columnsOf,
   currentTransaction,
@@ -678,19 +679,16 @@ async function sendAlone(prepared: PreparedMessage): Promise<SentMessage> {
       ...messageParams(prepared, message.recipientId, message.dateSent),
       ...outboxParams(notifications),
     ]);
-    const callbacks: Array<() => Promise<void> | void> = [
+    await afterStatementCommitted([
       () => {
         publishWithoutWaiting(outboxWriteOf(row!, notifications, writing.started));
         writing.done();
       },
-    ];
+    ]);
+    // Queued once the answer is written: the answer need not wait for a job's round trip to
+    // Redis (docs/push-notifications.md).
     if (prepared.pushRecipients.length > 0)
-      queuePushNotifications(
-        { onCommit: (callback) => callbacks.push(callback) },
-        message.id,
-        prepared.pushRecipients,
-      );
-    await afterStatementCommitted(callbacks);
+      queuePushNotifications({ onCommit: afterAnswer }, message.id, prepared.pushRecipients);
   } finally {
     writing.done();
   }

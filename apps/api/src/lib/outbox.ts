@@ -4,7 +4,14 @@
 // are published by the relay. Publishing deduplicates by row id, so each row reaches each
 // shard's log exactly once, whoever publishes it.
 import { getConfig } from '@parley/config';
-import { outsideTransaction, query, statement, type ActionContext } from '@parley/db';
+import {
+  afterAnswerSettled,
+  afterPromiseCallbacks,
+  outsideTransaction,
+  query,
+  statement,
+  type ActionContext,
+} from '@parley/db';
 import { getRedis, publishOutboxRows, type Notification } from '@parley/events';
 import { isDependencyDown } from '@parley/http';
 import { getLogger } from '@parley/logger';
@@ -164,12 +171,6 @@ export async function publishesSettled(): Promise<void> {
   while (unawaited.size > 0) await Promise.all(unawaited);
 }
 
-/** Resolves once the promise callbacks queued so far, and those they queue, have run: Node runs
- * the callbacks of process.nextTick after them. */
-function afterPromiseCallbacks(): Promise<void> {
-  return new Promise((resolve) => process.nextTick(resolve));
-}
-
 /** Publishes the rows (after `start`, when given), older waiting rows first; they count as
  * publishing from the call on. */
 async function publishRows(write: OutboxWrite, start?: () => Promise<void>): Promise<void> {
@@ -300,11 +301,13 @@ function* publishedRows(): Iterable<string> {
   yield* deleting;
 }
 
-/** Resolves once the publishes started without waiting and the deletions of rows published so
- * far are done (tests; shutdown), or after `limitMs` (a stopping process must not hang on a
+/** Resolves once the publishes started without waiting, the deletions of rows published so
+ * far and the work requests started after their answers (`afterAnswer`: push notification
+ * jobs) are done (tests; shutdown), or after `limitMs` (a stopping process must not hang on a
  * Redis or a database that does not answer: the relay takes what is left). */
 export async function outboxSettled(limitMs = Infinity): Promise<void> {
   const settled = (async () => {
+    await afterAnswerSettled();
     while (unawaited.size > 0 || batches.size > 0) {
       await Promise.all(unawaited);
       await Promise.all(batches);
