@@ -65,12 +65,26 @@ export async function fetchMessages(
   const db = getPrisma();
   const perms = await loadPermissions(viewer);
   const narrow = await buildNarrow(viewer, realm, perms, request.narrow, db);
-  const from = narrow.includeHistory
-    ? Prisma.sql`FROM message m
+  const joined = {
+    id: Prisma.raw('m.id'),
+    from: narrow.includeHistory
+      ? Prisma.sql`FROM message m
         LEFT JOIN user_message um ON um.message_id = m.id AND um.user_profile_id = ${viewer.id}
         WHERE m.realm_id = ${realm.id} AND ${narrow.condition}`
-    : Prisma.sql`FROM user_message um JOIN message m ON m.id = um.message_id
-        WHERE um.user_profile_id = ${viewer.id} AND ${narrow.condition}`;
+      : Prisma.sql`FROM user_message um JOIN message m ON m.id = um.message_id
+        WHERE um.user_profile_id = ${viewer.id} AND ${narrow.condition}`,
+  };
+  // An empty narrow's window (the whole feed) is read from the viewer's rows alone, as Zulip
+  // reads it: joined with message, the generic plan could merge the two along message's
+  // primary key from the anchor down, through every newer message of every organization until
+  // the viewer's newest (26 ms at the newest anchor with 107,000 messages above it).
+  const rowsOnly = !narrow.includeHistory && !narrow.hasConditions;
+  const window = rowsOnly
+    ? {
+        id: Prisma.raw('um.message_id'),
+        from: Prisma.sql`FROM user_message um WHERE um.user_profile_id = ${viewer.id}`,
+      }
+    : joined;
   // The window is ordered on the side the scan starts from, and bounded on both sides of the
   // join: on a user's own messages, bounding on m.id alone made PostgreSQL walk the user's
   // rows from the newest down to the anchor, and bounding on um.message_id alone made it walk
@@ -89,13 +103,15 @@ export async function fetchMessages(
       ? Prisma.sql`(m.recipient_id, m.id) ${Prisma.raw(op)} (${channel}, ${bound}::bigint)`
       : narrow.includeHistory
         ? Prisma.sql`m.id ${Prisma.raw(op)} ${bound}::bigint`
-        : Prisma.sql`um.message_id ${Prisma.raw(op)} ${bound}::bigint
-          AND m.id ${Prisma.raw(op)} ${bound}::bigint`;
+        : rowsOnly
+          ? Prisma.sql`um.message_id ${Prisma.raw(op)} ${bound}::bigint`
+          : Prisma.sql`um.message_id ${Prisma.raw(op)} ${bound}::bigint
+            AND m.id ${Prisma.raw(op)} ${bound}::bigint`;
   // The anchor itself, and the first unread message (found from the viewer's unread rows,
   // whose index gives the id's order, not the channel's).
   const idKey = narrow.includeHistory ? Prisma.raw('m.id') : Prisma.raw('um.message_id');
-  const part = (side: number, extra: Prisma.Sql) =>
-    Prisma.sql`(SELECT m.id, um.flags::text AS flags, ${side}::int AS side ${from} ${extra})`;
+  const part = (side: number, extra: Prisma.Sql, { id, from } = window) =>
+    Prisma.sql`(SELECT ${id} AS id, um.flags::text AS flags, ${side}::int AS side ${from} ${extra})`;
 
   let rows: Row[];
   let response: Record<string, unknown>;
@@ -114,6 +130,8 @@ export async function fetchMessages(
           0,
           Prisma.sql`AND um.flags IS NOT NULL AND (um.flags & 1) = 0
             AND ${firstUnreadMuting(viewer.id, request.narrow)} ORDER BY ${idKey} ASC LIMIT 1`,
+          // Muting reads the message's channel and topic.
+          joined,
         ),
       );
       return first?.id ?? null;

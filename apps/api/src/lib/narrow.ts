@@ -80,6 +80,8 @@ export interface BuiltNarrow {
   /** With includeHistory, the channel of a narrow to one channel alone: its window is read
    * through message's (recipient_id, id) index (see message-fetch.ts). */
   channelRecipientId: number | null;
+  /** False for an empty narrow: `condition` is TRUE, every message of the viewer's is in it. */
+  hasConditions: boolean;
 }
 
 const TRUE = Prisma.sql`TRUE`;
@@ -226,6 +228,7 @@ export async function buildNarrow(
     includeHistory: history,
     search: searches.length > 0 ? searches.join(' ') : null,
     channelRecipientId: channel,
+    hasConditions: conditions.length > 0,
   };
 }
 
