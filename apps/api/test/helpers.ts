@@ -1,6 +1,7 @@
 // Test helpers that read like the API: each test builds its own organization (unique
 // subdomain) with factories, so tests need no truncation and run in parallel.
 import { randomBytes } from 'node:crypto';
+import { ServerResponse } from 'node:http';
 import express from 'express';
 import request from 'supertest';
 import { authCache } from '@parley/auth';
@@ -258,4 +259,17 @@ export async function ensureRootRealm(): Promise<Realm> {
     ),
   ).catch(() => undefined);
   return getPrisma().realm.findUniqueOrThrow({ where: { stringId: '' } });
+}
+
+/** Pushes 'answered' to `order` whenever the answer of a POST request is written (tests of
+ * what a request does after its answer). Undo with the spy's mockRestore(). */
+export function recordPostAnswers(order: string[]): jest.SpyInstance {
+  const end = ServerResponse.prototype.end;
+  return jest.spyOn(ServerResponse.prototype, 'end').mockImplementation(function (
+    this: ServerResponse,
+    ...args: unknown[]
+  ) {
+    if (this.req.method === 'POST') order.push('answered');
+    return (end as (...a: unknown[]) => ServerResponse).apply(this, args);
+  });
 }

@@ -1,6 +1,5 @@
 // The event outbox: a committed change's notifications survive the death of the process that
 // committed it, and are published exactly once however many publishers try.
-import { ServerResponse } from 'node:http';
 import pg from 'pg';
 import type { Response } from 'supertest';
 import { getPrisma, outsideTransaction } from '@parley/db';
@@ -12,7 +11,14 @@ import {
   relayOutbox,
   type OutboxColumns,
 } from '../src/lib/outbox';
-import { as, captureEvents, createTestRealm, createTestUser, expectSuccess } from './helpers';
+import {
+  as,
+  captureEvents,
+  createTestRealm,
+  createTestUser,
+  expectSuccess,
+  recordPostAnswers,
+} from './helpers';
 import { createMessageOrg, send } from './message-helpers';
 
 /** Outbox rows holding a user_settings event for `userId`. */
@@ -367,14 +373,7 @@ describe('the event outbox', () => {
       order.push('published');
       publish.release();
     });
-    const end = ServerResponse.prototype.end;
-    const ends = jest.spyOn(ServerResponse.prototype, 'end').mockImplementation(function (
-      this: ServerResponse,
-      ...args: unknown[]
-    ) {
-      if (this.req.method === 'POST') order.push('answered');
-      return (end as (...a: unknown[]) => ServerResponse).apply(this, args);
-    });
+    const ends = recordPostAnswers(order);
     try {
       expectSuccess(await send(org.member, org.host, { ...form, content: 'answered first' }));
       await publishesSettled();

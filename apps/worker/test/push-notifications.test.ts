@@ -3,7 +3,7 @@
 // real BullMQ worker builds Zulip's APNs and FCM payloads and hands them to the transport —
 // the default one records them in push_notification_log, the bouncer one posts them to a
 // push bouncer (here a local HTTP server) in Zulip's format, retried on a 5xx, not on a 4xx.
-import { createServer, ServerResponse, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { getConfig, resetConfig } from '@parley/config';
 import { flagBit, getPrisma, runAction, type User } from '@parley/db';
@@ -14,7 +14,7 @@ import {
   prunePushNotificationLog,
   sendPushNotifications,
 } from '@parley/api/actions/push-notifications';
-import { as, expectSuccess } from '../../api/test/helpers';
+import { as, expectSuccess, recordPostAnswers } from '../../api/test/helpers';
 import { createMessageOrg, send, type MessageOrg } from '../../api/test/message-helpers';
 import { startWorkers } from '../src/jobs';
 
@@ -189,14 +189,7 @@ describe('the default transport', () => {
       order.push('queued');
       return job;
     });
-    const end = ServerResponse.prototype.end;
-    const ends = jest.spyOn(ServerResponse.prototype, 'end').mockImplementation(function (
-      this: ServerResponse,
-      ...args: unknown[]
-    ) {
-      if (this.req.method === 'POST') order.push('answered');
-      return (end as (...a: unknown[]) => ServerResponse).apply(this, args);
-    });
+    const ends = recordPostAnswers(order);
     let id: number;
     try {
       id = await dm(org.member, [org.other], 'Answered first');

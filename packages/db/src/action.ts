@@ -120,10 +120,10 @@ export async function afterStatementCommitted(
 }
 
 /** Work after a commit that the request need not wait for (queueing a message's push
- * notifications): it starts once the promise callbacks under way have run, which is when the
- * request writes its answer (Node runs process.nextTick callbacks after them), so the answer
- * does not wait for its round trips. Its failure is logged as an after-commit callback's is;
- * `afterAnswerSettled` waits for what was started (stopping a process, tests). */
+ * notifications): it starts once the promise callbacks under way have run (see
+ * `afterPromiseCallbacks`), so the answer does not wait for its round trips. Its failure is
+ * logged as an after-commit callback's is; `afterAnswerSettled` waits for what was started
+ * (stopping a process, tests). */
 export function afterAnswer(work: () => Promise<void> | void): void {
   const started: Promise<void> = afterPromiseCallbacks()
     .then(() => runCommitCallbacks([work]))
