@@ -234,6 +234,72 @@ describe('GET /messages', () => {
     expect(unread).toEqual([ids.g1, ids.g2, ids.g3]);
   });
 
+  it("reads the viewer's flags alone for flag narrows, with the same windows", async () => {
+    // These windows read user_message alone (message-fetch.ts): the same rows as joined. A
+    // channel of their own, so that the other tests' channels keep their histories.
+    const viewer = await createTestUser(org.realm, Role.MEMBER);
+    for (const user of [viewer, org.member])
+      expectSuccess(
+        await as(user, org.host).post('/users/me/subscriptions', {
+          subscriptions: JSON.stringify([{ name: 'flag narrows' }]),
+        }),
+      );
+    const mine: number[] = [];
+    for (const content of ['one', `@**${viewer.fullName}|${viewer.id}** two`, 'three', 'four'])
+      mine.push(
+        expectSuccess(
+          await send(org.member, org.host, {
+            type: 'stream',
+            to: 'flag narrows',
+            topic: 'f',
+            content,
+          }),
+        ).id as number,
+      );
+    const flag = async (messages: number[], name: string) =>
+      expectSuccess(
+        await as(viewer, org.host).post('/messages/flags', {
+          messages: JSON.stringify(messages),
+          op: 'add',
+          flag: name,
+        }),
+      );
+    await flag([mine[0]!, mine[2]!], 'starred');
+    await flag([mine[1]!], 'read');
+    const everything = await fetchIds(viewer, {});
+    expect(everything).toEqual(mine);
+    expect(await fetchIds(viewer, { narrow: [['in', 'all']] })).toEqual(everything);
+    expect(await fetchIds(viewer, { narrow: [['is', 'starred']] })).toEqual([mine[0], mine[2]]);
+    expect(
+      await fetchIds(viewer, { narrow: [{ operator: 'is', operand: 'starred', negated: true }] }),
+    ).toEqual([mine[1], mine[3]]);
+    expect(await fetchIds(viewer, { narrow: [['is', 'unread']] })).toEqual([
+      mine[0],
+      mine[2],
+      mine[3],
+    ]);
+    expect(await fetchIds(viewer, { narrow: [['is', 'mentioned']] })).toEqual([mine[1]]);
+    expect(
+      await fetchIds(viewer, {
+        narrow: [
+          ['is', 'starred'],
+          ['is', 'unread'],
+        ],
+      }),
+    ).toEqual([mine[0], mine[2]]);
+    // A window around an anchor, on both sides.
+    const around = expectSuccess(
+      await get(viewer, {
+        anchor: mine[2],
+        num_before: 1,
+        num_after: 1,
+        narrow: [['is', 'starred']],
+      }),
+    );
+    expect((around.messages as Fetched[]).map((m) => m.id)).toEqual([mine[0], mine[2]]);
+    expect(around).toMatchObject({ found_anchor: true, found_newest: true, found_oldest: false });
+  });
+
   it('searches content and topics, highlighting matches', async () => {
     const found = expectSuccess(
       await get(org.member, { anchor: 'newest', num_before: 10, narrow: [['search', 'pizza']] }),
