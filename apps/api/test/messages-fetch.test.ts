@@ -298,6 +298,14 @@ describe('GET /messages', () => {
     );
     expect((around.messages as Fetched[]).map((m) => m.id)).toEqual([mine[0], mine[2]]);
     expect(around).toMatchObject({ found_anchor: true, found_newest: true, found_oldest: false });
+    // A message of shared history (sent before the viewer joined: no copy) is not starred.
+    const byIds = async (narrow: unknown[]) =>
+      (
+        expectSuccess(await get(viewer, { message_ids: JSON.stringify([ids.g1, mine[0]]), narrow }))
+          .messages as Fetched[]
+      ).map((m) => m.id);
+    expect(await byIds([['is', 'starred']])).toEqual([mine[0]]);
+    expect(await byIds([{ operator: 'is', operand: 'starred', negated: true }])).toEqual([ids.g1]);
   });
 
   it('searches content and topics, highlighting matches', async () => {

@@ -362,15 +362,15 @@ async function dmIncludingCondition(
 
 type Flag = Parameters<typeof flagBit>[0];
 
-/** The viewer's copy has one of `flags`. The mask is written as a literal, as the partial
+/** The viewer has a copy with one of `flags` (false, not NULL, without a copy: a message of
+ * `message_ids` read from shared history). The mask is written as a literal, as the partial
  * indexes of user_message state theirs (`(flags & 2::bigint) <> 0` for starred messages, 56
- * for any mention): a parameter, or a COALESCE around the column, and PostgreSQL cannot prove
- * that the index covers the rows, and reads every row of the viewer's instead (80-100 ms for
- * a reader of a million messages). `is` narrows never read shared history (buildNarrow), so
- * the copy is always there. */
+ * for any mention): with a parameter, or a COALESCE around the column, PostgreSQL cannot
+ * prove that the index covers the rows, and reads every row of the viewer's instead (80-100
+ * ms for a reader of a million messages). */
 function flagSet(...flags: Flag[]): Prisma.Sql {
   const mask = flags.reduce((bits, flag) => bits | flagBit(flag), 0n);
-  return Prisma.sql`(um.flags & ${Prisma.raw(`${mask}::bigint`)}) <> 0`;
+  return Prisma.sql`(um.flags IS NOT NULL AND (um.flags & ${Prisma.raw(`${mask}::bigint`)}) <> 0)`;
 }
 
 /** `is` operands that read only the viewer's flags. */
