@@ -2,13 +2,14 @@
 // committed it, and are published exactly once however many publishers try.
 import pg from 'pg';
 import type { Response } from 'supertest';
-import { getPrisma, outsideTransaction } from '@parley/db';
+import { getPrisma, outsideTransaction, query, runAction, statement } from '@parley/db';
 import { getRedis } from '@parley/events';
 import { freePort, requestJson, spawnReplica, waitForReady } from '@parley/devservices';
 import {
   outboxSettled,
   publishesSettled,
   relayOutbox,
+  writeOutbox,
   type OutboxColumns,
 } from '../src/lib/outbox';
 import {
@@ -27,8 +28,20 @@ const rowsFor = async (userId: number) =>
     await getPrisma().$queryRaw<{ n: number }[]>`
       SELECT count(*)::int AS n FROM event_outbox
       WHERE notification->'event'->>'type' = 'user_settings'
-        AND notification->'users' @> ${JSON.stringify([userId])}::jsonb`
+        AND notification::jsonb->'users' @> ${JSON.stringify([userId])}::jsonb`
   )[0]!.n;
+
+/** A row as PostgreSQL keeps it: its text, and how it compressed it (null: not at all). */
+const storedForm = statement<{ text: string; compression: string | null }, [string]>(`
+  SELECT notification::text AS text, pg_column_compression(notification) AS compression
+  FROM event_outbox WHERE id = $1::bigint`);
+
+/** Carries a row read inside a transaction out of it, rolling the transaction back. */
+class StoredForm extends Error {
+  constructor(readonly row: { text: string; compression: string | null }) {
+    super('rolled back on purpose');
+  }
+}
 
 /** Holds this process's first Redis publish whose script arguments match `carries` until
  * `release(fail)`; `isHeld` resolves once it waits. Restore with `restore()`. */
@@ -223,6 +236,27 @@ describe('the event outbox', () => {
     expect(await rowsFor(org.owner.id)).toBe(0);
   });
 
+
+  it('stores a large notification as sent, never compressed', async () => {
+    // A message to a channel of 2,000 members: its notification's user list alone is about
+    // 16 KB. jsonb converted it and pglz compressed it, for a row deleted milliseconds later.
+    const notification = {
+      event: { type: 'user_settings', op: 'update', property: 'enable_sounds', value: true },
+      users: Array.from({ length: 2000 }, (_, i) => 1_000_000 + i),
+    };
+    const stored = await runAction(
+      async (ctx) => {
+        const written = await writeOutbox(ctx, [notification]);
+        const [row] = await query(storedForm, [written.rows[0]!.id]);
+        throw new StoredForm(row!);
+      },
+      { prisma: false },
+    ).catch((error: unknown) => {
+      if (error instanceof StoredForm) return error.row;
+      throw error;
+    });
+    expect(stored).toEqual({ text: JSON.stringify(notification), compression: null });
+  });
   it('deletes published rows in a transaction of their own that does not wait for the disk', async () => {
     const org = await createTestRealm();
     // This test's rows, and each deletion of them with the connection that ran it (other

@@ -49,7 +49,7 @@ export function outboxSql(
   return {
     cte: `outbox AS (
       INSERT INTO event_outbox (notification)
-      SELECT n FROM jsonb_array_elements(${notifications}::jsonb) WITH ORDINALITY AS t(n, i)
+      SELECT n FROM json_array_elements(${notifications}::json) WITH ORDINALITY AS t(n, i)
       ORDER BY i
       RETURNING id)`,
     // Ids follow the insertion order, which ORDER BY i fixes.
