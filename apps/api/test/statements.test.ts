@@ -146,6 +146,23 @@ describe('statements per request', () => {
     expect((await windowOf([{ operator: 'is', operand: 'dm' }])).text).toMatch(/JOIN message m\b/);
   });
 
+  it('GET /messages: each flag a narrow reads alone has a partial index with its test', async () => {
+    const predicates = (
+      await getPrisma().$queryRaw<{ indexdef: string }[]>`
+        SELECT indexdef FROM pg_indexes WHERE tablename = 'user_message'`
+    ).map(({ indexdef }) =>
+      /WHERE \(\(flags & \((\d+)\)::bigint\) (<>|=) 0\)$/.exec(indexdef)?.slice(1),
+    );
+    for (const operand of ['starred', 'mentioned', 'alerted', 'unread']) {
+      const text = (await windowOf([{ operator: 'is', operand }])).text!;
+      const [, bits, comparison] = /\(um\.flags & (\d+)::bigint\) (<>|=) 0/.exec(text) ?? [];
+      expect({ operand, index: [bits, comparison] }).toEqual({
+        operand,
+        index: predicates.find((p) => p !== undefined && p[0] === bits && p[1] === comparison),
+      });
+    }
+  });
+
   // One read: the channel (with what decides the sender's topic policy) and its recipients
   // (with the new message's id; linkifiers come from memory). Then one statement writes the
   // message, its copies and its events' outbox rows: PostgreSQL commits it alone, no BEGIN and
