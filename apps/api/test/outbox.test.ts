@@ -236,7 +236,6 @@ describe('the event outbox', () => {
     expect(await rowsFor(org.owner.id)).toBe(0);
   });
 
-
   it('stores a large notification as sent, never compressed', async () => {
     // A message to a channel of 2,000 members: its notification's user list alone is about
     // 16 KB. jsonb converted it and pglz compressed it, for a row deleted milliseconds later.
