@@ -255,6 +255,37 @@ describe('devices belong to their user', () => {
   });
 });
 
+describe("the user's has_push_device mark", () => {
+  // A send reads push settings only for recipients marked (actions/messages.ts): the mark must
+  // follow every way a device comes and goes, including writes that bypass the endpoints (the
+  // worker drops tokens the push service refuses).
+  const marked = async (who: User) =>
+    (await prisma().user.findUniqueOrThrow({ where: { id: who.id } })).hasPushDevice;
+
+  it('is set while the user has a device, whichever endpoint added or removed it', async () => {
+    expect(await marked(user)).toBe(false);
+    expectSuccess(await as(user, org.host).post(APNS, { token: hexToken('m1'), appid: APP_ID }));
+    expect(await marked(user)).toBe(true);
+    expectSuccess(await as(user, org.host).post(GCM, { token: 'm2' }));
+    expectSuccess(await as(user, org.host).delete(APNS, { token: hexToken('m1') }));
+    expect(await marked(user)).toBe(true);
+    expectSuccess(await as(user, org.host).delete(GCM, { token: 'm2' }));
+    expect(await marked(user)).toBe(false);
+  });
+
+  it('follows rows written directly, and a device given to another user', async () => {
+    const other = await createTestUser(org.realm, Role.MEMBER);
+    const device = await prisma().pushDeviceToken.create({
+      data: { userId: user.id, kind: 2, token: 'direct' },
+    });
+    expect([await marked(user), await marked(other)]).toEqual([true, false]);
+    await prisma().pushDeviceToken.update({ where: { id: device.id }, data: { userId: other.id } });
+    expect([await marked(user), await marked(other)]).toEqual([false, true]);
+    await prisma().pushDeviceToken.deleteMany({ where: { userId: other.id } });
+    expect([await marked(user), await marked(other)]).toEqual([false, false]);
+  });
+});
+
 describe('who may register devices', () => {
   it('every human role, on both endpoints', async () => {
     const roles = [Role.OWNER, Role.ADMINISTRATOR, Role.MODERATOR, Role.MEMBER, Role.GUEST];
