@@ -256,6 +256,7 @@ describe('the event outbox', () => {
     });
     expect(stored).toEqual({ text: JSON.stringify(notification), compression: null });
   });
+
   it('deletes published rows in a transaction of their own that does not wait for the disk', async () => {
     const org = await createTestRealm();
     // This test's rows, and each deletion of them with the connection that ran it (other
