@@ -1031,10 +1031,13 @@ async function publicStreamsViewers(
 function messageNotifications(prepared: PreparedMessage, message: Message): Notification[] {
   const { flags, options } = prepared;
   const forms = messageEventForms(prepared, message);
-  const groups = new Map<string, Notification>();
-  // This runs once per recipient: the group's key is built without serializing the message,
-  // and each distinct flag list (shared by recipientFlags) is shown and keyed once.
+  const notifications: Notification[] = [];
+  // This runs once per recipient, so recipients alike are found by identity, with no string
+  // built per recipient: a form is one object per distinct form (messageEventForms), a flag
+  // list one per distinct list (recipientFlags), shown and keyed once by what it shows, and
+  // internal data one object per kind.
   const shownFlags = new Map<readonly UserMessageFlag[], { shown: string[]; key: string }>();
+  const alike = new Map<EventForm, Map<string, Map<Record<string, unknown>, Notification>>>();
   const add = (
     viewer: Viewer,
     viewerFlags: readonly UserMessageFlag[],
@@ -1047,9 +1050,11 @@ function messageNotifications(prepared: PreparedMessage, message: Message): Noti
       flagsForm = { shown, key: shown.join(',') };
       shownFlags.set(viewerFlags, flagsForm);
     }
-    const internalKey = internal === NO_INTERNAL_DATA ? '' : JSON.stringify(internal);
-    const key = `${form.key}|${flagsForm.key}|${internalKey}`;
-    const group = groups.get(key);
+    let byFlags = alike.get(form);
+    if (!byFlags) alike.set(form, (byFlags = new Map()));
+    let byInternal = byFlags.get(flagsForm.key);
+    if (!byInternal) byFlags.set(flagsForm.key, (byInternal = new Map()));
+    const group = byInternal.get(internal);
     if (group) {
       group.users.push(viewer.id);
       return;
@@ -1064,19 +1069,22 @@ function messageNotifications(prepared: PreparedMessage, message: Message): Noti
         ...internal,
       },
     };
-    groups.set(key, { event, users: [viewer.id] });
+    const notification = { event, users: [viewer.id] };
+    byInternal.set(internal, notification);
+    notifications.push(notification);
   };
+  const senderData = options.localEcho
+    ? { sender_queue_id: options.localEcho.queueId, local_id: options.localEcho.localId }
+    : NO_INTERNAL_DATA;
   for (const viewer of prepared.viewers)
     add(
       viewer,
       flags.get(viewer.id)!,
-      viewer.id === message.senderId && options.localEcho
-        ? { sender_queue_id: options.localEcho.queueId, local_id: options.localEcho.localId }
-        : NO_INTERNAL_DATA,
+      viewer.id === message.senderId ? senderData : NO_INTERNAL_DATA,
     );
-  for (const viewer of prepared.publicStreamsViewers)
-    add(viewer, NO_FLAGS, { all_public_streams_only: true });
-  return [...groups.values()];
+  const publicStreamsOnly = { all_public_streams_only: true };
+  for (const viewer of prepared.publicStreamsViewers) add(viewer, NO_FLAGS, publicStreamsOnly);
+  return notifications;
 }
 
 const NO_INTERNAL_DATA: Record<string, unknown> = {};
@@ -1089,52 +1097,60 @@ const NO_FLAGS: readonly UserMessageFlag[] = [];
 function messageEventForms(
   prepared: PreparedMessage,
   message: Message,
-): (viewer: Viewer) => { message: Record<string, unknown>; avatarGravatar: boolean; key: string } {
+): (viewer: Viewer) => EventForm {
   const { realm, sender, addressee } = prepared;
-  const forms = new Map<
-    string,
-    { message: Record<string, unknown>; avatarGravatar: boolean; key: string }
-  >();
-  const participants =
-    addressee.kind === 'direct'
-      ? uniqueUsers([sender, ...addressee.users]).sort((a, b) => a.id - b.id)
-      : [];
+  const form = (visible: boolean, display: DisplayRecipient, recipientId: number): EventForm => {
+    const presented = presentMessage(message, realm, {
+      sender,
+      senderEmailVisible: visible,
+      displayRecipient: display,
+      streamId: addressee.kind === 'channel' ? addressee.stream.id : null,
+      recipientId,
+      flags: [],
+      applyMarkdown: true,
+      clientGravatar: false,
+      allowEmptyTopicName: true,
+      editHistoryPolicy: realm.editHistoryVisibilityPolicy,
+      topicLinks: prepared.topicLinks,
+    });
+    // Flags travel beside the message in the event, not inside it.
+    delete presented.flags;
+    return { message: presented, avatarGravatar: visible && sender.avatarSource === 'G' };
+  };
+  if (addressee.kind === 'channel') {
+    // Viewers of a channel message differ only in whether they may see the sender's address.
+    const byVisibility = new Map<boolean, EventForm>();
+    return (viewer) => {
+      const visible = canSeeDeliveryEmail(viewer, sender);
+      let found = byVisibility.get(visible);
+      if (!found)
+        byVisibility.set(
+          visible,
+          (found = form(visible, addressee.stream.name, message.recipientId)),
+        );
+      return found;
+    };
+  }
+  const forms = new Map<string, EventForm>();
+  const participants = uniqueUsers([sender, ...addressee.users]).sort((a, b) => a.id - b.id);
   // A 1:1 message's recipient is the other user's personal recipient: for that user, the
   // conversation is the sender's.
   const incomingTo =
     prepared.senderRecipientId === null ? null : participants.find((u) => u.id !== sender.id)?.id;
   return (viewer) => {
     const visible = canSeeDeliveryEmail(viewer, sender);
-    const display: DisplayRecipient =
-      addressee.kind === 'channel'
-        ? addressee.stream.name
-        : participants.map((user) => displayUser(viewer, user, realm));
+    const display = participants.map((user) => displayUser(viewer, user, realm));
     const recipientId =
       viewer.id === incomingTo ? prepared.senderRecipientId! : message.recipientId;
-    const key = `${visible}:${recipientId}:${addressee.kind === 'channel' ? '' : JSON.stringify(display)}`;
-    let form = forms.get(key);
-    if (!form) {
-      form = {
-        message: presentMessage(message, realm, {
-          sender,
-          senderEmailVisible: visible,
-          displayRecipient: display,
-          streamId: addressee.kind === 'channel' ? addressee.stream.id : null,
-          recipientId,
-          flags: [],
-          applyMarkdown: true,
-          clientGravatar: false,
-          allowEmptyTopicName: true,
-          editHistoryPolicy: realm.editHistoryVisibilityPolicy,
-          topicLinks: prepared.topicLinks,
-        }),
-        avatarGravatar: visible && sender.avatarSource === 'G',
-        key,
-      };
-      // Flags travel beside the message in the event, not inside it.
-      delete form.message.flags;
-      forms.set(key, form);
-    }
-    return form;
+    const key = `${visible}:${recipientId}:${JSON.stringify(display)}`;
+    let found = forms.get(key);
+    if (!found) forms.set(key, (found = form(visible, display, recipientId)));
+    return found;
   };
+}
+
+/** A message as one group of its recipients sees it (see messageEventForms). */
+interface EventForm {
+  message: Record<string, unknown>;
+  avatarGravatar: boolean;
 }
