@@ -12,6 +12,17 @@ import { getPrisma, Role, type User } from '@parley/db';
 import { as, createTestUser, expectSuccess } from './helpers';
 import { createMessageOrg, send, type MessageOrg } from './message-helpers';
 import { outboxSettled } from '../src/lib/outbox';
+import { activeMembersSql, groupIdsOfUser, groupIdsOfUserSql } from '../src/lib/groups';
+
+/** A node of EXPLAIN (ANALYZE, FORMAT JSON)'s plan. */
+interface PlanNode {
+  'Relation Name'?: string;
+  'Actual Rows': number;
+  'Actual Loops': number;
+  Plans?: PlanNode[];
+}
+
+class RolledBack extends Error {}
 
 type Sent = string | { text?: string; values?: unknown[] };
 
@@ -161,6 +172,45 @@ describe('statements per request', () => {
         index: predicates.find((p) => p !== undefined && p[0] === bits && p[1] === comparison),
       });
     }
+  });
+
+  // The user's groups are read by every send and every GET /messages, and members through
+  // subgroups by group mentions and permission checks. group_group_membership holds every
+  // organization's links: a walk must follow the links of the groups it reached, at any size.
+  it('group walks read only the links of the groups they reach', async () => {
+    const rowsRead = (plan: PlanNode): number =>
+      (plan['Relation Name'] === 'group_group_membership'
+        ? plan['Actual Rows'] * plan['Actual Loops']
+        : 0) + (plan.Plans ?? []).reduce((sum, child) => sum + rowsRead(child), 0);
+    const memberGroups = await groupIdsOfUser(org.member.id);
+    const read: Record<string, number> = {};
+    await expect(
+      getPrisma().$transaction(async (tx) => {
+        // Another 3,000 organizations' links, rolled back below (replica mode: no group rows
+        // for them to name).
+        await tx.$executeRaw`SET LOCAL session_replication_role = replica`;
+        await tx.$executeRaw`
+          INSERT INTO group_group_membership (supergroup_id, subgroup_id)
+          SELECT 2000000000 - 2 * i, 2000000000 - 2 * i - 1 FROM generate_series(1, 3000) i`;
+        const explain = async (sql: string, value: unknown) => {
+          const [row] = await tx.$queryRawUnsafe<{ 'QUERY PLAN': { Plan: PlanNode }[] }[]>(
+            `EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`,
+            value,
+          );
+          return rowsRead(row!['QUERY PLAN'][0]!.Plan);
+        };
+        read.up = await explain(`SELECT ${groupIdsOfUserSql('$1::int')}`, org.member.id);
+        read.down = await explain(activeMembersSql('unnest($1::int[])'), [...memberGroups]);
+        throw new RolledBack();
+      }),
+    ).rejects.toBeInstanceOf(RolledBack);
+    // A member of a few groups, nested a few levels: a handful of links each way, where a scan
+    // of the table read every one of the 3,000 at each level.
+    expect(memberGroups.size).toBeGreaterThan(1);
+    expect(read.up).toBeGreaterThan(0);
+    expect(read.up).toBeLessThan(100);
+    expect(read.down).toBeGreaterThan(0);
+    expect(read.down).toBeLessThan(100);
   });
 
   // One read: the channel (with what decides the sender's topic policy) and its recipients

@@ -6,6 +6,7 @@
 import {
   AuditLogEvent,
   isUniqueViolation,
+  Prisma,
   type ActionContext,
   type Realm,
   type Tx,
@@ -16,6 +17,7 @@ import { CannotDeactivateGroupInUseError, JsonableError } from '@parley/errors';
 import type { ZulipEvent } from '@parley/events';
 import { sendEventOnCommit } from '../lib/events';
 import {
+  groupWalkStep,
   normalizeGroupSetting,
   sameGroupSetting,
   type GroupSettingChange,
@@ -544,7 +546,7 @@ async function trackChannelAccess(
     WITH RECURSIVE g(id) AS (
       SELECT ${groupId}::int
       UNION
-      SELECT ggm.supergroup_id FROM group_group_membership ggm JOIN g ON ggm.subgroup_id = g.id
+      ${Prisma.raw(groupWalkStep('up'))}
     )
     SELECT id FROM g`;
   const ids = supergroups.map((row) => row.id);
@@ -740,7 +742,7 @@ async function recursiveSubgroupIds(tx: Tx, ids: number[]): Promise<Set<number>>
     WITH RECURSIVE g(id) AS (
       SELECT unnest(${ids}::int[])
       UNION
-      SELECT ggm.subgroup_id FROM group_group_membership ggm JOIN g ON ggm.supergroup_id = g.id
+      ${Prisma.raw(groupWalkStep('down'))}
     )
     SELECT id FROM g`;
   return new Set(rows.map((row) => row.id));

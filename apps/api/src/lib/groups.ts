@@ -11,6 +11,19 @@ export interface AnonymousGroup {
 /** How settings travel in the API: a named group's id, or an anonymous group's contents. */
 export type GroupSettingValue = number | AnonymousGroup;
 
+/** One level of a walk through the subgroup links from the groups of the recursive CTE `g`: up
+ * to their supergroups, or down to their subgroups. Each group's links are read through the
+ * index on its own column. OFFSET 0 keeps PostgreSQL from flattening the subquery into a join:
+ * it planned that join as a hash join that scanned every organization's links at each level
+ * (the benchmark database's 2,260 links: 0.19 ms for a member's groups, 0.03 ms this way). */
+export function groupWalkStep(direction: 'up' | 'down'): string {
+  const [next, from] =
+    direction === 'up' ? ['supergroup_id', 'subgroup_id'] : ['subgroup_id', 'supergroup_id'];
+  return `SELECT link.id FROM g, LATERAL (
+        SELECT ggm.${next} AS id FROM group_group_membership ggm WHERE ggm.${from} = g.id OFFSET 0
+      ) link`;
+}
+
 /** SQL for the array of every group the user `$param` belongs to, directly or through
  * subgroups, for statements that need it beside their own columns. */
 export function groupIdsOfUserSql(param: string): string {
@@ -18,7 +31,7 @@ export function groupIdsOfUserSql(param: string): string {
     WITH RECURSIVE g(id) AS (
       SELECT user_group_id FROM user_group_membership WHERE user_profile_id = ${param}
       UNION
-      SELECT ggm.supergroup_id FROM group_group_membership ggm JOIN g ON ggm.subgroup_id = g.id
+      ${groupWalkStep('up')}
     )
     SELECT id FROM g)`;
 }
@@ -42,7 +55,7 @@ export function activeMembersSql(seed: string): string {
     WITH RECURSIVE g(id) AS (
       SELECT ${seed}
       UNION
-      SELECT ggm.subgroup_id FROM group_group_membership ggm JOIN g ON ggm.supergroup_id = g.id
+      ${groupWalkStep('down')}
     )
     SELECT DISTINCT u.id FROM user_group_membership m
       JOIN g ON m.user_group_id = g.id
@@ -152,7 +165,7 @@ const strictSubgroups = statement<{ id: number }, [number]>(`
   WITH RECURSIVE g(id) AS (
     SELECT subgroup_id FROM group_group_membership WHERE supergroup_id = $1
     UNION
-    SELECT ggm.subgroup_id FROM group_group_membership ggm JOIN g ON ggm.supergroup_id = g.id
+    ${groupWalkStep('down')}
   )
   SELECT g.id FROM g JOIN user_group ug ON ug.id = g.id WHERE ug.name IS NOT NULL ORDER BY 1`);
 const directSubgroups = statement<{ id: number }, [number]>(

@@ -5,7 +5,7 @@
 // direct_subgroups}. One query serves both. Raced user_group events fold in here too.
 import { query, statement, type Realm, SYSTEM_GROUPS } from '@parley/db';
 import { presentUserGroup } from '../presenters/user-groups';
-import type { GroupSettingValue } from './groups';
+import { groupWalkStep, type GroupSettingValue } from './groups';
 import { GROUP_PERMISSION_SETTINGS, type GroupPermissionSettingName } from './permission-settings';
 
 export interface GroupRow {
@@ -143,7 +143,7 @@ const membershipRows = statement<{ id: number; name: string | null }, [number]>(
   WITH RECURSIVE g(id) AS (
     SELECT user_group_id FROM user_group_membership WHERE user_profile_id = $1
     UNION
-    SELECT ggm.supergroup_id FROM group_group_membership ggm JOIN g ON ggm.subgroup_id = g.id
+    ${groupWalkStep('up')}
   )
   SELECT g.id, (SELECT name FROM user_group WHERE id = g.id) AS name FROM g`);
 
