@@ -186,8 +186,8 @@ describe('statements per request', () => {
     const read: Record<string, number> = {};
     await expect(
       getPrisma().$transaction(async (tx) => {
-        // Another 3,000 organizations' links, rolled back below (replica mode: no group rows
-        // for them to name).
+        // 3,000 links between other groups, rolled back below. Replica mode skips the foreign
+        // keys' checks, so the links need no group rows.
         await tx.$executeRaw`SET LOCAL session_replication_role = replica`;
         await tx.$executeRaw`
           INSERT INTO group_group_membership (supergroup_id, subgroup_id)
