@@ -170,6 +170,10 @@ async function main(): Promise<void> {
     const afterAnswer: number[] = [];
     const afterDateSent: number[] = [];
     const afterCommit: number[] = [];
+    // Per message: its first receiver's commit → event (the path through the tiers), and how
+    // long after it its last receiver had it (one replica answering its parked polls in turn).
+    const firstByMessage = new Map<number, number>();
+    const lastByMessage = new Map<number, number>();
     for (const [id, received, receivedWall] of receptions) {
       const sent = sentAt.get(id);
       const answered = answeredAt.get(id);
@@ -178,9 +182,23 @@ async function main(): Promise<void> {
       afterAnswer.push(Math.max(0, Number(received - answered) / 1e6));
       const { dateSent, committed } = times.get(id)!;
       afterDateSent.push(receivedWall - dateSent);
-      if (committed !== null) afterCommit.push(receivedWall - committed);
+      if (committed === null) continue;
+      const delay = receivedWall - committed;
+      afterCommit.push(delay);
+      firstByMessage.set(id, Math.min(firstByMessage.get(id) ?? Infinity, delay));
+      lastByMessage.set(id, Math.max(lastByMessage.get(id) ?? -Infinity, delay));
     }
-    for (const list of [posts, delays, afterAnswer, afterDateSent, afterCommit])
+    const firstAfterCommit = [...firstByMessage.values()];
+    const spread = [...firstByMessage].map(([id, first]) => lastByMessage.get(id)! - first);
+    for (const list of [
+      posts,
+      delays,
+      afterAnswer,
+      afterDateSent,
+      afterCommit,
+      firstAfterCommit,
+      spread,
+    ])
       list.sort((a, b) => a - b);
     const ms = (list: number[], p: number) =>
       list.length > 0 ? Number(percentile(list, p).toFixed(2)) : null;
@@ -208,6 +226,10 @@ async function main(): Promise<void> {
           ? `  commit → event  not measured: no event was received (BENCH_POLLERS=0)`
           : `  commit → event  not measured: PostgreSQL runs without track_commit_timestamp`,
     );
+    if (firstAfterCommit.length > 0)
+      console.log(
+        `  per message: commit → first receiver p50 ${ms(firstAfterCommit, 50)} ms   p99 ${ms(firstAfterCommit, 99)} ms; first → last receiver p50 ${ms(spread, 50)} ms   p99 ${ms(spread, 99)} ms`,
+      );
     console.log(`  CPU ms/message  ${JSON.stringify(cpuPerMessage)}`);
     console.log(`  polls/message   ${(polls / MESSAGES).toFixed(1)}`);
     // The last line, for `pnpm bench`.
@@ -227,6 +249,10 @@ async function main(): Promise<void> {
         event_after_date_sent_p99_ms: ms(afterDateSent, 99),
         event_after_commit_p50_ms: ms(afterCommit, 50),
         event_after_commit_p99_ms: ms(afterCommit, 99),
+        event_first_receiver_after_commit_p50_ms: ms(firstAfterCommit, 50),
+        event_first_receiver_after_commit_p99_ms: ms(firstAfterCommit, 99),
+        event_first_to_last_receiver_p50_ms: ms(spread, 50),
+        event_first_to_last_receiver_p99_ms: ms(spread, 99),
         cpu_ms_per_message: cpuPerMessage,
       }),
     );
