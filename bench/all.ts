@@ -67,10 +67,11 @@ async function rawInserts(databaseUrl: string): Promise<{ p50Ms: number; tps8: n
 const IDLE_ROUND_TRIP_SECONDS = 10;
 
 /** Redis round trips back to back, and each after `PACED_GAP_MS` of idling: the raw limit of
- * one hop of an event's path at 10 messages/s, where every process on it (the API, Redis, the
- * events tier, the client) is woken from idle. On a virtual machine that wake-up can cost
- * several times the back-to-back round trip (seen: 0.39 against 0.045 ms), and a commit's
- * event crosses five such hops before its first receiver has it. */
+ * an event's path at 10 messages/s, where each process on it is woken from idle. A round trip
+ * is two such wake-ups (Redis, then the client); a commit's event needs five before its first
+ * receiver has it (API → Redis → the fan-out's read → Redis → the wake-up → the client). On a
+ * virtual machine a round trip after idling can cost several times one back to back (seen:
+ * 0.39 against 0.045 ms p50). */
 async function redisRoundTrips(
   redisUrl: string,
 ): Promise<{ p50Ms: number; afterIdleP50Ms: number; afterIdleP99Ms: number }> {
