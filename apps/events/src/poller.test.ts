@@ -24,8 +24,8 @@ let userId = 900_000 + Math.floor(Math.random() * 100_000);
 async function setup({
   heartbeatSeconds = 60,
   random = (): number => 0.5,
-}: { heartbeatSeconds?: number; random?: () => number } = {}) {
-  const store = new QueueStore(getRedis(), getConfig().EVENT_SHARDS);
+  store = new QueueStore(getRedis(), getConfig().EVENT_SHARDS),
+}: { heartbeatSeconds?: number; random?: () => number; store?: QueueStore } = {}) {
   const subscriber = createRedis(getConfig().REDIS_URL, { maxRetriesPerRequest: null });
   subscribers.push(subscriber);
   const poller = new Poller({
@@ -121,6 +121,28 @@ describe('Poller', () => {
     const polling = await setup({ heartbeatSeconds: 0.05 });
     await expect(longPoll(polling, -1)).resolves.toEqual([{ id: 0, type: 'heartbeat' }]);
     expect(polling.poller.parked()).toBe(0);
+  });
+
+  it('answers at once, without reading the queue, when its heartbeat cannot be appended', async () => {
+    const own = createRedis(getConfig().REDIS_URL);
+    subscribers.push(own);
+    const {
+      poller,
+      meta,
+      userId: owner,
+    } = await setup({
+      heartbeatSeconds: 0.2,
+      store: new QueueStore(own, getConfig().EVENT_SHARDS),
+    });
+    const takes = jest.spyOn(poller, 'take');
+    const parked = poller.park(meta, () => undefined, -1);
+    const polled = await poller.options.store.poll(meta.queueId, owner, -1, 60_000);
+    if (!polled.ok) throw new Error(polled.error);
+    parked.setGeneration(polled.generation);
+    // Redis away before the heartbeat: every command of this connection fails.
+    own.disconnect();
+    await expect(parked.answer).resolves.toEqual([]);
+    expect(takes).not.toHaveBeenCalled();
   });
 
   it('answers as soon as the fan-out announces events', async () => {

@@ -312,7 +312,18 @@ class Parked implements ParkedPoll, Waiter {
 
   async heartbeatNow(): Promise<void> {
     if (this.settled) return;
-    await this.poller.options.store.heartbeat(this.meta).catch(() => -1);
+    try {
+      await this.poller.options.store.heartbeat(this.meta);
+    } catch (error) {
+      // Redis is away: reading the queue would wait for it as long again (a command's timeout
+      // each), and a poll whose heartbeat fell in an outage answered that much later. The
+      // client polls again and gets a 503 until Redis is back.
+      if (this.settled) return;
+      this.poller.options.log.warn('appending a heartbeat failed', { error });
+      this.done();
+      this.resolveAnswer([]);
+      return;
+    }
     await this.respond();
   }
 
