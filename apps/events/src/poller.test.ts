@@ -252,14 +252,61 @@ describe('Poller', () => {
     ]);
   });
 
-  it('reads the queue when events are announced before the poll’s own read has answered', async () => {
+  it('answers from its read when events are announced before the read has answered', async () => {
     const polling = await setup();
     const { poller, store, meta } = polling;
     const parked = poller.park(meta, () => undefined, -1);
     await deliver(store, meta, 'typing');
-    // The announcement says something else than the queue holds: the answer must be the queue's.
+    // The announcement says something else than the queue holds: the answer must be the
+    // queue's, which the poll's own read finds.
     await store.redis.publish(keys.wake(meta.shard), `E:${meta.queueId} 0 1\n"type":"other"}`);
-    expect(parsed(await parked.answer)).toEqual([{ id: 0, type: 'typing' }]);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const polled = await store.poll(meta.queueId, polling.userId, -1, 60_000);
+    expect(polled.ok && polled.events.map((event) => event.type)).toEqual(['typing']);
+    parked.cancel();
+    expect(poller.parked()).toBe(0);
+  });
+
+  // The read ran in Redis before the events were appended, but its answer came after their
+  // announcement: the announced events are the queue's next ones. They are announced only
+  // (not in Redis), so only an answer from the announcements can hold them.
+  it('answers from events announced before its read answered empty, without reading the queue', async () => {
+    const polling = await setup();
+    const { poller, store, meta } = polling;
+    const take = jest.spyOn(poller, 'take');
+    const parked = poller.park(meta, () => undefined, -1);
+    const wake = keys.wake(meta.shard);
+    await store.redis.publish(wake, `E:${meta.queueId} 0 1\n"type":"message"}`);
+    await store.redis.publish(wake, `E:${meta.queueId} 1 1\n"type":"typing"}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const polled = await store.poll(meta.queueId, polling.userId, -1, 60_000);
+    expect(polled.ok && polled.events).toEqual([]);
+    parked.setGeneration(polled.ok ? polled.generation : 0);
+    expect(parsed(await parked.answer)).toEqual([
+      { id: 0, type: 'message' },
+      { id: 1, type: 'typing' },
+    ]);
+    expect(take).not.toHaveBeenCalled();
+    expect(poller.parked()).toBe(0);
+  });
+
+  it('reads the queue when events announced before its read do not follow its last event', async () => {
+    const polling = await setup();
+    const { poller, store, meta } = polling;
+    const parked = poller.park(meta, () => undefined, -1);
+    // A heartbeat appended by an older poll elsewhere (id 0) is not announced; the message
+    // after it (id 1) is, before the read has answered.
+    await store.redis.publish(keys.wake(meta.shard), `E:${meta.queueId} 1 1\n"type":"message"}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const polled = await store.poll(meta.queueId, polling.userId, -1, 60_000);
+    expect(polled.ok && polled.events).toEqual([]);
+    await store.heartbeat(meta);
+    await append(store, meta, 'message');
+    parked.setGeneration(polled.ok ? polled.generation : 0);
+    expect(parsed(await parked.answer)).toEqual([
+      { id: 0, type: 'heartbeat' },
+      { id: 1, type: 'message' },
+    ]);
   });
 
   it('reads the queue when an announcement is malformed', async () => {

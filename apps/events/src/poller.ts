@@ -249,6 +249,9 @@ class Parked implements ParkedPoll, Waiter {
   private taking = false;
   private wokenAgain = false;
   private heartbeat: NodeJS.Timeout | undefined;
+  /** Events announced before the poll's read answered, in order (see wakeWith); null once an
+   * announcement could not be kept (a gap between two): the queue is read then. */
+  private announced: RawEvent[] | null | undefined;
 
   constructor(
     private readonly poller: Poller,
@@ -262,6 +265,18 @@ class Parked implements ParkedPoll, Waiter {
     if (this.settled) return;
     this.generation = generation;
     if (this.poller.isDraining() || this.newestSeen > generation) return void this.finish();
+    const announced = this.announced;
+    this.announced = undefined;
+    // The read found nothing after lastEventId, so what was announced meanwhile was appended
+    // after it: the queue's next events, if they start at the next id.
+    if (announced !== undefined) {
+      if (announced !== null && rawEventId(announced[0]!) === this.lastEventId + 1) {
+        this.done();
+        this.resolveAnswer(announced);
+        return;
+      }
+      void this.takeIfAny();
+    }
     this.heartbeat = setTimeout(beat, this.poller.heartbeatDelayMs(), this);
   }
 
@@ -285,16 +300,24 @@ class Parked implements ParkedPoll, Waiter {
   /** Events announced with their content answer the poll without reading the queue when they
    * are exactly what it holds: its read has answered (its generation is known), which found
    * nothing after lastEventId, no read of it is under way, and they start at the next id.
-   * Otherwise (a heartbeat another poll appended in between, a read under way, an announcement
-   * before the poll's read answered) the queue is read. The queue's expiry needs no update here: the poll's read
-   * set it past the longest wait plus the queue's lifespan. */
+   * Announced before the read has answered, they are kept until it does (setGeneration): a
+   * read that finds events answers with them instead, and one that finds none was run before
+   * they were appended. Otherwise (a heartbeat another poll appended in between, a read under
+   * way) the queue is read. The queue's expiry needs no update here: the poll's read set it
+   * past the longest wait plus the queue's lifespan. */
   wakeWith(events: RawEvent[]): void {
     if (this.settled) return;
-    if (
-      this.generation !== Number.POSITIVE_INFINITY &&
-      !this.taking &&
-      rawEventId(events[0]!) === this.lastEventId + 1
-    ) {
+    if (this.generation === Number.POSITIVE_INFINITY && !this.taking) {
+      const kept = this.announced;
+      if (kept === undefined) this.announced = events;
+      else if (kept !== null)
+        this.announced =
+          rawEventId(events[0]!) === rawEventId(kept[kept.length - 1]!) + 1
+            ? [...kept, ...events]
+            : null;
+      return;
+    }
+    if (!this.taking && rawEventId(events[0]!) === this.lastEventId + 1) {
       this.done();
       this.resolveAnswer(events);
       return;
