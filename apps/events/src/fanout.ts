@@ -332,7 +332,12 @@ class ShardWorker {
   private async run(): Promise<void> {
     const { redis } = this.options;
     let last = (await redis.get(keys.checkpoint(this.shard))) ?? '0-0';
+    // From the oldest announcement kept: the queues registered shortly before this worker took
+    // the shard are known before their first event too.
+    let lastCreated = '0-0';
     let lastTrim = 0;
+    const log = keys.shardLog(this.shard);
+    const created = keys.created(this.shard);
     while (this.running) {
       let batch: [string, LogEntry[]][] | null;
       try {
@@ -342,14 +347,23 @@ class ShardWorker {
           'BLOCK',
           SHARD_READ_BLOCK_MS,
           'STREAMS',
-          keys.shardLog(this.shard),
+          log,
+          created,
           last,
+          lastCreated,
         )) as typeof batch;
       } catch (error) {
         if (!this.running) return;
         throw error;
       }
-      for (const [, entries] of batch ?? []) {
+      // Queues announced first: an entry read with them may be for them.
+      for (const [stream, entries] of batch ?? []) {
+        if (stream !== created) continue;
+        this.learnCreated(entries);
+        lastCreated = entries[entries.length - 1]?.[0] ?? lastCreated;
+      }
+      for (const [stream, entries] of batch ?? []) {
+        if (stream !== log) continue;
         const delivered = await this.deliverAll(entries, last);
         if (delivered === null) {
           // Fenced: another replica holds the lease now. Stop without touching anything.
@@ -583,6 +597,39 @@ class ShardWorker {
     return { forms, queues };
   }
 
+  /** Caches the options and starting points of queues as their registration announced them
+   * (`keys.created`, fields `q`, `o` and `s`): what queueInfos would read from their meta
+   * hashes, which hold the same and never change. */
+  private learnCreated(entries: LogEntry[]): void {
+    if (this.optionsCache.size + entries.length > 50_000) this.optionsCache.clear();
+    if (this.parsedOptions.size > 1_000) this.parsedOptions.clear();
+    for (const [, fields] of entries) {
+      let queueId, text, since;
+      for (let i = 0; i + 1 < fields.length; i += 2) {
+        if (fields[i] === 'q') queueId = fields[i + 1];
+        else if (fields[i] === 'o') text = fields[i + 1];
+        else if (fields[i] === 's') since = fields[i + 1];
+      }
+      if (queueId === undefined || text === undefined || since === undefined) continue;
+      try {
+        const { options, raw } = this.parsed(text);
+        this.optionsCache.set(queueId, { options, raw, since: parseStreamId(since) });
+      } catch {
+        // Not JSON: the queue's options are read from its meta hash when it has an event.
+      }
+    }
+  }
+
+  /** Options parsed once per distinct text (see parsedOptions). */
+  private parsed(text: string): Pick<QueueInfo, 'options' | 'raw'> {
+    let known = this.parsedOptions.get(text);
+    if (!known) {
+      known = { options: JSON.parse(text) as QueueOptions, raw: text };
+      this.parsedOptions.set(text, known);
+    }
+    return known;
+  }
+
   /** Queues' options and starting points never change after registration, so they are read
    * once, all of an entry's unknown ones in one script (a message to a big channel that many
    * new queues follow would otherwise be a command per queue). */
@@ -614,14 +661,7 @@ class ShardWorker {
       const [error, reply] = replies[chunk] ?? [new Error('no reply to QUEUE_INFOS')];
       if (error) throw error;
       const [texts, infos] = reply as [string[], (number | string | null)[]];
-      const parsed = texts.map((text) => {
-        let known = this.parsedOptions.get(text);
-        if (!known) {
-          known = { options: JSON.parse(text) as QueueOptions, raw: text };
-          this.parsedOptions.set(text, known);
-        }
-        return known;
-      });
+      const parsed = texts.map((text) => this.parsed(text));
       const first = chunk * QUEUE_INFOS_BATCH;
       const end = Math.min(missing.length, first + QUEUE_INFOS_BATCH);
       for (let index = first; index < end; index++) {

@@ -220,6 +220,33 @@ it('skips a queue the entry carries that was deleted before its fan-out', async 
   expect(await redis.exists(keys.queueMeta(0, deleted), keys.queueEvents(0, deleted))).toBe(0);
 }, 20_000);
 
+it('knows the queues registered on its shard before their first event', async () => {
+  const store = new QueueStore(redis, SHARDS);
+  const before = await store.create(7, 1, defaultQueueOptions());
+  startFanout();
+  const after = await store.create(8, 1, { ...defaultQueueOptions(), event_types: ['presence'] });
+  // Announced on the shard's stream of created queues with their options and starting points.
+  const announced = await redis.xrange(keys.created(0), '-', '+');
+  expect(announced.map(([, fields]) => fields.filter((_, i) => i % 2 === 0))).toEqual([
+    ['q', 'o', 's'],
+    ['q', 'o', 's'],
+  ]);
+  expect(announced.map(([, fields]) => fields[1])).toEqual([before, after]);
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  // Only what the fan-out learnt from the announcements can deliver now: the meta hashes no
+  // longer hold the options, so a read of them would find the queues gone.
+  for (const queueId of [before, after]) await redis.hdel(keys.queueMeta(0, queueId), 'options');
+  await publishNotification(redis, SHARDS, { event: { type: 'sequence', seq: 1 }, users: [7, 8] });
+  await publishNotification(redis, SHARDS, { event: { type: 'presence' }, users: [7, 8] });
+  expect((await eventsOf(store, before, 2)).map((event) => event.type)).toEqual([
+    'sequence',
+    'presence',
+  ]);
+  // The second queue's options take presence only.
+  expect((await eventsOf(store, after, 1)).map((event) => event.type)).toEqual(['presence']);
+  await expectCheckpointAtNewest();
+}, 20_000);
+
 it('gives each of many queues the entries after its registration that its options take', async () => {
   const store = new QueueStore(redis, SHARDS);
   // More queues than one read of their options takes (QUEUE_INFOS_BATCH), of three kinds:

@@ -27,6 +27,10 @@ export const keys = {
   deadLetters: (shard: number) => `${tag(shard)}:dead`,
   /** Marks an outbox row as appended to this shard's log, so it is appended once. */
   published: (shard: number, outboxId: string) => `${tag(shard)}:published:${outboxId}`,
+  /** Queues registered on the shard (a Redis Stream of their ids, options and starting
+   * points, capped at CREATED_RETAINED): the lease holder learns a new queue's options from it
+   * before the queue's first event, instead of reading them then. */
+  created: (shard: number) => `${tag(shard)}:created`,
   /** Id of the last log entry fanned out. */
   checkpoint: (shard: number) => `${tag(shard)}:checkpoint`,
   /** Sorted set of the shard's queue ids, scored by the time they expire (ms). */

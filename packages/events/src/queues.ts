@@ -75,7 +75,8 @@ export function defaultQueueOptions(): QueueOptions {
 // fan-out gives the queue only later entries. Earlier ones were published after commits that
 // precede the registration, so the state /register reads already holds them; applying them
 // again could undo a later change (a subscription added, then removed). The lifespan is also
-// kept apart from the options (`lifespan_ms`), for POLL.
+// kept apart from the options (`lifespan_ms`), for POLL. The queue is announced on the shard's
+// stream of created queues (`keys.created`), for the fan-out to know it before its first event.
 const CREATE_QUEUE = new LuaScript(
   'createQueue',
   `
@@ -86,8 +87,13 @@ redis.call('HSET', KEYS[2], 'user_id', ARGV[1], 'realm_id', ARGV[2], 'options', 
   'next_id', 0, 'pruned', -1, 'poll_gen', 0, 'since', since, 'lifespan_ms', ARGV[6])
 redis.call('SADD', KEYS[3], ARGV[4])
 redis.call('ZADD', KEYS[4], ARGV[5], ARGV[4])
+redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[7], '*', 'q', ARGV[4], 'o', ARGV[3], 's', since)
 return since`,
 );
+
+/** How many announcements of created queues a shard keeps (`keys.created`): a fan-out that
+ * falls behind by more, or starts on a shard, reads the options of the queues it missed. */
+export const CREATED_RETAINED = 20_000;
 
 const APPEND_HEARTBEAT = new LuaScript(
   'appendHeartbeat',
@@ -230,17 +236,19 @@ export class QueueStore {
     const deadline = Date.now() + options.lifespan_secs * 1000;
     await CREATE_QUEUE.run(
       this.redis,
-      4,
+      5,
       keys.shardLog(shard),
       keys.queueMeta(shard, queueId),
       keys.userQueues(shard, userId),
       keys.queueExpiry(shard),
+      keys.created(shard),
       userId,
       realmId,
       JSON.stringify(options),
       queueId,
       deadline,
       options.lifespan_secs * 1000,
+      CREATED_RETAINED,
     );
     if (options.all_public_streams) await this.redis.sadd(allPublicStreamsKey(realmId), userId);
     return queueId;
