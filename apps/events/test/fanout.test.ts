@@ -232,9 +232,9 @@ it('knows the queues registered on its shard before their first event', async ()
     ['q', 'o', 's'],
   ]);
   expect(announced.map(([, fields]) => fields[1])).toEqual([before, after]);
-  await new Promise((resolve) => setTimeout(resolve, 300));
   // Only what the fan-out learnt from the announcements can deliver now: the meta hashes no
-  // longer hold the options, so a read of them would find the queues gone.
+  // longer hold the options, so a read of them would find the queues gone. An announcement is
+  // read no later than the log entries published after it, whenever the worker reads.
   for (const queueId of [before, after]) await redis.hdel(keys.queueMeta(0, queueId), 'options');
   await publishNotification(redis, SHARDS, { event: { type: 'sequence', seq: 1 }, users: [7, 8] });
   await publishNotification(redis, SHARDS, { event: { type: 'presence' }, users: [7, 8] });

@@ -28,7 +28,7 @@ export const keys = {
   /** Marks an outbox row as appended to this shard's log, so it is appended once. */
   published: (shard: number, outboxId: string) => `${tag(shard)}:published:${outboxId}`,
   /** Queues registered on the shard (a Redis Stream of their ids, options and starting
-   * points, capped at CREATED_RETAINED): the lease holder learns a new queue's options from it
+   * points, kept CREATED_RETAIN_MS): the lease holder learns a new queue's options from it
    * before the queue's first event, instead of reading them then. */
   created: (shard: number) => `${tag(shard)}:created`,
   /** Id of the last log entry fanned out. */

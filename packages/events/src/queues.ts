@@ -87,13 +87,18 @@ redis.call('HSET', KEYS[2], 'user_id', ARGV[1], 'realm_id', ARGV[2], 'options', 
   'next_id', 0, 'pruned', -1, 'poll_gen', 0, 'since', since, 'lifespan_ms', ARGV[6])
 redis.call('SADD', KEYS[3], ARGV[4])
 redis.call('ZADD', KEYS[4], ARGV[5], ARGV[4])
-redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[7], '*', 'q', ARGV[4], 'o', ARGV[3], 's', since)
+local now = redis.call('TIME')
+local oldest = string.format('%.0f-0', now[1] * 1000 + math.floor(now[2] / 1000) - ARGV[7])
+redis.call('XADD', KEYS[5], 'MINID', '~', oldest, '*', 'q', ARGV[4], 'o', ARGV[3], 's', since)
 return since`,
 );
 
-/** How many announcements of created queues a shard keeps (`keys.created`): a fan-out that
- * falls behind by more, or starts on a shard, reads the options of the queues it missed. */
-export const CREATED_RETAINED = 20_000;
+/** How long a shard keeps its announcements of created queues (`keys.created`), in ms: the
+ * lease holder reads them within milliseconds, and one taking the shard over learns the last
+ * minute's. A queue it missed has its options read instead. Time rather than a count bounds
+ * what Redis and every lease holder's cache keep by the rate of registrations, not by how many
+ * ever happened on the shard. */
+export const CREATED_RETAIN_MS = 60_000;
 
 const APPEND_HEARTBEAT = new LuaScript(
   'appendHeartbeat',
@@ -248,7 +253,8 @@ export class QueueStore {
       queueId,
       deadline,
       options.lifespan_secs * 1000,
-      CREATED_RETAINED,
+      // Entry ids start with Redis's time (ms): the script trims by it.
+      CREATED_RETAIN_MS,
     );
     if (options.all_public_streams) await this.redis.sadd(allPublicStreamsKey(realmId), userId);
     return queueId;
