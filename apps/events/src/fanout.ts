@@ -601,15 +601,11 @@ class ShardWorker {
    * (`keys.created`, fields `q`, `o` and `s`): what queueInfos would read from their meta
    * hashes, which hold the same and never change. */
   private learnCreated(entries: LogEntry[]): void {
-    if (this.optionsCache.size + entries.length > 50_000) this.optionsCache.clear();
-    if (this.parsedOptions.size > 1_000) this.parsedOptions.clear();
+    this.makeRoom(entries.length);
     for (const [, fields] of entries) {
-      let queueId, text, since;
-      for (let i = 0; i + 1 < fields.length; i += 2) {
-        if (fields[i] === 'q') queueId = fields[i + 1];
-        else if (fields[i] === 'o') text = fields[i + 1];
-        else if (fields[i] === 's') since = fields[i + 1];
-      }
+      const queueId = entryField(fields, 'q');
+      const text = entryField(fields, 'o');
+      const since = entryField(fields, 's');
       if (queueId === undefined || text === undefined || since === undefined) continue;
       try {
         const { options, raw } = this.parsed(text);
@@ -618,6 +614,13 @@ class ShardWorker {
         // Not JSON: the queue's options are read from its meta hash when it has an event.
       }
     }
+  }
+
+  /** Bounds the caches before `adding` queues go in: emptied when full (they refill from
+   * what the fan-out meets). */
+  private makeRoom(adding: number): void {
+    if (this.optionsCache.size + adding > 50_000) this.optionsCache.clear();
+    if (this.parsedOptions.size > 1_000) this.parsedOptions.clear();
   }
 
   /** Options parsed once per distinct text (see parsedOptions). */
@@ -655,8 +658,7 @@ class ShardWorker {
       chunks += 1;
     }
     const replies = (await reads.exec()) ?? [];
-    if (this.optionsCache.size + missing.length > 50_000) this.optionsCache.clear();
-    if (this.parsedOptions.size > 1_000) this.parsedOptions.clear();
+    this.makeRoom(missing.length);
     for (let chunk = 0; chunk < chunks; chunk++) {
       const [error, reply] = replies[chunk] ?? [new Error('no reply to QUEUE_INFOS')];
       if (error) throw error;
@@ -710,9 +712,15 @@ type LogEntry = [string, string[]];
 /** The recipients' queues an entry carries (publish.ts), or null if it carries none: its
  * recipients had too many, or a publisher older than this field wrote it. */
 function carriedQueues(fields: string[]): string[] | null {
-  for (let i = 2; i + 1 < fields.length; i += 2)
-    if (fields[i] === 'q') return fields[i + 1] === '' ? [] : fields[i + 1]!.split(' ');
-  return null;
+  const carried = entryField(fields, 'q');
+  if (carried === undefined) return null;
+  return carried === '' ? [] : carried.split(' ');
+}
+
+/** A stream entry's field by name (XREAD gives the fields as name, value, name, value …). */
+function entryField(fields: string[], name: string): string | undefined {
+  for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i] === name) return fields[i + 1];
+  return undefined;
 }
 
 interface Targets {
