@@ -1,8 +1,7 @@
 // Send-and-receive benchmark: messages sent through the API to a channel with 1,000
 // subscribers while N of them long-poll. Prints messages/s, POST /messages p50/p99 and
 // send → event p50/p99 over every (message, polling client) pair, after BENCH_WARMUP messages
-// that are not measured. The receivers poll from a thread of their own (bench/receivers.ts).
-// Not a test: run with
+// that are not measured. Not a test: run with
 // `pnpm bench:messages` (needs PostgreSQL, Redis and nginx, found or started as for tests).
 import { Agent } from 'node:http';
 import { cpus, loadavg } from 'node:os';
@@ -10,7 +9,6 @@ import pg from 'pg';
 import type { User } from '@parley/db';
 import { requestJson } from '@parley/devservices';
 import { cpuMeter } from './cpu';
-import { startReceivers } from './receivers';
 import {
   createBenchChannel,
   createBenchOrganization,
@@ -41,8 +39,7 @@ const WARMUP = Number(process.env.BENCH_WARMUP ?? 2500);
 /** Appended to every message's content: `BENCH_CONTENT='@**Member 3** see #**bench**'` measures
  * sends that mention and link (the bench's users are `Member <i>`, its channel `bench`). */
 const CONTENT = process.env.BENCH_CONTENT ?? '';
-/** The senders' connections (the receivers have theirs, in their own thread). */
-const agent = new Agent({ keepAlive: true });
+const agent = new Agent({ keepAlive: true, maxSockets: POLLERS + 10 });
 
 async function main(): Promise<void> {
   const services = await prepareBench();
@@ -70,16 +67,49 @@ async function main(): Promise<void> {
     await new Promise((r) => setTimeout(r, 1500));
     const sentAt = new Map<number, bigint>();
     const answeredAt = new Map<number, bigint>();
-    // The receivers record each message event as it arrives; measured once every send has its
-    // times (an event may arrive before its sender has read the answer that names the message).
-    const receivers = await startReceivers({
-      users: members.slice(0, POLLERS),
-      host,
-      apiBase,
-      eventsBase,
-      expected: WARMUP + MESSAGES,
-      warmup: WARMUP,
+    // Each message event as received; measured once every send has its times (an event may
+    // arrive before its sender has read the answer that names the message).
+    // With the wall-clock time (ms, fractional) beside the monotonic one, to compare with the
+    // message's date_sent.
+    const receptions: [number, bigint, number][] = [];
+    let stopping = false;
+    let polls = 0;
+    let warmedUp = WARMUP === 0 ? POLLERS : 0;
+    const pollers = members.slice(0, POLLERS).map(async (user) => {
+      const registered = await call(apiBase, user, 'POST', '/api/v1/register', {
+        event_types: '["message"]',
+      });
+      let last = registered.last_event_id as number;
+      const queueId = encodeURIComponent(registered.queue_id as string);
+      let seen = 0;
+      while (!stopping && seen < WARMUP + MESSAGES) {
+        polls++;
+        const answer = await call(
+          eventsBase,
+          user,
+          'GET',
+          `/api/v1/events?queue_id=${queueId}&last_event_id=${last}`,
+        );
+        const received = process.hrtime.bigint();
+        const receivedWall = performance.timeOrigin + performance.now();
+        for (const event of answer.events as {
+          id: number;
+          type: string;
+          message?: { id: number };
+        }[]) {
+          last = event.id;
+          if (event.type !== 'message') continue;
+          seen += 1;
+          warmedUp += seen === WARMUP ? 1 : 0;
+          receptions.push([event.message!.id, received, receivedWall]);
+        }
+        // The next poll goes out once every answer that arrived with this one has its time:
+        // sent at once, each poll's request (~0.1 ms of this one thread) delayed the reading of
+        // the answers behind it, which 20 separate clients would not have waited for.
+        await new Promise((resolve) => setImmediate(resolve));
+      }
     });
+    await new Promise((r) => setTimeout(r, 500));
     const send = (i: number, topic: string) =>
       call(apiBase, owner, 'POST', '/api/v1/messages', {
         type: 'stream',
@@ -95,8 +125,7 @@ async function main(): Promise<void> {
     );
     // Every poller has its warm-up messages: none is still being delivered when measuring starts.
     const warmedBy = Date.now() + 30_000;
-    while (receivers.warmedUp() < POLLERS && Date.now() < warmedBy)
-      await new Promise((r) => setTimeout(r, 20));
+    while (warmedUp < POLLERS && Date.now() < warmedBy) await new Promise((r) => setTimeout(r, 20));
     const cpu = cpuMeter({
       api: [stack.api[0]!.process.pid!],
       events: [stack.events[0]!.process.pid!],
@@ -105,7 +134,7 @@ async function main(): Promise<void> {
       client: [process.pid],
     });
     const posts: number[] = [];
-    receivers.resetPolls();
+    polls = 0;
     const started = process.hrtime.bigint();
     next = 0;
     await Promise.all(
@@ -129,9 +158,8 @@ async function main(): Promise<void> {
     );
     const elapsed = Number(process.hrtime.bigint() - started) / 1e9;
     const cpuPerMessage = cpu.perUnit(MESSAGES);
-    await Promise.race([receivers.done, new Promise((r) => setTimeout(r, 30_000))]);
-    const polls = receivers.polls();
-    const receptions = await receivers.stop();
+    await Promise.race([Promise.all(pollers), new Promise((r) => setTimeout(r, 30_000))]);
+    stopping = true;
     // From the send's start, and from its answer: the commit lies between the two, so together
     // they bracket commit → event. Closer above it: from the message's date_sent, the start of
     // the statement that read its recipients, after which the send only builds its rows and
