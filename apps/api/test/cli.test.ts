@@ -136,6 +136,15 @@ describe('pnpm manage', () => {
         is_active: true,
         is_bot: false,
       },
+      // Created to send each new user Zulip's welcome message.
+      {
+        user_id: expect.any(Number),
+        email: 'welcome-bot@zulip.com',
+        full_name: 'Welcome Bot',
+        role: 400,
+        is_active: true,
+        is_bot: true,
+      },
       {
         user_id: user.user_id,
         email,

@@ -5,10 +5,11 @@ import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { resetConfig } from '@parley/config';
-import { getPrisma, Role, type User } from '@parley/db';
+import { bitmaskToFlags, getPrisma, Role, type User } from '@parley/db';
 import { closeMail, closeQueues, enqueueJob, type JobWorkers } from '@parley/jobs';
 import { startWorkers } from '../../worker/src/jobs';
 import { requeueUnsentInvitationEmails, sendInvitationEmail } from '../src/actions/invites';
+import { initialDirectMessageContent } from '../src/actions/onboarding';
 import { SYSTEM_BOTS } from '../src/actions/system-bots';
 import { verifyPassword } from '../src/lib/credentials';
 import { generateConfirmationKey } from '../src/lib/invites';
@@ -121,6 +122,16 @@ async function createChannel(org: TestRealm, name: string, extra: Record<string,
 const register = (org: TestRealm, params: Record<string, string>) =>
   api.post(org.host, '/register_from_invite').type('form').send(params);
 
+/** What the Welcome Bot sent `user`, oldest first, with the user's flags. */
+async function welcomeBotMessagesTo(user: User) {
+  const copies = await prisma().$queryRaw<{ content: string; flags: bigint }[]>`
+    SELECT m.content, um.flags FROM user_message um
+    JOIN message m ON m.id = um.message_id JOIN user_profile s ON s.id = m.sender_id
+    WHERE um.user_profile_id = ${user.id} AND s.email = ${SYSTEM_BOTS.welcome.email}
+    ORDER BY um.message_id`;
+  return copies.map(({ content, flags }) => ({ content, flags: bitmaskToFlags(flags) }));
+}
+
 async function lastMessageTo(user: User) {
   const copy = await prisma().userMessage.findFirst({
     where: { userId: user.id },
@@ -132,7 +143,7 @@ async function lastMessageTo(user: User) {
 }
 
 describe('the Welcome Bot on sign-up', () => {
-  it("sends the organization's text for null, nothing for an empty text", async () => {
+  it("sends Zulip's welcome, then the organization's text for null, nothing more for an empty text", async () => {
     const org = await createTestRealm('Welcoming');
     expectSuccess(
       await as(org.owner, org.host).patch('/realm', {
@@ -140,12 +151,12 @@ describe('the Welcome Bot on sign-up', () => {
       }),
     );
     const member = await createTestUser(org.realm, Role.MEMBER);
-    const cases: [User, string, Record<string, unknown>, string | null][] = [
+    const cases: [User, string, Record<string, unknown>, string[]][] = [
       // A member's invitation always carries null: the organization's text.
-      [member, 'by-member@example.com', {}, 'Say hello in #**general**.'],
-      [org.owner, 'quiet@example.com', { welcome_message_custom_text: '' }, null],
+      [member, 'by-member@example.com', {}, ['Say hello in #**general**.']],
+      [org.owner, 'quiet@example.com', { welcome_message_custom_text: '' }, []],
     ];
-    for (const [inviter, email, params, expected] of cases) {
+    for (const [inviter, email, params, custom] of cases) {
       const key = await inviteAndGetKey(org, inviter, email, { stream_ids: [], ...params });
       const created = expectSuccess(
         await register(org, { key, full_name: 'New Person', password: 'correct horse' }),
@@ -153,9 +164,14 @@ describe('the Welcome Bot on sign-up', () => {
       const user = await prisma().user.findUniqueOrThrow({
         where: { id: created.user_id as number },
       });
-      const last = await lastMessageTo(user);
-      if (expected === null) expect(last?.sender.email).not.toBe(SYSTEM_BOTS.welcome.email);
-      else expect(last).toMatchObject({ content: expected, sender: { fullName: 'Welcome Bot' } });
+      const fromBot = await welcomeBotMessagesTo(user);
+      expect(fromBot.map((m) => m.content)).toEqual([
+        initialDirectMessageContent(org.realm, user),
+        ...custom,
+      ]);
+      // Zulip stars the first one for its reader, and leaves it unread.
+      expect(fromBot[0]!.flags).toContain('starred');
+      expect(fromBot[0]!.flags).not.toContain('read');
     }
   });
 });
@@ -257,10 +273,11 @@ describe('sign-up from an email invitation', () => {
       `@_**Nina Newbie|${user.id}** accepted your invitation to join Acme Corp!`,
     );
 
-    // The invitation's welcome text, from the Welcome Bot.
-    const welcome = await lastMessageTo(user);
-    expect(welcome?.sender.email).toBe(SYSTEM_BOTS.welcome.email);
-    expect(welcome?.content).toBe('Read #**invited** first.');
+    // Zulip's welcome, then the invitation's text, from the Welcome Bot.
+    expect((await welcomeBotMessagesTo(user)).map((m) => m.content)).toEqual([
+      initialDirectMessageContent(org.realm, user),
+      'Read #**invited** first.',
+    ]);
 
     const invitation = await prisma().preregistrationUser.findFirstOrThrow({
       where: { realmId: org.realm.id, email },

@@ -253,6 +253,7 @@ describe('POST /users', () => {
   });
 
   it('lets an owner create a member who can then log in', async () => {
+    const before = await activeIds(org.realm.id);
     const published = await captureEvents(org.realm.id, async () => {
       const res = await as(org.owner, org.host).post('/users', {
         email: 'new@example.com',
@@ -266,14 +267,30 @@ describe('POST /users', () => {
     });
     expect(created).toMatchObject({ role: 400, fullName: 'New Person', isBot: false });
     expect(await verifyPassword('pw12345', created.passwordHash)).toBe(true);
-    const add = published.find((p) => p.event.type === 'realm_user' && p.event.op === 'add')!;
-    expect(add.users).toEqual(await activeIds(org.realm.id));
+    const add = published.find(
+      (p) => p.event.type === 'realm_user' && p.event.op === 'add' && p.users.includes(created.id),
+    )!;
+    expect(add.users).toEqual([...before, created.id]);
     expect(add.event.person).toMatchObject({
       user_id: created.id,
       email: 'new@example.com',
       full_name: 'New Person',
       role: 400,
     });
+    // Their first message: Zulip's welcome from the Welcome Bot, starred and unread (a member's
+    // has no guide to setting up the organization).
+    const { messages } = expectSuccess(
+      await as(created, org.host).get('/messages?anchor=newest&num_before=10&num_after=0'),
+    ) as { messages: Record<string, unknown>[] };
+    expect(messages).toEqual([
+      expect.objectContaining({
+        sender_email: 'welcome-bot@zulip.com',
+        sender_full_name: 'Welcome Bot',
+        content: expect.stringContaining('<p>Hello, and welcome to Zulip!'),
+        flags: ['starred'],
+      }),
+    ]);
+    expect(messages[0]!.content).not.toContain('Setting up your organization');
   });
 
   it('lets an administrator create users only with can_create_users', async () => {

@@ -12,6 +12,7 @@ import { createLogger, setLogger } from '@parley/logger';
 import { initMetrics } from '@parley/metrics';
 import { createApp } from '@parley/api';
 import { stopLinkifierCache } from '@parley/api/lib/linkifier-cache';
+import { sendInitialDirectMessage } from '@parley/api/actions/onboarding';
 import { doCreateOrganization } from '@parley/api/actions/realms';
 import { doCreateStreams } from '@parley/api/actions/streams';
 import { doAddSubscriptions } from '@parley/api/actions/subscriptions';
@@ -165,6 +166,7 @@ async function ensureDemoOrganization(): Promise<string[]> {
       );
       return created;
     });
+    await sendInitialDirectMessage(realm, owner);
     return [
       `  Created the demo organization "${realm.name}" at ${realmUrl(realm)}`,
       `  owner email:   ${owner.email}`,

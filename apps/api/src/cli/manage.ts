@@ -25,6 +25,7 @@ import {
   retryFailedJob,
   type FailedJob,
 } from '@parley/jobs';
+import { sendInitialDirectMessage } from '../actions/onboarding';
 import { checkOrganization, doCreateOrganization } from '../actions/realms';
 import { doSetRealmUploadLimits, type RealmUploadLimits } from '../actions/uploads';
 import { maxFileUploadSizeMib, uploadQuotaGb } from '../lib/upload-limits';
@@ -76,6 +77,7 @@ const commands: Record<string, Command> = {
       });
       const hash = await passwordHashFor(org.ownerPassword);
       const { realm, owner } = await runAction((ctx) => doCreateOrganization(ctx, org, hash));
+      await sendInitialDirectMessage(realm, owner);
       const url = realmUrl(realm);
       return {
         json: {
@@ -118,6 +120,7 @@ const commands: Record<string, Command> = {
         });
         return doCreateUser(ctx, realm, fields, hash);
       });
+      await sendInitialDirectMessage(realm, user);
       return {
         json: {
           realm_id: realm.id,

@@ -3,10 +3,11 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { userEndpoint } from '@parley/auth';
-import { runAction, type User } from '@parley/db';
+import { afterAnswer, runAction, type User } from '@parley/db';
 import { JsonableError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
 import * as schema from '../presenters/schemas';
+import { isForWelcomeBot, replyFromWelcomeBot } from '../actions/onboarding';
 import {
   checkContent,
   checkTopic,
@@ -134,6 +135,7 @@ defineRoute(messageRoutes, '/messages', {
           : {}),
       });
       const sent = await sendPreparedMessage(prepared);
+      if (isForWelcomeBot(prepared)) afterAnswer(() => replyFromWelcomeBot(prepared));
       return {
         id: sent.message.id,
         ...(sent.automaticPolicy !== null
