@@ -25,8 +25,11 @@ export const keys = {
   /** Log entries whose fan-out kept failing (a Redis Stream): kept for an operator to read,
    * with the error, so the shard could move on. */
   deadLetters: (shard: number) => `${tag(shard)}:dead`,
-  /** Marks an outbox row as appended to this shard's log, so it is appended once. */
-  published: (shard: number, outboxId: string) => `${tag(shard)}:published:${outboxId}`,
+  /** Marks an outbox row as appended to this shard's log, so it is appended once. Named by
+   * the row's id and when it was written: a database restored from a backup, or recreated,
+   * hands out the same ids again, and its rows must not pass for ones already published. */
+  published: (shard: number, outboxId: string, written: string) =>
+    `${tag(shard)}:published:${outboxId}:${written}`,
   /** Queues registered on the shard (a Redis Stream of their ids, options and starting
    * points, kept CREATED_RETAIN_MS): the lease holder learns a new queue's options from it
    * before the queue's first event, instead of reading them then. */

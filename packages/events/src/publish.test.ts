@@ -54,7 +54,7 @@ describe('publishNotification', () => {
         keys.shardLog(shard),
         keys.userQueues(shard, user),
         keys.userQueues(shard, other),
-        keys.published(shard, '1'),
+        keys.published(shard, '1', '1'),
       ),
     );
 
@@ -64,7 +64,7 @@ describe('publishNotification', () => {
       // A user named twice, and one without queues.
       await publishNotification(redis, shards, { event, users: [user, other, user] });
       await publishOutboxRows(redis, shards, [
-        { id: '1', notification: { event, users: [other] } },
+        { id: '1', written: '1', notification: { event, users: [other] } },
       ]);
       await redis.sadd(keys.userQueues(shard, other), 'q3');
       await publishNotification(redis, shards, { event, users: [user, other] });
@@ -96,7 +96,7 @@ describe('publishNotification', () => {
       await redis.del(keys.userQueues(shard, other));
       await redis.set(keys.userQueues(shard, other), 'not a set');
       await publishOutboxRows(redis, shards, [
-        { id: '1', notification: { event, users: [other] } },
+        { id: '1', written: '1', notification: { event, users: [other] } },
       ]);
       const published = await entries();
       expect(published.map((fields) => carried(fields)?.length ?? null)).toEqual([
@@ -106,5 +106,48 @@ describe('publishNotification', () => {
       ]);
       expect(published.map((fields) => fields.slice(0, 1))).toEqual([['n'], ['n'], ['n']]);
     });
+  });
+});
+
+describe('publishOutboxRows', () => {
+  const shards = 100_000;
+  const shard = 80_000 + (Number.parseInt(randomBytes(2).toString('hex'), 16) % 20_000);
+  const user = shard * SHARD_USER_RANGE;
+  const logged = async () =>
+    (await getRedis().xrange(keys.shardLog(shard), '-', '+')).map(
+      ([, fields]) => (JSON.parse(fields[1]!) as { event: unknown }).event,
+    );
+  afterEach(() =>
+    getRedis().del(
+      keys.shardLog(shard),
+      keys.published(shard, '7', '1000'),
+      keys.published(shard, '7', '2000'),
+    ),
+  );
+
+  it('appends each row once, whoever publishes it and however often', async () => {
+    const row = {
+      id: '7',
+      written: '1000',
+      notification: { event: { type: 'x', n: 1 }, users: [user] },
+    };
+    await publishOutboxRows(getRedis(), shards, [row]);
+    await publishOutboxRows(getRedis(), shards, [row, row]);
+    expect(await logged()).toEqual([{ type: 'x', n: 1 }]);
+  });
+
+  it('appends a row of a restored or recreated database that reuses a published id', async () => {
+    const redis = getRedis();
+    await publishOutboxRows(redis, shards, [
+      { id: '7', written: '1000', notification: { event: { type: 'x', n: 1 }, users: [user] } },
+    ]);
+    // The sequence starts again: id 7 is handed out anew, later.
+    await publishOutboxRows(redis, shards, [
+      { id: '7', written: '2000', notification: { event: { type: 'x', n: 2 }, users: [user] } },
+    ]);
+    expect(await logged()).toEqual([
+      { type: 'x', n: 1 },
+      { type: 'x', n: 2 },
+    ]);
   });
 });

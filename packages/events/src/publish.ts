@@ -110,11 +110,11 @@ const PUBLISHED_MARKER_SECONDS = 24 * 60 * 60;
 export async function publishOutboxRows(
   redis: Redis,
   shards: number,
-  rows: { id: string; notification: Notification }[],
+  rows: { id: string; written: string; notification: Notification }[],
 ): Promise<void> {
   if (rows.length === 0) return;
   const pipeline = redis.pipeline();
-  for (const { id, notification } of rows) {
+  for (const { id, written, notification } of rows) {
     const event = JSON.stringify(notification.event);
     for (const [shard, users] of usersByShard(notification.users, shards)) {
       const sets = queueSets(shard, users);
@@ -122,7 +122,7 @@ export async function publishOutboxRows(
         pipeline,
         2 + sets.length,
         keys.shardLog(shard),
-        keys.published(shard, id),
+        keys.published(shard, id, written),
         ...sets,
         shardEntry(event, users),
         PUBLISHED_MARKER_SECONDS,

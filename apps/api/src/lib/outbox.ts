@@ -18,6 +18,10 @@ import { getLogger } from '@parley/logger';
 
 export interface OutboxRow {
   id: string;
+  /** When the row was written, in microseconds since the epoch (its `created_at`): with the
+   * id, what tells it from a row of an earlier incarnation of the database (see
+   * keys.published). */
+  written: string;
   notification: Notification;
 }
 
@@ -34,6 +38,9 @@ export interface OutboxWrite {
 
 /** How many waiting rows an outbox write reads (see `publishOlder`). */
 const WAITING_READ = 100;
+
+/** A timestamp as whole microseconds since the epoch (int8: a string from node-postgres). */
+const WRITTEN_US = (timestamp: string) => `floor(extract(epoch FROM ${timestamp}) * 1000000)::int8`;
 
 /** The outbox rows of a write: a CTE named `outbox` that inserts them in order, and the
  * columns that report them (`OutboxColumns`). `notifications` and `published` name the
@@ -52,8 +59,10 @@ export function outboxSql(
       SELECT n FROM json_array_elements(${notifications}::json) WITH ORDINALITY AS t(n, i)
       ORDER BY i
       RETURNING id)`,
-    // Ids follow the insertion order, which ORDER BY i fixes.
+    // Ids follow the insertion order, which ORDER BY i fixes. The rows' created_at is the
+    // transaction's now(), the same for all of them.
     columns: `ARRAY(SELECT id FROM outbox ORDER BY id) AS outbox_ids,
+      ${WRITTEN_US('now()')} AS outbox_written,
       ARRAY(SELECT id FROM event_outbox WHERE id <> ALL(${published}::bigint[])
         ORDER BY id LIMIT ${WAITING_READ + 1}) AS outbox_waiting`,
   };
@@ -61,6 +70,7 @@ export function outboxSql(
 
 export interface OutboxColumns {
   outbox_ids: string[];
+  outbox_written: string;
   outbox_waiting: string[];
 }
 
@@ -80,7 +90,11 @@ export function outboxWriteOf(
   const ids = row.outbox_ids;
   const first = ids.length > 0 ? BigInt(ids[0]!) : null;
   return {
-    rows: ids.map((id, index) => ({ id, notification: notifications[index]! })),
+    rows: ids.map((id, index) => ({
+      id,
+      written: row.outbox_written,
+      notification: notifications[index]!,
+    })),
     olderWaiting:
       row.outbox_waiting.length > WAITING_READ
         ? null
@@ -355,18 +369,15 @@ async function publishAndForget(rows: OutboxRow[]): Promise<void> {
 /** How long a row may wait for its fast path before the relay takes it. */
 export const RELAY_AFTER_MS = 5_000;
 
-const rowsBelow = statement<
-  { id: string; notification: Notification },
-  [string, string[], number]
->(`
-  SELECT id, notification FROM event_outbox
+const rowsBelow = statement<OutboxRow, [string, string[], number]>(`
+  SELECT id, ${WRITTEN_US('created_at')} AS written, notification FROM event_outbox
   WHERE id < $1::bigint AND id <> ALL($2::bigint[])
   ORDER BY id LIMIT $3`);
 
 // A prepared statement, not Prisma's $queryRaw: every API replica runs it every second, idle
 // or not, and Prisma compiled it anew each time (most of an idle replica's own work).
-const rowsOlderThan = statement<{ id: string; notification: Notification }, [number, number]>(`
-  SELECT id, notification FROM event_outbox
+const rowsOlderThan = statement<OutboxRow, [number, number]>(`
+  SELECT id, ${WRITTEN_US('created_at')} AS written, notification FROM event_outbox
   WHERE created_at <= now() - $1::int * interval '1 millisecond'
   ORDER BY id LIMIT $2`);
 
@@ -389,7 +400,7 @@ export async function relayOutbox({
     below === undefined
       ? await query(rowsOlderThan, [olderThanMs, limit])
       : await query(rowsBelow, [below, [...publishedRows()], limit]);
-  await publishAndForget(rows.map((row) => ({ id: row.id, notification: row.notification })));
+  await publishAndForget(rows);
   return rows.length;
 }
 
