@@ -18,6 +18,8 @@ import {
   deliverScheduledMessage,
   requeueScheduledMessages,
 } from '@parley/api/actions/scheduled-messages';
+import { welcomeBotReply } from '@parley/api/actions/onboarding';
+import { ensureSystemBot } from '@parley/api/actions/system-bots';
 import { as, captureEvents, createTestUser, expectSuccess } from '../../api/test/helpers';
 import { createMessageOrg, send, type MessageOrg } from '../../api/test/message-helpers';
 import { startWorkers } from '../src/jobs';
@@ -171,6 +173,31 @@ describe('delivery', () => {
     const copies = await prisma().userMessage.findMany({ where: { messageId: message!.id } });
     expect(copies.map((copy) => copy.userId).sort((a, b) => a - b)).toEqual(
       [user.id, org.other.id].sort((a, b) => a - b),
+    );
+  });
+
+  it("gets the Welcome Bot's answer to a direct message sent to it", async () => {
+    const bot = await ensureSystemBot(org.realm, 'welcome');
+    const content = unique('help?');
+    const id = expectSuccess(
+      await as(user, org.host).post('/scheduled_messages', {
+        type: 'direct',
+        to: [bot.id],
+        content,
+        scheduled_delivery_timestamp: inSeconds(1),
+      }),
+    ).scheduled_message_id as number;
+    await until(async () => (await rowOf(id)).delivered, 'the delivery');
+    const answer = await until(
+      () =>
+        prisma().message.findFirst({
+          where: { senderId: bot.id, content: welcomeBotReply(content) },
+        }),
+      "the Welcome Bot's answer",
+    );
+    const copies = await prisma().userMessage.findMany({ where: { messageId: answer.id } });
+    expect(copies.map((copy) => copy.userId).sort((a, b) => a - b)).toEqual(
+      [user.id, bot.id].sort((a, b) => a - b),
     );
   });
 

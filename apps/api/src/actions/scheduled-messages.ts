@@ -42,6 +42,7 @@ import {
   type PreparedMessage,
   type SendTarget,
 } from './messages';
+import { isForWelcomeBot, replyFromWelcomeBot } from './onboarding';
 import { ensureSystemBot } from './system-bots';
 
 /** A scheduled message as the client sent it, `to` already read (lib's readTarget). */
@@ -431,6 +432,8 @@ export async function deliverScheduledMessage({
     return 'sent' as const;
   });
   if (outcome === 'early') throw new NotDueYetError(`scheduled message ${row.id} is not due yet`);
+  // Zulip's Welcome Bot answers whatever sent the message, a delivery too.
+  if (outcome === 'sent' && isForWelcomeBot(prepared)) await replyFromWelcomeBot(prepared);
   return outcome;
 }
 
