@@ -30,65 +30,68 @@ const settingParams = Object.fromEntries(
   SETTING_NAMES.map((name) => [name, USER_SETTINGS[name].param]),
 ) as Record<SettingName, Param<SettingValue>>;
 
-defineRoute(settingsRoutes, '/settings', {
-  PATCH: userEndpoint(
-    {
-      humansOnly: true,
-      params: {
-        full_name: p.string().optional(),
-        old_password: p.string().optional(),
-        new_password: p.string().optional(),
-        ...settingParams,
-      },
-      response: schema.empty,
+const changeSettings = userEndpoint(
+  {
+    humansOnly: true,
+    params: {
+      full_name: p.string().optional(),
+      old_password: p.string().optional(),
+      new_password: p.string().optional(),
+      ...settingParams,
     },
-    async ({ user, realm, params }) => {
-      const fullName = params.full_name === undefined ? undefined : checkFullName(params.full_name);
-      const changes: [SettingName, string | number | boolean][] = [];
-      for (const name of SETTING_NAMES) {
-        const value = params[name];
-        if (value === undefined) continue;
-        checkSetting(name, value);
-        changes.push([name, value]);
-      }
-      if (params.timezone !== undefined && !isValidTimezone(params.timezone as string))
-        throw new JsonableError('Not a recognized time zone');
-      let passwordHash: string | null = null;
-      if (params.new_password !== undefined) {
-        if (params.old_password === undefined)
-          throw new JsonableError('Please fill out all fields.');
-        if (!(await verifyPassword(params.old_password, user.passwordHash)))
-          throw new JsonableError('Wrong password!');
-        passwordHash = await passwordHashFor(params.new_password);
-      }
-      await runAction(async (ctx) => {
-        // The organization's name_changes_disabled: like Zulip, the request is silently not
-        // applied (clients hide the field); administrators may still rename themselves.
-        if (fullName !== undefined && !(realm.nameChangesDisabled && !isAdmin(user)))
-          await doChangeFullName(ctx, user, fullName, user.id);
-        if (passwordHash !== null) await doSetPassword(ctx, user, passwordHash, user.id);
-        for (const [name, value] of changes) {
-          switch (name) {
-            case 'email_address_visibility':
-              await doChangeEmailVisibility(ctx, user, value as number);
-              break;
-            case 'timezone':
-              await doChangeTimezone(ctx, realm, user, value as string);
-              break;
-            case 'default_language':
-              await doChangeSetting(ctx, user, name, value, {
-                language_name: LANGUAGES[value as string],
-              });
-              break;
-            case 'presence_enabled':
-              await doSetPresenceEnabled(ctx, realm, user, value as boolean);
-              break;
-            default:
-              await doChangeSetting(ctx, user, name, value);
-          }
+    response: schema.empty,
+  },
+  async ({ user, realm, params }) => {
+    const fullName = params.full_name === undefined ? undefined : checkFullName(params.full_name);
+    const changes: [SettingName, string | number | boolean][] = [];
+    for (const name of SETTING_NAMES) {
+      const value = params[name];
+      if (value === undefined) continue;
+      checkSetting(name, value);
+      changes.push([name, value]);
+    }
+    if (params.timezone !== undefined && !isValidTimezone(params.timezone as string))
+      throw new JsonableError('Not a recognized time zone');
+    let passwordHash: string | null = null;
+    if (params.new_password !== undefined) {
+      if (params.old_password === undefined) throw new JsonableError('Please fill out all fields.');
+      if (!(await verifyPassword(params.old_password, user.passwordHash)))
+        throw new JsonableError('Wrong password!');
+      passwordHash = await passwordHashFor(params.new_password);
+    }
+    await runAction(async (ctx) => {
+      // The organization's name_changes_disabled: like Zulip, the request is silently not
+      // applied (clients hide the field); administrators may still rename themselves.
+      if (fullName !== undefined && !(realm.nameChangesDisabled && !isAdmin(user)))
+        await doChangeFullName(ctx, user, fullName, user.id);
+      if (passwordHash !== null) await doSetPassword(ctx, user, passwordHash, user.id);
+      for (const [name, value] of changes) {
+        switch (name) {
+          case 'email_address_visibility':
+            await doChangeEmailVisibility(ctx, user, value as number);
+            break;
+          case 'timezone':
+            await doChangeTimezone(ctx, realm, user, value as string);
+            break;
+          case 'default_language':
+            await doChangeSetting(ctx, user, name, value, {
+              language_name: LANGUAGES[value as string],
+            });
+            break;
+          case 'presence_enabled':
+            await doSetPresenceEnabled(ctx, realm, user, value as boolean);
+            break;
+          default:
+            await doChangeSetting(ctx, user, name, value);
         }
-      });
-      return {};
-    },
-  ),
-});
+      }
+    });
+    return {};
+  },
+);
+
+defineRoute(settingsRoutes, '/settings', { PATCH: changeSettings });
+// Zulip's aliases from before it merged the endpoints (feature level 80), which it still serves
+// and the official Python client's update_notification_settings still calls.
+defineRoute(settingsRoutes, '/settings/display', { PATCH: changeSettings });
+defineRoute(settingsRoutes, '/settings/notifications', { PATCH: changeSettings });
