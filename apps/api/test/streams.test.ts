@@ -691,3 +691,85 @@ describe('bad input to the channel endpoints', () => {
     ]);
   });
 });
+
+describe('POST and DELETE /default_streams', () => {
+  let org: Org;
+  beforeAll(async () => {
+    org = await createOrg();
+  });
+  const add = (user: User, streamId: unknown) =>
+    as(user, org.host).post('/default_streams', { stream_id: streamId });
+  const remove = (user: User, streamId: unknown) =>
+    as(user, org.host).delete('/default_streams', { stream_id: streamId });
+  const defaults = async () =>
+    (await prisma().defaultStream.findMany({ where: { realmId: org.realm.id } })).map(
+      (row) => row.streamId,
+    );
+  const members = async () =>
+    sorted(
+      (
+        await prisma().user.findMany({
+          where: { realmId: org.realm.id, isActive: true, role: { not: Role.GUEST } },
+        })
+      ).map((user) => user.id),
+    );
+
+  it('lets an administrator add and remove a default channel, telling every member', async () => {
+    const added = await captureEvents(org.realm.id, async () => {
+      expectSuccess(await add(org.admin, org.general.id));
+    });
+    expectPublished(added, [
+      {
+        event: { type: 'default_streams', default_streams: [org.general.id] },
+        users: await members(),
+      },
+    ]);
+    expect(await defaults()).toEqual([org.general.id]);
+    // Adding it again changes nothing and tells nobody.
+    expect(
+      await captureEvents(org.realm.id, async () => {
+        expectSuccess(await add(org.admin, org.general.id));
+      }),
+    ).toEqual([]);
+    const removed = await captureEvents(org.realm.id, async () => {
+      expectSuccess(await remove(org.admin, org.general.id));
+    });
+    expectPublished(removed, [
+      { event: { type: 'default_streams', default_streams: [] }, users: await members() },
+    ]);
+    expect(await defaults()).toEqual([]);
+  });
+
+  it("refuses non-administrators, private channels and channels one cannot see, in Zulip's words", async () => {
+    expectError(
+      await add(org.member, org.general.id),
+      'Must be an organization administrator',
+      400,
+      'UNAUTHORIZED_PRINCIPAL',
+    );
+    expectError(
+      await remove(org.moderator, org.general.id),
+      'Must be an organization administrator',
+      400,
+      'UNAUTHORIZED_PRINCIPAL',
+    );
+    // The member created 'secret' and is its only subscriber.
+    expectError(await add(org.owner, org.secret.id), 'Invalid channel ID');
+    expectSuccess(
+      await as(org.member, org.host).post('/users/me/subscriptions', {
+        subscriptions: [{ name: 'secret' }],
+        principals: [org.admin.id],
+      }),
+    );
+    expectError(await add(org.admin, org.secret.id), 'Private channels cannot be made default.');
+    expectError(await add(org.admin, 999_999_999), 'Invalid channel ID');
+    expectError(await add(org.admin, 'general'), 'stream_id is not an integer');
+    expectError(
+      await remove(org.admin, undefined),
+      "Missing 'stream_id' argument",
+      400,
+      'REQUEST_VARIABLE_MISSING',
+    );
+    expect(await defaults()).toEqual([]);
+  });
+});

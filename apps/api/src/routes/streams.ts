@@ -1,5 +1,5 @@
 // Channels: GET /streams, GET/PATCH/DELETE /streams/{id}, GET /streams/{id}/members,
-// GET /get_stream_id, GET /users/me/{stream_id}/topics.
+// GET /get_stream_id, GET /users/me/{stream_id}/topics, POST/DELETE /default_streams.
 import { Router } from 'express';
 import { z } from 'zod';
 import { userEndpoint } from '@parley/auth';
@@ -245,4 +245,32 @@ defineRoute(streamRoutes, '/users/me/:stream_id/topics', {
       };
     },
   ),
+});
+
+// The organization's default channels (Zulip's add_default_stream / remove_default_stream);
+// PATCH /streams/{id} with is_default_stream does the same.
+const defaultStreamSpec = {
+  adminOnly: true,
+  params: { stream_id: p.int({ min: 1 }) },
+  response: schema.empty,
+} as const;
+
+defineRoute(streamRoutes, '/default_streams', {
+  POST: userEndpoint(defaultStreamSpec, async ({ user, params }) => {
+    const perms = await loadPermissions(user);
+    const { stream } = await accessStreamById(perms, params.stream_id, { allowArchived: false });
+    if (stream.inviteOnly) throw new JsonableError('Private channels cannot be made default.');
+    await runAction((ctx) => doSetDefaultStream(ctx, stream, true));
+    return {};
+  }),
+  DELETE: userEndpoint(defaultStreamSpec, async ({ user, params }) => {
+    const perms = await loadPermissions(user);
+    // Zulip's allow_realm_admin: an administrator need not be able to read the channel.
+    const { stream } = await accessStreamById(perms, params.stream_id, {
+      requireContentAccess: false,
+      allowArchived: false,
+    });
+    await runAction((ctx) => doSetDefaultStream(ctx, stream, false));
+    return {};
+  }),
 });
