@@ -320,6 +320,58 @@ describe('GET /messages', () => {
     expect(await fetchIds(org.member, { narrow: [['search', '"reply to"']] })).toEqual([ids.d2]);
   });
 
+  it('tells which of some messages match a narrow (GET /messages/matches_narrow)', async () => {
+    const matches = async (user: User, msgIds: number[], narrow: unknown) =>
+      expectSuccess(
+        await as(user, org.host).get('/messages/matches_narrow', { msg_ids: msgIds, narrow }),
+      ).messages as Record<string, { match_content: string; match_subject: string }>;
+    const some = [ids.g1!, ids.g2!, ids.s1!, ids.d1!, 99_999_999];
+    // As a search result shows them: the search's words highlighted, in the topic too.
+    expect(await matches(org.member, some, [['search', 'pizza']])).toEqual({
+      [ids.g1!]: {
+        match_content: '<p><span class="highlight">pizza</span> today?</p>',
+        match_subject: 'Lunch',
+      },
+      [ids.s1!]: {
+        match_content: '<p>secret <span class="highlight">pizza</span> plans</p>',
+        match_subject: 'plans',
+      },
+    });
+    // Only among the messages the viewer received.
+    expect(Object.keys(await matches(org.other, some, [['search', 'pizza']]))).toEqual([
+      String(ids.g1),
+    ]);
+    // Other narrows: the content and topic unchanged; a direct message's topic is empty.
+    expect(
+      await matches(org.member, some, [
+        ['channel', 'general'],
+        ['topic', 'lunch'],
+      ]),
+    ).toEqual({
+      [ids.g1!]: { match_content: '<p>pizza today?</p>', match_subject: 'Lunch' },
+      [ids.g2!]: {
+        match_content: expect.stringContaining('I want <strong>pasta</strong>') as string,
+        match_subject: 'lunch',
+      },
+    });
+    expect(await matches(org.member, some, [['is', 'dm']])).toEqual({
+      [ids.d1!]: { match_content: '<p>just us</p>', match_subject: '' },
+    });
+    expectError(
+      await as(org.member, org.host).get('/messages/matches_narrow', { msg_ids: some }),
+      "Missing 'narrow' argument",
+      400,
+      'REQUEST_VARIABLE_MISSING',
+    );
+    expectError(
+      await as(org.member, org.host).get('/messages/matches_narrow', {
+        msg_ids: 'x',
+        narrow: [],
+      }),
+      'msg_ids is not valid JSON',
+    );
+  });
+
   it('returns requested ids the viewer may see', async () => {
     const body = expectSuccess(
       await get(org.other, { message_ids: [ids.g1, ids.s1, ids.d3, 99999999] }),

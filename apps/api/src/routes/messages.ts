@@ -1,5 +1,5 @@
 // Messages: POST /messages, GET /messages, GET/PATCH/DELETE /messages/{id},
-// GET /messages/{id}/history, POST /messages/render.
+// GET /messages/{id}/history, POST /messages/render, GET /messages/matches_narrow.
 import { Router } from 'express';
 import { z } from 'zod';
 import { userEndpoint } from '@parley/auth';
@@ -32,7 +32,7 @@ import {
 } from '../actions/reactions';
 import { clientName, sentByHuman } from '../lib/clients';
 import { editHistorySnapshots } from '../lib/edit-history';
-import { fetchMessages } from '../lib/message-fetch';
+import { fetchMessages, messagesMatchingNarrow } from '../lib/message-fetch';
 import { accessMessage, presentReadableMessage } from '../lib/messages';
 import { narrowSchema, normalizeNarrow } from '../lib/narrow';
 import { attachmentObject } from '../lib/attachments';
@@ -143,6 +143,42 @@ defineRoute(messageRoutes, '/messages', {
           : {}),
       };
     },
+  ),
+});
+
+// Before /messages/:message_id, which would take "matches_narrow" for an id.
+defineRoute(messageRoutes, '/messages/matches_narrow', {
+  GET: userEndpoint(
+    {
+      params: {
+        msg_ids: p.json(
+          z
+            .array(
+              z
+                .number()
+                .int()
+                .min(0)
+                .max(2 ** 31 - 1),
+            )
+            .max(5000),
+        ),
+        narrow: p.json(narrowSchema),
+      },
+      response: z.object({
+        messages: z.record(
+          z.string(),
+          z.object({ match_content: z.string(), match_subject: z.string() }),
+        ),
+      }),
+    },
+    async ({ user, realm, params }) => ({
+      messages: await messagesMatchingNarrow(
+        user,
+        realm,
+        params.msg_ids,
+        normalizeNarrow(params.narrow),
+      ),
+    }),
   ),
 });
 
