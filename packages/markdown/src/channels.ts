@@ -4,11 +4,7 @@
 import type { MarkdownIt, StateInline } from 'markdown-it';
 import type { MentionData } from './mentions';
 import { escapeHtml as escape } from './escape';
-
-/** The web app's hash encoding of a narrow component (Zulip's encodeHashComponent). */
-export function encodeHashComponent(text: string): string {
-  return encodeURIComponent(text).replace(/\./g, '%2E').replace(/%/g, '.');
-}
+import { encodeChannel, encodeHashComponent } from './link-syntax';
 
 export function channelLinkCandidates(content: string): Set<string> {
   const names = new Set<string>();
@@ -26,7 +22,7 @@ export function channelLinkPlugin(md: MarkdownIt): void {
     const channel = data?.channelsByName?.get(match[1]!.toLowerCase());
     if (!channel) return false;
     if (!silent) {
-      const base = `/#narrow/channel/${encodeHashComponent(`${channel.id}-${channel.name}`)}`;
+      const base = `/#narrow/channel/${encodeChannel(channel.id, channel.name)}`;
       const token = state.push('html_inline', '', 0);
       const topicPart = match[2];
       if (topicPart === undefined) {

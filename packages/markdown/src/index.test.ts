@@ -147,13 +147,17 @@ describe('mentions', () => {
       channelsByName: new Map([['dev team', { id: 5, name: 'Dev team' }]]),
     };
     expect(renderMarkdown('#**dev team** #**nowhere**', withChannels).html).toBe(
-      '<p><a class="stream" data-stream-id="5" href="/#narrow/channel/5-Dev.20team">#Dev team</a> #<strong>nowhere</strong></p>',
+      '<p><a class="stream" data-stream-id="5" href="/#narrow/channel/5-Dev-team">#Dev team</a> #<strong>nowhere</strong></p>',
     );
     expect(renderMarkdown('#**Dev team>v1.0 plans**', withChannels).html).toBe(
-      '<p><a class="stream-topic" data-stream-id="5" href="/#narrow/channel/5-Dev.20team/topic/v1.2E0.20plans">#Dev team &gt; v1.0 plans</a></p>',
+      '<p><a class="stream-topic" data-stream-id="5" href="/#narrow/channel/5-Dev-team/topic/v1.2E0.20plans">#Dev team &gt; v1.0 plans</a></p>',
     );
     expect(renderMarkdown('#**Dev team>plans@42**', withChannels).html).toBe(
-      '<p><a class="message-link" href="/#narrow/channel/5-Dev.20team/topic/plans/near/42">#Dev team &gt; plans @ 💬</a></p>',
+      '<p><a class="message-link" href="/#narrow/channel/5-Dev-team/topic/plans/near/42">#Dev team &gt; plans @ 💬</a></p>',
+    );
+    // Zulip's encode_hash_component is Python's quote(safe="*"): ! ' ( ) are encoded too.
+    expect(renderMarkdown("#**Dev team>it's (nearly) done!**", withChannels).html).toContain(
+      'href="/#narrow/channel/5-Dev-team/topic/it.27s.20.28nearly.29.20done.21"',
     );
   });
 

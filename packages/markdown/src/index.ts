@@ -26,6 +26,12 @@ export {
 } from './mentions';
 export { uploadImageTag, UPLOAD_PLACEHOLDER_SRC } from './inline-extras';
 export { channelLinkCandidates } from './channels';
+export {
+  channelMessageUrl,
+  messageLinkSyntax,
+  silentMentionSyntax,
+  topicLinkSyntax,
+} from './link-syntax';
 export { canonicalEmojiName, emojiCodeForName, isEmojiCode } from './emoji';
 export {
   checkLinkifier,

@@ -15,6 +15,7 @@ import {
 import { InsufficientPermissionError, InvitationError, JsonableError } from '@parley/errors';
 import { enqueueJob, sendMail } from '@parley/jobs';
 import { getLogger } from '@parley/logger';
+import { silentMentionSyntax } from '@parley/markdown';
 import { sendEventOnCommit } from '../lib/events';
 import { codePoints } from '../lib/text';
 import {
@@ -699,7 +700,7 @@ async function notifyReferrer(realm: Realm, referrer: User, user: User): Promise
       realm,
       'notification',
       referrer,
-      `@_**${user.fullName}|${user.id}** accepted your invitation to join ${realm.name}!`,
+      `${silentMentionSyntax(user)} accepted your invitation to join ${realm.name}!`,
     );
   } catch (error) {
     getLogger().error('invitation notice failed', { realm_id: realm.id, user_id: user.id, error });

@@ -16,6 +16,7 @@ import {
 import { JsonableError, ResourceNotFoundError } from '@parley/errors';
 import type { QueuedEvent } from '@parley/events';
 import { parseJsonOrText } from '@parley/http';
+import { channelMessageUrl, messageLinkSyntax, silentMentionSyntax } from '@parley/markdown';
 import { DeliveryType, type ScheduledMessageRow } from '../presenters/scheduled-messages';
 
 /** Zulip's MAX_REMINDER_NOTE_LENGTH (also /register's max_reminder_note_length). */
@@ -109,15 +110,8 @@ export function checkReminderNote(raw: string): string {
   return note;
 }
 
-/** The web app's hash encoding of a narrow component (Zulip's encode_hash_component). */
-function encodeHashComponent(text: string): string {
-  return encodeURIComponent(text).replace(/\./g, '%2E').replace(/%/g, '.');
-}
-
-const silentMention = (user: Pick<User, 'id' | 'fullName'>) => `@_**${user.fullName}|${user.id}**`;
-
 function mentionList(users: Pick<User, 'id' | 'fullName'>[]): string {
-  const mentions = users.map(silentMention);
+  const mentions = users.map(silentMentionSyntax);
   if (mentions.length <= 1) return mentions.join('');
   return `${mentions.slice(0, -1).join(', ')} and ${mentions.at(-1)!}`;
 }
@@ -157,16 +151,18 @@ export async function reminderContent(
   maxLength: number,
 ): Promise<string> {
   const [sender] = await query(senderOf, [message.senderId]);
-  const author = silentMention(sender ?? { id: message.senderId, fullName: 'Unknown user' });
+  const author = silentMentionSyntax(sender ?? { id: message.senderId, fullName: 'Unknown user' });
   let content: string;
   let said: string;
   let sent: (widget: string) => string;
   if (stream) {
-    const url =
-      `${realmUrl(realm)}/#narrow/channel/` +
-      `${stream.id}-${encodeHashComponent(stream.name.replace(/ /g, '-'))}` +
-      `/topic/${encodeHashComponent(message.subject)}/near/${message.id}`;
-    const link = `#**${stream.name}>${message.subject}@${message.id}**`;
+    const url = channelMessageUrl(realmUrl(realm), {
+      id: message.id,
+      channelId: stream.id,
+      channelName: stream.name,
+      topic: message.subject,
+    });
+    const link = messageLinkSyntax(stream.id, stream.name, message.subject, message.id);
     content = note
       ? `You requested a reminder for the following message. Note:\n > ${note}`
       : 'You requested a reminder for the following message.';
