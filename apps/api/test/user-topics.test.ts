@@ -327,4 +327,74 @@ describe('topic visibility', () => {
       expectError(await legacy({ stream: 'general', topic: 't', op: 'mute' }), 'Invalid op');
     });
   });
+
+  describe('when a topic moves (Zulip moves the policies with it)', () => {
+    const policies = async () => (await register(['user_topic'])).user_topics;
+    const move = async (id: number, form: Record<string, unknown>) =>
+      expectSuccess(await as(org.owner, org.host).patch(`/messages/${id}`, form));
+
+    it('keeps a muted topic muted once it is resolved, and tells the user', async () => {
+      const id = expectSuccess(await post('Flaky test')).id as number;
+      expectSuccess(await setPolicy('Flaky test', 1));
+      const published = await captureEvents(org.realm.id, () =>
+        move(id, { topic: '✔ Flaky test', propagate_mode: 'change_all' }),
+      );
+      expect(await policies()).toEqual([
+        expect.objectContaining({ topic_name: '✔ Flaky test', visibility_policy: 1 }),
+      ]);
+      const mine = published.filter((p) => p.users.includes(user.id)).map((p) => p.event);
+      expect(mine.filter((e) => e.type === 'user_topic')).toEqual([
+        expect.objectContaining({ topic_name: 'Flaky test', visibility_policy: 0 }),
+        expect.objectContaining({ topic_name: '✔ Flaky test', visibility_policy: 1 }),
+      ]);
+      // One legacy list, after the last change.
+      expect(mine.filter((e) => e.type === 'muted_topics')).toEqual([
+        { type: 'muted_topics', muted_topics: [['general', '✔ Flaky test', expect.any(Number)]] },
+      ]);
+    });
+
+    it('merges into a topic with messages, keeping whichever shows more', async () => {
+      const id = expectSuccess(await post('Standup')).id as number;
+      await post('Daily');
+      expectSuccess(await setPolicy('Standup', 3));
+      expectSuccess(await setPolicy('Daily', 1));
+      await move(id, { topic: 'Daily', propagate_mode: 'change_all' });
+      expect(await policies()).toEqual([
+        expect.objectContaining({ topic_name: 'Daily', visibility_policy: 3 }),
+      ]);
+      // Messages the user did not mute, moved into a topic they muted, show it again.
+      const other = expectSuccess(await post('Retro')).id as number;
+      expectSuccess(await setPolicy('Daily', 1));
+      await move(other, { topic: 'Daily', propagate_mode: 'change_all' });
+      expect(await policies()).toEqual([]);
+    });
+
+    it('leaves the policy where it is when only part of the topic moves', async () => {
+      const first = expectSuccess(await post('Split')).id as number;
+      const second = expectSuccess(await post('Split')).id as number;
+      expectSuccess(await setPolicy('Split', 1));
+      await move(first, { topic: 'Elsewhere', propagate_mode: 'change_one' });
+      expect(await policies()).toEqual([
+        expect.objectContaining({ topic_name: 'Split', visibility_policy: 1 }),
+      ]);
+      // Changing only the letter case moves nothing: policies ignore it.
+      await move(second, { topic: 'SPLIT', propagate_mode: 'change_all' });
+      expect(await policies()).toEqual([
+        expect.objectContaining({ topic_name: 'Split', visibility_policy: 1 }),
+      ]);
+    });
+
+    it('drops the policy of a user who cannot follow the topic to another channel', async () => {
+      const id = expectSuccess(await post('Roadmap')).id as number;
+      expectSuccess(await setPolicy('Roadmap', 3));
+      // By a member of the private channel, which the user is not.
+      expectSuccess(
+        await as(org.member, org.host).patch(`/messages/${id}`, {
+          stream_id: org.secret.id,
+          propagate_mode: 'change_all',
+        }),
+      );
+      expect(await policies()).toEqual([]);
+    });
+  });
 });

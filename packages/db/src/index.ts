@@ -31,6 +31,8 @@ export {
 export {
   AuditLogEvent,
   isRoleValue,
+  MessageType,
+  type MessageTypeValue,
   RecipientType,
   Role,
   ROLE_NAMES,

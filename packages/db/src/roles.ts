@@ -38,6 +38,10 @@ export const SYSTEM_GROUPS = {
 
 export const RecipientType = { PERSONAL: 1, STREAM: 2, DIRECT_MESSAGE_GROUP: 3 } as const;
 
+/** Message.type values (Zulip's Message.MessageType). */
+export const MessageType = { NORMAL: 1, RESOLVE_TOPIC_NOTIFICATION: 2 } as const;
+export type MessageTypeValue = (typeof MessageType)[keyof typeof MessageType];
+
 /** AuditLog.event_type values used so far (Zulip's AuditLogEventType numbers). */
 export const AuditLogEvent = {
   USER_CREATED: 101,

@@ -19,7 +19,12 @@ import { linkifiersForRealm } from '../lib/linkifiers';
 import { usersAlertedBy } from '../lib/alert-words';
 import { sendEventOnCommit } from '../lib/events';
 import { activeMemberIds } from '../lib/groups';
-import { accessMessage, flagNames, InvalidMessageError } from '../lib/messages';
+import {
+  accessMessage,
+  flagNames,
+  hasVisibleTopicMessage,
+  InvalidMessageError,
+} from '../lib/messages';
 import { inRealmGroups } from '../lib/realm-state';
 import {
   accessStreamById,
@@ -40,6 +45,7 @@ import { checkContent, checkTopic, checkTopicPolicy } from './messages';
 import type { Attachment } from '../lib/attachments';
 import { queuePushRemovalsOnCommit } from './push-notifications';
 import { doUpdateAttachmentLinks } from './uploads';
+import { doMoveTopicPolicies } from './user-topics';
 
 export const PROPAGATE_MODES = ['change_one', 'change_later', 'change_all'] as const;
 export type PropagateMode = (typeof PROPAGATE_MODES)[number];
@@ -62,7 +68,10 @@ export interface CheckedEdit {
   content: string | undefined;
   topic: string | undefined;
   propagateMode: PropagateMode;
-  /** Topic change that only adds or removes the resolved prefix. */
+  /** A topic change that only adds the resolved prefix, or only removes it (Zulip's
+   * topic_resolved and topic_unresolved). */
+  resolution: 'resolved' | 'unresolved' | null;
+  /** Whether `resolution` is set: resolving has its own permission, and is not a move. */
   resolving: boolean;
 }
 
@@ -127,10 +136,8 @@ export async function checkUpdateMessage(
         : checkContent(request.content);
 
   const perms = await loadPermissions(user);
-  const resolving =
-    checkedTopic !== undefined &&
-    (checkedTopic === RESOLVED_PREFIX + message.subject ||
-      message.subject === RESOLVED_PREFIX + checkedTopic);
+  const resolution = checkedTopic === undefined ? null : resolutionOf(message.subject, topic!);
+  const resolving = resolution !== null;
   let target: Stream | null = null;
   if (streamId !== undefined) {
     ({ stream: target } = await accessStreamById(perms, streamId, {
@@ -155,8 +162,20 @@ export async function checkUpdateMessage(
     content,
     topic: checkedTopic,
     propagateMode: request.propagateMode,
+    resolution,
     resolving,
   };
+}
+
+/** Zulip's topic_resolved and topic_unresolved (build_message_edit_request): `topic` is the new
+ * name as requested, before truncation. */
+function resolutionOf(old: string, topic: string): 'resolved' | 'unresolved' | null {
+  const wasResolved = old.startsWith(RESOLVED_PREFIX);
+  const isResolved = topic.startsWith(RESOLVED_PREFIX);
+  if (isResolved && !wasResolved && topic.slice(RESOLVED_PREFIX.length) === old) return 'resolved';
+  // Python's lstrip: every leading character of the prefix goes, however many.
+  if (wasResolved && !isResolved && old.replace(/^[✔ ]+/u, '') === topic) return 'unresolved';
+  return null;
 }
 
 /** Renaming topics: the organization's can_move_messages_between_topics_group (Zulip's
@@ -219,14 +238,23 @@ function checkCanMoveBetweenChannels(
     throw new JsonableError("The time limit for editing this message's channel has passed");
 }
 
+export interface UpdatedMessages {
+  /** The messages changed, ascending: the edited one and those moved along. */
+  ids: number[];
+  /** A move (resolving included) took all of the topic the user could see. */
+  movedAll: boolean;
+  detached: Attachment[];
+}
+
 /** Applies a checked edit: the message (and, for moves, the rest of its topic as
- * propagate_mode says), the edit history, the flags a content edit changes, and the events. */
+ * propagate_mode says), the edit history, the flags a content edit changes, the topic's
+ * visibility policies when all of it moved, and the events. */
 export async function doUpdateMessage(
   ctx: ActionContext,
   user: User,
   edit: CheckedEdit,
   rendered: Rendered | null,
-): Promise<{ ids: number[]; detached: Attachment[] }> {
+): Promise<UpdatedMessages> {
   const { tx } = ctx;
   const { message, stream, target } = edit;
   const now = new Date();
@@ -282,7 +310,25 @@ export async function doUpdateMessage(
   }
   const lostAccess = target ? await moveUserMessages(tx, ids, target) : [];
   await sendUpdateEvents(ctx, user, edit, rendered, ids, timestamp, lostAccess);
-  return { ids, detached };
+  const movedAll = await movedAllVisible(user, edit);
+  // Users' follow and mute choices go with the topic (Zulip does this after the event too).
+  if (movedAll)
+    await doMoveTopicPolicies(
+      ctx,
+      { stream: stream!, topic: message.subject },
+      { stream: target ?? stream!, topic: edit.topic ?? message.subject },
+      { except: ids, lostAccess: new Set(lostAccess) },
+    );
+  return { ids, detached, movedAll };
+}
+
+/** Whether a move took all of the topic the user can see (Zulip's moved_all_visible_messages):
+ * with change_all, or when none of it they could see is left. What is said about a move, and
+ * whether users' policies move, must not depend on messages the user cannot read. */
+async function movedAllVisible(user: User, edit: CheckedEdit): Promise<boolean> {
+  if (edit.topic === undefined && edit.target === null) return false;
+  if (edit.propagateMode === 'change_all') return true;
+  return !(await hasVisibleTopicMessage(user, edit.stream!, edit.message.subject, []));
 }
 
 /** The messages moved along with the edited one, in one statement whatever their number:

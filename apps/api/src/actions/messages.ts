@@ -11,6 +11,7 @@ import {
   currentTransaction,
   flagsToBitmask,
   intArrayLiteral,
+  MessageType,
   query,
   RecipientType,
   runAction,
@@ -18,6 +19,7 @@ import {
   statement,
   type ActionContext,
   type Message,
+  type MessageTypeValue,
   type Realm,
   type Stream,
   type Tx,
@@ -188,7 +190,7 @@ export async function prepareMessage(
   // recipients: rendering needs none of them. The resolution's own errors still come first.
   const resolving =
     target.kind === 'channel'
-      ? resolveChannel(realm, sender, target.to, target.topic)
+      ? resolveChannel(realm, sender, target.to, target.topic, options.bySystemBot ?? false)
       : resolveDirect(realm, sender, target.to);
   resolving.catch(() => undefined);
   const rendering = loadMentionData(realm.id, content).then((mentionData) => ({
@@ -319,6 +321,7 @@ async function resolveChannel(
   sender: User,
   to: string,
   topic: string,
+  bySystemBot: boolean,
 ): Promise<Resolved> {
   // A bare channel name, or JSON.
   let target = parseJsonOrText(to);
@@ -357,9 +360,9 @@ async function resolveChannel(
     ...stream
   } = found;
   const perms = { user: sender, groups: new Set(groupIds) };
-  checkMayPost(perms, stream, subscribed);
+  if (!bySystemBot) checkMayPost(perms, stream, subscribed);
   checkTopicPolicy(realm, stream, topic);
-  if (!perms.groups.has(stream.canCreateTopicGroupId) && !topicExists)
+  if (!bySystemBot && !perms.groups.has(stream.canCreateTopicGroupId) && !topicExists)
     throw new JsonableError('You do not have permission to create new topics in this channel.');
   // An unsubscribed sender (public channels allow that) gets no copy, as in Zulip.
   return {
@@ -555,6 +558,17 @@ export interface SendOptions {
   readBySender: boolean;
   /** Local echo: the sender's queue gets local_message_id on this message's event. */
   localEcho?: { queueId: string; localId: string };
+  /** Sent by one of the organization's system bots (system-bots.ts), which post in any
+   * channel, as Zulip's cross-realm bots do: no posting or topic-creation checks. */
+  bySystemBot?: boolean;
+  /** Recipients whose copy arrives read (Zulip's mark_as_read_user_ids: the user whose action
+   * a notice reports). */
+  readFor?: ReadonlySet<number>;
+  /** When given, the only recipients whose copy arrives unread (Zulip's
+   * limit_unread_user_ids). */
+  unreadOnlyFor?: ReadonlySet<number>;
+  /** Zulip's Message.type (default: normal). */
+  type?: MessageTypeValue;
 }
 
 export interface SentMessage {
@@ -568,8 +582,9 @@ export interface SentMessage {
 const MESSAGE_WRITES = `
   inserted AS (
     INSERT INTO message (id, realm_id, sender_id, recipient_id, subject, content, rendered_content,
-      rendered_content_version, date_sent, sending_client, is_channel_message, has_link, has_image)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, 1, COALESCE($8, now()), $9, $10, $11, $12)
+      rendered_content_version, date_sent, sending_client, is_channel_message, has_link, has_image,
+      type)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, 1, COALESCE($8, now()), $9, $10, $11, $12, $15)
     RETURNING *
   ), copies AS (
     INSERT INTO user_message (user_profile_id, message_id, flags)
@@ -590,6 +605,7 @@ type MessageParams = [
   boolean,
   string,
   string,
+  number,
 ];
 
 /** `dateSent` null: the transaction's time (a scheduled message's delivery compares it with
@@ -616,6 +632,7 @@ function messageParams(
     rendered.hasImage,
     intArrayLiteral(entries.map(([userId]) => userId)),
     intArrayLiteral(entries.map(([, userFlags]) => flagsToBitmask(userFlags))),
+    options.type ?? MessageType.NORMAL,
   ];
 }
 
@@ -625,7 +642,7 @@ const insertMessage = statement<Message, MessageParams>(`
   WITH ${MESSAGE_WRITES}
   SELECT ${columnsOf('Message', 'inserted')} FROM inserted`);
 
-const OUTBOX = outboxSql('$15', '$16');
+const OUTBOX = outboxSql('$16', '$17');
 /** The message, its copies and its events' outbox rows: the whole of most sends. */
 const insertMessageAlone = statement<OutboxColumns, [...MessageParams, string, string[]]>(`
   WITH ${MESSAGE_WRITES}, ${OUTBOX.cte}
@@ -718,6 +735,7 @@ function messageRow(prepared: PreparedMessage, recipientId: number): Message {
     hasAttachment: false,
     hasImage: rendered.hasImage,
     hasLink: hasLink(rendered),
+    type: options.type ?? MessageType.NORMAL,
   };
 }
 
@@ -984,7 +1002,13 @@ async function recipientFlags(
     const muted = recipients.mutedSender.has(userId);
     const alertWords = recipients.alertWords.get(userId) ?? NO_ALERT_WORDS;
     const list: UserMessageFlag[] = [];
-    if ((userId === sender.id && options.readBySender) || muted) list.push('read');
+    if (
+      (userId === sender.id && options.readBySender) ||
+      muted ||
+      options.readFor?.has(userId) ||
+      (options.unreadOnlyFor && !options.unreadOnlyFor.has(userId))
+    )
+      list.push('read');
     if (mentioned.has(userId)) list.push('mentioned');
     if (mentions.wildcard === 'channel') list.push('stream_wildcard_mentioned');
     if (mentions.wildcard === 'topic' && (!isChannel || topicParticipants.has(userId)))

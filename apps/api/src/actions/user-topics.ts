@@ -46,14 +46,16 @@ const mentionFollowers = statement<User, [number[], number, number, string]>(`
       AND ut.visibility_policy IN (${VisibilityPolicy.MUTED}, ${VisibilityPolicy.FOLLOWED}))
   ORDER BY u.id`);
 
-/** Returns whether anything changed. `topic` is already normalized ("general chat" → ""). */
+/** Returns whether anything changed. `topic` is already normalized ("general chat" → "").
+ * `withMutedTopics`: false where another change for the same user follows at once and sends
+ * the legacy list (Zulip's skip_muted_topics_event). */
 export async function doSetUserTopicPolicy(
   ctx: ActionContext,
   user: User,
   stream: Stream,
   topic: string,
   policy: VisibilityPolicyValue,
-  now = new Date(),
+  { now = new Date(), withMutedTopics = true }: { now?: Date; withMutedTopics?: boolean } = {},
 ): Promise<boolean> {
   const [current] = await query(currentPolicyForUpdate, [user.id, stream.recipientId!, topic]);
   const currentPolicy = current?.visibility_policy ?? VisibilityPolicy.INHERIT;
@@ -61,9 +63,10 @@ export async function doSetUserTopicPolicy(
   if (policy === VisibilityPolicy.INHERIT)
     await query(deletePolicy, [user.id, stream.recipientId!, topic]);
   else await query(upsertPolicy, [user.id, stream.id, stream.recipientId!, topic, now, policy]);
-  sendEventOnCommit(ctx, { type: 'muted_topics', muted_topics: await mutedTopicsLegacy(user) }, [
-    user.id,
-  ]);
+  if (withMutedTopics)
+    sendEventOnCommit(ctx, { type: 'muted_topics', muted_topics: await mutedTopicsLegacy(user) }, [
+      user.id,
+    ]);
   sendEventOnCommit(
     ctx,
     {
@@ -113,4 +116,75 @@ export async function mentionedWhoWillFollow(
   const mentioned = [...mentionedIds].filter((id) => id !== sender.id);
   if (mentioned.length === 0) return [];
   return query(mentionFollowers, [mentioned, sender.realmId, stream.recipientId!, topic]);
+}
+
+const topicPolicies = statement<
+  { userId: number; policy: VisibilityPolicyValue },
+  [number, string]
+>(`
+  SELECT user_profile_id AS "userId", visibility_policy AS policy FROM user_topic
+  WHERE recipient_id = $1 AND lower(topic_name) = lower($2)`);
+const usersById = statement<User, [number[]]>(`
+  SELECT ${columnsOf('User', 'u')} FROM user_profile u WHERE u.id = ANY($1::int[])`);
+/** Whether the topic ($1 recipient, $2 name) has messages other than $3's. */
+const topicHasOtherMessages = statement<{ found: boolean }, [number, string, number[]]>(`
+  SELECT EXISTS (SELECT 1 FROM message
+    WHERE recipient_id = $1 AND upper(subject) = upper($2) AND id <> ALL($3::int[])) AS found`);
+
+/** Zulip's get_visibility_policy_after_merge: of a user's policies for two topics merged into
+ * one, whichever shows more. */
+function policyAfterMerge(
+  a: VisibilityPolicyValue,
+  b: VisibilityPolicyValue,
+): VisibilityPolicyValue {
+  const both = new Set([a, b]);
+  for (const policy of [
+    VisibilityPolicy.FOLLOWED,
+    VisibilityPolicy.UNMUTED,
+    VisibilityPolicy.INHERIT,
+  ] as const)
+    if (both.has(policy)) return policy;
+  return VisibilityPolicy.MUTED;
+}
+
+interface TopicRef {
+  stream: Stream;
+  topic: string;
+}
+
+/** When a whole topic moves (messages `except` just did), users' policies for it go along
+ * (Zulip's do_update_message): each is removed from the old topic and set on the new one,
+ * merged with any the user had there when that topic already had messages. Users who lost
+ * access to the messages (`lostAccess`, a move to another channel) only lose the old one. */
+export async function doMoveTopicPolicies(
+  ctx: ActionContext,
+  from: TopicRef,
+  to: TopicRef,
+  { except, lostAccess }: { except: number[]; lostAccess: ReadonlySet<number> },
+): Promise<void> {
+  // A rename that only changes letter case keeps the same policies: they name topics
+  // case-insensitively.
+  if (from.stream.id === to.stream.id && from.topic.toLowerCase() === to.topic.toLowerCase())
+    return;
+  const [fromRows, toRows] = await Promise.all([
+    query(topicPolicies, [from.stream.recipientId!, from.topic]),
+    query(topicPolicies, [to.stream.recipientId!, to.topic]),
+  ]);
+  if (fromRows.length === 0 && toRows.length === 0) return;
+  const [other] = await query(topicHasOtherMessages, [to.stream.recipientId!, to.topic, except]);
+  const before = new Map(fromRows.map((row) => [row.userId, row.policy]));
+  const there = new Map(toRows.map((row) => [row.userId, row.policy]));
+  const users = await query(usersById, [[...new Set([...before.keys(), ...there.keys()])]]);
+  for (const user of users) {
+    const old = before.get(user.id) ?? VisibilityPolicy.INHERIT;
+    const current = there.get(user.id) ?? VisibilityPolicy.INHERIT;
+    const next = other!.found ? policyAfterMerge(old, current) : old;
+    const setsNew = !lostAccess.has(user.id) && next !== current;
+    // One legacy muted_topics list per user, after their last change.
+    if (old !== VisibilityPolicy.INHERIT)
+      await doSetUserTopicPolicy(ctx, user, from.stream, from.topic, VisibilityPolicy.INHERIT, {
+        withMutedTopics: !setsNew,
+      });
+    if (setsNew) await doSetUserTopicPolicy(ctx, user, to.stream, to.topic, next);
+  }
 }

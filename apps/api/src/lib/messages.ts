@@ -2,6 +2,7 @@
 // has_message_access), and turning rows into message objects for one viewer.
 import {
   bitmaskToFlags,
+  columnsOf,
   getPrisma,
   query,
   RecipientType,
@@ -146,6 +147,36 @@ export function channelHistoryReadable(
   return stream.historyPublicToSubscribers && hasContentAccess(perms, stream, subscribed);
 }
 
+/** Whether the viewer can see a message of a topic (Zulip's bulk_access_stream_messages_query) ($1 recipient, $2 topic, compared as Zulip
+ * does, case-insensitively) other than those of $3: any in a channel with shared history ($4),
+ * else those they received ($5). */
+const visibleTopicMessage = statement<
+  { found: boolean },
+  [number, string, number[], boolean, number]
+>(`
+  SELECT EXISTS (
+    SELECT 1 FROM message m
+    WHERE m.recipient_id = $1 AND upper(m.subject) = upper($2) AND m.id <> ALL($3::int[])
+      AND ($4 OR EXISTS (
+        SELECT 1 FROM user_message um WHERE um.user_profile_id = $5 AND um.message_id = m.id))
+  ) AS found`);
+
+export async function hasVisibleTopicMessage(
+  viewer: User,
+  stream: Stream,
+  topic: string,
+  except: number[],
+): Promise<boolean> {
+  const [row] = await query(visibleTopicMessage, [
+    stream.recipientId!,
+    topic,
+    except,
+    stream.historyPublicToSubscribers,
+    viewer.id,
+  ]);
+  return row!.found;
+}
+
 /** Internal flags never shown (Zulip's NON_API_FLAGS). */
 const NON_API_FLAGS = new Set(['is_private', 'active_mobile_push_notification']);
 
@@ -169,16 +200,6 @@ export interface PresentOptions {
   clientGravatar: boolean;
   allowEmptyTopicName: boolean;
 }
-
-/** The message columns under their Prisma field names, for typed SQL that returns Message
- * rows (`m` is the message table). */
-export const MESSAGE_COLUMNS = `m.id, m.realm_id AS "realmId", m.sender_id AS "senderId",
-  m.recipient_id AS "recipientId", m.subject, m.content, m.rendered_content AS "renderedContent",
-  m.rendered_content_version AS "renderedContentVersion", m.date_sent AS "dateSent",
-  m.sending_client AS "sendingClient", m.last_edit_time AS "lastEditTime",
-  m.last_moved_time AS "lastMovedTime", m.edit_history AS "editHistory",
-  m.is_channel_message AS "isChannelMessage", m.has_attachment AS "hasAttachment",
-  m.has_image AS "hasImage", m.has_link AS "hasLink"`;
 
 /** What a message object shows of a user (its sender, or a direct message's participant). */
 export type MessageUser = Pick<
@@ -224,7 +245,7 @@ const MESSAGE_USER_JSON = `json_build_object('id', u.id, 'fullName', u.full_name
  * 1.4 ms page on the benchmark's data). */
 const displaySql = (wanted: string, { with: before = '', columns = '' } = {}) => `
   WITH ${before} shown AS (
-    SELECT ${MESSAGE_COLUMNS},
+    SELECT ${columnsOf('Message', 'm')},
       r.type AS "recipientType", r.type_id AS "recipientTypeId", s.name AS "streamName",
       CASE WHEN r.type = ${RecipientType.DIRECT_MESSAGE_GROUP} THEN ARRAY(
         SELECT sub.user_profile_id FROM subscription sub WHERE sub.recipient_id = r.id

@@ -22,6 +22,7 @@ import {
   doUpdateMessage,
   PROPAGATE_MODES,
 } from '../actions/message-edit';
+import { sendMoveNotices } from '../actions/move-notices';
 import {
   checkEmoji,
   doAddReaction,
@@ -310,6 +311,8 @@ defineRoute(messageRoutes, '/messages/:message_id', {
         topic: p.string().alias('subject').optional(),
         stream_id: p.int({ min: 1 }).optional(),
         propagate_mode: p.enum(PROPAGATE_MODES).default('change_one'),
+        send_notification_to_old_thread: p.bool().default(false),
+        send_notification_to_new_thread: p.bool().default(true),
       },
       response: z.object({ detached_uploads: z.array(schema.attachment) }),
     },
@@ -331,7 +334,12 @@ defineRoute(messageRoutes, '/messages/:message_id', {
             await groupIdsOfUser(user.id),
             rendered.mentions.groupIds,
           );
-        return (await doUpdateMessage(ctx, user, edit, rendered)).detached;
+        const updated = await doUpdateMessage(ctx, user, edit, rendered);
+        await sendMoveNotices(ctx, user, realm, edit, updated, {
+          toOldThread: params.send_notification_to_old_thread,
+          toNewThread: params.send_notification_to_new_thread,
+        });
+        return updated.detached;
       });
       return {
         detached_uploads: await Promise.all(
