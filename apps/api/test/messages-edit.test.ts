@@ -1,4 +1,4 @@
-import { getPrisma, type User } from '@parley/db';
+import { getPrisma, SYSTEM_GROUPS, type User } from '@parley/db';
 import { createMessageOrg, send, type MessageOrg } from './message-helpers';
 import { api, as, captureEvents, expectError, expectSuccess } from './helpers';
 
@@ -179,6 +179,91 @@ describe('PATCH /messages/{id}', () => {
     expectError(
       await patch(org.member, id, { content: 'off' }),
       'Your organization has turned off message editing',
+    );
+  });
+});
+
+describe('limits on moving topics', () => {
+  let org: MessageOrg;
+  beforeEach(async () => {
+    org = await createMessageOrg();
+  });
+  const patch = (user: User, id: number, form: Record<string, unknown>) =>
+    as(user, org.host).patch(`/messages/${id}`, form);
+
+  it('moves a whole topic only as far as the time limit reaches, and says how far', async () => {
+    await prisma().realm.update({
+      where: { id: org.realm.id },
+      data: { moveMessagesWithinStreamLimitSeconds: 600 },
+    });
+    const [a, b, c] = [
+      await post(org, org.member, 'old', 'a'),
+      await post(org, org.other, 'old', 'b'),
+      await post(org, org.member, 'old', 'c'),
+    ];
+    await prisma().message.update({
+      where: { id: a },
+      data: { dateSent: new Date(Date.now() - 7200_000) },
+    });
+    const refused = await patch(org.member, c, { topic: 'new', propagate_mode: 'change_all' });
+    expectError(
+      refused,
+      'You only have permission to move the 2/3 most recent messages in this topic.',
+      400,
+      'MOVE_MESSAGES_TIME_LIMIT_EXCEEDED',
+    );
+    expect(refused.body).toMatchObject({
+      first_message_id_allowed_to_move: b,
+      total_messages_in_topic: 3,
+      total_messages_allowed_to_move: 2,
+    });
+    // Resolving has no time limit, and moderators have none.
+    expectSuccess(await patch(org.member, c, { topic: '✔ old', propagate_mode: 'change_all' }));
+    expectSuccess(await patch(org.member, c, { topic: 'old', propagate_mode: 'change_all' }));
+    expectSuccess(await patch(org.member, b, { topic: 'new', propagate_mode: 'change_later' }));
+    expectSuccess(await patch(org.admin, a, { topic: 'new', propagate_mode: 'change_all' }));
+  });
+
+  it("starts a topic, by moving or sending, only for the channel's can_create_topic_group", async () => {
+    const admins = await prisma().userGroup.findFirstOrThrow({
+      where: { realmId: org.realm.id, name: SYSTEM_GROUPS.ADMINISTRATORS },
+    });
+    const id = await post(org, org.member, 'first', 'a');
+    await post(org, org.member, 'second', 'b');
+    await prisma().stream.update({
+      where: { id: org.general.id },
+      data: { canCreateTopicGroupId: admins.id },
+    });
+    const forbidden = 'You do not have permission to create new topics in this channel.';
+    expectError(await patch(org.member, id, { topic: 'brand new' }), forbidden);
+    expectError(
+      await send(org.member, org.host, {
+        type: 'stream',
+        to: 'general',
+        topic: 'new',
+        content: 'x',
+      }),
+      forbidden,
+    );
+    // Into a topic that exists, or by someone in the group, it is allowed.
+    expectSuccess(await patch(org.member, id, { topic: 'second' }));
+    expectSuccess(await patch(org.admin, id, { topic: 'brand new' }));
+    // A bot may when its owner may.
+    const bot = expectSuccess(
+      await as(org.admin, org.host).post('/bots', {
+        full_name: 'Helper',
+        short_name: 'helper',
+        bot_type: 1,
+      }),
+    );
+    const botUser = await prisma().user.findUniqueOrThrow({ where: { id: bot.user_id as number } });
+    expectSuccess(
+      await send(botUser, org.host, {
+        type: 'stream',
+        to: 'general',
+        topic: 'bot topic',
+        content: 'hi',
+      }),
     );
   });
 });

@@ -272,6 +272,23 @@ export class TopicWildcardMentionNotAllowedError extends JsonableError {
   }
 }
 
+/** Zulip's MessageMoveError: a whole-topic move reaching messages older than the user may
+ * move; says which of the topic's most recent messages they may move. */
+export class MessageMoveError extends JsonableError {
+  override readonly code = 'MOVE_MESSAGES_TIME_LIMIT_EXCEEDED';
+  override readonly data: ErrorData;
+  constructor(firstAllowed: number | null, total: number, allowed: number) {
+    super(
+      `You only have permission to move the ${allowed}/${total} most recent messages in this topic.`,
+    );
+    this.data = {
+      first_message_id_allowed_to_move: firstAllowed,
+      total_messages_in_topic: total,
+      total_messages_allowed_to_move: allowed,
+    };
+  }
+}
+
 /** A channel the user can read but not administer (rename, archive, settings). */
 export class CannotAdministerChannelError extends JsonableError {
   override readonly code = 'CANNOT_ADMINISTER_CHANNEL';

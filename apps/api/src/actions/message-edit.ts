@@ -13,7 +13,7 @@ import {
   type Tx,
   type User,
 } from '@parley/db';
-import { JsonableError } from '@parley/errors';
+import { JsonableError, MessageMoveError } from '@parley/errors';
 import { topicLinks, type Rendered } from '@parley/markdown';
 import { linkifiersForRealm } from '../lib/linkifiers';
 import { usersAlertedBy } from '../lib/alert-words';
@@ -21,6 +21,7 @@ import { sendEventOnCommit } from '../lib/events';
 import { activeMemberIds } from '../lib/groups';
 import {
   accessMessage,
+  canReadChannelHistory,
   flagNames,
   hasVisibleTopicMessage,
   InvalidMessageError,
@@ -41,7 +42,7 @@ import {
   type EditHistoryEntry,
 } from '../presenters/messages';
 import { streamUpdateEvent } from '../presenters/streams';
-import { checkContent, checkTopic, checkTopicPolicy } from './messages';
+import { checkCanCreateTopic, checkContent, checkTopic, checkTopicPolicy } from './messages';
 import type { Attachment } from '../lib/attachments';
 import { queuePushRemovalsOnCommit } from './push-notifications';
 import { doUpdateAttachmentLinks } from './uploads';
@@ -153,8 +154,20 @@ export async function checkUpdateMessage(
     if (resolving) checkCanResolveTopic(perms, realm, stream!);
     else checkCanMoveWithinChannel(perms, realm, stream!, target, age);
   }
-  if (checkedTopic !== undefined || target !== null)
-    checkTopicPolicy(realm, target ?? stream!, checkedTopic ?? message.subject);
+  if (checkedTopic !== undefined || target !== null) {
+    const newStream = target ?? stream!;
+    const newTopic = checkedTopic ?? message.subject;
+    checkTopicPolicy(realm, newStream, newTopic);
+    if (!resolving) {
+      if (request.propagateMode === 'change_all' && !isModerator(user))
+        await checkMoveTimeLimits(tx, perms, realm, message, stream!, {
+          topic: checkedTopic !== undefined,
+          channel: target !== null,
+        });
+      if (!(await topicHasMessages(tx, newStream, newTopic)))
+        await checkCanCreateTopic(user, perms.groups, newStream);
+    }
+  }
   return {
     message,
     stream,
@@ -165,6 +178,49 @@ export async function checkUpdateMessage(
     resolution,
     resolving,
   };
+}
+
+/** The grace on moving time limits (Zulip's message_move_limit_buffer). */
+const MOVE_LIMIT_BUFFER_SECONDS = 20;
+
+/** Zulip's check_time_limit_for_change_all_propagate_mode: moving a whole topic reaches only
+ * messages within the organization's limits for what changes (the stricter of the two when
+ * both do), counted among the messages the user can see; otherwise the error says which of
+ * the most recent they may move. */
+async function checkMoveTimeLimits(
+  tx: Tx,
+  perms: Permissions,
+  realm: Realm,
+  message: Message,
+  stream: Stream,
+  changes: { topic: boolean; channel: boolean },
+): Promise<void> {
+  const limits = [
+    changes.topic ? realm.moveMessagesWithinStreamLimitSeconds : null,
+    changes.channel ? realm.moveMessagesBetweenStreamsLimitSeconds : null,
+  ].filter((limit): limit is number => limit !== null);
+  if (limits.length === 0) return;
+  const seconds = Math.min(...limits) + MOVE_LIMIT_BUFFER_SECONDS;
+  const onlyReceived = !(await canReadChannelHistory(perms, stream, tx));
+  const [counted] = await tx.$queryRaw<{ total: number; allowed: number; first: number | null }[]>`
+    SELECT count(*)::int AS total,
+      count(*) FILTER (WHERE m.date_sent > now() - ${seconds}::int * interval '1 second')::int
+        AS allowed,
+      (array_agg(m.id ORDER BY m.date_sent, m.id)
+        FILTER (WHERE m.date_sent > now() - ${seconds}::int * interval '1 second'))[1] AS first
+    FROM message m
+    WHERE m.recipient_id = ${message.recipientId} AND upper(m.subject) = upper(${message.subject})
+      AND (NOT ${onlyReceived} OR EXISTS (SELECT 1 FROM user_message um
+        WHERE um.user_profile_id = ${perms.user.id} AND um.message_id = m.id))`;
+  const { total, allowed, first } = counted!;
+  if (allowed < total) throw new MessageMoveError(first, total, allowed);
+}
+
+async function topicHasMessages(tx: Tx, stream: Stream, topic: string): Promise<boolean> {
+  const [row] = await tx.$queryRaw<{ found: boolean }[]>`
+    SELECT EXISTS (SELECT 1 FROM message
+      WHERE recipient_id = ${stream.recipientId} AND upper(subject) = upper(${topic})) AS found`;
+  return row!.found;
 }
 
 /** Zulip's topic_resolved and topic_unresolved (build_message_edit_request): `topic` is the new
@@ -234,7 +290,7 @@ function checkCanMoveBetweenChannels(
     canAdministerChannel(perms, stream);
   if (!allowed) throw new JsonableError("You don't have permission to move this message");
   const limit = realm.moveMessagesBetweenStreamsLimitSeconds;
-  if (!isModerator(perms.user) && limit !== null && age > limit)
+  if (!isModerator(perms.user) && limit !== null && age > limit + EDIT_LIMIT_BUFFER_SECONDS)
     throw new JsonableError("The time limit for editing this message's channel has passed");
 }
 

@@ -61,7 +61,7 @@ import {
 import { doAutoFollowOnSend, mentionedWhoWillFollow } from './user-topics';
 import { queuePushNotifications } from './push-notifications';
 import { pushTrigger, type PushSettings } from '../lib/push-notifications';
-import { activeMemberIds, groupIdsOfUserSql } from '../lib/groups';
+import { activeMemberIds, groupIdsOfUser, groupIdsOfUserSql } from '../lib/groups';
 import { inRealmGroups, realmGroupId } from '../lib/realm-state';
 import { apiFlags, displayUser } from '../lib/messages';
 import { loadMentionData, type NamedGroup } from '../lib/rendering';
@@ -362,8 +362,7 @@ async function resolveChannel(
   const perms = { user: sender, groups: new Set(groupIds) };
   if (!bySystemBot) checkMayPost(perms, stream, subscribed);
   checkTopicPolicy(realm, stream, topic);
-  if (!bySystemBot && !perms.groups.has(stream.canCreateTopicGroupId) && !topicExists)
-    throw new JsonableError('You do not have permission to create new topics in this channel.');
+  if (!bySystemBot && !topicExists) await checkCanCreateTopic(sender, perms.groups, stream);
   // An unsubscribed sender (public channels allow that) gets no copy, as in Zulip.
   return {
     addressee: { kind: 'channel', stream, topic },
@@ -375,6 +374,23 @@ async function resolveChannel(
       ? sendContextOf({ send_topic_policy, send_channel_muted, send_topic_had_messages })
       : null,
   };
+}
+
+/** Zulip's check_for_can_create_topic_group_violation, for a topic without messages: the
+ * channel's can_create_topic_group, which for a bot may be met by its owner. */
+export async function checkCanCreateTopic(
+  user: User,
+  groups: ReadonlySet<number>,
+  stream: Pick<Stream, 'canCreateTopicGroupId'>,
+): Promise<void> {
+  if (groups.has(stream.canCreateTopicGroupId)) return;
+  if (
+    user.isBot &&
+    user.botOwnerId !== null &&
+    (await groupIdsOfUser(user.botOwnerId)).has(stream.canCreateTopicGroupId)
+  )
+    return;
+  throw new JsonableError('You do not have permission to create new topics in this channel.');
 }
 
 /** Zulip's access_stream_for_send_message and can_send_message_group. */
