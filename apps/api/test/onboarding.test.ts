@@ -52,6 +52,31 @@ describe('the initial direct message', () => {
   });
 });
 
+describe('where direct messages are disabled', () => {
+  it("still welcomes a new account: system bots write to anyone, as Zulip's do", async () => {
+    const closed = await createTestRealm('No direct messages');
+    const nobody = await getPrisma().userGroup.findFirstOrThrow({
+      where: { realmId: closed.realm.id, name: 'role:nobody' },
+    });
+    await getPrisma().realm.update({
+      where: { id: closed.realm.id },
+      data: { directMessagePermissionGroupId: nobody.id },
+    });
+    const created = expectSuccess(
+      await as(closed.owner, closed.host).post('/users', {
+        email: 'newcomer@example.com',
+        password: 'a strong secret',
+        full_name: 'New Comer',
+      }),
+    );
+    const bot = await ensureSystemBot(closed.realm, 'welcome');
+    const received = await getPrisma().$queryRaw<{ sender_id: number }[]>`
+      SELECT m.sender_id FROM user_message um JOIN message m ON m.id = um.message_id
+      WHERE um.user_profile_id = ${created.user_id as number}`;
+    expect(received).toEqual([{ sender_id: bot.id }]);
+  });
+});
+
 describe("Welcome Bot's answers", () => {
   it('answers what it understands, case-insensitively, and says what it does not', async () => {
     const before = (await fromWelcomeBot(member)).length;

@@ -191,7 +191,7 @@ export async function prepareMessage(
   const resolving =
     target.kind === 'channel'
       ? resolveChannel(realm, sender, target.to, target.topic, options.bySystemBot ?? false)
-      : resolveDirect(realm, sender, target.to);
+      : resolveDirect(realm, sender, target.to, options.bySystemBot ?? false);
   resolving.catch(() => undefined);
   const rendering = loadMentionData(realm.id, content).then((mentionData) => ({
     mentionData,
@@ -418,7 +418,12 @@ const usersNamed = statement<User & { named: string | null }, [number[], number,
 
 /** The `to` of a direct message: user ids or emails, as a JSON list or comma-separated. A
  * constant number of statements whatever the group's size. */
-async function resolveDirect(realm: Realm, sender: User, to: string): Promise<Resolved> {
+async function resolveDirect(
+  realm: Realm,
+  sender: User,
+  to: string,
+  bySystemBot: boolean,
+): Promise<Resolved> {
   let targets = parseJsonOrText(to);
   if (typeof targets === 'string') targets = targets.split(',');
   if (!Array.isArray(targets)) throw new JsonableError('Invalid data type for recipients');
@@ -475,8 +480,9 @@ async function resolveDirect(realm: Realm, sender: User, to: string): Promise<Re
       throw new JsonableError(`Invalid email '${email}'`);
     users.push(user);
   }
-  // Before the deactivated check, as in Zulip's check_message.
-  await checkSenderCanAccessRecipients(realm, sender, users);
+  // Before the deactivated check, as in Zulip's check_message. The organization's system bots
+  // reach everyone, whatever its direct-message settings (Zulip's cross-realm bots do).
+  if (!bySystemBot) await checkSenderCanAccessRecipients(realm, sender, users);
   for (const user of users) {
     if (!user.isActive && user.id !== sender.id)
       throw new JsonableError(`'${apiEmailFor(sender, user, realm)}' is no longer using Zulip.`);
@@ -494,7 +500,9 @@ async function resolveDirect(realm: Realm, sender: User, to: string): Promise<Re
   ]);
   const { recipientId, senderRecipientId, senderGroups, ...recipients } = conversation!;
   const groups = new Set(senderGroups);
-  const dmCheck = await checkDirectMessagePolicy(realm, sender, addressee.users, groups);
+  const dmCheck = bySystemBot
+    ? { mayNotInitiate: false }
+    : await checkDirectMessagePolicy(realm, sender, addressee.users, groups);
   if (dmCheck.mayNotInitiate) {
     const [row] =
       other !== null
@@ -575,7 +583,8 @@ export interface SendOptions {
   /** Local echo: the sender's queue gets local_message_id on this message's event. */
   localEcho?: { queueId: string; localId: string };
   /** Sent by one of the organization's system bots (system-bots.ts), which post in any
-   * channel, as Zulip's cross-realm bots do: no posting or topic-creation checks. */
+   * channel and write to anyone, as Zulip's cross-realm bots do: no posting, topic-creation,
+   * user-access or direct-message permission checks. */
   bySystemBot?: boolean;
   /** Recipients whose copy arrives read (Zulip's mark_as_read_user_ids: the user whose action
    * a notice reports). */

@@ -372,10 +372,7 @@ async function prepareDelivery(
       bot,
       { kind: 'direct', to: JSON.stringify([sender.id]) },
       content,
-      {
-        client: 'Internal',
-        readBySender: true,
-      },
+      { client: 'Internal', readBySender: true, bySystemBot: true },
     );
   }
   // Reminders only concern their user, so only messages to others have a cutoff.
@@ -469,7 +466,7 @@ async function failDelivery(
         bot,
         { kind: 'direct', to: JSON.stringify([sender.id]) },
         checkContent(failureNotice(row, error.message)),
-        { client: 'Internal', readBySender: true },
+        { client: 'Internal', readBySender: true, bySystemBot: true },
       );
     } catch (noticeError) {
       if (!(noticeError instanceof JsonableError)) throw noticeError;

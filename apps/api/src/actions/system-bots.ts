@@ -1,19 +1,17 @@
 // The organization's automated senders (Zulip's Notification Bot and Welcome Bot). Zulip keeps
 // them as cross-organization system bots; Parley gives each organization its own, created on
 // first use, so they are ordinary bots to every query and client.
-import {
-  getPrisma,
-  Role,
-  runAction,
-  type ActionContext,
-  type Realm,
-  type Stream,
-  type User,
-} from '@parley/db';
+import { getPrisma, Role, runAction, type ActionContext, type Realm, type User } from '@parley/db';
 import { JsonableError } from '@parley/errors';
 import { MAX_WELCOME_MESSAGE_CUSTOM_TEXT_LENGTH } from '../lib/invites';
 import { codePoints } from '../lib/text';
-import { doSendMessage, prepareMessage, sendPreparedMessage, type SendOptions } from './messages';
+import {
+  doSendMessage,
+  prepareMessage,
+  sendPreparedMessage,
+  type SendOptions,
+  type SendTarget,
+} from './messages';
 import { checkCreateUser, doCreateUser } from './users';
 
 export const SYSTEM_BOTS = {
@@ -66,31 +64,29 @@ export async function sendBotDirectMessage(
     bot,
     { kind: 'direct', to: JSON.stringify([recipient.id]) },
     content,
-    { client: 'Internal', readBySender: true },
+    { client: 'Internal', readBySender: true, bySystemBot: true },
   );
   return (await sendPreparedMessage(prepared)).message.id;
 }
 
-/** A message from the organization's `kind` bot to a channel's topic (Zulip's
- * internal_send_stream_message), written in the caller's transaction: it commits, and its
+/** A message from the organization's `kind` bot (Zulip's internal_send_stream_message and
+ * internal_send_private_message), written in the caller's transaction: it commits, and its
  * events go out, with the change it reports. The bot may post in any channel. Returns its id. */
-export async function sendBotChannelMessage(
+export async function sendBotMessageIn(
   ctx: ActionContext,
   realm: Realm,
   kind: SystemBot,
-  stream: Pick<Stream, 'id'>,
-  topic: string,
+  target: SendTarget,
   content: string,
   options: Omit<Partial<SendOptions>, 'client' | 'readBySender' | 'bySystemBot'> = {},
 ): Promise<number> {
   const bot = await ensureSystemBot(realm, kind);
-  const prepared = await prepareMessage(
-    realm,
-    bot,
-    { kind: 'channel', to: JSON.stringify(stream.id), topic },
-    content,
-    { ...options, client: 'Internal', readBySender: true, bySystemBot: true },
-  );
+  const prepared = await prepareMessage(realm, bot, target, content, {
+    ...options,
+    client: 'Internal',
+    readBySender: true,
+    bySystemBot: true,
+  });
   return (await doSendMessage(ctx, prepared)).message.id;
 }
 
