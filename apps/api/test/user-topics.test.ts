@@ -384,6 +384,38 @@ describe('topic visibility', () => {
       ]);
     });
 
+    it('lets a sender whose message a move makes the first of a topic follow it', async () => {
+      // The fresh user follows topics they start (Zulip's default), and this one they did not.
+      await post('Source');
+      const mine = expectSuccess(
+        await send(user, org.host, {
+          type: 'stream',
+          to: 'general',
+          topic: 'Source',
+          content: 'x',
+        }),
+      ).id as number;
+      expect(await policies()).toEqual([]);
+      await move(mine, { topic: 'Split off', propagate_mode: 'change_one' });
+      expect(await policies()).toEqual([
+        expect.objectContaining({ topic_name: 'Split off', visibility_policy: 3 }),
+      ]);
+      // Into a topic that already had an older message, it is not theirs to start.
+      await post('Older');
+      const again = expectSuccess(
+        await send(user, org.host, {
+          type: 'stream',
+          to: 'general',
+          topic: 'Split off',
+          content: 'y',
+        }),
+      ).id as number;
+      await move(again, { topic: 'Older', propagate_mode: 'change_one' });
+      expect(await policies()).toEqual([
+        expect.objectContaining({ topic_name: 'Split off', visibility_policy: 3 }),
+      ]);
+    });
+
     it('drops the policy of a user who cannot follow the topic to another channel', async () => {
       const id = expectSuccess(await post('Roadmap')).id as number;
       expectSuccess(await setPolicy('Roadmap', 3));

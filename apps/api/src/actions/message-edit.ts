@@ -46,7 +46,7 @@ import { checkCanCreateTopic, checkContent, checkTopic, checkTopicPolicy } from 
 import type { Attachment } from '../lib/attachments';
 import { queuePushRemovalsOnCommit } from './push-notifications';
 import { doUpdateAttachmentLinks } from './uploads';
-import { doMoveTopicPolicies } from './user-topics';
+import { doAutoFollowOnMove, doMoveTopicPolicies } from './user-topics';
 
 export const PROPAGATE_MODES = ['change_one', 'change_later', 'change_all'] as const;
 export type PropagateMode = (typeof PROPAGATE_MODES)[number];
@@ -367,14 +367,27 @@ export async function doUpdateMessage(
   const lostAccess = target ? await moveUserMessages(tx, ids, target) : [];
   await sendUpdateEvents(ctx, user, edit, rendered, ids, timestamp, lostAccess);
   const movedAll = await movedAllVisible(user, edit);
+  const newStream = target ?? stream!;
+  const newTopic = edit.topic ?? message.subject;
   // Users' follow and mute choices go with the topic (Zulip does this after the event too).
   if (movedAll)
     await doMoveTopicPolicies(
       ctx,
       { stream: stream!, topic: message.subject },
-      { stream: target ?? stream!, topic: edit.topic ?? message.subject },
+      { stream: newStream, topic: newTopic },
       { except: ids, lostAccess: new Set(lostAccess) },
     );
+  else if (edit.topic !== undefined || target !== null) {
+    // Part of a topic moved: if the edited message now starts its new topic, as its sender
+    // sees it, the sender's settings for starting topics apply.
+    const sender = await tx.user.findUniqueOrThrow({ where: { id: message.senderId } });
+    if (
+      !sender.isBot &&
+      !lostAccess.includes(sender.id) &&
+      !(await hasVisibleTopicMessage(sender, newStream, newTopic, ids, { before: message.id }))
+    )
+      await doAutoFollowOnMove(ctx, sender, newStream, newTopic);
+  }
   return { ids, detached, movedAll };
 }
 

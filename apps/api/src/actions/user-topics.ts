@@ -11,6 +11,7 @@ import {
   type User,
 } from '@parley/db';
 import { sendEventOnCommit } from '../lib/events';
+import { AutoPolicy } from '../lib/user-settings';
 import {
   mutedTopicsLegacy,
   policyOnSend,
@@ -187,4 +188,27 @@ export async function doMoveTopicPolicies(
       });
     if (setsNew) await doSetUserTopicPolicy(ctx, user, to.stream, to.topic, next);
   }
+}
+
+const mutedSubscription = statement<{ muted: boolean }, [number, number]>(`
+  SELECT is_muted AS muted FROM subscription
+  WHERE user_profile_id = $1 AND recipient_id = $2 AND active AND is_user_active`);
+
+/** Zulip's apply_automatic_unmute_follow_topics_policy, for a message that a move made the
+ * first of its topic: its sender follows the topic if they follow topics they start, or else
+ * unmutes it in a channel they muted if they unmute topics they start there. */
+export async function doAutoFollowOnMove(
+  ctx: ActionContext,
+  sender: User,
+  stream: Stream,
+  topic: string,
+): Promise<void> {
+  if (sender.automaticallyFollowTopicsPolicy === AutoPolicy.ON_INITIATION) {
+    await doSetUserTopicPolicy(ctx, sender, stream, topic, VisibilityPolicy.FOLLOWED);
+    return;
+  }
+  if (sender.automaticallyUnmuteTopicsInMutedStreamsPolicy !== AutoPolicy.ON_INITIATION) return;
+  const [subscription] = await query(mutedSubscription, [sender.id, stream.recipientId!]);
+  if (subscription?.muted)
+    await doSetUserTopicPolicy(ctx, sender, stream, topic, VisibilityPolicy.UNMUTED);
 }

@@ -147,25 +147,28 @@ export function channelHistoryReadable(
   return stream.historyPublicToSubscribers && hasContentAccess(perms, stream, subscribed);
 }
 
-/** Whether the viewer can see a message of a topic (Zulip's bulk_access_stream_messages_query) ($1 recipient, $2 topic, compared as Zulip
- * does, case-insensitively) other than those of $3: any in a channel with shared history ($4),
- * else those they received ($5). */
+/** Whether the viewer can see a message of a topic (Zulip's bulk_access_stream_messages_query):
+ * $1 the channel's recipient, $2 the topic (compared case-insensitively, as Zulip does), other
+ * than the messages of $3 and, when $6 is not null, older than $6; any message in a channel
+ * with shared history ($4), else those the viewer ($5) received. */
 const visibleTopicMessage = statement<
   { found: boolean },
-  [number, string, number[], boolean, number]
+  [number, string, number[], boolean, number, number | null]
 >(`
   SELECT EXISTS (
     SELECT 1 FROM message m
     WHERE m.recipient_id = $1 AND upper(m.subject) = upper($2) AND m.id <> ALL($3::int[])
+      AND ($6::int IS NULL OR m.id < $6::int)
       AND ($4 OR EXISTS (
         SELECT 1 FROM user_message um WHERE um.user_profile_id = $5 AND um.message_id = m.id))
   ) AS found`);
 
 export async function hasVisibleTopicMessage(
-  viewer: User,
+  viewer: Pick<User, 'id'>,
   stream: Stream,
   topic: string,
   except: number[],
+  { before = null }: { before?: number | null } = {},
 ): Promise<boolean> {
   const [row] = await query(visibleTopicMessage, [
     stream.recipientId!,
@@ -173,6 +176,7 @@ export async function hasVisibleTopicMessage(
     except,
     stream.historyPublicToSubscribers,
     viewer.id,
+    before,
   ]);
   return row!.found;
 }
