@@ -25,6 +25,7 @@ import {
   flagNames,
   hasVisibleTopicMessage,
   InvalidMessageError,
+  topicHasMessages,
 } from '../lib/messages';
 import { inRealmGroups } from '../lib/realm-state';
 import {
@@ -164,7 +165,7 @@ export async function checkUpdateMessage(
           topic: checkedTopic !== undefined,
           channel: target !== null,
         });
-      if (!(await topicHasMessages(tx, newStream, newTopic)))
+      if (!(await topicHasMessages(newStream, newTopic)))
         await checkCanCreateTopic(user, perms.groups, newStream);
     }
   }
@@ -214,13 +215,6 @@ async function checkMoveTimeLimits(
         WHERE um.user_profile_id = ${perms.user.id} AND um.message_id = m.id))`;
   const { total, allowed, first } = counted!;
   if (allowed < total) throw new MessageMoveError(first, total, allowed);
-}
-
-async function topicHasMessages(tx: Tx, stream: Stream, topic: string): Promise<boolean> {
-  const [row] = await tx.$queryRaw<{ found: boolean }[]>`
-    SELECT EXISTS (SELECT 1 FROM message
-      WHERE recipient_id = ${stream.recipientId} AND upper(subject) = upper(${topic})) AS found`;
-  return row!.found;
 }
 
 /** Zulip's topic_resolved and topic_unresolved (build_message_edit_request): `topic` is the new

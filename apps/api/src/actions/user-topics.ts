@@ -11,6 +11,8 @@ import {
   type User,
 } from '@parley/db';
 import { sendEventOnCommit } from '../lib/events';
+import { topicHasMessages } from '../lib/messages';
+import { subscriptionOf } from '../lib/streams';
 import { AutoPolicy } from '../lib/user-settings';
 import {
   mutedTopicsLegacy,
@@ -127,10 +129,6 @@ const topicPolicies = statement<
   WHERE recipient_id = $1 AND lower(topic_name) = lower($2)`);
 const usersById = statement<User, [number[]]>(`
   SELECT ${columnsOf('User', 'u')} FROM user_profile u WHERE u.id = ANY($1::int[])`);
-/** Whether the topic ($1 recipient, $2 name) has messages other than $3's. */
-const topicHasOtherMessages = statement<{ found: boolean }, [number, string, number[]]>(`
-  SELECT EXISTS (SELECT 1 FROM message
-    WHERE recipient_id = $1 AND upper(subject) = upper($2) AND id <> ALL($3::int[])) AS found`);
 
 /** Zulip's get_visibility_policy_after_merge: of a user's policies for two topics merged into
  * one, whichever shows more. */
@@ -172,14 +170,14 @@ export async function doMoveTopicPolicies(
     query(topicPolicies, [to.stream.recipientId!, to.topic]),
   ]);
   if (fromRows.length === 0 && toRows.length === 0) return;
-  const [other] = await query(topicHasOtherMessages, [to.stream.recipientId!, to.topic, except]);
+  const targetHadMessages = await topicHasMessages(to.stream, to.topic, except);
   const before = new Map(fromRows.map((row) => [row.userId, row.policy]));
   const there = new Map(toRows.map((row) => [row.userId, row.policy]));
   const users = await query(usersById, [[...new Set([...before.keys(), ...there.keys()])]]);
   for (const user of users) {
     const old = before.get(user.id) ?? VisibilityPolicy.INHERIT;
     const current = there.get(user.id) ?? VisibilityPolicy.INHERIT;
-    const next = other!.found ? policyAfterMerge(old, current) : old;
+    const next = targetHadMessages ? policyAfterMerge(old, current) : old;
     const setsNew = !lostAccess.has(user.id) && next !== current;
     // One legacy muted_topics list per user, after their last change.
     if (old !== VisibilityPolicy.INHERIT)
@@ -189,10 +187,6 @@ export async function doMoveTopicPolicies(
     if (setsNew) await doSetUserTopicPolicy(ctx, user, to.stream, to.topic, next);
   }
 }
-
-const mutedSubscription = statement<{ muted: boolean }, [number, number]>(`
-  SELECT is_muted AS muted FROM subscription
-  WHERE user_profile_id = $1 AND recipient_id = $2 AND active AND is_user_active`);
 
 /** Zulip's apply_automatic_unmute_follow_topics_policy, for a message that a move made the
  * first of its topic: its sender follows the topic if they follow topics they start, or else
@@ -208,7 +202,7 @@ export async function doAutoFollowOnMove(
     return;
   }
   if (sender.automaticallyUnmuteTopicsInMutedStreamsPolicy !== AutoPolicy.ON_INITIATION) return;
-  const [subscription] = await query(mutedSubscription, [sender.id, stream.recipientId!]);
-  if (subscription?.muted)
+  const subscription = await subscriptionOf(sender.id, stream, ctx.tx);
+  if (subscription?.isMuted && subscription.isUserActive)
     await doSetUserTopicPolicy(ctx, sender, stream, topic, VisibilityPolicy.UNMUTED);
 }

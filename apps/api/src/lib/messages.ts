@@ -163,6 +163,21 @@ const visibleTopicMessage = statement<
         SELECT 1 FROM user_message um WHERE um.user_profile_id = $5 AND um.message_id = m.id))
   ) AS found`);
 
+const topicMessageExists = statement<{ found: boolean }, [number, string, number[]]>(`
+  SELECT EXISTS (SELECT 1 FROM message
+    WHERE recipient_id = $1 AND upper(subject) = upper($2) AND id <> ALL($3::int[])) AS found`);
+
+/** Whether a topic has messages other than those of `except`, whoever may see them (Zulip's
+ * messages_for_topic(...).exists()). */
+export async function topicHasMessages(
+  stream: Pick<Stream, 'recipientId'>,
+  topic: string,
+  except: number[] = [],
+): Promise<boolean> {
+  const [row] = await query(topicMessageExists, [stream.recipientId!, topic, except]);
+  return row!.found;
+}
+
 export async function hasVisibleTopicMessage(
   viewer: Pick<User, 'id'>,
   stream: Stream,
