@@ -218,9 +218,13 @@ export class Load {
     return problems;
   }
 
-  /** The ids of the channel's messages (ascending), as the owner reads them. */
+  /** The ids of the load's messages (ascending), as the owner reads them. */
   async committed(): Promise<number[]> {
-    const narrow = JSON.stringify([{ operator: 'channel', operand: this.channel }]);
+    // The load's own topic: the channel also holds the Notification Bot's first message.
+    const narrow = JSON.stringify([
+      { operator: 'channel', operand: this.channel },
+      { operator: 'topic', operand: 'faults' },
+    ]);
     const answer = await this.call(
       this.options.org.owner,
       'GET',

@@ -7,10 +7,20 @@ import request from 'supertest';
 import { authCache } from '@parley/auth';
 import type { Response } from 'supertest';
 import { getConfig } from '@parley/config';
-import { getPrisma, Role, runAction, type Realm, type RoleValue, type User } from '@parley/db';
+import {
+  getPrisma,
+  Role,
+  runAction,
+  type Realm,
+  type RoleValue,
+  type Stream,
+  type User,
+} from '@parley/db';
 import { getRedis, keys } from '@parley/events';
 import { createApp } from '../src/app';
 import { doCreateOrganization } from '../src/actions/realms';
+import { doCreateStreams, type ChannelSettings } from '../src/actions/streams';
+import { doAddSubscriptions } from '../src/actions/subscriptions';
 import { checkCreateUser, doCreateUser } from '../src/actions/users';
 import { publishesSettled } from '../src/lib/outbox';
 
@@ -76,6 +86,37 @@ export async function createTestUser(
       role,
     });
     return doCreateUser(ctx, realm, user, null);
+  });
+}
+
+/** A channel made through the actions, as Zulip's test fixtures make theirs: without the
+ * Notification Bot's first message (subscription-notices.test.ts tests that), so tests of
+ * other things start from an empty channel. Public with shared history unless told. */
+export async function createChannel(
+  realm: Realm,
+  creator: User,
+  name: string,
+  subscribers: User[],
+  settings: Partial<ChannelSettings> = {},
+): Promise<Stream> {
+  return runAction(async (ctx) => {
+    const [stream] = await doCreateStreams(ctx, realm, creator.id, [{ name, description: '' }], {
+      inviteOnly: false,
+      isWebPublic: false,
+      historyPublicToSubscribers: null,
+      messageRetentionDays: undefined,
+      topicsPolicy: 'inherit',
+      isDefaultStream: false,
+      groups: {},
+      ...settings,
+    });
+    await doAddSubscriptions(
+      ctx,
+      realm,
+      subscribers.map((user) => ({ user, stream: stream! })),
+      creator.id,
+    );
+    return stream!;
   });
 }
 

@@ -1,8 +1,6 @@
 // Shared setup for the message tests.
-import { getPrisma, Role, type Stream, type User } from '@parley/db';
-import { as, createTestRealm, createTestUser, expectSuccess, type TestRealm } from './helpers';
-
-const prisma = () => getPrisma();
+import { Role, type Stream, type User } from '@parley/db';
+import { as, createChannel, createTestRealm, createTestUser, type TestRealm } from './helpers';
 
 export interface MessageOrg extends TestRealm {
   admin: User;
@@ -21,29 +19,14 @@ export async function createMessageOrg(): Promise<MessageOrg> {
   const member = await createTestUser(org.realm, Role.MEMBER, { fullName: 'Mia Member' });
   const other = await createTestUser(org.realm, Role.MEMBER, { fullName: 'Otto Other' });
   const guest = await createTestUser(org.realm, Role.GUEST, { fullName: 'Gus Guest' });
-  expectSuccess(
-    await as(org.owner, org.host).post('/users/me/subscriptions', {
-      subscriptions: [{ name: 'general' }],
-      principals: [org.owner.id, member.id, other.id, guest.id],
-    }),
-  );
-  expectSuccess(
-    await as(member, org.host).post('/users/me/subscriptions', {
-      subscriptions: [{ name: 'secret' }],
-      invite_only: true,
-    }),
-  );
-  const named = (name: string) =>
-    prisma().stream.findFirstOrThrow({ where: { realmId: org.realm.id, name } });
-  return {
-    ...org,
-    admin,
+  const general = await createChannel(org.realm, org.owner, 'general', [
+    org.owner,
     member,
     other,
     guest,
-    general: await named('general'),
-    secret: await named('secret'),
-  };
+  ]);
+  const secret = await createChannel(org.realm, member, 'secret', [member], { inviteOnly: true });
+  return { ...org, admin, member, other, guest, general, secret };
 }
 
 export function send(user: User, host: string, form: Record<string, unknown>) {

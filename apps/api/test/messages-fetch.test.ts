@@ -1,6 +1,6 @@
 import { getPrisma, Role, type User } from '@parley/db';
 import { createMessageOrg, send, type MessageOrg } from './message-helpers';
-import { as, createTestUser, expectError, expectSuccess } from './helpers';
+import { as, createChannel, createTestUser, expectError, expectSuccess } from './helpers';
 
 interface Fetched {
   id: number;
@@ -238,12 +238,7 @@ describe('GET /messages', () => {
     // These windows read user_message alone (message-fetch.ts): the same rows as joined. A
     // channel of their own, so that the other tests' channels keep their histories.
     const viewer = await createTestUser(org.realm, Role.MEMBER);
-    for (const user of [viewer, org.member])
-      expectSuccess(
-        await as(user, org.host).post('/users/me/subscriptions', {
-          subscriptions: JSON.stringify([{ name: 'flag narrows' }]),
-        }),
-      );
+    await createChannel(org.realm, viewer, 'flag narrows', [viewer, org.member]);
     const mine: number[] = [];
     for (const content of ['one', `@**${viewer.fullName}|${viewer.id}** two`, 'three', 'four'])
       mine.push(

@@ -2,13 +2,16 @@ import { getPrisma, RecipientType, Role, type Stream, type User } from '@parley/
 import {
   as,
   captureEvents,
+  createChannel,
   createTestRealm,
   createTestUser,
   expectError,
   expectPublished,
   expectSuccess,
+  type Published,
   type TestRealm,
 } from './helpers';
+import { ensureSystemBot } from '../src/actions/system-bots';
 
 const prisma = () => getPrisma();
 const sorted = (ids: number[]) => [...ids].sort((a, b) => a - b);
@@ -34,17 +37,13 @@ async function createOrg(): Promise<Org> {
   const member = await createTestUser(org.realm, Role.MEMBER);
   const other = await createTestUser(org.realm, Role.MEMBER);
   const guest = await createTestUser(org.realm, Role.GUEST);
-  const sub = (user: User, name: string, extra: Record<string, unknown> = {}) =>
-    as(user, org.host).post('/users/me/subscriptions', { subscriptions: [{ name }], ...extra });
-  expectSuccess(await sub(member, 'general', { principals: [member.id, guest.id] }));
-  expectSuccess(await sub(member, 'secret', { invite_only: true }));
+  const general = await createChannel(org.realm, member, 'general', [member, guest]);
+  const secret = await createChannel(org.realm, member, 'secret', [member], { inviteOnly: true });
   await prisma().realm.update({
     where: { id: org.realm.id },
     data: { webPublicAccessEnabled: true },
   });
-  expectSuccess(await sub(org.owner, 'web', { is_web_public: true }));
-  const named = (name: string) =>
-    prisma().stream.findFirstOrThrow({ where: { realmId: org.realm.id, name } });
+  const web = await createChannel(org.realm, org.owner, 'web', [org.owner], { isWebPublic: true });
   return {
     ...org,
     admin,
@@ -52,9 +51,9 @@ async function createOrg(): Promise<Org> {
     member,
     other,
     guest,
-    general: await named('general'),
-    secret: await named('secret'),
-    web: await named('web'),
+    general,
+    secret,
+    web,
   };
 }
 
@@ -196,17 +195,22 @@ describe('GET /streams/{stream_id}/members', () => {
 
 describe('PATCH /streams/{stream_id}', () => {
   let org: Org;
+  let notificationBot: User;
   beforeEach(async () => {
     org = await createOrg();
+    notificationBot = await ensureSystemBot(org.realm, 'notification');
   });
   const patch = (user: User, stream: Stream, form: Record<string, unknown>) =>
     as(user, org.host).patch(`/streams/${stream.id}`, form);
+  /** The change's own events, without the Notification Bot's notice of it
+   * (channel-notices.test.ts). */
+  const changes = (published: Published[]) => published.filter((p) => p.event.type !== 'message');
 
   it('lets the creator rename a channel, telling everyone who sees it', async () => {
     const published = await captureEvents(org.realm.id, async () => {
       expectSuccess(await patch(org.member, org.general, { new_name: ' lounge ' }));
     });
-    expectPublished(published, [
+    expectPublished(changes(published), [
       {
         event: {
           type: 'stream',
@@ -223,6 +227,7 @@ describe('PATCH /streams/{stream_id}', () => {
           org.member.id,
           org.other.id,
           org.guest.id,
+          notificationBot.id,
         ]),
       },
     ]);
@@ -268,7 +273,7 @@ describe('PATCH /streams/{stream_id}', () => {
     const published = await captureEvents(org.realm.id, async () => {
       expectSuccess(await patch(org.member, org.secret, { description: 'line one\nline <two>' }));
     });
-    expectPublished(published, [
+    expectPublished(changes(published), [
       {
         event: {
           type: 'stream',
@@ -292,7 +297,7 @@ describe('PATCH /streams/{stream_id}', () => {
     const published = await captureEvents(org.realm.id, async () => {
       expectSuccess(await patch(org.member, org.general, { is_private: true }));
     });
-    expectPublished(published, [
+    expectPublished(changes(published), [
       {
         event: {
           type: 'stream',
@@ -313,7 +318,7 @@ describe('PATCH /streams/{stream_id}', () => {
           streams: [{ stream_id: org.general.id }],
           stream_ids: [org.general.id],
         },
-        users: sorted([org.moderator.id, org.other.id]),
+        users: sorted([org.moderator.id, org.other.id, notificationBot.id]),
       },
     ]);
     // And back: the others see it appear, with its subscribers.
@@ -321,7 +326,7 @@ describe('PATCH /streams/{stream_id}', () => {
       expectSuccess(await patch(org.member, org.general, { is_private: false }));
     });
     const create = back.find((p) => p.event.op === 'create')!;
-    expect(create.users).toEqual(sorted([org.moderator.id, org.other.id]));
+    expect(create.users).toEqual(sorted([org.moderator.id, org.other.id, notificationBot.id]));
     expect(back.find((p) => p.event.op === 'peer_add')).toEqual({
       event: {
         type: 'subscription',
@@ -329,7 +334,7 @@ describe('PATCH /streams/{stream_id}', () => {
         stream_ids: [org.general.id],
         user_ids: sorted([org.member.id, org.guest.id]),
       },
-      users: sorted([org.moderator.id, org.other.id]),
+      users: sorted([org.moderator.id, org.other.id, notificationBot.id]),
     });
     expectError(
       await patch(org.member, org.general, { history_public_to_subscribers: false }),
@@ -355,7 +360,7 @@ describe('PATCH /streams/{stream_id}', () => {
         }),
       );
     });
-    expect(published.map((p) => [p.event.property, p.event.value])).toEqual([
+    expect(changes(published).map((p) => [p.event.property, p.event.value])).toEqual([
       ['can_send_message_group', admins.id],
       ['stream_post_policy', 2],
       ['is_announcement_only', true],
@@ -425,6 +430,7 @@ describe('PATCH /streams/{stream_id}', () => {
 describe('DELETE /streams/{stream_id}', () => {
   it('archives a channel, keeping its subscriptions, in two forms by client capability', async () => {
     const org = await createOrg();
+    const notificationBot = await ensureSystemBot(org.realm, 'notification');
     expectError(
       await as(org.other, org.host).delete(`/streams/${org.general.id}`),
       'You do not have permission to administer this channel.',
@@ -441,31 +447,36 @@ describe('DELETE /streams/{stream_id}', () => {
       org.member.id,
       org.other.id,
       org.guest.id,
+      notificationBot.id,
     ]);
-    expectPublished(published, [
-      {
-        event: {
-          type: 'stream',
-          op: 'update',
-          stream_id: org.general.id,
-          name: 'general',
-          property: 'is_archived',
-          value: true,
-          internal_data: { archived_channels: true },
+    // Without the Notification Bot's notice (channel-notices.test.ts).
+    expectPublished(
+      published.filter((p) => p.event.type !== 'message'),
+      [
+        {
+          event: {
+            type: 'stream',
+            op: 'update',
+            stream_id: org.general.id,
+            name: 'general',
+            property: 'is_archived',
+            value: true,
+            internal_data: { archived_channels: true },
+          },
+          users: everyone,
         },
-        users: everyone,
-      },
-      {
-        event: {
-          type: 'stream',
-          op: 'delete',
-          streams: [{ stream_id: org.general.id }],
-          stream_ids: [org.general.id],
-          internal_data: { archived_channels: false },
+        {
+          event: {
+            type: 'stream',
+            op: 'delete',
+            streams: [{ stream_id: org.general.id }],
+            stream_ids: [org.general.id],
+            internal_data: { archived_channels: false },
+          },
+          users: everyone,
         },
-        users: everyone,
-      },
-    ]);
+      ],
+    );
     expect(
       await prisma().subscription.count({
         where: { recipientId: org.general.recipientId!, active: true },
@@ -685,10 +696,8 @@ describe('bad input to the channel endpoints', () => {
         send_new_subscription_messages: false,
       }),
     );
-    expect(body.ignored_parameters_unsupported).toEqual([
-      'announce',
-      'send_new_subscription_messages',
-    ]);
+    // Parley has no new-channel announcements channel to post in.
+    expect(body.ignored_parameters_unsupported).toEqual(['announce']);
   });
 });
 

@@ -1,5 +1,6 @@
 import { getPrisma, Role, type Stream, type User } from '@parley/db';
 import { STREAM_ASSIGNMENT_COLORS } from '../src/actions/subscriptions';
+import { ensureSystemBot } from '../src/actions/system-bots';
 import {
   as,
   captureEvents,
@@ -20,12 +21,16 @@ interface Org extends TestRealm {
   member: User;
   other: User;
   guest: User;
+  /** Made up front: it posts each new channel's first message (subscription-notices.test.ts),
+   * and as a member of the organization it is in the audience of public channels' events. */
+  notificationBot: User;
 }
 
 async function createOrg(): Promise<Org> {
   const org = await createTestRealm();
   return {
     ...org,
+    notificationBot: await ensureSystemBot(org.realm, 'notification'),
     admin: await createTestUser(org.realm, Role.ADMINISTRATOR),
     moderator: await createTestUser(org.realm, Role.MODERATOR),
     member: await createTestUser(org.realm, Role.MEMBER),
@@ -45,7 +50,15 @@ async function streamNamed(realmId: number, name: string): Promise<Stream> {
   return prisma().stream.findFirstOrThrow({ where: { realmId, name } });
 }
 
-const nonGuests = (org: Org) => [org.owner, org.admin, org.moderator, org.member, org.other];
+// Everyone who sees a public channel's events: the guest does not, the Notification Bot does.
+const nonGuests = (org: Org) => [
+  org.owner,
+  org.admin,
+  org.moderator,
+  org.member,
+  org.other,
+  org.notificationBot,
+];
 
 describe('POST /users/me/subscriptions', () => {
   it('creates a public channel, subscribes the caller and tells everyone who can see it', async () => {
@@ -63,6 +76,7 @@ describe('POST /users/me/subscriptions', () => {
       msg: '',
       subscribed: { [String(org.member.id)]: ['design'] },
       already_subscribed: {},
+      new_subscription_messages_sent: true,
     });
     const stream = await streamNamed(org.realm.id, 'design');
     expect(stream.description).toBe('All about <design>');
@@ -117,9 +131,21 @@ describe('POST /users/me/subscriptions', () => {
         stream_ids: [stream.id],
         user_ids: [org.member.id],
       },
-      users: sorted([org.owner.id, org.admin.id, org.moderator.id, org.other.id]),
+      users: sorted([
+        org.owner.id,
+        org.admin.id,
+        org.moderator.id,
+        org.other.id,
+        org.notificationBot.id,
+      ]),
     });
-    expect(published).toHaveLength(3);
+    // And the Notification Bot's first message in the channel (subscription-notices.test.ts).
+    expect(published.map((p) => p.event.type)).toEqual([
+      'stream',
+      'subscription',
+      'subscription',
+      'message',
+    ]);
   });
 
   it('reports channels the user is already in, and gives each new one the next colour', async () => {
@@ -230,7 +256,7 @@ describe('POST /users/me/subscriptions', () => {
     const peer = published.find((p) => p.event.op === 'peer_add')!;
     expect(peer.event.user_ids).toEqual(sorted([org.other.id, org.guest.id]));
     expect(peer.users).toEqual(
-      sorted([org.owner.id, org.admin.id, org.moderator.id, org.member.id]),
+      sorted([org.owner.id, org.admin.id, org.moderator.id, org.member.id, org.notificationBot.id]),
     );
     expect(stream.id).toBe(peer.event.stream_ids && (peer.event.stream_ids as number[])[0]);
   });
@@ -487,7 +513,13 @@ describe('DELETE /users/me/subscriptions', () => {
           stream_ids: [a.id],
           user_ids: [org.other.id],
         },
-        users: sorted([org.owner.id, org.admin.id, org.moderator.id, org.member.id]),
+        users: sorted([
+          org.owner.id,
+          org.admin.id,
+          org.moderator.id,
+          org.member.id,
+          org.notificationBot.id,
+        ]),
       },
     ]);
   });
@@ -683,7 +715,13 @@ describe('subscriptions and user lifecycle', () => {
         stream_ids: [life.id],
         user_ids: [org.other.id],
       },
-      users: sorted([org.owner.id, org.admin.id, org.moderator.id, org.member.id]),
+      users: sorted([
+        org.owner.id,
+        org.admin.id,
+        org.moderator.id,
+        org.member.id,
+        org.notificationBot.id,
+      ]),
     });
     const members = await as(org.member, org.host).get(`/streams/${life.id}/members`);
     expect(expectSuccess(members).subscribers).toEqual([org.member.id]);

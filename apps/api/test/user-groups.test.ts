@@ -1,6 +1,7 @@
 import request from 'supertest';
 import { getPrisma, Role, type User, SYSTEM_GROUPS } from '@parley/db';
 import type { QueuedEvent } from '@parley/events';
+import { ensureSystemBot } from '../src/actions/system-bots';
 import { groupIdsOfUser } from '../src/lib/groups';
 import { applyEvent, type StateOptions } from '../src/lib/initial-state';
 import {
@@ -26,6 +27,7 @@ interface GroupOrg extends TestRealm {
   other: User;
   guest: User;
   bot: User;
+  notificationBot: User;
   system: Map<string, number>;
 }
 
@@ -53,6 +55,9 @@ async function createGroupOrg(): Promise<GroupOrg> {
     other,
     guest,
     bot,
+    // Made up front: the channels tests create get its first message, and it is one of the
+    // organization's users.
+    notificationBot: await ensureSystemBot(org.realm, 'notification'),
     system: new Map(groups.map((g) => [g.name!, g.id])),
   };
 }
@@ -68,7 +73,16 @@ describe('user groups', () => {
     org = await createGroupOrg();
   });
   const allUsers = () =>
-    [org.owner, org.admin, org.moderator, org.member, org.other, org.guest, org.bot]
+    [
+      org.owner,
+      org.admin,
+      org.moderator,
+      org.member,
+      org.other,
+      org.guest,
+      org.bot,
+      org.notificationBot,
+    ]
       .map((u) => u.id)
       .sort((a, b) => a - b);
   const sys = (name: string) => org.system.get(name)!;

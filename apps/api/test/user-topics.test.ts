@@ -15,6 +15,7 @@ describe('topic visibility', () => {
       await as(org.owner, org.host).post('/users/me/subscriptions', {
         subscriptions: [{ name: 'general' }],
         principals: [user.id],
+        send_new_subscription_messages: false,
       }),
     );
   });

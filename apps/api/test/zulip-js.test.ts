@@ -135,9 +135,10 @@ describe('zulip-js', () => {
     ]);
     const listed = await client.streams.retrieve({ include_public: false });
     expect(listed.streams.map((s: { name: string }) => s.name)).toEqual([name]);
+    // The Notification Bot's first message starts the channel's only topic.
     expect(await client.streams.topics.retrieve({ stream_id: streamId })).toMatchObject({
       result: 'success',
-      topics: [],
+      topics: [{ name: 'channel events', max_id: expect.any(Number) as number }],
     });
 
     // zulip-js sends DELETE parameters in the query string.
@@ -222,8 +223,14 @@ describe('zulip-js', () => {
       num_after: 0,
       narrow: [{ operator: 'stream', operand: channel }],
     });
-    expect(found.messages.map((m: { id: number }) => m.id)).toEqual([sent.id]);
+    // After the Notification Bot's first message in the channel.
+    expect(found.messages.map((m: { id: number }) => m.id)).toEqual([expect.any(Number), sent.id]);
     expect(found.messages[0]).toMatchObject({
+      subject: 'channel events',
+      sender_email: 'notification-bot@zulip.com',
+      content: expect.stringContaining('channel created by') as string,
+    });
+    expect(found.messages[1]).toMatchObject({
       subject: 'greetings',
       content: '<p>hello <strong>all</strong></p>',
     });
@@ -257,7 +264,12 @@ describe('zulip-js', () => {
       (e) => e.type === 'update_message_flags',
       'the update_message_flags event',
     );
-    const seen = listener.lines.filter((e) => e.type !== 'heartbeat');
+    const [notice, ...seen] = listener.lines.filter((e) => e.type !== 'heartbeat');
+    // First the Notification Bot's message in the channel zulip-js created.
+    expect(notice).toMatchObject({
+      type: 'message',
+      message: { subject: 'channel events', display_recipient: channel },
+    });
     expect(seen.map((e) => e.type)).toEqual([
       'message',
       'message',

@@ -49,24 +49,31 @@ export async function ensureSystemBot(realm: Realm, kind: SystemBot): Promise<Us
   }
 }
 
-/** A direct message from the organization's `kind` bot to `recipient` (Zulip's
- * internal_send_private_message); returns its id. Runs its own transaction: call it after the
- * change it tells about has committed. */
+/** A message from the organization's `kind` bot in its own transaction (Zulip's
+ * internal_send_stream_message and internal_send_private_message): call it after the change
+ * it tells about has committed. The bot may post in any channel. Returns its id. */
+export async function sendBotMessage(
+  realm: Realm,
+  kind: SystemBot,
+  target: SendTarget,
+  content: string,
+  options: BotSendOptions = {},
+): Promise<number> {
+  const bot = await ensureSystemBot(realm, kind);
+  const prepared = await prepareMessage(realm, bot, target, content, botOptions(options));
+  return (await sendPreparedMessage(prepared)).message.id;
+}
+
+/** A direct message from the organization's `kind` bot to `recipient`, in its own
+ * transaction; returns its id. */
 export async function sendBotDirectMessage(
   realm: Realm,
   kind: SystemBot,
   recipient: Pick<User, 'id'>,
   content: string,
 ): Promise<number> {
-  const bot = await ensureSystemBot(realm, kind);
-  const prepared = await prepareMessage(
-    realm,
-    bot,
-    { kind: 'direct', to: JSON.stringify([recipient.id]) },
-    content,
-    { client: 'Internal', readBySender: true, bySystemBot: true },
-  );
-  return (await sendPreparedMessage(prepared)).message.id;
+  const target = { kind: 'direct', to: JSON.stringify([recipient.id]) } as const;
+  return sendBotMessage(realm, kind, target, content);
 }
 
 /** A message from the organization's `kind` bot (Zulip's internal_send_stream_message and
@@ -78,16 +85,18 @@ export async function sendBotMessageIn(
   kind: SystemBot,
   target: SendTarget,
   content: string,
-  options: Omit<Partial<SendOptions>, 'client' | 'readBySender' | 'bySystemBot'> = {},
+  options: BotSendOptions = {},
 ): Promise<number> {
   const bot = await ensureSystemBot(realm, kind);
-  const prepared = await prepareMessage(realm, bot, target, content, {
-    ...options,
-    client: 'Internal',
-    readBySender: true,
-    bySystemBot: true,
-  });
+  const prepared = await prepareMessage(realm, bot, target, content, botOptions(options));
   return (await doSendMessage(ctx, prepared)).message.id;
+}
+
+/** What a caller may choose about a system bot's message; the rest is fixed. */
+export type BotSendOptions = Omit<Partial<SendOptions>, 'client' | 'readBySender' | 'bySystemBot'>;
+
+function botOptions(options: BotSendOptions): SendOptions {
+  return { ...options, client: 'Internal', readBySender: true, bySystemBot: true };
 }
 
 /** Zulip's send_test_welcome_bot_custom_message: the Welcome Bot sends `text` to the

@@ -14,6 +14,7 @@ import {
   SERVER_SUPPORTED_PERMISSION_SETTINGS,
   type RealmPermissionSetting,
 } from './permission-settings';
+import { MAX_BULK_NEW_SUBSCRIPTION_MESSAGES } from './subscriptions';
 import type { Membership, RealmGroups } from './user-groups-state';
 import { serverThumbnailFormats } from './thumbnails';
 import { maxFileUploadSizeMib, uploadQuotaMib } from './upload-limits';
@@ -32,7 +33,7 @@ export function alwaysSentLimits(
     max_file_upload_size_mib: realm
       ? maxFileUploadSizeMib(realm)
       : getConfig().MAX_FILE_UPLOAD_SIZE_MIB,
-    max_bulk_new_subscription_messages: 100,
+    max_bulk_new_subscription_messages: MAX_BULK_NEW_SUBSCRIPTION_MESSAGES,
     realm_empty_topic_display_name: EMPTY_TOPIC_DISPLAY_NAME,
     event_queue_longpoll_timeout_seconds: 90,
     server_typing_started_expiry_period_milliseconds: 45000,

@@ -13,6 +13,11 @@ import { presentSubscription } from '../presenters/streams';
 import { loadStreamDetails } from './streams';
 import { canSeeDeliveryEmail, dummyEmailUserId } from './users';
 
+/** Zulip's MAX_BULK_NEW_SUBSCRIPTION_MESSAGES (POST /register's
+ * max_bulk_new_subscription_messages): a request that subscribes more people than this sends
+ * them no Notification Bot messages. */
+export const MAX_BULK_NEW_SUBSCRIPTION_MESSAGES = 100;
+
 /** The caller's active subscriptions to unarchived channels, sorted by name. */
 export async function subscriptionsOf(
   user: User,

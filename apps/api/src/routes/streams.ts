@@ -3,7 +3,7 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { userEndpoint } from '@parley/auth';
-import { runAction } from '@parley/db';
+import { runAction, type Stream } from '@parley/db';
 import { JsonableError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
 import * as schema from '../presenters/schemas';
@@ -45,10 +45,24 @@ import {
   subscriptionOf,
   topicHistory,
 } from '../lib/streams';
+import {
+  archivedNotice,
+  describedNotice,
+  postingPermissionNotice,
+  privacyNotice,
+  renamedNotice,
+  retentionNotice,
+  sendChannelNotices,
+  topicsPolicyNotice,
+  unarchivedNotice,
+  type ChannelNotice,
+} from '../actions/channel-notices';
 import { EMPTY_TOPIC_DISPLAY_NAME } from '../presenters/messages';
 import { isAdmin, isOwner } from '../lib/users';
 import { OrganizationOwnerRequiredError, InsufficientPermissionError } from '@parley/errors';
 import { presentStream, STREAM_GROUP_SETTINGS } from '../presenters/streams';
+
+type Notice = ChannelNotice | null;
 
 export const streamRoutes = Router();
 
@@ -123,11 +137,21 @@ defineRoute(streamRoutes, '/streams/:stream_id', {
     },
     async ({ user, realm, path, params }) => {
       const retention = parseRetention(params.message_retention_days);
+      // The Notification Bot's notices, posted once the changes have committed.
+      const notices: Notice[] = [];
       await runAction(async (ctx) => {
         const { tx } = ctx;
         const perms = await loadPermissions(user);
         let stream = await accessStreamForUpdate(tx, perms, path.stream_id);
-        if (params.is_archived === false) stream = await doUnarchiveStream(ctx, stream, user.id);
+        // Each change that went through gets its notice, as Zulip's actions send them.
+        const changed = (after: Stream, notice: (before: Stream, after: Stream) => Notice) => {
+          if (after !== stream) notices.push(notice(stream, after));
+          stream = after;
+        };
+        if (params.is_archived === false)
+          changed(await doUnarchiveStream(ctx, stream, user.id), (_, after) =>
+            unarchivedNotice(after),
+          );
         const isDefault = (await defaultStreamIds(realm.id, tx)).includes(stream.id);
         if (
           params.is_private !== undefined ||
@@ -151,7 +175,9 @@ defineRoute(streamRoutes, '/streams/:stream_id', {
             },
             params.is_default_stream ?? isDefault,
           );
-          stream = await doChangeStreamPrivacy(ctx, stream, privacy, user.id);
+          changed(await doChangeStreamPrivacy(ctx, stream, privacy, user.id), (before, after) =>
+            privacyNotice(user, before, after),
+          );
         }
         if (params.is_default_stream !== undefined) {
           if (!isAdmin(user)) throw new InsufficientPermissionError();
@@ -159,20 +185,31 @@ defineRoute(streamRoutes, '/streams/:stream_id', {
         }
         if (retention !== undefined) {
           if (!isOwner(user)) throw new OrganizationOwnerRequiredError();
-          stream = await doChangeStreamMessageRetention(ctx, stream, retention, user.id);
+          changed(
+            await doChangeStreamMessageRetention(ctx, stream, retention, user.id),
+            (before, after) => retentionNotice(user, realm, before, after),
+          );
         }
         if (params.topics_policy !== undefined) {
           await checkTopicsPolicy(tx, perms, params.topics_policy);
-          stream = await doChangeStreamTopicsPolicy(ctx, stream, params.topics_policy, user.id);
+          changed(
+            await doChangeStreamTopicsPolicy(ctx, stream, params.topics_policy, user.id),
+            (before, after) => topicsPolicyNotice(user, before, after),
+          );
         }
         if (params.description !== undefined) {
           const description = checkDescription(params.description);
           if (description !== stream.description)
-            stream = await doChangeStreamDescription(ctx, stream, description, user.id);
+            changed(
+              await doChangeStreamDescription(ctx, stream, description, user.id),
+              (before, after) => describedNotice(user, before, after),
+            );
         }
         if (params.new_name !== undefined) {
           const name = await checkRenameStream(tx, stream, params.new_name);
-          stream = await doRenameStream(ctx, stream, name, user.id);
+          changed(await doRenameStream(ctx, stream, name, user.id), (before, after) =>
+            renamedNotice(user, before, after),
+          );
         }
         for (const [setting, change] of Object.entries(pickGroupSettings(params))) {
           const key = setting as keyof typeof STREAM_GROUP_SETTINGS;
@@ -182,21 +219,34 @@ defineRoute(streamRoutes, '/streams/:stream_id', {
           )
             throw new JsonableError('Channel content access is required.');
           const groupId = await checkChangeStreamGroupSetting(tx, perms, stream, key, change);
-          if (groupId !== null)
-            stream = await doChangeStreamGroupSetting(ctx, stream, key, groupId, user.id);
+          if (groupId === null) continue;
+          const before = stream;
+          stream = await doChangeStreamGroupSetting(ctx, stream, key, groupId, user.id);
+          // The only group setting Zulip reports.
+          if (key === 'can_send_message_group')
+            notices.push(await postingPermissionNotice(user, before, stream, change.new));
         }
       });
+      await sendChannelNotices(
+        realm,
+        notices.filter((notice) => notice !== null),
+      );
       return {};
     },
   ),
-  DELETE: userEndpoint({ path: streamPath, response: schema.empty }, async ({ user, path }) => {
-    await runAction(async (ctx) => {
-      const perms = await loadPermissions(user);
-      const stream = await accessStreamForUpdate(ctx.tx, perms, path.stream_id);
-      await doArchiveStream(ctx, stream, user.id);
-    });
-    return {};
-  }),
+  DELETE: userEndpoint(
+    { path: streamPath, response: schema.empty },
+    async ({ user, realm, path }) => {
+      const stream = await runAction(async (ctx) => {
+        const perms = await loadPermissions(user);
+        const stream = await accessStreamForUpdate(ctx.tx, perms, path.stream_id);
+        await doArchiveStream(ctx, stream, user.id);
+        return stream;
+      });
+      await sendChannelNotices(realm, [archivedNotice(stream)]);
+      return {};
+    },
+  ),
 });
 
 defineRoute(streamRoutes, '/streams/:stream_id/members', {

@@ -26,6 +26,10 @@ import {
   type SubscriptionPair,
 } from '../actions/subscriptions';
 import {
+  sendNewSubscriptionNotices,
+  sendsSubscriptionMessages,
+} from '../actions/subscription-notices';
+import {
   groupSettingParams,
   groupSettingValue,
   id,
@@ -87,12 +91,14 @@ defineRoute(subscriptionRoutes, '/users/me/subscriptions', {
         history_public_to_subscribers: p.bool().optional(),
         message_retention_days: retentionParam,
         topics_policy: p.jsonOrText(z.enum(TOPICS_POLICIES)).default('inherit'),
+        send_new_subscription_messages: p.bool().default(true),
         ...groupSettingParams(groupSettingValue),
       },
       response: z.object({
         subscribed: z.record(z.string(), z.array(z.string())),
         already_subscribed: z.record(z.string(), z.array(z.string())),
         unauthorized: z.array(z.string()).optional(),
+        new_subscription_messages_sent: z.boolean().optional(),
       }),
     },
     async ({ user, realm, params }) => {
@@ -120,7 +126,7 @@ defineRoute(subscriptionRoutes, '/users/me/subscriptions', {
             color: item.color,
           });
       }
-      return runAction(async (ctx) => {
+      const outcome = await runAction(async (ctx) => {
         const { tx } = ctx;
         const perms = await loadPermissions(user);
         // No principals (or an empty list) means the caller, as in Zulip.
@@ -178,14 +184,31 @@ defineRoute(subscriptionRoutes, '/users/me/subscriptions', {
           user.id,
           { colors },
         );
-        return {
-          subscribed: namesByUser(result.subscribed),
-          already_subscribed: namesByUser(result.alreadySubscribed),
-          ...(params.authorization_errors_fatal
-            ? {}
-            : { unauthorized: unauthorized.map((stream) => stream.name) }),
-        };
+        const bots = new Set(targets.filter((target) => target.isBot).map((target) => target.id));
+        return { result, created, bots, unauthorized };
       });
+      const { result, created, bots, unauthorized } = outcome;
+      const subscribed = namesByUser(result.subscribed);
+      const messagesSent = sendsSubscriptionMessages(
+        params.send_new_subscription_messages,
+        Object.keys(subscribed).length,
+      );
+      await sendNewSubscriptionNotices(realm, user, {
+        subscribed: result.subscribed,
+        created,
+        bots,
+        directMessages: messagesSent,
+      });
+      return {
+        subscribed,
+        already_subscribed: namesByUser(result.alreadySubscribed),
+        ...(params.authorization_errors_fatal
+          ? {}
+          : { unauthorized: unauthorized.map((stream) => stream.name) }),
+        ...(params.send_new_subscription_messages
+          ? { new_subscription_messages_sent: messagesSent }
+          : {}),
+      };
     },
   ),
   DELETE: userEndpoint(
