@@ -33,9 +33,15 @@ export interface ChannelNotice {
   readFor?: number;
 }
 
-/** Posts committed changes' notices in order; a failure is logged, and the rest still go. */
-export async function sendChannelNotices(realm: Realm, notices: ChannelNotice[]): Promise<void> {
-  for (const { stream, content, allRead, readFor } of notices) {
+/** Posts committed changes' notices in order (null: a change Zulip reports with none); a
+ * failure is logged, and the rest still go. */
+export async function sendChannelNotices(
+  realm: Realm,
+  notices: (ChannelNotice | null)[],
+): Promise<void> {
+  for (const notice of notices) {
+    if (notice === null) continue;
+    const { stream, content, allRead, readFor } = notice;
     const target = {
       kind: 'channel',
       to: JSON.stringify(stream.id),

@@ -18,7 +18,7 @@ import { channelMessageUrl, silentMentionSyntax, topicLinkSyntax } from '@parley
 import { hasVisibleTopicMessage } from '../lib/messages';
 import { VisibilityPolicy } from '../lib/user-topics';
 import { doDeleteMessage, type CheckedEdit } from './message-edit';
-import { sendBotMessageIn } from './system-bots';
+import { sendBotMessageIn, type BotSendOptions } from './system-bots';
 
 /** Zulip's RESOLVE_TOPIC_UNDO_GRACE_PERIOD_SECONDS: resolving a topic and undoing it within
  * this long deletes the first notice instead of posting a second. */
@@ -143,7 +143,7 @@ async function sendNotice(
   stream: Stream,
   topic: string,
   content: string,
-  options: Parameters<typeof sendBotMessageIn>[5] = {},
+  options: BotSendOptions = {},
 ): Promise<void> {
   const target = { kind: 'channel', to: JSON.stringify(stream.id), topic } as const;
   await sendBotMessageIn(ctx, realm, 'notification', target, content, {

@@ -31,7 +31,7 @@ export function youWereSubscribedMessage(actor: User, channelNames: string[]): s
 
 /** After the subscriptions committed: the direct messages (when `directMessages`) to everyone
  * but `actor` and bots who joined channels that existed before, and each created channel's
- * first message. All arrive read for `actor`. */
+ * first message, read for `actor`. A failed message is logged, and the rest still go. */
 export async function sendNewSubscriptionNotices(
   realm: Realm,
   actor: User,
@@ -48,18 +48,6 @@ export async function sendNewSubscriptionNotices(
     directMessages: boolean;
   },
 ): Promise<void> {
-  const readFor = new Set([actor.id]);
-  const send = async (...args: Parameters<typeof sendBotMessage>): Promise<void> => {
-    try {
-      await sendBotMessage(...args);
-    } catch (error) {
-      getLogger().error('subscription notice failed', {
-        realm_id: realm.id,
-        user_id: actor.id,
-        error,
-      });
-    }
-  };
   if (directMessages) {
     const createdIds = new Set(created.map((stream) => stream.id));
     const namesByUser = new Map<number, string[]>();
@@ -69,13 +57,19 @@ export async function sendNewSubscriptionNotices(
     }
     for (const [userId, names] of namesByUser) {
       const target = { kind: 'direct', to: JSON.stringify([userId]) } as const;
-      await send(realm, 'notification', target, youWereSubscribedMessage(actor, names), {
-        readFor,
-      });
+      try {
+        await sendBotMessage(realm, 'notification', target, youWereSubscribedMessage(actor, names));
+      } catch (error) {
+        getLogger().error('subscription notice failed', {
+          realm_id: realm.id,
+          user_id: userId,
+          error,
+        });
+      }
     }
   }
   await sendChannelNotices(
     realm,
-    created.flatMap((stream) => createdNotice(actor, stream) ?? []),
+    created.map((stream) => createdNotice(actor, stream)),
   );
 }

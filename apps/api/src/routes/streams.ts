@@ -62,8 +62,6 @@ import { isAdmin, isOwner } from '../lib/users';
 import { OrganizationOwnerRequiredError, InsufficientPermissionError } from '@parley/errors';
 import { presentStream, STREAM_GROUP_SETTINGS } from '../presenters/streams';
 
-type Notice = ChannelNotice | null;
-
 export const streamRoutes = Router();
 
 const streamPath = { stream_id: p.int({ min: 1 }) };
@@ -138,13 +136,16 @@ defineRoute(streamRoutes, '/streams/:stream_id', {
     async ({ user, realm, path, params }) => {
       const retention = parseRetention(params.message_retention_days);
       // The Notification Bot's notices, posted once the changes have committed.
-      const notices: Notice[] = [];
+      const notices: (ChannelNotice | null)[] = [];
       await runAction(async (ctx) => {
         const { tx } = ctx;
         const perms = await loadPermissions(user);
         let stream = await accessStreamForUpdate(tx, perms, path.stream_id);
         // Each change that went through gets its notice, as Zulip's actions send them.
-        const changed = (after: Stream, notice: (before: Stream, after: Stream) => Notice) => {
+        const changed = (
+          after: Stream,
+          notice: (before: Stream, after: Stream) => ChannelNotice | null,
+        ) => {
           if (after !== stream) notices.push(notice(stream, after));
           stream = after;
         };
@@ -227,10 +228,7 @@ defineRoute(streamRoutes, '/streams/:stream_id', {
             notices.push(await postingPermissionNotice(user, before, stream, change.new));
         }
       });
-      await sendChannelNotices(
-        realm,
-        notices.filter((notice) => notice !== null),
-      );
+      await sendChannelNotices(realm, notices);
       return {};
     },
   ),
