@@ -126,6 +126,13 @@ describe('channel events notices', () => {
         `for this channel:\n\n* **Old**: @_*role:administrators*, ${mention(member)}\n` +
         `* **New**: @_*role:administrators*`,
     ]);
+    // System groups show their display names.
+    const [first] = await notices();
+    const rendered = await prisma().message.findUniqueOrThrow({ where: { id: first!.id } });
+    expect(rendered.renderedContent).toContain(
+      `<strong>Old</strong>: <span class="user-group-mention silent" data-user-group-id="`,
+    );
+    expect(rendered.renderedContent).toMatch(/>Everyone<\/span><\/li>/);
     // Other group settings are not reported, as in Zulip.
     await patch({ can_remove_subscribers_group: JSON.stringify({ new: admins.id }) });
     expect(await notices()).toHaveLength(2);

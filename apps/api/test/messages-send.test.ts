@@ -688,7 +688,8 @@ describe('what a message names', () => {
     expectSuccess(await as(org.owner, org.host).delete(`/users/${leaving.id}`));
     expect(await render('@**Lea Leaving**')).not.toContain('user-mention');
 
-    // Named groups; never a system group, nor a deactivated one.
+    // Named groups. A system group shows its display name; a deactivated one renders silently
+    // (Zulip's get_user_group_mention_display_name and UserGroupMentionPattern).
     const { group_id: groupId } = expectSuccess(
       await as(org.admin, org.host).post('/user_groups/create', {
         name: 'Night Owls',
@@ -698,9 +699,35 @@ describe('what a message names', () => {
     ) as { group_id: number };
     const groupMention = `<span class="user-group-mention" data-user-group-id="${groupId}">@Night Owls</span>`;
     expect(await render('@*night owls*')).toBe(`<p>${groupMention}</p>`);
-    expect(await render('@*role:members*')).not.toContain('user-group-mention');
+    const members = await getPrisma().userGroup.findFirstOrThrow({
+      where: { realmId: org.realm.id, name: 'role:members' },
+    });
+    expect(await render('@*role:members* @_*Role:Members*')).toBe(
+      `<p><span class="user-group-mention" data-user-group-id="${members.id}">@Members</span> ` +
+        `<span class="user-group-mention silent" data-user-group-id="${members.id}">Members</span></p>`,
+    );
+    // Nobody may notify a system group; a silent mention is fine.
+    expectError(
+      await send(org.member, org.host, {
+        type: 'stream',
+        to: 'general',
+        topic: 'groups',
+        content: '@*role:members*',
+      }),
+      "You are not allowed to mention user group 'role:members'.",
+    );
+    expectSuccess(
+      await send(org.member, org.host, {
+        type: 'stream',
+        to: 'general',
+        topic: 'groups',
+        content: '@_*role:members*',
+      }),
+    );
     expectSuccess(await as(org.admin, org.host).post(`/user_groups/${groupId}/deactivate`));
-    expect(await render('@*Night Owls*')).not.toContain('user-group-mention');
+    expect(await render('@*Night Owls*')).toBe(
+      `<p><span class="user-group-mention silent" data-user-group-id="${groupId}">Night Owls</span></p>`,
+    );
 
     // Channels: public ones of this organization only (private ones would reveal their id).
     expect(await render('#**GENERAL** #**secret**')).toBe(

@@ -37,6 +37,7 @@ export {
   Role,
   ROLE_NAMES,
   type RoleValue,
+  SYSTEM_GROUP_DISPLAY_NAMES,
   SYSTEM_GROUPS,
 } from './roles';
 export { ChangeListener, type ChangeHandlers } from './change-listener';

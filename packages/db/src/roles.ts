@@ -36,6 +36,18 @@ export const SYSTEM_GROUPS = {
   NOBODY: 'role:nobody',
 } as const;
 
+/** How a system group's name shows in a mention (Zulip's SystemGroups.GROUP_DISPLAY_NAME_MAP). */
+export const SYSTEM_GROUP_DISPLAY_NAMES: Readonly<Record<string, string>> = {
+  [SYSTEM_GROUPS.NOBODY]: 'Nobody',
+  [SYSTEM_GROUPS.OWNERS]: 'Owners',
+  [SYSTEM_GROUPS.ADMINISTRATORS]: 'Administrators',
+  [SYSTEM_GROUPS.MODERATORS]: 'Moderators',
+  [SYSTEM_GROUPS.FULL_MEMBERS]: 'Full members',
+  [SYSTEM_GROUPS.MEMBERS]: 'Members',
+  [SYSTEM_GROUPS.EVERYONE]: 'Everyone',
+  [SYSTEM_GROUPS.EVERYONE_ON_INTERNET]: 'Everyone on the internet',
+};
+
 export const RecipientType = { PERSONAL: 1, STREAM: 2, DIRECT_MESSAGE_GROUP: 3 } as const;
 
 /** Message.type values (Zulip's Message.MessageType). */

@@ -16,6 +16,10 @@ export interface MentionUser {
 export interface MentionGroup {
   id: number;
   name: string;
+  /** What the mention shows, when not the name (a system group's display name). */
+  displayName?: string;
+  /** A deactivated group's mention renders, silently: it notifies nobody. */
+  deactivated?: boolean;
 }
 
 /** What the content's mentions resolve to, loaded by the caller. Names are keyed lower-case;
@@ -143,6 +147,7 @@ function userMention(inner: string, silent: boolean, env: Env): string | null {
 function groupMention(name: string, silent: boolean, env: Env): string | null {
   const group = env.mentionData.groupsByName.get(name.toLowerCase());
   if (!group) return null;
-  if (!silent) env.mentions.groupIds.add(group.id);
-  return `<span class="user-group-mention${silent ? ' silent' : ''}" data-user-group-id="${group.id}">${silent ? '' : '@'}${escape(group.name)}</span>`;
+  const quiet = silent || group.deactivated === true;
+  if (!quiet) env.mentions.groupIds.add(group.id);
+  return `<span class="user-group-mention${quiet ? ' silent' : ''}" data-user-group-id="${group.id}">${quiet ? '' : '@'}${escape(group.displayName ?? group.name)}</span>`;
 }

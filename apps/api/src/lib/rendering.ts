@@ -1,7 +1,14 @@
 // Rendering Markdown for an organization: loads what the content may refer to (users and
 // groups it mentions, Zulip's MentionData; channels it links; the organization's linkifiers,
 // custom emoji and uploaded images with their thumbnails), then renders with packages/markdown.
-import { getPrisma, intArrayLiteral, query, statement, type Tx } from '@parley/db';
+import {
+  getPrisma,
+  intArrayLiteral,
+  query,
+  statement,
+  SYSTEM_GROUP_DISPLAY_NAMES,
+  type Tx,
+} from '@parley/db';
 import {
   channelLinkCandidates,
   mentionCandidates,
@@ -53,7 +60,8 @@ export interface OrganizationMentionData extends MentionData {
 }
 
 /** What the content names, in one statement (typed SQL: in the caller's transaction if there is
- * one): active users by name (any case) or id; named groups, not system groups, by name, each
+ * one): active users by name (any case) or id; named groups by name (system groups shown by
+ * their display names, deactivated ones too, to render silently, as Zulip does), each
  * with its can_mention_group and its active members through subgroups (a group mention's
  * permission check and flags need no statement of their own); and channels by name, only those
  * anyone in the organization may know of, since a link must not reveal a private channel's
@@ -66,22 +74,23 @@ const namedTargets = statement<
     /** Groups only. */
     canMentionGroupId: number | null;
     members: number[] | null;
+    deactivated: boolean | null;
+    system: boolean | null;
   },
   [number, string[], string, string[], string[]]
 >(`
   SELECT 'user' AS kind, id, full_name AS name, NULL::int AS "canMentionGroupId",
-      NULL::int[] AS members
+      NULL::int[] AS members, NULL::boolean AS deactivated, NULL::boolean AS system
     FROM user_profile
     WHERE realm_id = $1 AND is_active
       AND (lower(full_name) = ANY (${lowered('$2')}) OR id = ANY ($3::int[]))
   UNION ALL
   SELECT 'group', ug.id, ug.name, ug.can_mention_group_id,
-      ARRAY(${activeMembersSql('ug.id')})
+      ARRAY(${activeMembersSql('ug.id')}), ug.deactivated, ug.is_system_group
     FROM user_group ug
-    WHERE ug.realm_id = $1 AND NOT ug.deactivated AND NOT ug.is_system_group
-      AND lower(ug.name) = ANY (${lowered('$4')})
+    WHERE ug.realm_id = $1 AND ug.name IS NOT NULL AND lower(ug.name) = ANY (${lowered('$4')})
   UNION ALL
-  SELECT 'channel', id, name, NULL, NULL FROM stream
+  SELECT 'channel', id, name, NULL, NULL, NULL, NULL FROM stream
     WHERE realm_id = $1 AND NOT invite_only AND lower(name) = ANY (${lowered('$5')})`);
 
 export async function loadMentionData(
@@ -116,6 +125,8 @@ export async function loadMentionData(
         data.groupsByName.set(target.name.toLowerCase(), {
           id: target.id,
           name: target.name,
+          ...(target.system ? { displayName: SYSTEM_GROUP_DISPLAY_NAMES[target.name] } : {}),
+          ...(target.deactivated ? { deactivated: true } : {}),
           canMentionGroupId: target.canMentionGroupId,
           members: target.members ?? [],
         });
