@@ -75,6 +75,12 @@ describe('pnpm manage', () => {
     expect(created.api_key).toMatch(/^[A-Za-z0-9]{32}$/);
     expect(await verifyPassword('correct horse', owner.passwordHash)).toBe(true);
     expect(await verifyPassword('wrong horse', owner.passwordHash)).toBe(false);
+    // Zulip's first channels, with the Welcome Bot's conversations (initial-realm.test.ts).
+    const channels = await getPrisma().stream.findMany({
+      where: { realmId: created.realm_id as number },
+      orderBy: { id: 'asc' },
+    });
+    expect(channels.map((c) => c.name)).toEqual(['Zulip', 'sandbox', 'general']);
   });
 
   it('creates the role system groups with the owner in role:owners', async () => {

@@ -14,8 +14,10 @@ import { createApp } from '@parley/api';
 import { stopLinkifierCache } from '@parley/api/lib/linkifier-cache';
 import { sendInitialDirectMessage } from '@parley/api/actions/onboarding';
 import { doCreateOrganization } from '@parley/api/actions/realms';
-import { doCreateStreams } from '@parley/api/actions/streams';
-import { doAddSubscriptions } from '@parley/api/actions/subscriptions';
+import {
+  doCreateInitialChannels,
+  sendInitialRealmMessages,
+} from '@parley/api/actions/initial-realm';
 import { generatePassword } from '@parley/api/lib/credentials';
 import { passwordHashFor } from '@parley/api/actions/users';
 import { OutboxRelay } from '@parley/api/outbox-relay';
@@ -142,30 +144,11 @@ async function ensureDemoOrganization(): Promise<string[]> {
         },
         hash,
       );
-      // A first channel, default for everyone who joins, as new Zulip organizations have.
-      const [general] = await doCreateStreams(
-        ctx,
-        created.realm,
-        created.owner.id,
-        [{ name: 'general', description: 'Everyone is added to this channel by default.' }],
-        {
-          inviteOnly: false,
-          isWebPublic: false,
-          historyPublicToSubscribers: true,
-          messageRetentionDays: undefined,
-          topicsPolicy: 'inherit',
-          isDefaultStream: true,
-          groups: {},
-        },
-      );
-      await doAddSubscriptions(
-        ctx,
-        created.realm,
-        [{ user: created.owner, stream: general! }],
-        created.owner.id,
-      );
+      // Zulip's first channels, default for everyone who joins.
+      await doCreateInitialChannels(ctx, created.realm, created.owner);
       return created;
     });
+    await sendInitialRealmMessages(realm, owner);
     await sendInitialDirectMessage(realm, owner);
     return [
       `  Created the demo organization "${realm.name}" at ${realmUrl(realm)}`,

@@ -25,6 +25,7 @@ import {
   retryFailedJob,
   type FailedJob,
 } from '@parley/jobs';
+import { doCreateInitialChannels, sendInitialRealmMessages } from '../actions/initial-realm';
 import { sendInitialDirectMessage } from '../actions/onboarding';
 import { checkOrganization, doCreateOrganization } from '../actions/realms';
 import { doSetRealmUploadLimits, type RealmUploadLimits } from '../actions/uploads';
@@ -76,7 +77,12 @@ const commands: Record<string, Command> = {
         ownerPassword: o['owner-password'] === undefined ? null : str(o['owner-password']),
       });
       const hash = await passwordHashFor(org.ownerPassword);
-      const { realm, owner } = await runAction((ctx) => doCreateOrganization(ctx, org, hash));
+      const { realm, owner } = await runAction(async (ctx) => {
+        const created = await doCreateOrganization(ctx, org, hash);
+        await doCreateInitialChannels(ctx, created.realm, created.owner);
+        return created;
+      });
+      await sendInitialRealmMessages(realm, owner);
       await sendInitialDirectMessage(realm, owner);
       const url = realmUrl(realm);
       return {

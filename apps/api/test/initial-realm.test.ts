@@ -1,0 +1,94 @@
+// What a new organization starts with (Zulip's do_create_realm channels and
+// send_initial_realm_messages), as the demo organization and `pnpm manage
+// create-organization` make it.
+import { bitmaskToFlags, getPrisma, runAction } from '@parley/db';
+import {
+  doCreateInitialChannels,
+  removeSingleNewlines,
+  sendInitialRealmMessages,
+} from '../src/actions/initial-realm';
+import { ensureSystemBot } from '../src/actions/system-bots';
+import { as, createTestRealm, expectSuccess } from './helpers';
+
+const prisma = () => getPrisma();
+
+describe('a new organization', () => {
+  it('has #Zulip, #sandbox and #general, with the Welcome Bot’s conversations in them', async () => {
+    const org = await createTestRealm();
+    await runAction((ctx) => doCreateInitialChannels(ctx, org.realm, org.owner));
+    await sendInitialRealmMessages(org.realm, org.owner);
+
+    const channels = await prisma().stream.findMany({
+      where: { realmId: org.realm.id },
+      orderBy: { id: 'asc' },
+    });
+    expect(channels.map((c) => [c.name, c.description, c.inviteOnly])).toEqual([
+      ['Zulip', 'Questions and discussion about using Zulip.', false],
+      ['sandbox', 'Experiment with Zulip here. :test_tube:', false],
+      ['general', 'For team-wide conversations', false],
+    ]);
+    const defaults = await prisma().defaultStream.findMany({ where: { realmId: org.realm.id } });
+    expect(defaults.map((d) => d.streamId).sort()).toEqual(channels.map((c) => c.id).sort());
+
+    const welcomeBot = await ensureSystemBot(org.realm, 'welcome');
+    const messages = await prisma().message.findMany({
+      where: { realmId: org.realm.id, senderId: welcomeBot.id },
+      orderBy: { id: 'asc' },
+      include: { reactions: true },
+    });
+    const nameOf = new Map(channels.map((c) => [c.recipientId, c.name]));
+    expect(messages.map((m) => `${nameOf.get(m.recipientId)} > ${m.subject}`)).toEqual([
+      'Zulip > moving messages',
+      'Zulip > moving messages',
+      'sandbox > experiments',
+      'sandbox > experiments',
+      'sandbox > start a conversation',
+      'sandbox > start a conversation',
+      'sandbox > start a conversation',
+      'general > greetings',
+      'general > greetings',
+      'Zulip > welcome to Zulip!',
+      'Zulip > welcome to Zulip!',
+      'Zulip > welcome to Zulip!',
+    ]);
+    // Single line breaks are joined, as Zulip's remove_single_newlines does.
+    expect(messages[4]!.content).toBe(
+      'To kick off a new conversation, pick a channel in the left sidebar, and click the `+` ' +
+        'button next to its name.',
+    );
+    // The examples render: a spoiler around code, a list and a topic link.
+    const examples = messages[3]!.renderedContent!;
+    expect(examples).toContain('<div class="spoiler-block">');
+    expect(examples).toContain('<li>bulleted</li>');
+    expect(examples).toContain(
+      `href="/#narrow/channel/${channels[0]!.id}-Zulip/topic/welcome.20to.20Zulip.21"`,
+    );
+    // The Welcome Bot waves at the greeting.
+    expect(messages[7]!.reactions.map((r) => [r.userId, r.emojiName])).toEqual([
+      [welcomeBot.id, 'wave'],
+    ]);
+
+    // The owner has them all, unread, the first of each conversation starred.
+    const copies = await prisma().userMessage.findMany({
+      where: { userId: org.owner.id, messageId: { in: messages.map((m) => m.id) } },
+      orderBy: { messageId: 'asc' },
+    });
+    expect(copies.map((c) => bitmaskToFlags(c.flags))).toEqual(
+      [0, 2, 4, 7, 9].reduce(
+        (flags, index) => flags.map((f, i) => (i === index ? ['starred'] : f)),
+        messages.map((): string[] => []),
+      ),
+    );
+    const unread = expectSuccess(
+      await as(org.owner, org.host).post('/register', { fetch_event_types: ['message'] }),
+    );
+    expect(unread.max_message_id).toBe(messages[11]!.id);
+  });
+
+  it('joins single line breaks but keeps paragraphs and lists', () => {
+    expect(removeSingleNewlines('\none\ntwo\n\nthree\n- four\n- five\n1. six\n')).toBe(
+      'one two\n\nthree\n- four\n- five\n1. six',
+    );
+    expect(removeSingleNewlines('a\n   b')).toBe('a b');
+  });
+});
