@@ -19,7 +19,11 @@ import {
 import { getRedis, keys } from '@parley/events';
 import { createApp } from '../src/app';
 import { doCreateOrganization } from '../src/actions/realms';
-import { doCreateStreams, type ChannelSettings } from '../src/actions/streams';
+import {
+  doCreateStreams,
+  PUBLIC_CHANNEL_SETTINGS,
+  type ChannelSettings,
+} from '../src/actions/streams';
 import { doAddSubscriptions } from '../src/actions/subscriptions';
 import { checkCreateUser, doCreateUser } from '../src/actions/users';
 import { publishesSettled } from '../src/lib/outbox';
@@ -101,13 +105,7 @@ export async function createChannel(
 ): Promise<Stream> {
   return runAction(async (ctx) => {
     const [stream] = await doCreateStreams(ctx, realm, creator.id, [{ name, description: '' }], {
-      inviteOnly: false,
-      isWebPublic: false,
-      historyPublicToSubscribers: null,
-      messageRetentionDays: undefined,
-      topicsPolicy: 'inherit',
-      isDefaultStream: false,
-      groups: {},
+      ...PUBLIC_CHANNEL_SETTINGS,
       ...settings,
     });
     await doAddSubscriptions(

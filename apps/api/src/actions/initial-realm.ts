@@ -14,19 +14,22 @@ import {
 } from '@parley/db';
 import { getLogger } from '@parley/logger';
 import { checkEmoji, doAddReaction } from './reactions';
-import { doCreateStreams } from './streams';
+import { doCreateStreams, PUBLIC_CHANNEL_SETTINGS } from './streams';
 import { doAddSubscriptions } from './subscriptions';
 import { ensureSystemBot, sendBotMessage } from './system-bots';
 
 /** Zulip's Realm.ZULIP_DISCUSSION_CHANNEL_NAME, ZULIP_SANDBOX_CHANNEL_NAME and
- * DEFAULT_NOTIFICATION_STREAM_NAME, with the descriptions do_create_realm gives them. */
-export const INITIAL_CHANNELS = [
-  { name: 'Zulip', description: 'Questions and discussion about using Zulip.' },
-  { name: 'sandbox', description: 'Experiment with Zulip here. :test_tube:' },
-  { name: 'general', description: 'For team-wide conversations' },
-] as const;
+ * DEFAULT_NOTIFICATION_STREAM_NAME. */
+const DISCUSSION = 'Zulip';
+const SANDBOX = 'sandbox';
+const GENERAL = 'general';
 
-const [DISCUSSION, SANDBOX, GENERAL] = INITIAL_CHANNELS.map((channel) => channel.name);
+/** The channels with the descriptions do_create_realm gives them. */
+export const INITIAL_CHANNELS = [
+  { name: DISCUSSION, description: 'Questions and discussion about using Zulip.' },
+  { name: SANDBOX, description: 'Experiment with Zulip here. :test_tube:' },
+  { name: GENERAL, description: 'For team-wide conversations' },
+];
 
 /** The three channels, public with shared history and default for everyone who joins, with
  * the owner subscribed. Runs in the organization's creating transaction. */
@@ -35,21 +38,10 @@ export async function doCreateInitialChannels(
   realm: Realm,
   owner: User,
 ): Promise<void> {
-  const streams = await doCreateStreams(
-    ctx,
-    realm,
-    owner.id,
-    INITIAL_CHANNELS.map((channel) => ({ ...channel })),
-    {
-      inviteOnly: false,
-      isWebPublic: false,
-      historyPublicToSubscribers: true,
-      messageRetentionDays: undefined,
-      topicsPolicy: 'inherit',
-      isDefaultStream: true,
-      groups: {},
-    },
-  );
+  const streams = await doCreateStreams(ctx, realm, owner.id, INITIAL_CHANNELS, {
+    ...PUBLIC_CHANNEL_SETTINGS,
+    isDefaultStream: true,
+  });
   await doAddSubscriptions(
     ctx,
     realm,
@@ -72,7 +64,7 @@ export function initialRealmMessages(): { channel: string; topic: string; conten
   const messages = (channel: string, topic: string, contents: string[]) =>
     contents.map((content) => ({ channel, topic, content: removeSingleNewlines(content) }));
   return [
-    ...messages(DISCUSSION!, 'moving messages', [
+    ...messages(DISCUSSION, 'moving messages', [
       `
 If anything is out of place, it’s easy to [move messages](/help/move-content-to-another-topic),
 [rename](/help/rename-a-topic) and [split](/help/move-content-to-another-topic) topics,
@@ -82,7 +74,7 @@ or even move a topic [to a different channel](/help/move-content-to-another-chan
 :point_right: Try moving this message to another topic and back.
 `,
     ]),
-    ...messages(SANDBOX!, 'experiments', [
+    ...messages(SANDBOX, 'experiments', [
       `
 :point_right:  Use this topic to try out [Zulip's messaging features](/help/format-your-message-using-markdown).
 `,
@@ -103,7 +95,7 @@ Link to a conversation: #**${DISCUSSION}>${WELCOME_TOPIC}**
 \`\`\`
 `,
     ]),
-    ...messages(SANDBOX!, 'start a conversation', [
+    ...messages(SANDBOX, 'start a conversation', [
       `
 To kick off a new conversation, pick a channel in the left sidebar, and click
 the \`+\` button next to its name.
@@ -116,7 +108,7 @@ can we chat about…?”
 :point_right: Try starting a new conversation in this channel.
 `,
     ]),
-    ...messages(GENERAL!, 'greetings', [
+    ...messages(GENERAL, 'greetings', [
       `
 This **greetings** topic is a great place to say “hi” :wave: to your teammates.
 `,
@@ -124,7 +116,7 @@ This **greetings** topic is a great place to say “hi” :wave: to your teammat
 :point_right: Click on this message to start a new message in the same conversation.
 `,
     ]),
-    ...messages(DISCUSSION!, WELCOME_TOPIC, [
+    ...messages(DISCUSSION, WELCOME_TOPIC, [
       `
 Zulip is organized to help you communicate more efficiently. Conversations are
 labeled with topics, which summarize what the conversation is about.

@@ -111,6 +111,17 @@ export interface ChannelSettings {
   groups: Partial<Record<StreamGroupSetting, GroupSettingValue>>;
 }
 
+/** A public channel with shared history and the organization's defaults for the rest. */
+export const PUBLIC_CHANNEL_SETTINGS: Readonly<ChannelSettings> = {
+  inviteOnly: false,
+  isWebPublic: false,
+  historyPublicToSubscribers: null,
+  messageRetentionDays: undefined,
+  topicsPolicy: 'inherit',
+  isDefaultStream: false,
+  groups: {},
+};
+
 /** Zulip's check_channel_creation_permissions plus the privacy combination rules. */
 export async function checkChannelCreation(
   tx: Tx,
