@@ -1,14 +1,14 @@
 // What a new organization starts with (Zulip's do_create_realm channels and
 // send_initial_realm_messages), as the demo organization and `pnpm manage
 // create-organization` make it.
-import { bitmaskToFlags, getPrisma, runAction } from '@parley/db';
+import { bitmaskToFlags, getPrisma, Role, runAction } from '@parley/db';
 import {
   doCreateInitialChannels,
   removeSingleNewlines,
   sendInitialRealmMessages,
 } from '../src/actions/initial-realm';
 import { ensureSystemBot } from '../src/actions/system-bots';
-import { as, createTestRealm, expectSuccess } from './helpers';
+import { as, createChannel, createTestRealm, createTestUser, expectSuccess } from './helpers';
 
 const prisma = () => getPrisma();
 
@@ -83,6 +83,72 @@ describe('a new organization', () => {
       await as(org.owner, org.host).post('/register', { fetch_event_types: ['message'] }),
     );
     expect(unread.max_message_id).toBe(messages[11]!.id);
+
+    // Someone who joins later gets them too, historical: only these unread, the same starred,
+    // and the channels' other recent messages read (Zulip's add_new_user_history).
+    const other = expectSuccess(
+      await as(org.owner, org.host).post('/messages', {
+        type: 'stream',
+        to: 'general',
+        topic: 'chat',
+        content: 'hello',
+      }),
+    ).id as number;
+    const joiner = await createTestUser(org.realm, Role.MEMBER);
+    const theirs = await prisma().userMessage.findMany({
+      where: { userId: joiner.id },
+      orderBy: { messageId: 'asc' },
+    });
+    const flagsOf = new Map(theirs.map((c) => [c.messageId, bitmaskToFlags(c.flags)]));
+    for (const [index, message] of messages.entries())
+      expect(flagsOf.get(message.id)).toEqual(
+        [0, 2, 4, 7, 9].includes(index) ? ['starred', 'historical'] : ['historical'],
+      );
+    expect(flagsOf.get(other)).toEqual(['read', 'historical']);
+  });
+
+  it('gives newcomers the newest channel history, only the last 20 unread, without onboarding messages', async () => {
+    const org = await createTestRealm();
+    const channel = await createChannel(org.realm, org.owner, 'busy', [org.owner]);
+    expectSuccess(
+      await as(org.owner, org.host).post('/default_streams', { stream_id: channel.id }),
+    );
+    const secret = await createChannel(org.realm, org.owner, 'hidden', [org.owner], {
+      inviteOnly: true,
+    });
+    const ids: number[] = [];
+    for (let i = 0; i < 25; i++)
+      ids.push(
+        expectSuccess(
+          await as(org.owner, org.host).post('/messages', {
+            type: 'stream',
+            to: channel.id,
+            topic: 't',
+            content: `m${i}`,
+          }),
+        ).id as number,
+      );
+    expectSuccess(
+      await as(org.owner, org.host).post('/messages', {
+        type: 'stream',
+        to: secret.id,
+        topic: 't',
+        content: 'private',
+      }),
+    );
+    const joiner = await createTestUser(org.realm, Role.MEMBER);
+    const theirs = await prisma().userMessage.findMany({
+      where: { userId: joiner.id, messageId: { in: ids } },
+      orderBy: { messageId: 'asc' },
+    });
+    expect(theirs.map((c) => c.messageId)).toEqual(ids);
+    expect(theirs.map((c) => bitmaskToFlags(c.flags).includes('read'))).toEqual(
+      ids.map((_, index) => index < 5),
+    );
+    // Nothing from the private channel they did not join.
+    expect(
+      await prisma().userMessage.count({ where: { userId: joiner.id, messageId: { notIn: ids } } }),
+    ).toBe(0);
   });
 
   it('joins single line breaks but keeps paragraphs and lists', () => {

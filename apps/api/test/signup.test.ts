@@ -316,6 +316,16 @@ describe('sign-up from an email invitation', () => {
     );
     // notify_referrer_on_join false: no notice (the last is the channel's first message).
     expect((await lastMessageTo(org.owner))?.content).not.toMatch(/accepted your invitation/);
+    // The history of both channels, default and invited (new-user-history.ts): each one's
+    // first message, historical and, with no onboarding messages, among the newest 20 unread.
+    const firsts = await prisma().message.findMany({
+      where: { recipientId: { in: [general.recipientId!, extra.recipientId!] } },
+      select: { id: true },
+    });
+    const copies = await prisma().userMessage.findMany({
+      where: { userId: user.id, messageId: { in: firsts.map((m) => m.id) } },
+    });
+    expect(copies.map((c) => bitmaskToFlags(c.flags))).toEqual([['historical'], ['historical']]);
   });
 
   it("revokes the address's other pending invitations", async () => {

@@ -143,11 +143,13 @@ conversations with unread messages.
 export async function sendInitialRealmMessages(realm: Realm, owner: User): Promise<void> {
   try {
     const firsts = new Set<string>();
+    const sent: number[] = [];
     const starred: number[] = [];
     let greeting = 0;
     for (const { channel, topic, content } of initialRealmMessages()) {
       const target = { kind: 'channel', to: channel, topic } as const;
       const id = await sendBotMessage(realm, 'welcome', target, content);
+      sent.push(id);
       if (!firsts.has(topic)) {
         firsts.add(topic);
         starred.push(id);
@@ -157,6 +159,14 @@ export async function sendInitialRealmMessages(realm: Realm, owner: User): Promi
     await getPrisma().$executeRaw`
       UPDATE user_message SET flags = flags | ${flagsToBitmask(['starred'])}
       WHERE user_profile_id = ${owner.id} AND message_id = ANY(${starred}::int[])`;
+    // What everyone who joins later gets (lib/new-user-history.ts).
+    await getPrisma().onboardingUserMessage.createMany({
+      data: sent.map((id) => ({
+        realmId: realm.id,
+        messageId: id,
+        flags: flagsToBitmask(starred.includes(id) ? ['historical', 'starred'] : ['historical']),
+      })),
+    });
     const bot = await ensureSystemBot(realm, 'welcome');
     await runAction(async (ctx) => {
       const message = await ctx.tx.message.findUniqueOrThrow({ where: { id: greeting } });

@@ -16,6 +16,7 @@ import { InsufficientPermissionError, InvitationError, JsonableError } from '@pa
 import { enqueueJob, sendMail } from '@parley/jobs';
 import { getLogger } from '@parley/logger';
 import { silentMentionSyntax } from '@parley/markdown';
+import { addNewUserHistory } from '../lib/new-user-history';
 import { sendEventOnCommit } from '../lib/events';
 import { codePoints } from '../lib/text';
 import {
@@ -637,6 +638,7 @@ export async function doCreateUserFromInvite(
   });
   const user = await doCreateUser(ctx, realm, newUser, passwordHash, null, {
     defaultStreams: prereg.includeRealmDefaultSubscriptions,
+    history: false,
   });
   const streams = await grantedStreams(tx, realm, prereg);
   if (streams.length > 0)
@@ -647,6 +649,8 @@ export async function doCreateUserFromInvite(
       prereg.referredById,
       { notifySubscribers: false },
     );
+  // Once, over every channel the invitation gave, as Zulip's add_new_user_history.
+  await addNewUserHistory(user.id, realm.id);
   await addToInvitedGroups(ctx, realm, user, prereg.groupIds);
   await tx.preregistrationUser.update({
     where: { id: prereg.id },

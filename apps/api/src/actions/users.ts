@@ -17,6 +17,7 @@ import {
 import type { ZulipEvent } from '@parley/events';
 import { getLogger } from '@parley/logger';
 import { InsufficientPermissionError, JsonableError } from '@parley/errors';
+import { addNewUserHistory } from '../lib/new-user-history';
 import { generateApiKey, hashPassword } from '../lib/credentials';
 import { sendEventOnCommit } from '../lib/events';
 import { presentInaccessibleUser } from '../lib/user-access';
@@ -196,8 +197,9 @@ export async function doCreateUser(
   passwordHash: string | null,
   actingUserId: number | null = null,
   /** defaultStreams false: no default channels (an invitation without
-   * include_realm_default_subscriptions). */
-  options: { defaultStreams?: boolean } = {},
+   * include_realm_default_subscriptions). history false: the caller subscribes the user to more
+   * channels and then gives them their history (addNewUserHistory) itself. */
+  options: { defaultStreams?: boolean; history?: boolean } = {},
 ): Promise<User> {
   const { tx } = ctx;
   // checkCreateUser's lookup can race a concurrent creation; the unique indexes decide.
@@ -263,6 +265,7 @@ export async function doCreateUser(
   // After the realm_user add, so peers learn of the user before seeing them subscribe.
   if (!created.isBot && options.defaultStreams !== false)
     await subscribeToDefaultStreams(ctx, realm, created, actingUserId);
+  if (!created.isBot && options.history !== false) await addNewUserHistory(created.id, realm.id);
   if (created.isBot) {
     const recipients = new Set(await activeAdminIds(realm.id, tx));
     if (created.botOwnerId) recipients.add(created.botOwnerId);
