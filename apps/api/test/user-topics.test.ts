@@ -385,17 +385,15 @@ describe('topic visibility', () => {
       ]);
     });
 
+    /** A message from the test's fresh user in #general; its id. */
+    const postAsUser = async (topic: string, content: string) =>
+      expectSuccess(await send(user, org.host, { type: 'stream', to: 'general', topic, content }))
+        .id as number;
+
     it('lets a sender whose message a move makes the first of a topic follow it', async () => {
       // The fresh user follows topics they start (Zulip's default), and this one they did not.
       await post('Source');
-      const mine = expectSuccess(
-        await send(user, org.host, {
-          type: 'stream',
-          to: 'general',
-          topic: 'Source',
-          content: 'x',
-        }),
-      ).id as number;
+      const mine = await postAsUser('Source', 'x');
       expect(await policies()).toEqual([]);
       await move(mine, { topic: 'Split off', propagate_mode: 'change_one' });
       expect(await policies()).toEqual([
@@ -403,14 +401,7 @@ describe('topic visibility', () => {
       ]);
       // Into a topic that already had an older message, it is not theirs to start.
       await post('Older');
-      const again = expectSuccess(
-        await send(user, org.host, {
-          type: 'stream',
-          to: 'general',
-          topic: 'Split off',
-          content: 'y',
-        }),
-      ).id as number;
+      const again = await postAsUser('Split off', 'y');
       await move(again, { topic: 'Older', propagate_mode: 'change_one' });
       expect(await policies()).toEqual([
         expect.objectContaining({ topic_name: 'Split off', visibility_policy: 3 }),

@@ -126,7 +126,7 @@ defineRoute(subscriptionRoutes, '/users/me/subscriptions', {
             color: item.color,
           });
       }
-      const outcome = await runAction(async (ctx) => {
+      const { result, created, bots, unauthorized } = await runAction(async (ctx) => {
         const { tx } = ctx;
         const perms = await loadPermissions(user);
         // No principals (or an empty list) means the caller, as in Zulip.
@@ -187,7 +187,6 @@ defineRoute(subscriptionRoutes, '/users/me/subscriptions', {
         const bots = new Set(targets.filter((target) => target.isBot).map((target) => target.id));
         return { result, created, bots, unauthorized };
       });
-      const { result, created, bots, unauthorized } = outcome;
       const subscribed = namesByUser(result.subscribed);
       const messagesSent = sendsSubscriptionMessages(
         params.send_new_subscription_messages,
