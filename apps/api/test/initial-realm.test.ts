@@ -29,6 +29,24 @@ describe('a new organization', () => {
     ]);
     const defaults = await prisma().defaultStream.findMany({ where: { realmId: org.realm.id } });
     expect(defaults.map((d) => d.streamId).sort()).toEqual(channels.map((c) => c.id).sort());
+    // #general takes new-channel and Zulip-update announcements; signups are not announced.
+    const general = channels.find((c) => c.name === 'general')!;
+    expect(
+      await prisma().realm.findUniqueOrThrow({
+        where: { id: org.realm.id },
+        select: {
+          newStreamAnnouncementsStreamId: true,
+          signupAnnouncementsStreamId: true,
+          zulipUpdateAnnouncementsStreamId: true,
+          moderationRequestChannelId: true,
+        },
+      }),
+    ).toEqual({
+      newStreamAnnouncementsStreamId: general.id,
+      signupAnnouncementsStreamId: null,
+      zulipUpdateAnnouncementsStreamId: general.id,
+      moderationRequestChannelId: null,
+    });
 
     const welcomeBot = await ensureSystemBot(org.realm, 'welcome');
     const messages = await prisma().message.findMany({

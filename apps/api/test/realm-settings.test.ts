@@ -10,6 +10,7 @@ import {
   api,
   as,
   captureEvents,
+  createChannel,
   createTestRealm,
   createTestUser,
   expectError,
@@ -1217,5 +1218,145 @@ describe('POST /realm/test_welcome_bot_custom_message', () => {
       400,
       'UNAUTHORIZED_PRINCIPAL',
     );
+  });
+});
+
+describe("PATCH /realm: the organization's special channels", () => {
+  const settings = [
+    'new_stream_announcements_stream_id',
+    'signup_announcements_stream_id',
+    'zulip_update_announcements_stream_id',
+    'moderation_request_channel_id',
+  ] as const;
+
+  it('sets each, tells everyone, shows it in /register, and -1 turns it off', async () => {
+    const org = await createTestRealm();
+    const member = await createTestUser(org.realm, Role.MEMBER);
+    const everyone = await activeUserIds(org.realm);
+    const open = await createChannel(org.realm, org.owner, 'announce', [org.owner]);
+    // Administrators may name a private channel they are not subscribed to.
+    const secret = await createChannel(org.realm, member, 'moderators', [member], {
+      inviteOnly: true,
+      historyPublicToSubscribers: false,
+    });
+    for (const setting of settings) {
+      const id = setting === 'moderation_request_channel_id' ? secret.id : open.id;
+      let res: Response | undefined;
+      const published = await captureEvents(org.realm.id, async () => {
+        res = await patchRealm(org.owner, org, { [setting]: id });
+      });
+      expect(expectSuccess(res!)).toEqual({ result: 'success', msg: '', [setting]: id });
+      expect(published).toEqual([
+        { event: { type: 'realm', op: 'update', property: setting, value: id }, users: everyone },
+      ]);
+      expect((await registerState(member, org.host))[`realm_${setting}`]).toBe(id);
+      // The same value again changes nothing.
+      const again = await captureEvents(org.realm.id, async () => {
+        expectSuccess(await patchRealm(org.owner, org, { [setting]: id }));
+      });
+      expect(again).toEqual([]);
+    }
+    const audit = await prisma().auditLog.findMany({
+      where: { realmId: org.realm.id, eventType: 207 },
+      orderBy: { id: 'asc' },
+    });
+    expect(audit.map((row) => row.extraData)).toEqual([
+      { old_value: null, new_value: open.id, property: 'new_stream_announcements_stream' },
+      { old_value: null, new_value: open.id, property: 'signup_announcements_stream' },
+      { old_value: null, new_value: open.id, property: 'zulip_update_announcements_stream' },
+      { old_value: null, new_value: secret.id, property: 'moderation_request_channel' },
+    ]);
+
+    const published = await captureEvents(org.realm.id, async () => {
+      expect(
+        expectSuccess(await patchRealm(org.owner, org, { signup_announcements_stream_id: -1 })),
+      ).toEqual({ result: 'success', msg: '', signup_announcements_stream_id: -1 });
+    });
+    expect(published.map((p) => p.event)).toEqual([
+      { type: 'realm', op: 'update', property: 'signup_announcements_stream_id', value: -1 },
+    ]);
+    expect((await realmRow(org.realm)).signupAnnouncementsStreamId).toBeNull();
+    expect((await registerState(member, org.host)).realm_signup_announcements_stream_id).toBe(-1);
+  });
+
+  it('refuses unknown, archived and other organizations’ channels, and a public moderation channel', async () => {
+    const org = await createTestRealm();
+    const other = await createTestRealm();
+    const theirs = await createChannel(other.realm, other.owner, 'theirs', [other.owner]);
+    const archived = await createChannel(org.realm, org.owner, 'old', [org.owner]);
+    expectSuccess(await as(org.owner, org.host).delete(`/streams/${archived.id}`));
+    const open = await createChannel(org.realm, org.owner, 'open', [org.owner]);
+    const before = await realmRow(org.realm);
+    for (const setting of settings) {
+      for (const id of [999_999_999, theirs.id, archived.id])
+        expectError(await patchRealm(org.owner, org, { [setting]: id }), 'Invalid channel ID');
+      expectError(
+        await patchRealm(org.owner, org, { [setting]: 'general' }),
+        `${setting} is not an integer`,
+      );
+    }
+    expectError(
+      await patchRealm(org.owner, org, { moderation_request_channel_id: open.id }),
+      'Moderation request channel must be private.',
+    );
+    // Nothing else in the request is changed either.
+    expectError(
+      await patchRealm(org.owner, org, { name: 'Renamed', signup_announcements_stream_id: 0 }),
+      'Invalid channel ID',
+    );
+    expect(await realmRow(org.realm)).toEqual(before);
+    const member = await createTestUser(org.realm, Role.MEMBER);
+    expectError(
+      await patchRealm(member, org, { signup_announcements_stream_id: open.id }),
+      'Must be an organization administrator',
+      400,
+      'UNAUTHORIZED_PRINCIPAL',
+    );
+  });
+
+  it('archiving a channel clears it from every setting; the moderation channel stays private', async () => {
+    const org = await createTestRealm();
+    const member = await createTestUser(org.realm, Role.MEMBER);
+    const open = await createChannel(org.realm, org.owner, 'announce', [org.owner]);
+    const moderation = await createChannel(org.realm, org.owner, 'moderation', [org.owner], {
+      inviteOnly: true,
+    });
+    expectSuccess(
+      await patchRealm(org.owner, org, {
+        new_stream_announcements_stream_id: open.id,
+        signup_announcements_stream_id: open.id,
+        moderation_request_channel_id: moderation.id,
+      }),
+    );
+    expectError(
+      await as(org.owner, org.host).patch(`/streams/${moderation.id}`, { is_private: false }),
+      'Moderation request channel must be private.',
+    );
+
+    // Everyone active when it was archived (the archival notice then adds the Notification Bot).
+    const everyone = await activeUserIds(org.realm);
+    const published = await captureEvents(org.realm.id, async () => {
+      expectSuccess(await as(org.owner, org.host).delete(`/streams/${open.id}`));
+    });
+    expect(published.filter((p) => p.event.type === 'realm')).toEqual([
+      {
+        event: {
+          type: 'realm',
+          op: 'update_dict',
+          property: 'default',
+          data: { new_stream_announcements_stream_id: -1, signup_announcements_stream_id: -1 },
+        },
+        users: everyone,
+      },
+    ]);
+    const state = await registerState(member, org.host);
+    expect(state.realm_new_stream_announcements_stream_id).toBe(-1);
+    expect(state.realm_signup_announcements_stream_id).toBe(-1);
+    expect(state.realm_moderation_request_channel_id).toBe(moderation.id);
+    expect(await realmRow(org.realm)).toMatchObject({
+      newStreamAnnouncementsStreamId: null,
+      signupAnnouncementsStreamId: null,
+      moderationRequestChannelId: moderation.id,
+    });
   });
 });

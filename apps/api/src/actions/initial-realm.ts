@@ -32,7 +32,8 @@ export const INITIAL_CHANNELS = [
 ];
 
 /** The three channels, public with shared history and default for everyone who joins, with
- * the owner subscribed. Runs in the organization's creating transaction. */
+ * the owner subscribed; #general takes new-channel and Zulip-update announcements. Runs in
+ * the organization's creating transaction. */
 export async function doCreateInitialChannels(
   ctx: ActionContext,
   realm: Realm,
@@ -48,6 +49,14 @@ export async function doCreateInitialChannels(
     streams.map((stream) => ({ user: owner, stream })),
     owner.id,
   );
+  const general = streams.find((stream) => stream.name === GENERAL)!;
+  await ctx.tx.realm.update({
+    where: { id: realm.id },
+    data: {
+      newStreamAnnouncementsStreamId: general.id,
+      zulipUpdateAnnouncementsStreamId: general.id,
+    },
+  });
 }
 
 /** Zulip's remove_single_newlines: a line break inside a paragraph becomes a space, unless a

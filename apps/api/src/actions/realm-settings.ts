@@ -11,6 +11,7 @@ import {
   runAction,
   type ActionContext,
   type Realm,
+  type Stream,
   type User,
   SYSTEM_GROUPS,
 } from '@parley/db';
@@ -31,6 +32,7 @@ import { codePoints } from '../lib/text';
 import { LANGUAGES } from '../lib/languages';
 import { REALM_PERMISSION_SETTINGS, type RealmPermissionSetting } from '../lib/permission-settings';
 import { REALM_GROUP_COLUMNS, realmGroupId } from '../lib/realm-state';
+import { accessStreamById, loadPermissions } from '../lib/streams';
 import { isOwner } from '../lib/users';
 import { availableVideoChatProviderIds } from '../lib/video-calls';
 import { auditRealmChange } from './audit';
@@ -75,7 +77,19 @@ export interface RealmSettingsRequest {
   jitsi_server_url?: string;
   welcome_message_custom_text?: string;
   groups: Partial<Record<RealmPermissionSetting, GroupSettingChange>>;
+  /** Channel ids; a negative one means none. */
+  channels: Partial<Record<RealmChannelSetting, number>>;
 }
+
+/** The organization's special channels (Zulip's do_set_realm_stream), in the order Zulip's
+ * update_realm changes them, with the realm column each is stored in. */
+export const REALM_CHANNEL_SETTINGS = {
+  moderation_request_channel_id: 'moderationRequestChannelId',
+  new_stream_announcements_stream_id: 'newStreamAnnouncementsStreamId',
+  signup_announcements_stream_id: 'signupAnnouncementsStreamId',
+  zulip_update_announcements_stream_id: 'zulipUpdateAnnouncementsStreamId',
+} as const satisfies Record<string, keyof Realm>;
+export type RealmChannelSetting = keyof typeof REALM_CHANNEL_SETTINGS;
 
 /** How a scalar setting is stored and announced. `toApi` turns the column's value into the
  * event's (the same as the request's after parsing); `form` is Zulip's event shape for it. */
@@ -276,6 +290,61 @@ function checkScalarSettings(request: RealmSettingsRequest): Map<string, unknown
   return values;
 }
 
+/** The channel each requested channel setting names, checked as Zulip's update_realm checks
+ * it: any channel of the organization an administrator can see, not archived (it could not
+ * take the messages); the moderation channel private. Returns the column values to store. */
+async function checkChannelSettings(
+  ctx: ActionContext,
+  actor: User,
+  realm: Realm,
+  requested: RealmSettingsRequest['channels'],
+): Promise<Map<RealmChannelSetting, number | null>> {
+  const values = new Map<RealmChannelSetting, number | null>();
+  const entries = Object.entries(requested) as [RealmChannelSetting, number][];
+  if (entries.length === 0) return values;
+  const perms = await loadPermissions(actor);
+  for (const [setting, id] of entries) {
+    if (id < 0) {
+      values.set(setting, null);
+      continue;
+    }
+    if (realm[REALM_CHANNEL_SETTINGS[setting]] === id) continue;
+    const { stream } = await accessStreamById(perms, id, {
+      requireContentAccess: false,
+      allowArchived: false,
+      db: ctx.tx,
+    });
+    if (setting === 'moderation_request_channel_id' && !stream.inviteOnly)
+      throw new JsonableError('Moderation request channel must be private.');
+    values.set(setting, stream.id);
+  }
+  return values;
+}
+
+/** Zulip's maybe_set_moderation_or_announcement_channels_none: an archived channel stops
+ * being any of the organization's special channels, and everyone learns it. */
+export async function clearRealmChannels(ctx: ActionContext, stream: Stream): Promise<void> {
+  const realm = await ctx.tx.realm.findUniqueOrThrow({ where: { id: stream.realmId } });
+  const cleared = (
+    Object.entries(REALM_CHANNEL_SETTINGS) as [RealmChannelSetting, keyof Realm][]
+  ).filter(([, column]) => realm[column] === stream.id);
+  if (cleared.length === 0) return;
+  await ctx.tx.realm.update({
+    where: { id: realm.id },
+    data: Object.fromEntries(cleared.map(([, column]) => [column, null])),
+  });
+  sendEventOnCommit(
+    ctx,
+    {
+      type: 'realm',
+      op: 'update_dict',
+      property: 'default',
+      data: Object.fromEntries(cleared.map(([setting]) => [setting, -1])),
+    },
+    await activeUserIds(ctx, realm.id),
+  );
+}
+
 /** Zulip's check_setting_configuration_for_system_groups and the anonymous-group rules of
  * access_user_group_for_setting, then checkGroupSetting (which stores a new anonymous group
  * when one is asked for). Returns the group id to store. */
@@ -457,6 +526,8 @@ export async function doUpdateRealmSettings(
     groupUpdates.push({ setting, old: currentValue, id });
   }
 
+  const channelValues = await checkChannelSettings(ctx, actor, realm, request.channels);
+
   const recipients = await activeUserIds(ctx, realm.id);
   const data: Record<string, unknown> = {};
   const columns: Partial<Record<keyof Realm, unknown>> = {};
@@ -509,6 +580,23 @@ export async function doUpdateRealmSettings(
         data: { [setting]: newValue },
       },
       audit: { old_value: old, new_value: newValue, property: setting },
+    });
+  }
+  for (const [setting, column] of Object.entries(REALM_CHANNEL_SETTINGS) as [
+    RealmChannelSetting,
+    keyof Realm,
+  ][]) {
+    const value = channelValues.get(setting);
+    if (value === undefined || value === realm[column]) continue;
+    columns[column] = value;
+    data[setting] = value ?? -1;
+    changes.push({
+      event: { type: 'realm', op: 'update', property: setting, value: value ?? -1 },
+      audit: {
+        old_value: realm[column],
+        new_value: value ?? -1,
+        property: setting.replace(/_id$/, ''),
+      },
     });
   }
   if (changes.length === 0) return data;

@@ -23,6 +23,7 @@ import { renderDescriptionForRealm } from '../lib/rendering';
 import { sendEventOnCommit } from '../lib/events';
 import { systemGroupIds, type GroupSettingValue } from '../lib/groups';
 import { checkGroupSetting } from './group-settings';
+import { clearRealmChannels } from './realm-settings';
 import {
   loadStreamDetails,
   metadataAudience,
@@ -426,6 +427,8 @@ export async function checkChangePrivacy(
   if ((isWebPublic && inviteOnly) || (!inviteOnly && !historyPublicToSubscribers))
     throw new JsonableError('Invalid parameters');
   if (inviteOnly && isDefault) throw new JsonableError('A default channel cannot be private.');
+  if (!inviteOnly && realm.moderationRequestChannelId === stream.id)
+    throw new JsonableError('Moderation request channel must be private.');
   const inGroup = (id: number | null) => id !== null && perms.groups.has(id);
   if (isWebPublic && !stream.isWebPublic) {
     if (!realm.webPublicAccessEnabled)
@@ -656,6 +659,7 @@ export async function doArchiveStream(
     data: { deactivated: true },
   });
   if (archived.count === 0) throw new JsonableError('Channel is already deactivated');
+  await clearRealmChannels(ctx, stream);
   const wasDefault = await tx.defaultStream.deleteMany({
     where: { realmId: stream.realmId, streamId: stream.id },
   });

@@ -292,11 +292,11 @@ export function realmState(realm: Realm, groups: RealmGroups): Record<string, un
     realm_inline_image_preview: true,
     realm_inline_url_embed_preview: false,
     realm_message_content_allowed_in_email_notifications: true,
-    // -1: no such channel (Parley sends no announcements or moderation requests yet).
-    realm_moderation_request_channel_id: -1,
-    realm_new_stream_announcements_stream_id: -1,
-    realm_signup_announcements_stream_id: -1,
-    realm_zulip_update_announcements_stream_id: -1,
+    // -1: none.
+    realm_moderation_request_channel_id: realm.moderationRequestChannelId ?? -1,
+    realm_new_stream_announcements_stream_id: realm.newStreamAnnouncementsStreamId ?? -1,
+    realm_signup_announcements_stream_id: realm.signupAnnouncementsStreamId ?? -1,
+    realm_zulip_update_announcements_stream_id: realm.zulipUpdateAnnouncementsStreamId ?? -1,
     realm_org_type: 0,
     realm_plan_type: 1,
     zulip_plan_is_not_limited: true,

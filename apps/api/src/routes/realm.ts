@@ -6,7 +6,12 @@ import { userEndpoint } from '@parley/auth';
 import { runAction } from '@parley/db';
 import { defineRoute, p, type Param } from '@parley/http';
 import * as schema from '../presenters/schemas';
-import { doUpdateRealmSettings, type RealmSettingsRequest } from '../actions/realm-settings';
+import {
+  doUpdateRealmSettings,
+  REALM_CHANNEL_SETTINGS,
+  type RealmChannelSetting,
+  type RealmSettingsRequest,
+} from '../actions/realm-settings';
 import { sendTestWelcomeText } from '../actions/system-bots';
 import type { GroupSettingChange } from '../lib/groups';
 import { REALM_PERMISSION_SETTINGS, type RealmPermissionSetting } from '../lib/permission-settings';
@@ -32,6 +37,14 @@ const groupParams = Object.fromEntries(
     p.json(groupChange).optional(),
   ]),
 ) as Record<RealmPermissionSetting, Param<GroupSettingChange | undefined>>;
+
+/** Channel ids, -1 for none. */
+const channelParams = Object.fromEntries(
+  Object.keys(REALM_CHANNEL_SETTINGS).map((setting) => [
+    setting,
+    p.int({ min: -INT32_MAX, max: INT32_MAX }).optional(),
+  ]),
+) as Record<RealmChannelSetting, Param<number | undefined>>;
 
 const settingParams = {
   name: p.string().optional(),
@@ -68,22 +81,27 @@ defineRoute(realmRoutes, '/realm', {
   PATCH: userEndpoint(
     {
       adminOnly: true,
-      params: { ...settingParams, ...groupParams },
+      params: { ...settingParams, ...groupParams, ...channelParams },
       // Each setting that changed, with its new value (Zulip answers "updated" for text).
       response: z
         .object(
           Object.fromEntries(
-            Object.keys({ ...settingParams, ...groupParams }).map((name) => [name, z.unknown()]),
+            Object.keys({ ...settingParams, ...groupParams, ...channelParams }).map((name) => [
+              name,
+              z.unknown(),
+            ]),
           ),
         )
         .partial(),
     },
     async ({ user, params }) => {
-      const request: RealmSettingsRequest = { groups: {} };
+      const request: RealmSettingsRequest = { groups: {}, channels: {} };
       for (const [name, value] of Object.entries(params)) {
         if (value === undefined) continue;
         if (name in REALM_PERMISSION_SETTINGS)
           request.groups[name as RealmPermissionSetting] = value as GroupSettingChange;
+        else if (name in REALM_CHANNEL_SETTINGS)
+          request.channels[name as RealmChannelSetting] = value as number;
         else (request as unknown as Record<string, unknown>)[name] = value;
       }
       return runAction((ctx) => doUpdateRealmSettings(ctx, user, request));
