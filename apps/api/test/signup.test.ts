@@ -10,7 +10,7 @@ import { closeMail, closeQueues, enqueueJob, type JobWorkers } from '@parley/job
 import { startWorkers } from '../../worker/src/jobs';
 import { requeueUnsentInvitationEmails, sendInvitationEmail } from '../src/actions/invites';
 import { initialDirectMessageContent } from '../src/actions/onboarding';
-import { SYSTEM_BOTS } from '../src/actions/system-bots';
+import { ensureSystemBot, SYSTEM_BOTS } from '../src/actions/system-bots';
 import { verifyPassword } from '../src/lib/credentials';
 import { generateConfirmationKey } from '../src/lib/invites';
 import {
@@ -173,6 +173,57 @@ describe('the Welcome Bot on sign-up', () => {
       expect(fromBot[0]!.flags).toContain('starred');
       expect(fromBot[0]!.flags).not.toContain('read');
     }
+  });
+});
+
+describe("the signup announcement (Zulip's notify_new_user)", () => {
+  it('tells the signup announcements channel about each new person, however they joined', async () => {
+    const org = await createTestRealm();
+    const notificationBot = await ensureSystemBot(org.realm, 'notification');
+    const announcementsOf = async (channelId: number) => {
+      const channel = await prisma().stream.findUniqueOrThrow({ where: { id: channelId } });
+      return prisma().message.findMany({
+        where: { recipientId: channel.recipientId!, senderId: notificationBot.id },
+        orderBy: { id: 'asc' },
+      });
+    };
+    const core = await createChannel(org, 'core team', { invite_only: true });
+    // No channel set: nobody is told.
+    const quiet = expectSuccess(
+      await as(org.owner, org.host).post('/users', {
+        email: 'quiet@example.com',
+        password: 'correct horse',
+        full_name: 'Quiet Person',
+      }),
+    );
+    expect(quiet.user_id).toEqual(expect.any(Number));
+    expect((await announcementsOf(core.id)).filter((m) => m.subject === 'signups')).toEqual([]);
+
+    expectSuccess(
+      await as(org.owner, org.host).patch('/realm', { signup_announcements_stream_id: core.id }),
+    );
+    const made = expectSuccess(
+      await as(org.owner, org.host).post('/users', {
+        email: 'made@example.com',
+        password: 'correct horse',
+        full_name: 'Made Person',
+      }),
+    );
+    const key = await inviteAndGetKey(org, org.owner, 'invited@example.com');
+    const invited = expectSuccess(
+      await register(org, { key, full_name: 'Invited Person', password: 'correct horse' }),
+    );
+    const signups = (await announcementsOf(core.id)).filter((m) => m.subject === 'signups');
+    expect(signups.map((m) => m.content)).toEqual([
+      `@_**Made Person|${made.user_id as number}** joined this organization.`,
+      `@_**Invited Person|${invited.user_id as number}** joined this organization.`,
+    ]);
+    // Posted before the Welcome Bot's direct message, as Zulip's process_new_human_user does.
+    const welcome = await prisma().message.findFirstOrThrow({
+      where: { realmId: org.realm.id, subject: '', content: { startsWith: 'Hello, and welcome' } },
+      orderBy: { id: 'desc' },
+    });
+    expect(signups[1]!.id).toBeLessThan(welcome.id);
   });
 });
 

@@ -694,10 +694,10 @@ describe('bad input to the channel endpoints', () => {
         subscriptions: [{ name: 'ignored' }],
         announce: true,
         send_new_subscription_messages: false,
+        in_home_view: true,
       }),
     );
-    // Parley has no new-channel announcements channel to post in.
-    expect(body.ignored_parameters_unsupported).toEqual(['announce']);
+    expect(body.ignored_parameters_unsupported).toEqual(['in_home_view']);
   });
 });
 

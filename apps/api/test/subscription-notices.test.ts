@@ -1,14 +1,16 @@
 // The Notification Bot's messages when POST /users/me/subscriptions subscribes people (Zulip's
-// send_messages_for_new_subscribers): direct messages to those someone else subscribed, and
-// each new channel's first message.
+// send_messages_for_new_subscribers): direct messages to those someone else subscribed, the
+// announcement of new channels, and each new channel's first message.
 import { bitmaskToFlags, getPrisma, Role, type User } from '@parley/db';
 import { ensureSystemBot } from '../src/actions/system-bots';
 import { MAX_BULK_NEW_SUBSCRIPTION_MESSAGES } from '../src/lib/subscriptions';
 import {
   as,
   captureEvents,
+  createChannel,
   createTestRealm,
   createTestUser,
+  expectError,
   expectSuccess,
   type TestRealm,
 } from './helpers';
@@ -152,6 +154,64 @@ describe('Notification Bot messages about new subscriptions', () => {
     expect(body).not.toHaveProperty('new_subscription_messages_sent');
     expect(body).not.toHaveProperty('ignored_parameters_unsupported');
     expect(await notices(before)).toEqual([]);
+  });
+
+  it('announces new channels in the announcements channel when asked (announce)', async () => {
+    await subscribe(org.owner, { subscriptions: [{ name: 'design' }] });
+    const announcements = await createChannel(org.realm, org.owner, 'news', [org.owner, member]);
+    // Without an announcements channel, announce asks for nothing.
+    let before = await lastId();
+    const quiet = await subscribe(member, { subscriptions: [{ name: 'unheard' }], announce: true });
+    expect(quiet).not.toHaveProperty('ignored_parameters_unsupported');
+    expect((await notices(before)).map((m) => m.subject)).toEqual(['channel events']);
+
+    expectSuccess(
+      await as(org.owner, org.host).patch('/realm', {
+        new_stream_announcements_stream_id: announcements.id,
+      }),
+    );
+    before = await lastId();
+    await subscribe(member, {
+      subscriptions: [{ name: 'design' }, { name: 'Sw*den' }, { name: 'ops' }],
+      principals: [member.id, other.id],
+      announce: true,
+    });
+    const [swden, ops] = await prisma().stream.findMany({
+      where: { realmId: org.realm.id, name: { in: ['Sw*den', 'ops'] } },
+      orderBy: { name: 'asc' },
+    });
+    const sent = await notices(before);
+    // Zulip's order: the direct message, the announcement, then each channel's first message.
+    expect(sent.map((m) => [m.recipientId, m.subject])).toEqual([
+      [sent[0]!.recipientId, ''],
+      [announcements.recipientId, 'new channels'],
+      [swden!.recipientId, 'channel events'],
+      [ops!.recipientId, 'channel events'],
+    ]);
+    expect(sent[1]!.content).toBe(
+      `${mention(member)} created the following channels: ` +
+        `[#Sw&#42;den](#narrow/channel/${swden!.id}-Sw*den), #**ops**.`,
+    );
+    expect(await flagsOf(member, sent[1]!.id)).toEqual(['read']);
+    expect(await flagsOf(org.owner, sent[1]!.id)).toEqual([]);
+
+    before = await lastId();
+    await subscribe(member, { subscriptions: [{ name: 'solo' }], announce: true });
+    await subscribe(member, { subscriptions: [{ name: 'unannounced' }] });
+    // Joining an existing channel announces nothing.
+    await subscribe(other, { subscriptions: [{ name: 'solo' }], announce: true });
+    expect(
+      (await notices(before))
+        .filter((m) => m.recipientId === announcements.recipientId)
+        .map((m) => m.content),
+    ).toEqual([`${mention(member)} created a new channel #**solo**.`]);
+    expectError(
+      await as(member, org.host).post('/users/me/subscriptions', {
+        subscriptions: [{ name: 'x' }],
+        announce: 'loudly',
+      }),
+      'announce is not a boolean',
+    );
   });
 
   it(`sends none when more than ${MAX_BULK_NEW_SUBSCRIPTION_MESSAGES} people join at once`, async () => {

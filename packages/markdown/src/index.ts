@@ -27,6 +27,7 @@ export {
 export { uploadImageTag, UPLOAD_PLACEHOLDER_SRC } from './inline-extras';
 export { channelLinkCandidates } from './channels';
 export {
+  channelLinkSyntax,
   channelMessageUrl,
   messageLinkSyntax,
   silentMentionSyntax,

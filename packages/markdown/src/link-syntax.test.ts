@@ -1,4 +1,5 @@
 import {
+  channelLinkSyntax,
   channelMessageUrl,
   messageLinkSyntax,
   silentMentionSyntax,
@@ -11,11 +12,13 @@ describe('the syntax of links the server writes', () => {
   });
 
   it('links topics and messages in Zulip syntax where the names allow it', () => {
+    expect(channelLinkSyntax(3, 'Dev team')).toBe('#**Dev team**');
     expect(topicLinkSyntax(3, 'Dev team', 'plans')).toBe('#**Dev team>plans**');
     expect(messageLinkSyntax(3, 'Dev team', 'plans', 42)).toBe('#**Dev team>plans@42**');
   });
 
   it('falls back to a plain link, escaped, where a name would break the syntax', () => {
+    expect(channelLinkSyntax(3, 'Sw*den')).toBe('[#Sw&#42;den](#narrow/channel/3-Sw*den)');
     expect(topicLinkSyntax(3, 'Dev team', 'a > b')).toBe(
       '[#Dev team > a &gt; b](#narrow/channel/3-Dev-team/topic/a.20.3E.20b)',
     );

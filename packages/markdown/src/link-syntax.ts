@@ -46,16 +46,26 @@ const escapeLinkText = (text: string) => text.replace(LINK_BREAKERS, (c) => ESCA
 function fallbackLink(
   channelId: number,
   channelName: string,
-  topic: string,
+  topic?: string,
   messageId?: number,
 ): string {
-  let link = `#narrow/channel/${encodeChannel(channelId, channelName)}/topic/${encodeHashComponent(topic)}`;
-  let text = `#${escapeLinkText(channelName)} > ${escapeLinkText(topic === '' ? EMPTY_TOPIC_FALLBACK_NAME : topic)}`;
+  let link = `#narrow/channel/${encodeChannel(channelId, channelName)}`;
+  let text = `#${escapeLinkText(channelName)}`;
+  if (topic !== undefined) {
+    link += `/topic/${encodeHashComponent(topic)}`;
+    text += ` > ${escapeLinkText(topic === '' ? EMPTY_TOPIC_FALLBACK_NAME : topic)}`;
+  }
   if (messageId !== undefined) {
     link += `/near/${messageId}`;
     text += ' @ 💬';
   }
   return `[${text}](${link})`;
+}
+
+/** #**channel**, or a plain link where the name would break it (get_stream_link_syntax). */
+export function channelLinkSyntax(channelId: number, channelName: string): string {
+  if (breaksLinkSyntax(channelName)) return fallbackLink(channelId, channelName);
+  return `#**${channelName}**`;
 }
 
 /** #**channel>topic**, or a plain link where the names would break it

@@ -41,7 +41,7 @@ import { hasRealmPermission } from '../lib/realm-permissions';
 import { checkCanAddMembersToGroups } from '../lib/user-group-permissions';
 import { checkEmail, isAdmin } from '../lib/users';
 import { doAddSubscriptions } from './subscriptions';
-import { sendInitialDirectMessage } from './onboarding';
+import { sendNewUserMessages } from './onboarding';
 import { sendBotDirectMessage } from './system-bots';
 import {
   checkCreateUser,
@@ -689,7 +689,7 @@ export async function registerFromInvite(
     doCreateUserFromInvite(ctx, realm, key, fullName, hash, password),
   );
   if (notify) await notifyReferrer(realm, notify, user);
-  await sendInitialDirectMessage(realm, user);
+  await sendNewUserMessages(realm, user);
   await sendWelcomeText(realm, user, welcomeText);
   return user;
 }

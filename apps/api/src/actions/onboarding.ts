@@ -6,6 +6,7 @@ import { realmUrl } from '@parley/auth';
 import { flagsToBitmask, getPrisma, type Realm, type User } from '@parley/db';
 import { getLogger } from '@parley/logger';
 import { isAdmin } from '../lib/users';
+import { sendSignupAnnouncement } from './announcements';
 import type { PreparedMessage } from './messages';
 import { SYSTEM_BOTS, sendBotDirectMessage } from './system-bots';
 
@@ -60,6 +61,13 @@ export async function sendInitialDirectMessage(realm: Realm, user: User): Promis
   } catch (error) {
     getLogger().error('welcome message failed', { realm_id: realm.id, user_id: user.id, error });
   }
+}
+
+/** What Zulip's process_new_human_user sends once an account is committed: the signup
+ * announcement, then the Welcome Bot's direct message. */
+export async function sendNewUserMessages(realm: Realm, user: User): Promise<void> {
+  await sendSignupAnnouncement(realm, user);
+  await sendInitialDirectMessage(realm, user);
 }
 
 /** Welcome Bot's answer to a message's raw content (Zulip's select_welcome_bot_response). */

@@ -1,12 +1,13 @@
 // The Notification Bot's messages when POST /users/me/subscriptions subscribes people (Zulip's
 // send_messages_for_new_subscribers, in zerver/views/streams.py): a direct message to each
-// person someone else subscribed to existing channels, and the first message of each channel
-// the request created. Like the channel notices (channel-notices.ts), they go out right after
+// person someone else subscribed to existing channels, the announcement of new channels when
+// the request asks for it, and the first message of each channel the request created. Like the channel notices (channel-notices.ts), they go out right after
 // the subscriptions commit, before the response; a failure is logged.
 import type { Realm, Stream, User } from '@parley/db';
 import { getLogger } from '@parley/logger';
 import { silentMentionSyntax } from '@parley/markdown';
 import { MAX_BULK_NEW_SUBSCRIPTION_MESSAGES } from '../lib/subscriptions';
+import { sendNewChannelsAnnouncement } from './announcements';
 import { createdNotice, sendChannelNotices } from './channel-notices';
 import type { SubscriptionPair } from './subscriptions';
 import { sendBotMessage } from './system-bots';
@@ -29,9 +30,10 @@ export function youWereSubscribedMessage(actor: User, channelNames: string[]): s
   );
 }
 
-/** After the subscriptions committed: the direct messages (when `directMessages`) to everyone
- * but `actor` and bots who joined channels that existed before, and each created channel's
- * first message, read for `actor`. A failed message is logged, and the rest still go. */
+/** After the subscriptions committed, in Zulip's order: the direct messages (when
+ * `directMessages`) to everyone but `actor` and bots who joined channels that existed before,
+ * the announcement of the created channels (when `announce`), and each created channel's first
+ * message, the last two read for `actor`. A failed message is logged, and the rest still go. */
 export async function sendNewSubscriptionNotices(
   realm: Realm,
   actor: User,
@@ -40,12 +42,14 @@ export async function sendNewSubscriptionNotices(
     created,
     bots,
     directMessages,
+    announce,
   }: {
     subscribed: SubscriptionPair[];
     created: Stream[];
     /** Who among the subscribed users is a bot. */
     bots: ReadonlySet<number>;
     directMessages: boolean;
+    announce: boolean;
   },
 ): Promise<void> {
   if (directMessages) {
@@ -68,6 +72,7 @@ export async function sendNewSubscriptionNotices(
       }
     }
   }
+  if (announce) await sendNewChannelsAnnouncement(realm, actor, created);
   await sendChannelNotices(
     realm,
     created.map((stream) => createdNotice(actor, stream)),

@@ -26,7 +26,7 @@ import {
   type FailedJob,
 } from '@parley/jobs';
 import { doCreateInitialChannels, sendInitialRealmMessages } from '../actions/initial-realm';
-import { sendInitialDirectMessage } from '../actions/onboarding';
+import { sendInitialDirectMessage, sendNewUserMessages } from '../actions/onboarding';
 import { checkOrganization, doCreateOrganization } from '../actions/realms';
 import { doSetRealmUploadLimits, type RealmUploadLimits } from '../actions/uploads';
 import { maxFileUploadSizeMib, uploadQuotaGb } from '../lib/upload-limits';
@@ -126,7 +126,7 @@ const commands: Record<string, Command> = {
         });
         return doCreateUser(ctx, realm, fields, hash);
       });
-      await sendInitialDirectMessage(realm, user);
+      await sendNewUserMessages(realm, user);
       return {
         json: {
           realm_id: realm.id,

@@ -92,6 +92,7 @@ defineRoute(subscriptionRoutes, '/users/me/subscriptions', {
         message_retention_days: retentionParam,
         topics_policy: p.jsonOrText(z.enum(TOPICS_POLICIES)).default('inherit'),
         send_new_subscription_messages: p.bool().default(true),
+        announce: p.bool().default(false),
         ...groupSettingParams(groupSettingValue),
       },
       response: z.object({
@@ -197,6 +198,7 @@ defineRoute(subscriptionRoutes, '/users/me/subscriptions', {
         created,
         bots,
         directMessages: messagesSent,
+        announce: params.announce,
       });
       return {
         subscribed,

@@ -23,7 +23,7 @@ import {
   doReactivateUser,
   passwordHashFor,
 } from '../actions/users';
-import { sendInitialDirectMessage } from '../actions/onboarding';
+import { sendNewUserMessages } from '../actions/onboarding';
 import { checkProfileData, doUpdateProfileData } from '../actions/profile-fields';
 import { userEndpoint } from '@parley/auth';
 import { loadProfileData, profileDataSchema } from '../lib/profile-fields';
@@ -128,7 +128,7 @@ defineRoute(userRoutes, '/users', {
         });
         return doCreateUser(ctx, realm, fields, hash, user.id);
       });
-      await sendInitialDirectMessage(realm, created);
+      await sendNewUserMessages(realm, created);
       return { user_id: created.id };
     },
   ),
