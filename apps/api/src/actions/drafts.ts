@@ -9,6 +9,7 @@ import { accessStreamById, loadPermissions } from '../lib/streams';
 import { apiEmailFor } from '../lib/users';
 import { presentDraft } from '../presenters/drafts';
 import { checkContent, MAX_TOPIC_LENGTH } from './messages';
+import { truncateText } from '../lib/text';
 
 /** A draft as the client sent it (already through the parameter schema: content stripped and
  * not blank, timestamp within what a date can hold). */
@@ -38,11 +39,7 @@ const usersByIds = statement<User, [number[], number]>(
 );
 
 /** Zulip's truncate_topic: at most MAX_TOPIC_LENGTH code points, cut ones ending in "...". */
-function truncateTopic(topic: string): string {
-  const chars = [...topic];
-  if (chars.length <= MAX_TOPIC_LENGTH) return topic;
-  return chars.slice(0, MAX_TOPIC_LENGTH - 3).join('') + '...';
-}
+const truncateTopic = (topic: string) => truncateText(topic, MAX_TOPIC_LENGTH, '...');
 
 /** Zulip's further_validated_draft_dict, in its order: content, timestamp, then the
  * addressee. A channel draft needs exactly one channel the user can read; a direct draft names

@@ -80,6 +80,7 @@ import {
   type DisplayRecipient,
 } from '../presenters/messages';
 import { doUpdateAttachmentLinks } from './uploads';
+import { truncateText } from '../lib/text';
 
 export const MAX_MESSAGE_LENGTH = 10000;
 export const MAX_TOPIC_LENGTH = 60;
@@ -92,7 +93,7 @@ export type Addressee =
 export function checkContent(raw: string): string {
   const content = raw.trimEnd().replace(/^\n+/, '');
   if (content.trim() === '') throw new JsonableError('Message must not be empty');
-  return truncate(content, MAX_MESSAGE_LENGTH, '\n[message truncated]');
+  return truncateText(content, MAX_MESSAGE_LENGTH, '\n[message truncated]');
 }
 
 /** Zulip's check_topic plus truncation: "(no topic)" and the display name of the empty topic
@@ -102,7 +103,7 @@ export function checkTopic(raw: string): string {
   if (topic === '(no topic)' || topic === EMPTY_TOPIC_DISPLAY_NAME) topic = '';
   const bad = [...topic].findIndex((char) => /[\p{Cc}\p{Cs}]/u.test(char));
   if (bad !== -1) throw new JsonableError(`Invalid character in topic, at position ${bad + 1}!`);
-  return truncate(topic, MAX_TOPIC_LENGTH, '...');
+  return truncateText(topic, MAX_TOPIC_LENGTH, '...');
 }
 
 /** The channel's topics_policy, else the organization's (mandatory_topics is Zulip's older
@@ -122,14 +123,6 @@ export function checkTopicPolicy(realm: Realm, stream: Stream, topic: string): v
     throw new JsonableError(
       `Only the ${EMPTY_TOPIC_DISPLAY_NAME} topic is allowed in this channel.`,
     );
-}
-
-function truncate(text: string, max: number, suffix: string): string {
-  if (text.length <= max) return text;
-  // Code points never outnumber code units: twice the limit is enough to count them.
-  const chars = [...text.slice(0, max * 2)];
-  if (chars.length <= max) return text;
-  return chars.slice(0, max - suffix.length).join('') + suffix;
 }
 
 /** Where a message goes, as the client named it (`to` raw, as sent). */

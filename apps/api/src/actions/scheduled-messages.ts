@@ -18,6 +18,7 @@ import { JsonableError, RealmDeactivatedError, UserDeactivatedError } from '@par
 import { enqueueJob, removeIfFailed, type JobData } from '@parley/jobs';
 import { getLogger } from '@parley/logger';
 import { sendEventOnCommit } from '../lib/events';
+import { globalTimeSyntax } from '../lib/quoting';
 import { accessMessage } from '../lib/messages';
 import {
   accessScheduledMessage,
@@ -436,7 +437,7 @@ export async function deliverScheduledMessage({
 
 /** Zulip's send_failed_scheduled_message_notification text. */
 function failureNotice(row: ScheduledMessageRow, reason: string): string {
-  const time = `<time:${row.scheduledTimestamp.toISOString().replace(/\.\d{3}Z$/, '+00:00')}>`;
+  const time = globalTimeSyntax(row.scheduledTimestamp);
   return (
     `The message you scheduled for ${time} was not sent because of the following error:` +
     `\n\n> ${reason}\n\n[View scheduled messages](#scheduled)`

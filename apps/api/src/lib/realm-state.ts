@@ -9,6 +9,7 @@ import { realmBotDomain, realmUrl } from '@parley/auth';
 import { getConfig } from '@parley/config';
 import { columnsOf, query, statement, type Realm, SYSTEM_GROUPS } from '@parley/db';
 import { EMPTY_TOPIC_DISPLAY_NAME } from '../presenters/messages';
+import { REPORT_MESSAGE_TYPES } from './message-reports';
 import {
   REALM_PERMISSION_SETTINGS,
   SERVER_SUPPORTED_PERMISSION_SETTINGS,
@@ -151,14 +152,6 @@ const GIF_RATING_OPTIONS = {
   'pg-13': { name: 'Allow GIFs rated PG-13 (Parental guidance - under 13)', id: 3 },
   r: { name: 'Allow GIFs rated R (Restricted)', id: 4 },
 };
-
-const REPORT_MESSAGE_TYPES = [
-  { key: 'spam', name: 'Spam' },
-  { key: 'harassment', name: 'Harassment' },
-  { key: 'inappropriate', name: 'Inappropriate content' },
-  { key: 'norms', name: 'Violates community norms' },
-  { key: 'other', name: 'Other reason' },
-];
 
 const DEFAULT_EXTERNAL_ACCOUNTS = {
   twitter: {

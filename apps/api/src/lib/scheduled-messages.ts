@@ -17,6 +17,8 @@ import { JsonableError, ResourceNotFoundError } from '@parley/errors';
 import type { QueuedEvent } from '@parley/events';
 import { parseJsonOrText } from '@parley/http';
 import { channelMessageUrl, messageLinkSyntax, silentMentionSyntax } from '@parley/markdown';
+import { directMessageLink, unusedFence } from './quoting';
+import { truncateText } from './text';
 import { DeliveryType, type ScheduledMessageRow } from '../presenters/scheduled-messages';
 
 /** Zulip's MAX_REMINDER_NOTE_LENGTH (also /register's max_reminder_note_length). */
@@ -116,26 +118,6 @@ function mentionList(users: Pick<User, 'id' | 'fullName'>[]): string {
   return `${mentions.slice(0, -1).join(', ')} and ${mentions.at(-1)!}`;
 }
 
-/** A fence of backticks longer than any fence opening a line of `text`. */
-function unusedFence(text: string): string {
-  let length = 3;
-  for (const match of text.matchAll(/^ {0,3}(`{3,})/gm))
-    length = Math.max(length, match[1]!.length + 1);
-  return '`'.repeat(length);
-}
-
-function truncate(text: string, max: number, suffix: string): string {
-  const chars = [...text];
-  if (chars.length <= max) return text;
-  return chars.slice(0, Math.max(0, max - suffix.length)).join('') + suffix;
-}
-
-const participantsOf = statement<{ id: number; fullName: string }, [number]>(
-  `SELECT u.id, u.full_name AS "fullName" FROM user_message um
-   JOIN user_profile u ON u.id = um.user_profile_id
-   WHERE um.message_id = $1 ORDER BY u.id`,
-);
-
 const senderOf = statement<{ id: number; fullName: string }, [number]>(
   `SELECT id, full_name AS "fullName" FROM user_profile WHERE id = $1`,
 );
@@ -169,10 +151,7 @@ export async function reminderContent(
     said = `${author} [said](${url}) in ${link}:`;
     sent = (widget) => `${author} [sent](${url}) a ${widget} in ${link}.`;
   } else {
-    const participants = await query(participantsOf, [message.id]);
-    const ids = participants.map((user) => user.id);
-    const slug = `${ids.join(',')}-${ids.length >= 3 ? 'group' : 'dm'}`;
-    const url = `${realmUrl(realm)}/#narrow/dm/${slug}/near/${message.id}`;
+    const { participants, url } = await directMessageLink(realm, message);
     const others = participants.filter((user) => user.id !== message.senderId);
     const recipients = mentionList(others.length > 0 ? others : participants);
     content = note
@@ -188,7 +167,7 @@ export async function reminderContent(
   const fence = unusedFence(message.content);
   const frame = (body: string) => `${fence}quote\n${body}\n${fence}`;
   const room = maxLength - [...(content + frame(''))].length;
-  return content + frame(truncate(message.content, room, '\n[message truncated]'));
+  return content + frame(truncateText(message.content, room, '\n[message truncated]'));
 }
 
 type State = Record<string, unknown>;

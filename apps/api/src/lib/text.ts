@@ -6,3 +6,13 @@ export function codePoints(text: string): number {
   for (const _char of text) count += 1;
   return count;
 }
+
+/** Zulip's truncate_content: text longer than `max` code points is cut to leave room for
+ * `suffix` (Zulip's "\n[message truncated]" for messages, "..." for topics). */
+export function truncateText(text: string, max: number, suffix: string): string {
+  if (text.length <= max) return text;
+  // Code points never outnumber code units: twice the limit is enough to count them.
+  const chars = [...text.slice(0, max * 2)];
+  if (chars.length <= max) return text;
+  return chars.slice(0, Math.max(0, max - suffix.length)).join('') + suffix;
+}

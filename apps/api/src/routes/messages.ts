@@ -1,5 +1,6 @@
 // Messages: POST /messages, GET /messages, GET/PATCH/DELETE /messages/{id},
-// GET /messages/{id}/history, POST /messages/render, GET /messages/matches_narrow.
+// GET /messages/{id}/history, POST /messages/{id}/report, POST /messages/render,
+// GET /messages/matches_narrow.
 import { Router } from 'express';
 import { z } from 'zod';
 import { userEndpoint } from '@parley/auth';
@@ -22,7 +23,9 @@ import {
   doUpdateMessage,
   PROPAGATE_MODES,
 } from '../actions/message-edit';
+import { doReportMessage } from '../actions/message-reports';
 import { sendMoveNotices } from '../actions/move-notices';
+import { MAX_REPORT_DESCRIPTION_LENGTH, REPORT_TYPE_KEYS } from '../lib/message-reports';
 import {
   checkEmoji,
   doAddReaction,
@@ -240,6 +243,25 @@ defineRoute(messageRoutes, '/messages/:message_id/reactions', {
         const { message, stream } = await accessMessage(user, path.message_id, ctx.tx);
         await doRemoveReaction(ctx, user, message, stream, emoji);
       });
+      return {};
+    },
+  ),
+});
+
+// Zulip's report_message_backend (feature level 382): the report goes to the organization's
+// moderation request channel.
+defineRoute(messageRoutes, '/messages/:message_id/report', {
+  POST: userEndpoint(
+    {
+      path: messagePath,
+      params: {
+        report_type: p.enum(REPORT_TYPE_KEYS),
+        description: p.string({ maxLength: MAX_REPORT_DESCRIPTION_LENGTH }).default(''),
+      },
+      response: schema.empty,
+    },
+    async ({ user, realm, path, params }) => {
+      await doReportMessage(realm, user, path.message_id, params.report_type, params.description);
       return {};
     },
   ),
