@@ -1,5 +1,6 @@
 // Messages: POST /messages, GET /messages, GET/PATCH/DELETE /messages/{id},
-// GET /messages/{id}/history, POST /messages/{id}/report, POST /messages/render,
+// GET /messages/{id}/history, GET /messages/{id}/read_receipts, POST /messages/{id}/report,
+// POST /messages/render,
 // GET /messages/matches_narrow.
 import { Router } from 'express';
 import { z } from 'zod';
@@ -26,6 +27,7 @@ import {
 import { doReportMessage } from '../actions/message-reports';
 import { sendMoveNotices } from '../actions/move-notices';
 import { MAX_REPORT_DESCRIPTION_LENGTH, REPORT_TYPE_KEYS } from '../lib/message-reports';
+import { readReceipts } from '../lib/read-receipts';
 import {
   checkEmoji,
   doAddReaction,
@@ -244,6 +246,19 @@ defineRoute(messageRoutes, '/messages/:message_id/reactions', {
         await doRemoveReaction(ctx, user, message, stream, emoji);
       });
       return {};
+    },
+  ),
+});
+
+// Zulip's read_receipts: who has read the message, when the organization shows it.
+defineRoute(messageRoutes, '/messages/:message_id/read_receipts', {
+  GET: userEndpoint(
+    { path: messagePath, response: z.object({ user_ids: z.array(schema.id) }) },
+    async ({ user, realm, path }) => {
+      const { message } = await accessMessage(user, path.message_id);
+      if (!realm.enableReadReceipts)
+        throw new JsonableError('Read receipts are disabled in this organization.');
+      return { user_ids: await readReceipts(message, user.id) };
     },
   ),
 });
