@@ -28,6 +28,7 @@ import { messageRoutes } from './routes/messages';
 import { mutedUserRoutes } from './routes/muted-users';
 import { emojiImageRoutes, emojiUploadRoutes, realmEmojiRoutes } from './routes/realm-emoji';
 import { presenceRoutes } from './routes/presence';
+import { userStatusRoutes } from './routes/user-status';
 import { profileFieldRoutes } from './routes/profile-fields';
 import { pushDeviceRoutes } from './routes/push-devices';
 import { realmRoutes } from './routes/realm';
@@ -80,6 +81,7 @@ export function apiRouters(): { uploads: Router[]; resources: Router[] } {
       realmEmojiRoutes,
       typingRoutes,
       presenceRoutes,
+      userStatusRoutes,
       alertWordRoutes,
       mutedUserRoutes,
       botStorageRoutes,

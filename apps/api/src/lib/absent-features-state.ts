@@ -27,6 +27,4 @@ export const ABSENT_FEATURE_SECTIONS: Record<string, () => State> = {
   // feature level 468).
   push_device: () => ({ push_devices: {} }),
   device: () => ({ devices: {} }),
-  // No statuses: Zulip lists only users who set one.
-  user_status: () => ({ user_status: {} }),
 };

@@ -16,6 +16,7 @@ import { presentLinkifier } from '../presenters/linkifiers';
 import { presentProfileField } from '../presenters/profile-fields';
 import { presentUser } from '../presenters/users';
 import { ABSENT_FEATURE_SECTIONS } from './absent-features-state';
+import { applyUserStatusEvent, userStatusState } from './user-status';
 import { applyChannelEvent, fetchChannelState, type ChannelStateOptions } from './channel-state';
 import { linkifierRows } from './linkifiers';
 import { FIELD_TYPES, loadProfileData } from './profile-fields';
@@ -95,6 +96,7 @@ export const STATE_TYPES = [
   'realm_linkifiers',
   'realm_emoji',
   'presence',
+  'user_status',
   'user_topic',
   'muted_topics',
   'muted_users',
@@ -252,6 +254,7 @@ export async function fetchInitialState(
       server_timestamp: serverTimestamp(),
     });
   }
+  if (types.has('user_status')) state.user_status = await userStatusState(realm, user);
   const wantMutedTopics =
     types.has('muted_topics') && !(options.explicitTypes && types.has('user_topic'));
   const topicRows = types.has('user_topic') || wantMutedTopics ? await topicPolicyRows(user) : [];
@@ -376,6 +379,8 @@ export function applyEvent(
     }
     case 'presence':
       return applyPresence(state, event, options);
+    case 'user_status':
+      return applyUserStatusEvent(state, event);
     case 'user_topic':
       return applyUserTopic(state, event, options);
     case 'has_zoom_token':
