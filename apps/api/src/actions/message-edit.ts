@@ -651,19 +651,9 @@ export async function doDeleteMessage(
   const showing = copies
     .filter((row) => (row.flags & flagBit('active_mobile_push_notification')) !== 0n)
     .map((row) => row.userId);
-  let audience = new Set(holders);
-  if (stream) {
-    const subscribers = (
-      await tx.subscription.findMany({
-        where: { recipientId: stream.recipientId!, active: true, isUserActive: true },
-        select: { userId: true },
-      })
-    ).map((s) => s.userId);
-    if (!stream.historyPublicToSubscribers)
-      audience = new Set(holders.filter((id) => subscribers.includes(id)));
-    else if (stream.inviteOnly) audience = new Set(subscribers);
-    else audience = new Set([...subscribers, ...holders]);
-  }
+  const audience = stream
+    ? channelDeletionAudience(stream, holders, await activeSubscriberIds(tx, stream))
+    : new Set(holders);
   audience.add(actor.id);
   const deleted = await tx.message.deleteMany({ where: { id: message.id } });
   if (deleted.count === 0) throw new JsonableError('Message already deleted');
@@ -678,20 +668,49 @@ export async function doDeleteMessage(
     },
     audience,
   );
-  if (stream && stream.firstMessageId === message.id) {
-    const first = await tx.message.findFirst({
-      where: { recipientId: stream.recipientId! },
-      orderBy: { id: 'asc' },
-      select: { id: true },
-    });
-    await tx.stream.update({
-      where: { id: stream.id },
-      data: { firstMessageId: first?.id ?? null },
-    });
-    sendEventOnCommit(
-      ctx,
-      streamUpdateEvent(stream, 'first_message_id', first?.id ?? null),
-      await metadataAudience(stream, await subscribersOf(stream), tx),
-    );
+  if (stream && stream.firstMessageId === message.id) await refreshFirstMessageId(ctx, stream);
+}
+
+async function activeSubscriberIds(tx: Tx, stream: Stream): Promise<number[]> {
+  const rows = await tx.subscription.findMany({
+    where: { recipientId: stream.recipientId!, active: true, isUserActive: true },
+    select: { userId: true },
+  });
+  return rows.map((row) => row.userId);
+}
+
+/** Who hears that channel messages were deleted: those who could see them. With protected
+ * history, the subscribers who had them; in a private channel sharing its history, every
+ * subscriber; in a public one, the subscribers and anyone else who had them. */
+export function channelDeletionAudience(
+  stream: Pick<Stream, 'inviteOnly' | 'historyPublicToSubscribers'>,
+  holders: number[],
+  subscribers: number[],
+): Set<number> {
+  if (!stream.historyPublicToSubscribers) {
+    const subscribed = new Set(subscribers);
+    return new Set(holders.filter((id) => subscribed.has(id)));
   }
+  if (stream.inviteOnly) return new Set(subscribers);
+  return new Set([...subscribers, ...holders]);
+}
+
+/** After a channel's first message was deleted: the oldest left becomes its first_message_id,
+ * and those who see the channel are told. */
+export async function refreshFirstMessageId(ctx: ActionContext, stream: Stream): Promise<void> {
+  const { tx } = ctx;
+  const first = await tx.message.findFirst({
+    where: { recipientId: stream.recipientId! },
+    orderBy: { id: 'asc' },
+    select: { id: true },
+  });
+  await tx.stream.update({
+    where: { id: stream.id },
+    data: { firstMessageId: first?.id ?? null },
+  });
+  sendEventOnCommit(
+    ctx,
+    streamUpdateEvent(stream, 'first_message_id', first?.id ?? null),
+    await metadataAudience(stream, await subscribersOf(stream), tx),
+  );
 }

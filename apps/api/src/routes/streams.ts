@@ -1,5 +1,6 @@
 // Channels: GET /streams, GET/PATCH/DELETE /streams/{id}, GET /streams/{id}/members,
-// GET /get_stream_id, GET /users/me/{stream_id}/topics, POST/DELETE /default_streams.
+// POST /streams/{id}/delete_topic, GET /get_stream_id, GET /users/me/{stream_id}/topics,
+// POST/DELETE /default_streams.
 import { Router } from 'express';
 import { z } from 'zod';
 import { userEndpoint } from '@parley/auth';
@@ -57,6 +58,7 @@ import {
   unarchivedNotice,
   type ChannelNotice,
 } from '../actions/channel-notices';
+import { doDeleteTopic } from '../actions/topic-deletion';
 import { EMPTY_TOPIC_DISPLAY_NAME } from '../presenters/messages';
 import { isAdmin, isOwner } from '../lib/users';
 import { OrganizationOwnerRequiredError, InsufficientPermissionError } from '@parley/errors';
@@ -291,6 +293,26 @@ defineRoute(streamRoutes, '/users/me/:stream_id/topics', {
           max_id: topic.max_id,
         })),
       };
+    },
+  ),
+});
+
+// Zulip's delete_in_topic: administrators delete a topic's messages they can read; a topic too
+// big for one request answers complete: false, and the request is repeated.
+defineRoute(streamRoutes, '/streams/:stream_id/delete_topic', {
+  POST: userEndpoint(
+    {
+      adminOnly: true,
+      path: streamPath,
+      params: { topic_name: p.string() },
+      response: z.object({ complete: z.boolean() }),
+    },
+    async ({ user, path, params }) => {
+      const perms = await loadPermissions(user);
+      const { stream } = await accessStreamById(perms, path.stream_id);
+      // Zulip's maybe_rename_general_chat_to_empty_topic.
+      const topic = params.topic_name === EMPTY_TOPIC_DISPLAY_NAME ? '' : params.topic_name;
+      return { complete: await doDeleteTopic(user, stream, topic) };
     },
   ),
 });
