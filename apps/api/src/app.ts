@@ -29,6 +29,7 @@ import { mutedUserRoutes } from './routes/muted-users';
 import { emojiImageRoutes, emojiUploadRoutes, realmEmojiRoutes } from './routes/realm-emoji';
 import { presenceRoutes } from './routes/presence';
 import { userStatusRoutes } from './routes/user-status';
+import { playgroundRoutes } from './routes/playgrounds';
 import { profileFieldRoutes } from './routes/profile-fields';
 import { pushDeviceRoutes } from './routes/push-devices';
 import { realmRoutes } from './routes/realm';
@@ -82,6 +83,7 @@ export function apiRouters(): { uploads: Router[]; resources: Router[] } {
       typingRoutes,
       presenceRoutes,
       userStatusRoutes,
+      playgroundRoutes,
       alertWordRoutes,
       mutedUserRoutes,
       botStorageRoutes,

@@ -17,6 +17,7 @@ import { presentProfileField } from '../presenters/profile-fields';
 import { presentUser } from '../presenters/users';
 import { ABSENT_FEATURE_SECTIONS } from './absent-features-state';
 import { applyUserStatusEvent, userStatusState } from './user-status';
+import { playgroundsOf } from './playgrounds';
 import { applyChannelEvent, fetchChannelState, type ChannelStateOptions } from './channel-state';
 import { linkifierRows } from './linkifiers';
 import { FIELD_TYPES, loadProfileData } from './profile-fields';
@@ -94,6 +95,7 @@ export const STATE_TYPES = [
   'starred_messages',
   'recent_private_conversations',
   'realm_linkifiers',
+  'realm_playgrounds',
   'realm_emoji',
   'presence',
   'user_status',
@@ -244,6 +246,7 @@ export async function fetchInitialState(
     state.realm_linkifiers = options.linkifierUrlTemplate
       ? (await linkifierRows(realm.id)).map(presentLinkifier)
       : [];
+  if (types.has('realm_playgrounds')) state.realm_playgrounds = await playgroundsOf(realm.id);
   if (types.has('presence')) {
     const rows = await presenceRowsFor(realm, user, {
       historyLimitDays: options.presenceHistoryLimitDays,
@@ -437,6 +440,9 @@ export function applyEvent(
       return applyChannelEvent(state, event, options);
     case 'realm_emoji':
       if (state.realm_emoji) state.realm_emoji = event.realm_emoji;
+      return;
+    case 'realm_playgrounds':
+      if (state.realm_playgrounds) state.realm_playgrounds = event.realm_playgrounds;
       return;
     case 'realm_linkifiers':
       if (state.realm_linkifiers && options.linkifierUrlTemplate)
