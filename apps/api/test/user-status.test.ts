@@ -168,6 +168,11 @@ describe('statuses', () => {
       await as(org.admin, org.host).post(`/users/${org.owner.id}/status`, { status_text: 'x' }),
       'Insufficient permission',
     );
+    // Zulip's order: a bot is no such user, even to someone who could not administer it.
+    expectError(
+      await as(org.other, org.host).post(`/users/${bot.id}/status`, { status_text: 'x' }),
+      'No such user',
+    );
     const published = await captureEvents(org.realm.id, async () => {
       expectSuccess(
         await as(org.admin, org.host).post(`/users/${org.guest.id}/status`, {

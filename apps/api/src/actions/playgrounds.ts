@@ -44,7 +44,7 @@ export function checkPlayground(raw: PlaygroundInput): PlaygroundInput {
 }
 
 async function notifyPlaygrounds(ctx: ActionContext, realmId: number): Promise<PlaygroundEntry[]> {
-  const list = await playgroundsOf(realmId, ctx.tx);
+  const list = await playgroundsOf(realmId);
   sendEventOnCommit(
     ctx,
     { type: 'realm_playgrounds', realm_playgrounds: list },

@@ -1,6 +1,7 @@
 // The organization's code playgrounds (Zulip's get_realm_playgrounds), as /register's
-// realm_playgrounds and the realm_playgrounds events list them.
-import { getPrisma, type Tx } from '@parley/db';
+// realm_playgrounds and the realm_playgrounds events list them: one prepared statement, since
+// every /register reads them.
+import { query, statement } from '@parley/db';
 
 export interface PlaygroundEntry {
   id: number;
@@ -9,15 +10,12 @@ export interface PlaygroundEntry {
   url_template: string;
 }
 
-export async function playgroundsOf(
-  realmId: number,
-  db: Tx = getPrisma(),
-): Promise<PlaygroundEntry[]> {
-  const rows = await db.realmPlayground.findMany({ where: { realmId }, orderBy: { id: 'asc' } });
-  return rows.map((row) => ({
-    id: row.id,
-    name: row.name,
-    pygments_language: row.pygmentsLanguage,
-    url_template: row.urlTemplate,
-  }));
+const playgroundsOfRealm = statement<PlaygroundEntry, [number]>(
+  `SELECT id, name, pygments_language, url_template FROM realm_playground
+   WHERE realm_id = $1 ORDER BY id`,
+);
+
+/** In the current action's transaction when there is one (typed SQL follows runAction). */
+export function playgroundsOf(realmId: number): Promise<PlaygroundEntry[]> {
+  return query(playgroundsOfRealm, [realmId]);
 }

@@ -4,14 +4,14 @@ import { Router } from 'express';
 import { z } from 'zod';
 import { userEndpoint } from '@parley/auth';
 import { runAction, type Realm, type User } from '@parley/db';
-import { JsonableError } from '@parley/errors';
+import { InsufficientPermissionError, JsonableError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
 import * as schema from '../presenters/schemas';
 import { REACTION_TYPES } from '../actions/reactions';
 import { checkStatusChange, doUpdateUserStatus, type StatusRequest } from '../actions/user-status';
 import { checkCanAccessUser } from '../lib/user-access';
 import { userStatusOf } from '../lib/user-status';
-import { accessUserById } from '../lib/users';
+import { accessUserById, canAdminUser } from '../lib/users';
 
 export const userStatusRoutes = Router();
 
@@ -40,18 +40,19 @@ async function updateStatus(
   return {};
 }
 
-/** Zulip's access_user_by_id for these endpoints: an active human of the organization, and,
- * to read, one the viewer may see; to change, one the viewer may administer. */
+/** Zulip's access_user_by_id for these endpoints, in its order: an active human of the
+ * organization, then, to read, one the viewer may see; to change, one they may administer. */
 async function accessHuman(
   realm: Realm,
   viewer: User,
   userId: number,
   forAdmin: boolean,
 ): Promise<User> {
-  const target = await accessUserById(viewer, userId, { forAdmin });
+  const target = await accessUserById(viewer, userId);
   if (target.isBot) throw new JsonableError('No such user');
   if (!target.isActive) throw new JsonableError('User is deactivated');
   if (!forAdmin) await checkCanAccessUser(realm, viewer, target);
+  else if (!canAdminUser(viewer, target)) throw new InsufficientPermissionError();
   return target;
 }
 
