@@ -68,10 +68,10 @@ describe('code playgrounds', () => {
       },
     ]);
     const audit = await prisma().auditLog.findMany({
-      where: { realmId: org.realm.id, eventType: { in: [229, 230] } },
+      where: { realmId: org.realm.id, eventType: { in: [221, 222] } },
       orderBy: { id: 'asc' },
     });
-    expect(audit.map((row) => row.eventType)).toEqual([229, 229, 230]);
+    expect(audit.map((row) => row.eventType)).toEqual([221, 221, 222]);
     expect(audit[2]!.extraData).toMatchObject({
       removed_playground: {
         name: 'Python playground',

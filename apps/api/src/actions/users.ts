@@ -34,7 +34,7 @@ import {
 import { loadPermissions } from '../lib/streams';
 import { presentUserWithVisibility } from '../presenters/users';
 import { presentBot } from '../presenters/bots';
-import { USER_SETTINGS, type SettingName } from '../lib/user-settings';
+import { newUserSettingColumns, USER_SETTINGS, type SettingName } from '../lib/user-settings';
 import {
   doAddSubscriptions,
   sendChannelVisibilityChanges,
@@ -219,6 +219,8 @@ export async function doCreateUser(
         timezone: user.timezone ?? '',
         isImportedStub: user.isImportedStub ?? false,
         // Bots' addresses are public (they are how the bot is addressed).
+        // The organization's chosen defaults (Zulip's copy_default_settings).
+        ...newUserSettingColumns(realm),
         emailAddressVisibility: user.isBot ? 1 : realm.defaultEmailAddressVisibility,
         defaultLanguage: realm.defaultLanguage,
       },

@@ -225,12 +225,8 @@ export async function fetchInitialState(
   }
   // The legacy top-level copies of the settings went at feature level 439.
   if (types.has('user_settings')) state.user_settings = presentUserSettings(user);
-  // Organizations cannot change their defaults yet, except the email visibility of new users.
   if (types.has('realm_user_settings_defaults'))
-    state.realm_user_settings_defaults = {
-      ...realmUserSettingsDefaults(),
-      email_address_visibility: realm.defaultEmailAddressVisibility,
-    };
+    state.realm_user_settings_defaults = realmUserSettingsDefaults(realm);
   if (types.has('custom_profile_fields')) {
     const fields = await query(profileFieldsOfRealm, [realm.id]);
     state.custom_profile_fields = fields.map(presentProfileField);
@@ -441,6 +437,11 @@ export function applyEvent(
     case 'realm_emoji':
       if (state.realm_emoji) state.realm_emoji = event.realm_emoji;
       return;
+    case 'realm_user_settings_defaults': {
+      const defaults = state.realm_user_settings_defaults as Record<string, unknown> | undefined;
+      if (defaults && event.op === 'update') defaults[event.property as string] = event.value;
+      return;
+    }
     case 'realm_playgrounds':
       if (state.realm_playgrounds) state.realm_playgrounds = event.realm_playgrounds;
       return;

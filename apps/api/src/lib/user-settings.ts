@@ -2,7 +2,7 @@
 // how PATCH /settings validates it, and how /register and user_settings events present it.
 // Settings with side effects of their own (email_address_visibility, timezone, presence_enabled)
 // are declared here too; their actions live in actions/users.ts and actions/presence.ts.
-import type { User } from '@parley/db';
+import type { Realm, User } from '@parley/db';
 import { JsonableError } from '@parley/errors';
 import { p, type Param } from '@parley/http';
 import { LANGUAGES } from './languages';
@@ -279,13 +279,55 @@ export function presentUserSettings(user: User): Record<string, unknown> {
   return settings;
 }
 
-/** realm_user_settings_defaults: the settings a new user starts with. Organizations cannot
- * change them yet, so they are Zulip's defaults (the columns' defaults). */
-export function realmUserSettingsDefaults(): Record<string, unknown> {
+/** The settings an organization chooses for its new members (Zulip's
+ * update_realm_user_settings_defaults parameters): all but a person's time zone and language,
+ * data export consent, and the security and marketing emails, which stay their own choice. */
+export const REALM_DEFAULT_SETTING_NAMES = SETTING_NAMES.filter(
+  (name) =>
+    ![
+      'allow_private_data_export',
+      'default_language',
+      'enable_login_emails',
+      'enable_marketing_emails',
+      'timezone',
+    ].includes(name),
+);
+
+type DefaultsRealm = Pick<Realm, 'userSettingsDefaults' | 'defaultEmailAddressVisibility'>;
+
+/** The organization's changes to Zulip's defaults, by setting name (only settings it may
+ * choose, in case the stored object holds anything else). */
+export function realmDefaultOverrides(realm: DefaultsRealm): Partial<Record<SettingName, Value>> {
+  const stored = (realm.userSettingsDefaults ?? {}) as Record<string, unknown>;
+  const overrides: Partial<Record<SettingName, Value>> = {
+    email_address_visibility: realm.defaultEmailAddressVisibility,
+  };
+  for (const name of REALM_DEFAULT_SETTING_NAMES) {
+    const value = stored[name];
+    if (typeof value === 'boolean' || typeof value === 'number' || typeof value === 'string')
+      overrides[name] = value;
+  }
+  return overrides;
+}
+
+/** realm_user_settings_defaults: the settings a new member starts with, Zulip's defaults where
+ * the organization kept them. */
+export function realmUserSettingsDefaults(realm: DefaultsRealm): Record<string, unknown> {
   const defaults: Record<string, unknown> = {};
   for (const name of SETTING_NAMES)
     if (name !== 'timezone') defaults[name] = USER_SETTINGS[name].default;
+  Object.assign(defaults, realmDefaultOverrides(realm));
   defaults.emojiset_choices = EMOJISET_CHOICES;
   defaults.available_notification_sounds = NOTIFICATION_SOUNDS;
   return defaults;
+}
+
+/** A new member's columns for the organization's chosen defaults (Zulip's
+ * copy_default_settings); the email address visibility is set apart (bots' is public). */
+export function newUserSettingColumns(realm: DefaultsRealm): Record<string, Value> {
+  const columns: Record<string, Value> = {};
+  for (const [name, value] of Object.entries(realmDefaultOverrides(realm)))
+    if (name !== 'email_address_visibility')
+      columns[USER_SETTINGS[name as SettingName].column] = value;
+  return columns;
 }

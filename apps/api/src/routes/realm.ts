@@ -1,5 +1,6 @@
 // PATCH /realm: organization settings (Zulip's update_realm). Administrators only; some
-// settings are for owners (actions/realm-settings.ts says which).
+// settings are for owners (actions/realm-settings.ts says which). Also PATCH
+// /realm/user_settings_defaults and POST /realm/test_welcome_bot_custom_message.
 import { Router } from 'express';
 import { z } from 'zod';
 import { userEndpoint } from '@parley/auth';
@@ -13,6 +14,13 @@ import {
   type RealmSettingsRequest,
 } from '../actions/realm-settings';
 import { sendTestWelcomeText } from '../actions/system-bots';
+import { doSetRealmUserDefaults } from '../actions/realm-user-defaults';
+import {
+  checkSetting,
+  REALM_DEFAULT_SETTING_NAMES,
+  USER_SETTINGS,
+  type SettingName,
+} from '../lib/user-settings';
 import type { GroupSettingChange } from '../lib/groups';
 import { REALM_PERMISSION_SETTINGS, type RealmPermissionSetting } from '../lib/permission-settings';
 
@@ -121,5 +129,27 @@ defineRoute(realmRoutes, '/realm/test_welcome_bot_custom_message', {
     async ({ user, realm, params }) => ({
       message_id: await sendTestWelcomeText(realm, user, params.welcome_message_custom_text),
     }),
+  ),
+});
+
+const defaultSettingParams = Object.fromEntries(
+  REALM_DEFAULT_SETTING_NAMES.map((name) => [name, USER_SETTINGS[name].param]),
+) as Record<SettingName, Param<string | number | boolean | undefined>>;
+
+// Zulip's update_realm_user_settings_defaults: the personal settings new members start with.
+defineRoute(realmRoutes, '/realm/user_settings_defaults', {
+  PATCH: userEndpoint(
+    { adminOnly: true, params: defaultSettingParams, response: schema.empty },
+    async ({ user, params }) => {
+      const changes: [SettingName, string | number | boolean][] = [];
+      for (const name of REALM_DEFAULT_SETTING_NAMES) {
+        const value = params[name];
+        if (value === undefined) continue;
+        checkSetting(name, value);
+        changes.push([name, value]);
+      }
+      await runAction((ctx) => doSetRealmUserDefaults(ctx, user, changes));
+      return {};
+    },
   ),
 });
