@@ -1,8 +1,9 @@
 // The Notification Bot's messages when POST /users/me/subscriptions subscribes people (Zulip's
 // send_messages_for_new_subscribers, in zerver/views/streams.py): a direct message to each
 // person someone else subscribed to existing channels, the announcement of new channels when
-// the request asks for it, and the first message of each channel the request created. Like the channel notices (channel-notices.ts), they go out right after
-// the subscriptions commit, before the response; a failure is logged.
+// the request asks for it, and the first message of each channel the request created. Like
+// the channel notices (channel-notices.ts), they go out right after the subscriptions commit,
+// before the response; a failure is logged.
 import type { Realm, Stream, User } from '@parley/db';
 import { getLogger } from '@parley/logger';
 import { silentMentionSyntax } from '@parley/markdown';
