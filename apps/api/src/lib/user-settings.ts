@@ -270,6 +270,21 @@ export function checkSetting(name: SettingName, value: Value): void {
   (spec.check as ((value: Value) => void) | undefined)?.(value);
 }
 
+/** The settings among `names` a request gives, each checked, in `names`' order. */
+export function checkedSettingChanges(
+  names: readonly SettingName[],
+  params: Partial<Record<SettingName, Value | undefined>>,
+): [SettingName, Value][] {
+  const changes: [SettingName, Value][] = [];
+  for (const name of names) {
+    const value = params[name];
+    if (value === undefined) continue;
+    checkSetting(name, value);
+    changes.push([name, value]);
+  }
+  return changes;
+}
+
 /** The user_settings object of /register: every setting, plus the lists clients choose from. */
 export function presentUserSettings(user: User): Record<string, unknown> {
   const settings: Record<string, unknown> = {};

@@ -16,7 +16,7 @@ import {
 import { sendTestWelcomeText } from '../actions/system-bots';
 import { doSetRealmUserDefaults } from '../actions/realm-user-defaults';
 import {
-  checkSetting,
+  checkedSettingChanges,
   REALM_DEFAULT_SETTING_NAMES,
   USER_SETTINGS,
   type SettingName,
@@ -141,13 +141,7 @@ defineRoute(realmRoutes, '/realm/user_settings_defaults', {
   PATCH: userEndpoint(
     { adminOnly: true, params: defaultSettingParams, response: schema.empty },
     async ({ user, params }) => {
-      const changes: [SettingName, string | number | boolean][] = [];
-      for (const name of REALM_DEFAULT_SETTING_NAMES) {
-        const value = params[name];
-        if (value === undefined) continue;
-        checkSetting(name, value);
-        changes.push([name, value]);
-      }
+      const changes = checkedSettingChanges(REALM_DEFAULT_SETTING_NAMES, params);
       await runAction((ctx) => doSetRealmUserDefaults(ctx, user, changes));
       return {};
     },

@@ -20,7 +20,12 @@ import {
 import { verifyPassword } from '../lib/credentials';
 import { isValidTimezone, LANGUAGES } from '../lib/languages';
 import { isAdmin } from '../lib/users';
-import { checkSetting, SETTING_NAMES, USER_SETTINGS, type SettingName } from '../lib/user-settings';
+import {
+  checkedSettingChanges,
+  SETTING_NAMES,
+  USER_SETTINGS,
+  type SettingName,
+} from '../lib/user-settings';
 
 export const settingsRoutes = Router();
 
@@ -43,13 +48,7 @@ const changeSettings = userEndpoint(
   },
   async ({ user, realm, params }) => {
     const fullName = params.full_name === undefined ? undefined : checkFullName(params.full_name);
-    const changes: [SettingName, string | number | boolean][] = [];
-    for (const name of SETTING_NAMES) {
-      const value = params[name];
-      if (value === undefined) continue;
-      checkSetting(name, value);
-      changes.push([name, value]);
-    }
+    const changes = checkedSettingChanges(SETTING_NAMES, params);
     if (params.timezone !== undefined && !isValidTimezone(params.timezone as string))
       throw new JsonableError('Not a recognized time zone');
     let passwordHash: string | null = null;
