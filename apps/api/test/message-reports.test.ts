@@ -2,9 +2,9 @@
 // report what, Zulip's errors in its order, and the report the Notification Bot posts in the
 // moderation request channel for channel messages, direct messages and group direct messages.
 import { realmUrl } from '@parley/auth';
-import { getPrisma, type Message, type User } from '@parley/db';
+import { getPrisma, Role, type Message, type User } from '@parley/db';
 import { ensureSystemBot } from '../src/actions/system-bots';
-import { as, createChannel, expectError, expectSuccess } from './helpers';
+import { as, createChannel, createTestUser, expectError, expectSuccess } from './helpers';
 import { createMessageOrg, send, type MessageOrg } from './message-helpers';
 
 const prisma = () => getPrisma();
@@ -140,6 +140,24 @@ describe('POST /messages/{id}/report', () => {
       `${mention(org.member)} reported a direct message sent by ${mention(org.other)} to ` +
         `${others[0]}, ${others[1]}, and ${others[2]} at ${timeOf(group)}.`,
     );
+  });
+
+  it("cuts a topic made long by the sender's name, as Zulip cuts topics", async () => {
+    const longName = await createTestUser(org.realm, Role.MEMBER, { fullName: 'L'.repeat(70) });
+    expectSuccess(
+      await as(longName, org.host).post('/users/me/subscriptions', {
+        subscriptions: JSON.stringify([{ name: 'general' }]),
+      }),
+    );
+    const message = await sendMessage(longName, {
+      type: 'stream',
+      to: 'general',
+      topic: 'names',
+      content: 'hello',
+    });
+    const before = await lastId();
+    expectSuccess(await report(org.member, message.id, { report_type: 'spam' }));
+    expect((await reports(before))[0]!.subject).toBe(`${'L'.repeat(57)}...`);
   });
 
   it("refuses what the reporter cannot read, and bad input, in Zulip's order", async () => {

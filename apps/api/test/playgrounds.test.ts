@@ -95,6 +95,7 @@ describe('code playgrounds', () => {
       [{ ...python, pygments_language: 'py<thon>' }, 'Invalid characters in pygments language'],
       [{ ...python, url_template: 'https://x.example.com/{code' }, 'Invalid URL template.'],
       [{ ...python, name: '   ' }, 'This field cannot be blank.'],
+      [{ ...python, pygments_language: '  ' }, 'This field cannot be blank.'],
       [
         { ...python, url_template: 'https://x.example.com/' },
         'Missing the required variable "code" in the URL template',

@@ -101,9 +101,20 @@ describe('PATCH /realm/user_settings_defaults', () => {
       enterSends: false,
       webHomeView: 'inbox',
     });
-    // Back to Zulip's default.
+    // Back to Zulip's default: no longer stored as a change.
     expectSuccess(await patch({ enter_sends: false }));
     expect((await defaults()).enter_sends).toBe(false);
+    expect(
+      (await prisma().realm.findUniqueOrThrow({ where: { id: org.realm.id } }))
+        .userSettingsDefaults,
+    ).toEqual({ web_home_view: 'recent' });
+    // Bots are not people: they keep Zulip's defaults.
+    const bot = expectSuccess(
+      await as(org.owner, org.host).post('/bots', { full_name: 'Helper', short_name: 'helper' }),
+    );
+    expect(
+      await prisma().user.findUniqueOrThrow({ where: { id: bot.user_id as number } }),
+    ).toMatchObject({ webHomeView: 'inbox', emailAddressVisibility: 1 });
   });
 
   it('refuses bad values, settings that stay personal, and anyone but administrators', async () => {

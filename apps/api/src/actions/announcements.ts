@@ -17,21 +17,24 @@ export function newChannelsAnnouncement(actor: User, created: Stream[]): string 
     : `${silentMentionSyntax(actor)} created a new channel ${links}.`;
 }
 
+/** Posts in the channel `choose` picks from the organization's current row (null: none). Any
+ * failure, reading the row included, is logged: the change it announces has committed. */
 async function announce(
   realm: Realm,
-  channelId: number | null,
+  choose: (current: Realm) => Promise<number | null> | number | null,
   topic: string,
   content: string,
   readFor?: number,
 ): Promise<void> {
-  if (channelId === null) return;
-  const target = { kind: 'channel', to: JSON.stringify(channelId), topic } as const;
   try {
+    const channelId = await choose(await currentRealm(realm));
+    if (channelId === null) return;
+    const target = { kind: 'channel', to: JSON.stringify(channelId), topic } as const;
     await sendBotMessage(realm, 'notification', target, content, {
       ...(readFor !== undefined ? { readFor: new Set([readFor]) } : {}),
     });
   } catch (error) {
-    getLogger().error('announcement failed', { realm_id: realm.id, stream_id: channelId, error });
+    getLogger().error('announcement failed', { realm_id: realm.id, topic, error });
   }
 }
 
@@ -43,10 +46,9 @@ export async function sendNewChannelsAnnouncement(
   created: Stream[],
 ): Promise<void> {
   if (created.length === 0) return;
-  const { newStreamAnnouncementsStreamId } = await currentRealm(realm);
   await announce(
     realm,
-    newStreamAnnouncementsStreamId,
+    (current) => current.newStreamAnnouncementsStreamId,
     'new channels',
     newChannelsAnnouncement(actor, created),
     actor.id,
@@ -57,16 +59,16 @@ export async function sendNewChannelsAnnouncement(
  * announcements channel, for everyone but its first member. */
 export async function sendSignupAnnouncement(realm: Realm, user: User): Promise<void> {
   if (user.isBot) return;
-  const { signupAnnouncementsStreamId } = await currentRealm(realm);
-  if (signupAnnouncementsStreamId === null) return;
-  // Zulip's realm_user_count: the organization's active human accounts.
-  const people = await getPrisma().user.count({
-    where: { realmId: realm.id, isActive: true, isBot: false },
-  });
-  if (people <= 1) return;
   await announce(
     realm,
-    signupAnnouncementsStreamId,
+    async (current) => {
+      if (current.signupAnnouncementsStreamId === null) return null;
+      // Zulip's realm_user_count: the organization's active human accounts.
+      const people = await getPrisma().user.count({
+        where: { realmId: realm.id, isActive: true, isBot: false },
+      });
+      return people > 1 ? current.signupAnnouncementsStreamId : null;
+    },
     'signups',
     `${silentMentionSyntax(user)} joined this organization.`,
   );

@@ -35,7 +35,8 @@ export function checkPlayground(raw: PlaygroundInput): PlaygroundInput {
   };
   const variables = templateVariables(input.urlTemplate);
   if (variables === null) throw new JsonableError('Invalid URL template.');
-  if (input.name === '') throw new JsonableError('This field cannot be blank.');
+  if (input.name === '' || input.pygmentsLanguage === '')
+    throw new JsonableError('This field cannot be blank.');
   if (!variables.has('code'))
     throw new JsonableError('Missing the required variable "code" in the URL template');
   if (variables.size !== 1)

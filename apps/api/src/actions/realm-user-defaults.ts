@@ -4,7 +4,7 @@
 // everyone in a realm_user_settings_defaults event. Existing members keep their settings.
 import { AuditLogEvent, type ActionContext, type Prisma, type User } from '@parley/db';
 import { sendEventOnCommit } from '../lib/events';
-import { realmUserSettingsDefaults, type SettingName } from '../lib/user-settings';
+import { realmUserSettingsDefaults, USER_SETTINGS, type SettingName } from '../lib/user-settings';
 import { usersWhoCanAccess } from '../lib/users';
 import { auditRealmChange } from './audit';
 
@@ -25,6 +25,8 @@ export async function doSetRealmUserDefaults(
     if (current[name] === value) continue;
     changed.push([name, value, current[name]]);
     if (name === 'email_address_visibility') emailVisibility = value as number;
+    // Only changes from Zulip's defaults are kept.
+    else if (value === USER_SETTINGS[name].default) delete stored[name];
     else stored[name] = value;
   }
   if (changed.length === 0) return;

@@ -4,9 +4,10 @@
 import { getPrisma, Role, runAction, type ActionContext, type Realm, type User } from '@parley/db';
 import { JsonableError } from '@parley/errors';
 import { MAX_WELCOME_MESSAGE_CUSTOM_TEXT_LENGTH } from '../lib/invites';
-import { codePoints } from '../lib/text';
+import { codePoints, truncateText } from '../lib/text';
 import {
   doSendMessage,
+  MAX_TOPIC_LENGTH,
   prepareMessage,
   sendPreparedMessage,
   type SendOptions,
@@ -60,7 +61,13 @@ export async function sendBotMessage(
   options: BotSendOptions = {},
 ): Promise<number> {
   const bot = await ensureSystemBot(realm, kind);
-  const prepared = await prepareMessage(realm, bot, target, content, botOptions(options));
+  const prepared = await prepareMessage(
+    realm,
+    bot,
+    fittedTarget(target),
+    content,
+    botOptions(options),
+  );
   return (await sendPreparedMessage(prepared)).message.id;
 }
 
@@ -88,8 +95,21 @@ export async function sendBotMessageIn(
   options: BotSendOptions = {},
 ): Promise<number> {
   const bot = await ensureSystemBot(realm, kind);
-  const prepared = await prepareMessage(realm, bot, target, content, botOptions(options));
+  const prepared = await prepareMessage(
+    realm,
+    bot,
+    fittedTarget(target),
+    content,
+    botOptions(options),
+  );
   return (await doSendMessage(ctx, prepared)).message.id;
+}
+
+/** A topic made of names (a report's "{name} moderation") may be longer than a topic may be:
+ * cut as Zulip's internal sends cut it. */
+function fittedTarget(target: SendTarget): SendTarget {
+  if (target.kind !== 'channel') return target;
+  return { ...target, topic: truncateText(target.topic, MAX_TOPIC_LENGTH, '...') };
 }
 
 /** What a caller may choose about a system bot's message; the rest is fixed. */

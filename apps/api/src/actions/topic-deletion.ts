@@ -58,8 +58,10 @@ async function doDeleteTopicBatch(
   if (batch.length === 0) return 0;
   const ids = batch.map((row) => row.id);
   const pushBit = flagBit('active_mobile_push_notification');
-  const copies = await tx.$queryRaw<{ id: number; showing: boolean }[]>`
-    SELECT user_profile_id AS id, bool_or((flags & ${pushBit}) <> 0) AS showing
+  // Who had the messages, and which of them each one's phone still shows.
+  const copies = await tx.$queryRaw<{ id: number; showing: number[] | null }[]>`
+    SELECT user_profile_id AS id,
+      array_agg(message_id) FILTER (WHERE (flags & ${pushBit}) <> 0) AS showing
     FROM user_message WHERE message_id = ANY(${ids}::int[])
     GROUP BY user_profile_id`;
   const subscribers = await tx.subscription.findMany({
@@ -88,11 +90,14 @@ async function doDeleteTopicBatch(
     },
     audience,
   );
-  queuePushRemovalsOnCommit(
-    ctx,
-    copies.filter((copy) => copy.showing).map((copy) => copy.id),
-    goneIds,
-  );
+  const deletedIds = new Set(goneIds);
+  for (const copy of copies)
+    if (copy.showing)
+      queuePushRemovalsOnCommit(
+        ctx,
+        [copy.id],
+        copy.showing.filter((id) => deletedIds.has(id)),
+      );
   if (stream.firstMessageId !== null && goneIds.includes(stream.firstMessageId))
     await refreshFirstMessageId(ctx, stream);
   return batch.length;

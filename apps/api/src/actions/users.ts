@@ -218,9 +218,9 @@ export async function doCreateUser(
         passwordHash,
         timezone: user.timezone ?? '',
         isImportedStub: user.isImportedStub ?? false,
+        // The organization's chosen defaults, for people only (Zulip's copy_default_settings).
+        ...(user.isBot ? {} : newUserSettingColumns(realm)),
         // Bots' addresses are public (they are how the bot is addressed).
-        // The organization's chosen defaults (Zulip's copy_default_settings).
-        ...newUserSettingColumns(realm),
         emailAddressVisibility: user.isBot ? 1 : realm.defaultEmailAddressVisibility,
         defaultLanguage: realm.defaultLanguage,
       },

@@ -11,8 +11,9 @@ export function codePoints(text: string): number {
  * `suffix` (Zulip's "\n[message truncated]" for messages, "..." for topics). */
 export function truncateText(text: string, max: number, suffix: string): string {
   if (text.length <= max) return text;
-  // Code points never outnumber code units: twice the limit is enough to count them.
-  const chars = [...text.slice(0, max * 2)];
+  // A code point takes at most two code units: this slice holds more than `max` code points
+  // whenever the text does.
+  const chars = [...text.slice(0, (max + 1) * 2)];
   if (chars.length <= max) return text;
   return chars.slice(0, Math.max(0, max - suffix.length)).join('') + suffix;
 }

@@ -11,7 +11,7 @@ import { REACTION_TYPES } from '../actions/reactions';
 import { checkStatusChange, doUpdateUserStatus, type StatusRequest } from '../actions/user-status';
 import { checkCanAccessUser } from '../lib/user-access';
 import { userStatusOf } from '../lib/user-status';
-import { accessUserById, canAdminUser } from '../lib/users';
+import { accessUserById, isAdmin } from '../lib/users';
 
 export const userStatusRoutes = Router();
 
@@ -41,7 +41,8 @@ async function updateStatus(
 }
 
 /** Zulip's access_user_by_id for these endpoints, in its order: an active human of the
- * organization, then, to read, one the viewer may see; to change, one they may administer. */
+ * organization, then, to read, one the viewer may see; to change, the viewer must be an
+ * administrator (Zulip's can_admin_user: owners' statuses too). */
 async function accessHuman(
   realm: Realm,
   viewer: User,
@@ -52,7 +53,7 @@ async function accessHuman(
   if (target.isBot) throw new JsonableError('No such user');
   if (!target.isActive) throw new JsonableError('User is deactivated');
   if (!forAdmin) await checkCanAccessUser(realm, viewer, target);
-  else if (!canAdminUser(viewer, target)) throw new InsufficientPermissionError();
+  else if (!isAdmin(viewer)) throw new InsufficientPermissionError();
   return target;
 }
 
