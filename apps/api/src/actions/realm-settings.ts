@@ -324,6 +324,9 @@ async function checkChannelSettings(
 /** Zulip's maybe_set_moderation_or_announcement_channels_none: an archived channel stops
  * being any of the organization's special channels, and everyone learns it. */
 export async function clearRealmChannels(ctx: ActionContext, stream: Stream): Promise<void> {
+  // Locked as PATCH /realm locks it: a change naming this channel either commits first (and
+  // is cleared here) or waits and then finds the channel archived.
+  await ctx.tx.$queryRaw`SELECT id FROM realm WHERE id = ${stream.realmId} FOR UPDATE`;
   const realm = await ctx.tx.realm.findUniqueOrThrow({ where: { id: stream.realmId } });
   const cleared = (
     Object.entries(REALM_CHANNEL_SETTINGS) as [RealmChannelSetting, keyof Realm][]
