@@ -10,10 +10,19 @@ import { checkResponsesAgainstOpenApi, conformanceViolations } from './openapi-c
 
 checkResponsesAgainstOpenApi();
 
-afterAll(async () => {
+afterAll(() => {
   // Every answer this file's tests received matched the generated OpenAPI description.
   expect(conformanceViolations()).toEqual([]);
+});
+
+declare global {
+  var closeSharedConnections: (() => Promise<void>) | undefined;
+}
+
+// Called by test/environment.ts once the file's own afterAll hooks (which stop its workers and
+// servers) have run.
+globalThis.closeSharedConnections = async () => {
   // Published outbox rows are deleted after their requests answered: before the pool closes.
   await outboxSettled();
   await Promise.all([disconnectPrisma(), disconnectRedis(), stopAuthCache(), stopLinkifierCache()]);
-});
+};
