@@ -140,6 +140,7 @@ export async function createBenchChannel(
       topicsPolicy: 'inherit',
       isDefaultStream: false,
       groups: {},
+      folderId: null,
     });
     await doAddSubscriptions(
       ctx,

@@ -30,6 +30,8 @@ import { emojiImageRoutes, emojiUploadRoutes, realmEmojiRoutes } from './routes/
 import { presenceRoutes } from './routes/presence';
 import { userStatusRoutes } from './routes/user-status';
 import { playgroundRoutes } from './routes/playgrounds';
+import { channelFolderRoutes } from './routes/channel-folders';
+import { navigationViewRoutes } from './routes/navigation-views';
 import { profileFieldRoutes } from './routes/profile-fields';
 import { pushDeviceRoutes } from './routes/push-devices';
 import { realmRoutes } from './routes/realm';
@@ -75,6 +77,7 @@ export function apiRouters(): { uploads: Router[]; resources: Router[] } {
       userTopicRoutes,
       subscriptionRoutes,
       streamRoutes,
+      channelFolderRoutes,
       flagRoutes,
       messageRoutes,
       linkifierRoutes,
@@ -92,6 +95,7 @@ export function apiRouters(): { uploads: Router[]; resources: Router[] } {
       userGroupRoutes,
       inviteRoutes,
       draftRoutes,
+      navigationViewRoutes,
       savedSnippetRoutes,
       scheduledMessageRoutes,
       callRoutes,

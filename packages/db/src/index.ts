@@ -57,4 +57,6 @@ export type {
   RealmEmoji,
   UserTopic,
   MutedUser,
+  ChannelFolder,
+  NavigationView,
 } from '@prisma/client';

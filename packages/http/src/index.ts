@@ -12,13 +12,16 @@ export {
   bodyParsers,
   defineRoute,
   errorHandler,
+  joinWildcard,
   notFound,
   requestContext,
   runMiddleware,
+  withJoinedWildcard,
   type UploadLimits,
 } from './middleware';
 export {
   describeIssue,
+  int32,
   isStorableText,
   p,
   Param,

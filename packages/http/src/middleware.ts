@@ -22,7 +22,7 @@ import {
 import { getLogger, type Logger } from '@parley/logger';
 import { isDependencyDown } from './dependency-errors';
 import { sendError } from './envelope';
-import { docOf, recordRoute } from './openapi';
+import { attachDoc, docOf, recordRoute } from './openapi';
 
 declare module 'express-serve-static-core' {
   interface Locals {
@@ -205,6 +205,23 @@ export function defineRoute(
   }
   if (otherMethods === 'refuse')
     route.all((_req, _res, next) => next(new MethodNotAllowedError(allowed)));
+}
+
+/** Express 5 hands a `*name` wildcard over as its segments; endpoints want the one string
+ * the client sent ("narrow/is/alerted", or "narrow%2Fis%2Falerted" decoded to the same). */
+export function joinWildcard(req: Request, name: string): void {
+  const value = (req.params as Record<string, string | string[] | undefined>)[name];
+  if (Array.isArray(value)) (req.params as Record<string, string>)[name] = value.join('/');
+}
+
+/** `handler` (an endpoint, whose documentation it keeps) behind joinWildcard. */
+export function withJoinedWildcard(name: string, handler: RequestHandler): RequestHandler {
+  const joined: RequestHandler = (req, res, next) => {
+    joinWildcard(req, name);
+    return handler(req, res, next);
+  };
+  const doc = docOf(handler);
+  return doc ? attachDoc(joined, doc) : joined;
 }
 
 export const notFound: RequestHandler = (_req, _res, next) => next(new NotFoundError());

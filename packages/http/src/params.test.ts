@@ -136,6 +136,12 @@ describe('types and Zulip wording', () => {
       't is too long (limit: 3 characters)',
     ],
     ['a blank required string', { t: p.string({ nonEmpty: true }) }, '', 't cannot be blank'],
+    [
+      'a string blank once stripped',
+      { t: p.string({ nonEmpty: true, trim: true }) },
+      ' \n ',
+      't cannot be blank',
+    ],
     ['a null byte in a string', { t: p.string() }, 'a\0b', 'Invalid t: null bytes are not allowed'],
     [
       'a null byte inside JSON',
@@ -151,6 +157,19 @@ describe('types and Zulip wording', () => {
     expect(error).toBeInstanceOf(ApiParamValidationError);
     expect((error as ApiParamValidationError).code).toBe('BAD_REQUEST');
     expect(error.message).toBe(message);
+  });
+
+  it('counts the length of a string in characters, as Zulip and VARCHAR do', () => {
+    const t = p.string({ maxLength: 3 });
+    expect(parse({ t }, { t: '😀😀😀' }).values.t).toBe('😀😀😀');
+    expect(errorOf(() => parse({ t }, { t: '😀😀😀😀' })).message).toBe(
+      't is too long (limit: 3 characters)',
+    );
+  });
+
+  it('strips a string when asked to, before its length is checked', () => {
+    const t = p.string({ trim: true, maxLength: 3 });
+    expect(parse({ t }, { t: '  abc  ' }).values.t).toBe('abc');
   });
 
   it('accepts negative integers, JSON scalars and booleans', () => {

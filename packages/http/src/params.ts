@@ -48,18 +48,36 @@ export type ParamValues<S extends ParamShape> = {
 const INT32_MIN = -(2 ** 31);
 const INT32_MAX = 2 ** 31 - 1;
 
+/** An integer an int4 column can hold, for ids inside JSON parameters. */
+export const int32 = z.int().min(INT32_MIN).max(INT32_MAX);
+
 interface StringOptions {
   maxLength?: number;
   /** Zulip's "cannot be blank" check (strings are allowed to be empty otherwise). */
   nonEmpty?: boolean;
+  /** Zulip's StringConstraints(strip_whitespace=True): stripped before the other checks. */
+  trim?: boolean;
 }
 
 export const p = {
-  string({ maxLength, nonEmpty }: StringOptions = {}): Param<string> {
+  string({ maxLength, nonEmpty, trim }: StringOptions = {}): Param<string> {
     let schema = z.string();
+    if (trim) schema = schema.trim();
     if (nonEmpty) schema = schema.min(1);
-    if (maxLength !== undefined) schema = schema.max(maxLength);
-    return new Param(schema, 'text');
+    if (maxLength === undefined) return new Param(schema, 'text');
+    // Zulip and VARCHAR count characters (code points), not UTF-16 units: an emoji is one.
+    // Only text longer in units than the limit needs counting.
+    const limited = schema.superRefine((value, ctx) => {
+      if (value.length > maxLength && [...value].length > maxLength)
+        ctx.addIssue({
+          code: 'too_big',
+          origin: 'string',
+          maximum: maxLength,
+          inclusive: true,
+          input: value,
+        });
+    });
+    return new Param(limited, 'text');
   },
   int({ min = INT32_MIN, max = INT32_MAX }: { min?: number; max?: number } = {}): Param<number> {
     return new Param(z.number().int().min(min).max(max), 'int');

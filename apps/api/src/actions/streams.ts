@@ -20,6 +20,7 @@ import {
   OrganizationOwnerRequiredError,
 } from '@parley/errors';
 import { renderDescriptionForRealm } from '../lib/rendering';
+import { codePoints, unprintablePosition } from '../lib/text';
 import { sendEventOnCommit } from '../lib/events';
 import { systemGroupIds, type GroupSettingValue } from '../lib/groups';
 import { checkGroupSetting } from './group-settings';
@@ -80,19 +81,12 @@ const NO_EVERYONE: StreamGroupSetting[] = [
 export function checkStreamName(raw: string): string {
   const name = raw.trim();
   if (name === '') throw new JsonableError("Channel name can't be empty.");
-  const chars = [...name];
-  if (chars.length > MAX_NAME_LENGTH)
+  if (codePoints(name) > MAX_NAME_LENGTH)
     throw new JsonableError(`Channel name too long (limit: ${MAX_NAME_LENGTH} characters).`);
-  const bad = chars.findIndex(isForbiddenCharacter);
-  if (bad !== -1)
-    throw new JsonableError(`Invalid character in channel name, at position ${bad + 1}.`);
+  const bad = unprintablePosition(name);
+  if (bad !== null)
+    throw new JsonableError(`Invalid character in channel name, at position ${bad}.`);
   return name;
-}
-
-function isForbiddenCharacter(char: string): boolean {
-  if (/[\p{Cc}\p{Cs}]/u.test(char)) return true;
-  const code = char.codePointAt(0)!;
-  return (code >= 0xfdd0 && code <= 0xfdef) || (code & 0xfffe) === 0xfffe;
 }
 
 /** Descriptions are one line: Zulip turns newlines into spaces. */
@@ -110,6 +104,8 @@ export interface ChannelSettings {
   topicsPolicy: TopicsPolicy;
   isDefaultStream: boolean;
   groups: Partial<Record<StreamGroupSetting, GroupSettingValue>>;
+  /** The channel folder to put it in (checked by the caller), or null. */
+  folderId: number | null;
 }
 
 /** A public channel with shared history and the organization's defaults for the rest. */
@@ -121,6 +117,7 @@ export const PUBLIC_CHANNEL_SETTINGS: Readonly<ChannelSettings> = {
   topicsPolicy: 'inherit',
   isDefaultStream: false,
   groups: {},
+  folderId: null,
 };
 
 /** Zulip's check_channel_creation_permissions plus the privacy combination rules. */
@@ -255,6 +252,7 @@ export async function doCreateStreams(
             : true,
           messageRetentionDays: settings.messageRetentionDays ?? null,
           topicsPolicy: settings.topicsPolicy,
+          folderId: settings.folderId,
           ...groups,
         },
       ],
@@ -401,6 +399,20 @@ export async function doChangeStreamDescription(
       extra: { property: 'description', old_value: stream.description, new_value: description },
     },
   );
+}
+
+/** Zulip's do_change_stream_folder: the folder (checked by the caller) or null for none. */
+export async function doChangeStreamFolder(
+  ctx: ActionContext,
+  stream: Stream,
+  folderId: number | null,
+  actingUserId: number,
+): Promise<Stream> {
+  return updateStream(ctx, stream, { folderId }, [{ property: 'folder_id', value: folderId }], {
+    eventType: AuditLogEvent.CHANNEL_FOLDER_CHANGED,
+    actingUserId,
+    extra: { old_value: stream.folderId, new_value: folderId },
+  });
 }
 
 export interface Privacy {

@@ -20,8 +20,6 @@ export const ABSENT_FEATURE_SECTIONS: Record<string, () => State> = {
   tenor: () => ({ tenor_api_key: '' }),
   // No onboarding steps; null turns the navigation tour video off.
   onboarding_steps: () => ({ onboarding_steps: [], navigation_tour_video_url: null }),
-  navigation_views: () => ({ navigation_views: [] }),
-  channel_folders: () => ({ channel_folders: [] }),
   // No push-notification devices: the legacy map (push_device) and its successor (device,
   // feature level 468).
   push_device: () => ({ push_devices: {} }),

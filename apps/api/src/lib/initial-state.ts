@@ -18,6 +18,8 @@ import { presentUser } from '../presenters/users';
 import { ABSENT_FEATURE_SECTIONS } from './absent-features-state';
 import { applyUserStatusEvent, userStatusState } from './user-status';
 import { playgroundsOf } from './playgrounds';
+import { channelFoldersOf, orderPositions, type ChannelFolderEntry } from './channel-folders';
+import { navigationViewsOf, type NavigationViewEntry } from './navigation-views';
 import { applyChannelEvent, fetchChannelState, type ChannelStateOptions } from './channel-state';
 import { linkifierRows } from './linkifiers';
 import { FIELD_TYPES, loadProfileData } from './profile-fields';
@@ -96,6 +98,8 @@ export const STATE_TYPES = [
   'recent_private_conversations',
   'realm_linkifiers',
   'realm_playgrounds',
+  'channel_folders',
+  'navigation_views',
   'realm_emoji',
   'presence',
   'user_status',
@@ -243,6 +247,9 @@ export async function fetchInitialState(
       ? (await linkifierRows(realm.id)).map(presentLinkifier)
       : [];
   if (types.has('realm_playgrounds')) state.realm_playgrounds = await playgroundsOf(realm.id);
+  // Archived folders too, as Zulip sends them: their channels may still be listed.
+  if (types.has('channel_folders')) state.channel_folders = await channelFoldersOf(realm.id, true);
+  if (types.has('navigation_views')) state.navigation_views = await navigationViewsOf(user.id);
   if (types.has('presence')) {
     const rows = await presenceRowsFor(realm, user, {
       historyLimitDays: options.presenceHistoryLimitDays,
@@ -445,6 +452,10 @@ export function applyEvent(
     case 'realm_playgrounds':
       if (state.realm_playgrounds) state.realm_playgrounds = event.realm_playgrounds;
       return;
+    case 'channel_folder':
+      return applyChannelFolderEvent(state, event);
+    case 'navigation_view':
+      return applyNavigationViewEvent(state, event);
     case 'realm_linkifiers':
       if (state.realm_linkifiers && options.linkifierUrlTemplate)
         state.realm_linkifiers = event.realm_linkifiers;
@@ -495,6 +506,40 @@ function applySavedSnippetsEvent(state: State, event: QueuedEvent): void {
   if (index === -1) return;
   if (event.op === 'update') snippets[index] = event.saved_snippet as { id: number };
   else if (event.op === 'remove') snippets.splice(index, 1);
+}
+
+/** Zulip's apply_event for channel_folder: add appends, update merges `data`, reorder sets
+ * each folder's order and sorts the list by it. */
+function applyChannelFolderEvent(state: State, event: QueuedEvent): void {
+  const folders = state.channel_folders as ChannelFolderEntry[] | undefined;
+  if (!folders) return;
+  if (event.op === 'add') {
+    const folder = event.channel_folder as ChannelFolderEntry;
+    if (!folders.some((entry) => entry.id === folder.id)) folders.push(folder);
+  } else if (event.op === 'update') {
+    const folder = folders.find((entry) => entry.id === event.channel_folder_id);
+    if (folder) Object.assign(folder, event.data);
+  } else if (event.op === 'reorder') {
+    const positions = orderPositions(event.order as number[]);
+    for (const folder of folders) folder.order = positions.get(folder.id) ?? folder.order;
+    folders.sort((a, b) => a.order - b.order || a.id - b.id);
+  }
+}
+
+/** Zulip's apply_event for navigation_view: add appends, update merges `data`, remove drops
+ * the view with that fragment. */
+function applyNavigationViewEvent(state: State, event: QueuedEvent): void {
+  const views = state.navigation_views as NavigationViewEntry[] | undefined;
+  if (!views) return;
+  if (event.op === 'add') {
+    const view = event.navigation_view as NavigationViewEntry;
+    if (!views.some((entry) => entry.fragment === view.fragment)) views.push(view);
+    return;
+  }
+  const index = views.findIndex((entry) => entry.fragment === event.fragment);
+  if (index === -1) return;
+  if (event.op === 'update') Object.assign(views[index]!, event.data);
+  else if (event.op === 'remove') views.splice(index, 1);
 }
 
 /** A deleted field's values leave the users' profile_data (Zulip's apply_event). */

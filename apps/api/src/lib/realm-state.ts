@@ -9,6 +9,10 @@ import { realmBotDomain, realmUrl } from '@parley/auth';
 import { getConfig } from '@parley/config';
 import { columnsOf, query, statement, type Realm, SYSTEM_GROUPS } from '@parley/db';
 import { EMPTY_TOPIC_DISPLAY_NAME } from '../presenters/messages';
+import {
+  MAX_CHANNEL_FOLDER_DESCRIPTION_LENGTH,
+  MAX_CHANNEL_FOLDER_NAME_LENGTH,
+} from './channel-folders';
 import { REPORT_MESSAGE_TYPES } from './message-reports';
 import {
   REALM_PERMISSION_SETTINGS,
@@ -347,8 +351,8 @@ export function realmState(realm: Realm, groups: RealmGroups): Record<string, un
     max_avatar_file_size_mib: 5,
     max_icon_file_size_mib: 5,
     max_logo_file_size_mib: 5,
-    max_channel_folder_name_length: 60,
-    max_channel_folder_description_length: 1024,
+    max_channel_folder_name_length: MAX_CHANNEL_FOLDER_NAME_LENGTH,
+    max_channel_folder_description_length: MAX_CHANNEL_FOLDER_DESCRIPTION_LENGTH,
     // zproject/default_settings.py MAX_REMINDER_NOTE_LENGTH.
     max_reminder_note_length: 1000,
     password_min_length: 6,

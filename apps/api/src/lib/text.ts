@@ -17,3 +17,16 @@ export function truncateText(text: string, max: number, suffix: string): string 
   if (chars.length <= max) return text;
   return chars.slice(0, Math.max(0, max - suffix.length)).join('') + suffix;
 }
+
+/** Zulip's check_string_is_printable: the 1-based position of the first control character,
+ * surrogate or Unicode noncharacter, or null when there is none. */
+export function unprintablePosition(text: string): number | null {
+  let position = 0;
+  for (const char of text) {
+    position += 1;
+    if (/[\p{Cc}\p{Cs}]/u.test(char)) return position;
+    const code = char.codePointAt(0)!;
+    if ((code >= 0xfdd0 && code <= 0xfdef) || (code & 0xfffe) === 0xfffe) return position;
+  }
+  return null;
+}

@@ -199,6 +199,25 @@ export const draft = z.object({
   timestamp,
 });
 
+/** lib/channel-folders.ts ChannelFolderEntry. */
+export const channelFolder = z.object({
+  id,
+  name: z.string(),
+  description: z.string(),
+  rendered_description: z.string(),
+  order: z.int(),
+  creator_id: id.nullable(),
+  date_created: timestamp,
+  is_archived: z.boolean(),
+});
+
+/** lib/navigation-views.ts NavigationViewEntry. */
+export const navigationView = z.object({
+  fragment: z.string(),
+  is_pinned: z.boolean(),
+  name: z.string().nullable(),
+});
+
 /** presenters/saved-snippets.ts presentSavedSnippet. */
 export const savedSnippet = z.object({
   id,

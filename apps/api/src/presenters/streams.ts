@@ -69,7 +69,7 @@ export function presentStream(stream: Stream, context: StreamContext): Record<st
     stream_post_policy: policy,
     is_announcement_only: policy === 2,
     first_message_id: stream.firstMessageId,
-    folder_id: null,
+    folder_id: stream.folderId,
     is_recently_active: stream.isRecentlyActive,
     is_archived: stream.deactivated,
     topics_policy: stream.topicsPolicy,

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { userEndpoint } from '@parley/auth';
 import { runAction, type Stream } from '@parley/db';
 import { JsonableError } from '@parley/errors';
-import { defineRoute, p } from '@parley/http';
+import { defineRoute, int32, p } from '@parley/http';
 import * as schema from '../presenters/schemas';
 import {
   checkChangePrivacy,
@@ -20,6 +20,7 @@ import {
   doChangeStreamGroupSetting,
   doChangeStreamMessageRetention,
   doChangeStreamPrivacy,
+  doChangeStreamFolder,
   doChangeStreamTopicsPolicy,
   doRenameStream,
   doSetDefaultStream,
@@ -46,6 +47,7 @@ import {
   subscriptionOf,
   topicHistory,
 } from '../lib/streams';
+import { channelFolderById } from '../lib/channel-folders';
 import {
   archivedNotice,
   describedNotice,
@@ -129,6 +131,7 @@ defineRoute(streamRoutes, '/streams/:stream_id', {
         message_retention_days: retentionParam,
         is_archived: p.bool().optional(),
         topics_policy: p.enum(TOPICS_POLICIES).optional(),
+        folder_id: p.json(int32.nullable()).optional(),
         ...groupSettingParams(
           z.strictObject({ new: groupSettingValue, old: groupSettingValue.optional() }),
         ),
@@ -213,6 +216,15 @@ defineRoute(streamRoutes, '/streams/:stream_id', {
           changed(await doRenameStream(ctx, stream, name, user.id), (before, after) =>
             renamedNotice(user, before, after),
           );
+        }
+        if (params.folder_id !== undefined) {
+          const folderId =
+            params.folder_id === null
+              ? null
+              : (await channelFolderById(tx, realm.id, params.folder_id)).id;
+          // No notice: Zulip posts none for a channel moved between folders.
+          if (folderId !== stream.folderId)
+            stream = await doChangeStreamFolder(ctx, stream, folderId, user.id);
         }
         for (const [setting, change] of Object.entries(pickGroupSettings(params))) {
           const key = setting as keyof typeof STREAM_GROUP_SETTINGS;

@@ -50,6 +50,7 @@ import {
   subscriptionOf,
 } from '../lib/streams';
 import { isGuest } from '../lib/users';
+import { channelFolderById } from '../lib/channel-folders';
 import {
   resolvePrincipals,
   subscribedRecipients,
@@ -93,6 +94,7 @@ defineRoute(subscriptionRoutes, '/users/me/subscriptions', {
         topics_policy: p.jsonOrText(z.enum(TOPICS_POLICIES)).default('inherit'),
         send_new_subscription_messages: p.bool().default(true),
         announce: p.bool().default(false),
+        folder_id: p.int().optional(),
         ...groupSettingParams(groupSettingValue),
       },
       response: z.object({
@@ -113,6 +115,7 @@ defineRoute(subscriptionRoutes, '/users/me/subscriptions', {
         topicsPolicy: params.topics_policy,
         isDefaultStream: params.is_default_stream,
         groups: pickGroupSettings(params),
+        folderId: null,
       };
       const requested = new Map<
         string,
@@ -130,6 +133,9 @@ defineRoute(subscriptionRoutes, '/users/me/subscriptions', {
       const { result, created, bots, unauthorized } = await runAction(async (ctx) => {
         const { tx } = ctx;
         const perms = await loadPermissions(user);
+        // Checked whether or not a channel is created, as Zulip checks it.
+        if (params.folder_id !== undefined)
+          settings.folderId = (await channelFolderById(tx, realm.id, params.folder_id)).id;
         // No principals (or an empty list) means the caller, as in Zulip.
         const targets = params.principals?.length
           ? await resolvePrincipals(tx, user, realm, params.principals)

@@ -2,13 +2,13 @@
 // URL), GET /attachments and DELETE /attachments/{id} under /api/v1; and the file URLs
 // themselves: /user_uploads/{path} with HTTP Basic authentication (as Zulip serves them to API
 // clients) and /user_uploads/temporary/{token}/{name} for the temporary URLs.
-import { Router, type Request, type RequestHandler, type Response } from 'express';
+import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
 import { getConfig } from '@parley/config';
 import { authenticate, resolveRealm, userEndpoint } from '@parley/auth';
 import { runAction, type User } from '@parley/db';
 import { JsonableError, ResourceNotFoundError } from '@parley/errors';
-import { attachDoc, defineRoute, docOf, p } from '@parley/http';
+import { defineRoute, joinWildcard, p, withJoinedWildcard } from '@parley/http';
 import * as schema from '../presenters/schemas';
 import {
   doCreateTemporaryUploadToken,
@@ -102,13 +102,6 @@ defineRoute(uploadRoutes, '/attachments/:attachment_id', {
 
 const uploadPath = { realm_id: p.int({ min: 0 }), path: p.string({ maxLength: 1000 }) };
 
-// Express 5 gives the segments of a `*path` wildcard as an array; the endpoint helper wants
-// one string.
-function joinWildcard(req: Request): void {
-  const { path } = req.params as { path?: string | string[] };
-  if (Array.isArray(path)) (req.params as Record<string, string>).path = path.join('/');
-}
-
 /** Zulip's get-file-temporary-url: a link anyone may open for a minute. */
 const temporaryUrl = userEndpoint(
   { path: uploadPath, response: z.object({ url: z.string() }) },
@@ -120,10 +113,7 @@ const temporaryUrl = userEndpoint(
 );
 
 defineRoute(uploadRoutes, '/user_uploads/:realm_id/*path', {
-  GET: attachDoc<RequestHandler>(async (req, res, next) => {
-    joinWildcard(req);
-    await temporaryUrl(req, res, next);
-  }, docOf(temporaryUrl)!),
+  GET: withJoinedWildcard('path', temporaryUrl),
 });
 
 // Served in the page only when the browser cannot be made to run it.
@@ -172,12 +162,12 @@ export function servedUploadRoutes(): Router {
   });
   // Before the originals' route, whose :realm_id would take "thumbnail".
   router.get('/user_uploads/thumbnail/*path', async (req, res) => {
-    joinWildcard(req);
+    joinWildcard(req, 'path');
     const user = await authenticate(req, res);
     await sendThumbnail(res, user, String(req.params.path));
   });
   router.get('/user_uploads/:realm_id/*path', async (req, res) => {
-    joinWildcard(req);
+    joinWildcard(req, 'path');
     const user = await authenticate(req, res);
     const pathId = `${req.params.realm_id}/${String(req.params.path)}`;
     await sendUpload(res, await accessAttachmentByPath(user, pathId));
