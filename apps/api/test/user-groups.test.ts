@@ -802,6 +802,12 @@ describe('user groups', () => {
       });
       const group = (await groupById(id))!;
       expect(group.deactivated).toBe(false);
+      // Audited with Zulip's USER_GROUP_DEACTIVATED and USER_GROUP_REACTIVATED.
+      const audit = await getPrisma().auditLog.findMany({
+        where: { modifiedUserGroupId: id, eventType: { in: [723, 724] } },
+        orderBy: { id: 'asc' },
+      });
+      expect(audit.map((row) => row.eventType)).toEqual([723, 724]);
       expect(published.map((p) => p.event)).toEqual([
         {
           type: 'user_group',
