@@ -1,12 +1,18 @@
 // Subscriptions: GET/POST/DELETE /users/me/subscriptions, POST
 // /users/me/subscriptions/properties, PATCH /users/me/subscriptions/{stream_id} (spec 4.12),
-// GET /users/{user_id}/subscriptions/{stream_id}.
+// GET /users/{user_id}/subscriptions/{stream_id}; and POST /channels/create, which creates a
+// channel with the same settings as subscribing creates one, without subscribing its creator.
 import { Router } from 'express';
 import { z } from 'zod';
 import { userEndpoint } from '@parley/auth';
-import { runAction, type Stream, type User } from '@parley/db';
-import { InsufficientPermissionError, JsonableError, NotFoundError } from '@parley/errors';
-import { defineRoute, p } from '@parley/http';
+import { runAction, type Stream, type Tx, type User } from '@parley/db';
+import {
+  ChannelExistsError,
+  InsufficientPermissionError,
+  JsonableError,
+  NotFoundError,
+} from '@parley/errors';
+import { defineRoute, p, type ParamValues } from '@parley/http';
 import * as schema from '../presenters/schemas';
 import {
   checkChannelCreation,
@@ -34,6 +40,7 @@ import {
   groupSettingValue,
   id,
   includeSubscribersParam,
+  MAX_LIST,
   parseRetention,
   pickGroupSettings,
   MAX_CHANNEL_NAMES,
@@ -59,6 +66,55 @@ import {
 } from '../lib/subscriptions';
 
 export const subscriptionRoutes = Router();
+
+/** The settings a new channel takes, as both channel-creating endpoints take them. */
+const channelCreationParams = {
+  invite_only: p.bool().default(false),
+  is_web_public: p.bool().default(false),
+  is_default_stream: p.bool().default(false),
+  history_public_to_subscribers: p.bool().optional(),
+  message_retention_days: retentionParam,
+  topics_policy: p.jsonOrText(z.enum(TOPICS_POLICIES)).default('inherit'),
+  send_new_subscription_messages: p.bool().default(true),
+  announce: p.bool().default(false),
+  folder_id: p.int().optional(),
+  ...groupSettingParams(groupSettingValue),
+};
+
+type ChannelCreationValues = ParamValues<typeof channelCreationParams>;
+
+/** Settings from the parameters; the folder, if one is asked for, is checked by
+ * checkedFolder in the request's transaction. */
+function channelSettingsOf(params: ChannelCreationValues): ChannelSettings {
+  return {
+    inviteOnly: params.invite_only,
+    isWebPublic: params.is_web_public,
+    historyPublicToSubscribers: params.history_public_to_subscribers ?? null,
+    // "realm_default" (null) is the default: only other values need an owner.
+    messageRetentionDays: parseRetention(params.message_retention_days) ?? undefined,
+    topicsPolicy: params.topics_policy,
+    isDefaultStream: params.is_default_stream,
+    groups: pickGroupSettings(params),
+    folderId: null,
+  };
+}
+
+/** The folder_id parameter's folder, checked whether or not a channel gets created, as Zulip
+ * checks it. */
+async function checkedFolder(
+  tx: Tx,
+  realmId: number,
+  folderId: number | undefined,
+): Promise<number | null> {
+  return folderId === undefined ? null : (await channelFolderById(tx, realmId, folderId)).id;
+}
+
+/** Whether the Notification Bot's direct messages go out, and the answer's key for it:
+ * present exactly when the request asked for them. */
+function subscriptionMessagesSent(asked: boolean, subscribedUsers: number) {
+  const sent = sendsSubscriptionMessages(asked, subscribedUsers);
+  return { sent, answer: asked ? { new_subscription_messages_sent: sent } : {} };
+}
 
 defineRoute(subscriptionRoutes, '/users/me/subscriptions', {
   GET: userEndpoint(
@@ -86,16 +142,7 @@ defineRoute(subscriptionRoutes, '/users/me/subscriptions', {
         ),
         principals: principalsParam,
         authorization_errors_fatal: p.bool().default(true),
-        invite_only: p.bool().default(false),
-        is_web_public: p.bool().default(false),
-        is_default_stream: p.bool().default(false),
-        history_public_to_subscribers: p.bool().optional(),
-        message_retention_days: retentionParam,
-        topics_policy: p.jsonOrText(z.enum(TOPICS_POLICIES)).default('inherit'),
-        send_new_subscription_messages: p.bool().default(true),
-        announce: p.bool().default(false),
-        folder_id: p.int().optional(),
-        ...groupSettingParams(groupSettingValue),
+        ...channelCreationParams,
       },
       response: z.object({
         subscribed: z.record(z.string(), z.array(z.string())),
@@ -106,17 +153,7 @@ defineRoute(subscriptionRoutes, '/users/me/subscriptions', {
     },
     async ({ user, realm, params }) => {
       if (isGuest(user)) throw new JsonableError('Not allowed for guest users');
-      const settings: ChannelSettings = {
-        inviteOnly: params.invite_only,
-        isWebPublic: params.is_web_public,
-        historyPublicToSubscribers: params.history_public_to_subscribers ?? null,
-        // "realm_default" (null) is the default: only other values need an owner.
-        messageRetentionDays: parseRetention(params.message_retention_days) ?? undefined,
-        topicsPolicy: params.topics_policy,
-        isDefaultStream: params.is_default_stream,
-        groups: pickGroupSettings(params),
-        folderId: null,
-      };
+      const settings = channelSettingsOf(params);
       const requested = new Map<
         string,
         { name: string; description: string; color: string | undefined }
@@ -133,9 +170,7 @@ defineRoute(subscriptionRoutes, '/users/me/subscriptions', {
       const { result, created, bots, unauthorized } = await runAction(async (ctx) => {
         const { tx } = ctx;
         const perms = await loadPermissions(user);
-        // Checked whether or not a channel is created, as Zulip checks it.
-        if (params.folder_id !== undefined)
-          settings.folderId = (await channelFolderById(tx, realm.id, params.folder_id)).id;
+        settings.folderId = await checkedFolder(tx, realm.id, params.folder_id);
         // No principals (or an empty list) means the caller, as in Zulip.
         const targets = params.principals?.length
           ? await resolvePrincipals(tx, user, realm, params.principals)
@@ -195,7 +230,7 @@ defineRoute(subscriptionRoutes, '/users/me/subscriptions', {
         return { result, created, bots, unauthorized };
       });
       const subscribed = namesByUser(result.subscribed);
-      const messagesSent = sendsSubscriptionMessages(
+      const messages = subscriptionMessagesSent(
         params.send_new_subscription_messages,
         Object.keys(subscribed).length,
       );
@@ -203,7 +238,7 @@ defineRoute(subscriptionRoutes, '/users/me/subscriptions', {
         subscribed: result.subscribed,
         created,
         bots,
-        directMessages: messagesSent,
+        directMessages: messages.sent,
         announce: params.announce,
       });
       return {
@@ -212,9 +247,7 @@ defineRoute(subscriptionRoutes, '/users/me/subscriptions', {
         ...(params.authorization_errors_fatal
           ? {}
           : { unauthorized: unauthorized.map((stream) => stream.name) }),
-        ...(params.send_new_subscription_messages
-          ? { new_subscription_messages_sent: messagesSent }
-          : {}),
+        ...messages.answer,
       };
     },
   ),
@@ -361,3 +394,64 @@ function namesByUser(pairs: SubscriptionPair[]): Record<string, string[]> {
   for (const pair of pairs) (result[String(pair.user.id)] ??= []).push(pair.stream.name);
   return result;
 }
+
+defineRoute(subscriptionRoutes, '/channels/create', {
+  POST: userEndpoint(
+    {
+      params: {
+        name: p.string(),
+        description: p.string({ maxLength: MAX_DESCRIPTION_LENGTH }).default(''),
+        subscribers: p.json(z.array(id).max(MAX_LIST)),
+        ...channelCreationParams,
+      },
+      response: z.object({ id: schema.id }),
+    },
+    async ({ user, realm, params }) => {
+      if (isGuest(user)) throw new JsonableError('Not allowed for guest users');
+      const name = checkStreamName(params.name);
+      const description = checkDescription(params.description);
+      const settings = channelSettingsOf(params);
+      const { stream, result, bots } = await runAction(async (ctx) => {
+        const { tx } = ctx;
+        const perms = await loadPermissions(user);
+        settings.folderId = await checkedFolder(tx, realm.id, params.folder_id);
+        if ((await streamsByName(realm.id, [name], tx)).size > 0)
+          throw new ChannelExistsError(name);
+        await checkChannelCreation(tx, perms, realm, settings);
+        // Nothing created: a concurrent request made a channel of that name first.
+        const [stream] = await doCreateStreams(
+          ctx,
+          realm,
+          user.id,
+          [{ name, description }],
+          settings,
+        );
+        if (!stream) throw new ChannelExistsError(name);
+        // Whoever creates a channel chooses its first subscribers, themselves included or not.
+        const targets = params.subscribers.length
+          ? await resolvePrincipals(tx, user, realm, params.subscribers)
+          : [];
+        const result = await doAddSubscriptions(
+          ctx,
+          realm,
+          targets.map((target) => ({ user: target, stream })),
+          user.id,
+        );
+        const bots = new Set(targets.filter((target) => target.isBot).map((target) => target.id));
+        return { stream, result, bots };
+      });
+      const messages = subscriptionMessagesSent(
+        params.send_new_subscription_messages,
+        new Set(result.subscribed.map((pair) => pair.user.id)).size,
+      );
+      await sendNewSubscriptionNotices(realm, user, {
+        subscribed: result.subscribed,
+        created: [stream],
+        bots,
+        directMessages: messages.sent,
+        announce: params.announce,
+      });
+      return { id: stream.id };
+    },
+  ),
+});
