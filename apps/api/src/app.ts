@@ -32,6 +32,7 @@ import { userStatusRoutes } from './routes/user-status';
 import { playgroundRoutes } from './routes/playgrounds';
 import { channelFolderRoutes } from './routes/channel-folders';
 import { navigationViewRoutes } from './routes/navigation-views';
+import { realmDomainRoutes } from './routes/realm-domains';
 import { profileFieldRoutes } from './routes/profile-fields';
 import { pushDeviceRoutes } from './routes/push-devices';
 import { realmRoutes } from './routes/realm';
@@ -90,6 +91,7 @@ export function apiRouters(): { uploads: Router[]; resources: Router[] } {
       alertWordRoutes,
       mutedUserRoutes,
       botStorageRoutes,
+      realmDomainRoutes,
       realmRoutes,
       profileFieldRoutes,
       userGroupRoutes,

@@ -95,7 +95,7 @@ describe("Zulip's Python client library", () => {
     ) as string[];
 
     const realm = await getPrisma().realm.findUniqueOrThrow({ where: { stringId: '' } });
-    const owner = await createTestUser(realm, Role.ADMINISTRATOR, {
+    const owner = await createTestUser(realm, Role.OWNER, {
       email: `${uniqueSubdomain('py-owner')}@example.com`,
       fullName: 'Python Owner',
     });

@@ -6,6 +6,7 @@ import {
   HumanUsersOnlyError,
   InvalidSubdomainError,
   OrganizationAdministratorRequiredError,
+  OrganizationOwnerRequiredError,
 } from '@parley/errors';
 import {
   attachDoc,
@@ -37,6 +38,8 @@ export interface UserEndpointOptions {
   humansOnly?: boolean;
   /** Zulip's require_realm_admin: checked before the parameters. */
   adminOnly?: boolean;
+  /** Zulip's require_realm_owner: checked before the parameters. */
+  ownerOnly?: boolean;
   /** An upload endpoint: its body (with files up to these limits) is parsed only once the
    * user is authenticated. Its router must be mounted before the general body parsers. The
    * limits may depend on the organization (its file size limit). */
@@ -61,6 +64,7 @@ export function userEndpoint<P extends ParamShape = NoParams, Q extends ParamSha
       if (spec.humansOnly && user.isBot) throw new HumanUsersOnlyError();
       if (spec.adminOnly && user.role > Role.ADMINISTRATOR)
         throw new OrganizationAdministratorRequiredError();
+      if (spec.ownerOnly && user.role > Role.OWNER) throw new OrganizationOwnerRequiredError();
       if (spec.uploads) {
         const limits = spec.uploads(res.locals.realm!);
         await runMiddleware(bodyParsers(limits.maxBodyBytes, limits), req, res);

@@ -59,4 +59,5 @@ export type {
   MutedUser,
   ChannelFolder,
   NavigationView,
+  RealmDomain,
 } from '@prisma/client';

@@ -40,6 +40,7 @@ import {
 import { hasRealmPermission } from '../lib/realm-permissions';
 import { checkCanAddMembersToGroups } from '../lib/user-group-permissions';
 import { checkEmail, isAdmin } from '../lib/users';
+import { checkEmailAllowedForRealm, realmEmailValidator } from '../lib/realm-domains';
 import { doAddSubscriptions } from './subscriptions';
 import { sendNewUserMessages } from './onboarding';
 import { sendBotDirectMessage } from './system-bots';
@@ -224,8 +225,9 @@ export async function doInviteUsers(
   }
   const errors: [string, string, boolean][] = [];
   const good: string[] = [];
+  const allowed = await realmEmailValidator(tx, realm);
   for (const email of emails) {
-    const reason = invalidEmailReason(email);
+    const reason = invalidEmailReason(email, allowed);
     if (reason) errors.push([email, reason, false]);
     else good.push(email);
   }
@@ -375,6 +377,7 @@ export async function doStartSignupFromLink(
   const confirmed = await accessConfirmationKey(realm, key, tx);
   if (confirmed.kind !== 'multiuse') throw new JsonableError('Invalid confirmation link.');
   const address = checkEmail(email);
+  await checkEmailAllowedForRealm(tx, realm, address, 'signup');
   const existing = await existingUserErrors(realm, [address], tx);
   const problem = existing.get(address);
   if (problem) throw new JsonableError(problem[0]);
@@ -630,6 +633,9 @@ export async function doCreateUserFromInvite(
   // A concurrent sign-up with the same key got there first.
   if (locked?.status !== InviteStatus.PENDING) throw new JsonableError(CONFIRMATION_LINK_EXPIRED);
   const prereg = confirmed.prereg;
+  // Again: the organization's domains may have changed since the invitation (Zulip's
+  // accounts_register checks here too).
+  await checkEmailAllowedForRealm(tx, realm, prereg.email, 'signup');
   const newUser: NewUser = await checkCreateUser(tx, realm, {
     email: prereg.email,
     fullName,

@@ -5,8 +5,6 @@
 type State = Record<string, unknown>;
 
 export const ABSENT_FEATURE_SECTIONS: Record<string, () => State> = {
-  // No organization domains (emails_restricted_to_domains has nothing to match yet).
-  realm_domains: () => ({ realm_domains: [] }),
   // Zulip always sends [] here: the legacy linkifier format cannot express URL templates.
   realm_filters: () => ({ realm_filters: [] }),
   // No embedded bots and no incoming-webhook integrations on this server.

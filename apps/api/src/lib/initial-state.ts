@@ -20,6 +20,7 @@ import { applyUserStatusEvent, userStatusState } from './user-status';
 import { playgroundsOf } from './playgrounds';
 import { channelFoldersOf, orderPositions, type ChannelFolderEntry } from './channel-folders';
 import { navigationViewsOf, type NavigationViewEntry } from './navigation-views';
+import { realmDomainsOf, type RealmDomainEntry } from './realm-domains';
 import { applyChannelEvent, fetchChannelState, type ChannelStateOptions } from './channel-state';
 import { linkifierRows } from './linkifiers';
 import { FIELD_TYPES, loadProfileData } from './profile-fields';
@@ -100,6 +101,7 @@ export const STATE_TYPES = [
   'realm_playgrounds',
   'channel_folders',
   'navigation_views',
+  'realm_domains',
   'realm_emoji',
   'presence',
   'user_status',
@@ -250,6 +252,7 @@ export async function fetchInitialState(
   // Archived folders too, as Zulip sends them: their channels may still be listed.
   if (types.has('channel_folders')) state.channel_folders = await channelFoldersOf(realm.id, true);
   if (types.has('navigation_views')) state.navigation_views = await navigationViewsOf(user.id);
+  if (types.has('realm_domains')) state.realm_domains = await realmDomainsOf(realm.id);
   if (types.has('presence')) {
     const rows = await presenceRowsFor(realm, user, {
       historyLimitDays: options.presenceHistoryLimitDays,
@@ -456,6 +459,8 @@ export function applyEvent(
       return applyChannelFolderEvent(state, event);
     case 'navigation_view':
       return applyNavigationViewEvent(state, event);
+    case 'realm_domains':
+      return applyRealmDomainsEvent(state, event);
     case 'realm_linkifiers':
       if (state.realm_linkifiers && options.linkifierUrlTemplate)
         state.realm_linkifiers = event.realm_linkifiers;
@@ -540,6 +545,24 @@ function applyNavigationViewEvent(state: State, event: QueuedEvent): void {
   if (index === -1) return;
   if (event.op === 'update') Object.assign(views[index]!, event.data);
   else if (event.op === 'remove') views.splice(index, 1);
+}
+
+/** Zulip's apply_event for realm_domains: add appends, change sets the domain's
+ * allow_subdomains, remove drops it. */
+function applyRealmDomainsEvent(state: State, event: QueuedEvent): void {
+  const domains = state.realm_domains as RealmDomainEntry[] | undefined;
+  if (!domains) return;
+  if (event.op === 'add') {
+    const added = event.realm_domain as RealmDomainEntry;
+    if (!domains.some((d) => d.domain === added.domain)) domains.push(added);
+  } else if (event.op === 'change') {
+    const changed = event.realm_domain as RealmDomainEntry;
+    const entry = domains.find((d) => d.domain === changed.domain);
+    if (entry) entry.allow_subdomains = changed.allow_subdomains;
+  } else if (event.op === 'remove') {
+    const index = domains.findIndex((d) => d.domain === event.domain);
+    if (index !== -1) domains.splice(index, 1);
+  }
 }
 
 /** A deleted field's values leave the users' profile_data (Zulip's apply_event). */

@@ -19,6 +19,7 @@ import {
   RealmDeactivatedError,
 } from '@parley/errors';
 import { checkEmail } from './users';
+import { emailRefusalMessage, type EmailRefusal } from './realm-domains';
 import { canAddSubscribers, hasContentAccess, loadPermissions, subscriptionOf } from './streams';
 import { isAdmin, isGuest, isOwner } from './users';
 
@@ -60,17 +61,20 @@ export function parseInviteeEmails(raw: string): string[] {
   return [...emails];
 }
 
-/** Zulip's validate_email_is_valid, for the address itself. The organization's
- * emails_restricted_to_domains and disallow_disposable_email_addresses are stored but not
- * applied: Parley has no organization domain list (/realm/domains) nor a list of disposable
- * mail domains yet. */
-export function invalidEmailReason(email: string): string | null {
+/** Zulip's validate_email_is_valid: the address itself, then whether the organization's
+ * domains (realmEmailValidator) allow it. */
+export function invalidEmailReason(
+  email: string,
+  allowed: (email: string) => EmailRefusal | null,
+): string | null {
   try {
     checkEmail(email);
-    return email.trim() === email ? null : 'Invalid address.';
   } catch {
     return 'Invalid address.';
   }
+  if (email.trim() !== email) return 'Invalid address.';
+  const refusal = allowed(email);
+  return refusal ? emailRefusalMessage('invite', refusal, email) : null;
 }
 
 const BASE32 = 'abcdefghijklmnopqrstuvwxyz234567';

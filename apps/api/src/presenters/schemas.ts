@@ -211,6 +211,9 @@ export const channelFolder = z.object({
   is_archived: z.boolean(),
 });
 
+/** lib/realm-domains.ts RealmDomainEntry. */
+export const realmDomain = z.object({ domain: z.string(), allow_subdomains: z.boolean() });
+
 /** lib/navigation-views.ts NavigationViewEntry. */
 export const navigationView = z.object({
   fragment: z.string(),

@@ -30,12 +30,14 @@ import { loadProfileData, profileDataSchema } from '../lib/profile-fields';
 import {
   accessUserByEmail,
   accessUserById,
+  checkEmail,
   getRealmUsers,
   isAdmin,
   isOwner,
   ownProfileStateOf,
   requireAdmin,
 } from '../lib/users';
+import { checkEmailAllowedForRealm } from '../lib/realm-domains';
 import { accessibleUserIds, canAccessUser, checkCanAccessUser } from '../lib/user-access';
 import { presentUser } from '../presenters/users';
 
@@ -120,6 +122,8 @@ defineRoute(userRoutes, '/users', {
         throw new InsufficientPermissionError();
       const hash = await passwordHashFor(params.password);
       const created = await runAction(async (ctx) => {
+        // Zulip checks the organization's domains before whether the address is taken.
+        await checkEmailAllowedForRealm(ctx.tx, realm, checkEmail(params.email), 'create_user');
         const fields = await checkCreateUser(ctx.tx, realm, {
           email: params.email,
           fullName: params.full_name,
