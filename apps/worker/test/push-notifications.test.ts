@@ -14,7 +14,7 @@ import {
   prunePushNotificationLog,
   sendPushNotifications,
 } from '@parley/api/actions/push-notifications';
-import { as, expectSuccess, recordPostAnswers } from '../../api/test/helpers';
+import { as, expectError, expectSuccess, recordPostAnswers } from '../../api/test/helpers';
 import { createMessageOrg, send, type MessageOrg } from '../../api/test/message-helpers';
 import { startWorkers } from '../src/jobs';
 
@@ -490,6 +490,65 @@ describe('the log transport’s rows', () => {
   });
 });
 
+describe('POST /mobile_push/test_notification', () => {
+  const testRows = (user: User) =>
+    prisma().pushNotificationLog.findMany({
+      where: { userId: user.id, event: 'test' },
+      orderBy: { id: 'asc' },
+    });
+
+  it('records a test notification for all the user’s devices, or the one named', async () => {
+    const before = Math.floor(Date.now() / 1000);
+    expectSuccess(await as(org.other, org.host).post('/mobile_push/test_notification'));
+    const [all] = await testRows(org.other);
+    const base = {
+      server: expect.any(String) as string,
+      realm_id: org.realm.id,
+      realm_uri: expect.any(String) as string,
+      realm_url: expect.any(String) as string,
+      realm_name: org.realm.name,
+      user_id: org.other.id,
+    };
+    expect(all).toMatchObject({
+      messageId: null,
+      appleDevices: 1,
+      androidDevices: 1,
+      apnsPayload: {
+        alert: {
+          title: 'Test notification',
+          body: expect.stringMatching(/^This is a test notification from .+ \(https?:\/\/.+\)\.$/),
+        },
+        sound: 'default',
+        custom: { zulip: { ...base, event: 'test' } },
+      },
+      gcmPayload: { ...base, event: 'test' },
+      gcmOptions: { priority: 'high' },
+    });
+    expect((all!.gcmPayload as { time: number }).time).toBeGreaterThanOrEqual(before);
+
+    expectSuccess(
+      await as(org.other, org.host).post('/mobile_push/test_notification', { token: 'otto-fcm' }),
+    );
+    const rows = await testRows(org.other);
+    expect(rows.map((r) => [r.appleDevices, r.androidDevices])).toEqual([
+      [1, 1],
+      [0, 1],
+    ]);
+  });
+
+  it('refuses a token that is not one of the user’s devices', async () => {
+    expectError(
+      await as(org.other, org.host).post('/mobile_push/test_notification', { token: 'owner-fcm' }),
+      'Device not recognized',
+      400,
+      'INVALID_PUSH_DEVICE_TOKEN',
+    );
+    // Without devices there is nothing to send, and nothing is recorded.
+    expectSuccess(await as(org.guest, org.host).post('/mobile_push/test_notification'));
+    expect(await testRows(org.guest)).toEqual([]);
+  });
+});
+
 describe('the bouncer transport', () => {
   const ORG_ID = '6cde5f7a-1f7e-4978-9716-49f69ebfc9fe';
   const ORG_KEY = 'k'.repeat(64);
@@ -497,6 +556,8 @@ describe('the bouncer transport', () => {
   const requests: { url: string; auth: string; type: string; body: Record<string, unknown> }[] = [];
   /** Statuses to answer, by user id, in order (then 200). */
   const answers = new Map<number, number[]>();
+  /** The error code of a refusal, by user id (BAD_REQUEST otherwise). */
+  const refusalCodes = new Map<number, string>();
   /** Runs (once) while the bouncer holds a user's next request, before answering it. */
   const beforeAnswer = new Map<number, () => Promise<void>>();
   const saved: Record<string, string | undefined> = {};
@@ -530,7 +591,11 @@ describe('the bouncer transport', () => {
                     total_apple_devices: 1,
                     deleted_devices: { android_devices: [], apple_devices: [] },
                   }
-                : { result: 'error', msg: 'nope', code: 'BAD_REQUEST' },
+                : {
+                    result: 'error',
+                    msg: 'nope',
+                    code: refusalCodes.get(body.user_id as number) ?? 'BAD_REQUEST',
+                  },
             ),
           );
         };
@@ -672,6 +737,37 @@ describe('the bouncer transport', () => {
       token_kind: '1',
     });
     expect(removal?.auth).toBe(auth);
+  });
+
+  it('sends test notifications through push/test_notification, one per device', async () => {
+    const before = requests.length;
+    expectSuccess(await as(org.other, org.host).post('/mobile_push/test_notification'));
+    const tests = requests
+      .slice(before)
+      .filter((r) => r.url === '/api/v1/remotes/push/test_notification');
+    expect(tests.map((r) => [r.body.token, r.body.token_kind])).toEqual([
+      [APNS_TOKEN, 1],
+      ['otto-fcm', 2],
+    ]);
+    expect(tests[0]!.type).toMatch(/^application\/json/);
+    expect(tests[0]!.body).toMatchObject({
+      user_id: org.other.id,
+      user_uuid: expect.any(String),
+      realm_uuid: expect.any(String),
+      base_payload: { user_id: org.other.id, realm_id: org.realm.id, realm_name: org.realm.name },
+    });
+    // The bouncer's refusals are the caller's errors.
+    answers.set(org.owner.id, [400]);
+    refusalCodes.set(org.owner.id, 'INVALID_REMOTE_PUSH_DEVICE_TOKEN');
+    expectError(
+      await as(org.owner, org.host).post('/mobile_push/test_notification'),
+      'Device not recognized by the push bouncer',
+      400,
+      'INVALID_REMOTE_PUSH_DEVICE_TOKEN',
+    );
+    refusalCodes.delete(org.owner.id);
+    answers.set(org.owner.id, [400]);
+    expectError(await as(org.owner, org.host).post('/mobile_push/test_notification'), 'nope');
   });
 
   it('retries after a 5xx answer until the bouncer takes it, and not after a 4xx', async () => {

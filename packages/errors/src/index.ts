@@ -32,6 +32,7 @@ export type ErrorCode =
   | 'CANNOT_ADMINISTER_CHANNEL'
   | 'CHANNEL_ALREADY_EXISTS'
   | 'INVALID_PUSH_DEVICE_TOKEN'
+  | 'INVALID_REMOTE_PUSH_DEVICE_TOKEN'
   | 'REALM_UPLOAD_QUOTA'
   | 'INVALID_ZOOM_TOKEN'
   | 'UNKNOWN_ZOOM_USER'
@@ -358,6 +359,31 @@ export class InvitationError extends JsonableError {
       license_limit_reached: fields.licenseLimitReached ?? false,
       daily_limit_reached: fields.dailyLimitReached ?? false,
     };
+  }
+}
+
+/** Zulip's InvalidPushDeviceTokenError: the token is not one of the user's devices. */
+export class InvalidPushDeviceTokenError extends JsonableError {
+  override readonly code = 'INVALID_PUSH_DEVICE_TOKEN';
+  constructor() {
+    super('Device not recognized');
+  }
+}
+
+/** Zulip's InvalidRemotePushDeviceTokenError: the push bouncer does not know the device. */
+export class InvalidRemotePushDeviceTokenError extends JsonableError {
+  override readonly code = 'INVALID_REMOTE_PUSH_DEVICE_TOKEN';
+  constructor() {
+    super('Device not recognized by the push bouncer');
+  }
+}
+
+/** Zulip's PushNotificationBouncerRetryLaterError, for a request waiting on the bouncer: it
+ * could not be reached or failed (502, worth trying again later). */
+export class PushBouncerUnavailableError extends JsonableError {
+  override readonly httpStatus = 502;
+  constructor(detail: string) {
+    super(detail);
   }
 }
 

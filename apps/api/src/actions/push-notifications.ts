@@ -24,6 +24,12 @@ import {
   type User,
 } from '@parley/db';
 import { enqueueJob, type JobData } from '@parley/jobs';
+import {
+  InvalidPushDeviceTokenError,
+  InvalidRemotePushDeviceTokenError,
+  JsonableError,
+  PushBouncerUnavailableError,
+} from '@parley/errors';
 import { getLogger } from '@parley/logger';
 import { activeMemberIds } from '../lib/groups';
 import {
@@ -41,6 +47,8 @@ import {
   removedIds,
   removePayloadApns,
   removePayloadGcm,
+  testPayloads,
+  basePayload,
   type Payload,
   type PushMessage,
   type PushOptions,
@@ -398,6 +406,93 @@ export async function sendPushNotificationRemoval({
     appleDevices: devices.filter((d) => d.kind === PushDeviceKind.APNS).map((d) => d.token),
     androidDevices: devices.filter((d) => d.kind === PushDeviceKind.FCM).map((d) => d.token),
   });
+}
+
+/** POST /mobile_push/test_notification (Zulip's send_test_push_notification_api): a test
+ * notification to the device with `token`, or to all of the user's devices, sent within the
+ * request as Zulip sends it. Through the bouncer, one request per device, whose refusal the
+ * caller sees; with the log transport, one push_notification_log row. */
+export async function sendTestPushNotification(
+  user: User,
+  realm: Realm,
+  token: string | undefined,
+): Promise<void> {
+  const devices = await getPrisma().pushDeviceToken.findMany({
+    where: { userId: user.id, ...(token === undefined ? {} : { token }) },
+    orderBy: { id: 'asc' },
+  });
+  if (token !== undefined && devices.length === 0) throw new InvalidPushDeviceTokenError();
+  const config = getConfig();
+  const options: PushOptions = {
+    server: config.EXTERNAL_HOST,
+    redactContent: config.PUSH_NOTIFICATION_REDACT_CONTENT,
+  };
+  const recipient = {
+    id: user.id,
+    realm: { id: realm.id, name: realm.name, url: realmUrl(realm) },
+  };
+  if (usesBouncer()) {
+    const base = basePayload(recipient, options);
+    for (const device of devices) await testThroughBouncer(user, realm, device, base);
+    return;
+  }
+  if (devices.length === 0) return;
+  const payloads = testPayloads(recipient, options, new Date());
+  await logTransport({
+    user,
+    realm,
+    messageId: null,
+    apnsPayload: payloads.apns,
+    gcmPayload: payloads.gcm,
+    gcmOptions: payloads.gcmOptions,
+    appleDevices: devices.filter((d) => d.kind === PushDeviceKind.APNS).map((d) => d.token),
+    androidDevices: devices.filter((d) => d.kind === PushDeviceKind.FCM).map((d) => d.token),
+  });
+}
+
+/** The bouncer's push/test_notification for one device, with Zulip's base payload; its
+ * refusals become the request's errors (Zulip's send_to_push_bouncer). */
+async function testThroughBouncer(
+  user: User,
+  realm: Realm,
+  device: { token: string; kind: number },
+  basePayload: Payload,
+): Promise<void> {
+  let answer;
+  try {
+    answer = await postToBouncer(
+      'push/test_notification',
+      {
+        json: {
+          realm_uuid: serverScopedUuid('realm', realm.id),
+          user_uuid: serverScopedUuid('user', user.id),
+          user_id: user.id,
+          token: device.token,
+          token_kind: device.kind,
+          base_payload: basePayload,
+        },
+      },
+      { timeoutMs: 10_000 },
+    );
+  } catch (error) {
+    if (error instanceof PushRetryLaterError) throw new PushBouncerUnavailableError(error.message);
+    throw error;
+  }
+  if (answer.status < 400) return;
+  let refusal: { code?: unknown; msg?: unknown } = {};
+  try {
+    refusal = JSON.parse(answer.text) as typeof refusal;
+  } catch {
+    // Not JSON: reported with its status below.
+  }
+  if (refusal.code === 'INVALID_REMOTE_PUSH_DEVICE_TOKEN')
+    throw new InvalidRemotePushDeviceTokenError();
+  const msg = typeof refusal.msg === 'string' ? refusal.msg : `HTTP ${answer.status}`;
+  // Zulip names the bouncer only when it refused this server's credentials; other refusals
+  // are the client's (a token never registered there).
+  throw new JsonableError(
+    refusal.code === 'INVALID_ZULIP_SERVER' ? `Push notifications bouncer error: ${msg}` : msg,
+  );
 }
 
 /** The `prune-push-log` job: the `log` transport's rows hold message text, so they are kept

@@ -314,7 +314,10 @@ export interface PushOptions {
 export type Payload = Record<string, unknown>;
 
 /** Zulip's get_base_payload: what lets an app tell accounts and servers apart. */
-function basePayload(user: PushRecipient, options: PushOptions): Payload {
+export function basePayload(
+  user: Pick<PushRecipient, 'id' | 'realm'>,
+  options: PushOptions,
+): Payload {
   return {
     server: options.server,
     realm_id: user.realm.id,
@@ -441,6 +444,28 @@ export function removedIds(messageIds: number[]): number[] {
   return [...messageIds].sort((a, b) => a - b).slice(-MAX_REMOVED_IDS);
 }
 
+/** Zulip's send_test_push_notification_directly_to_devices: the payloads of a test
+ * notification, APNs then FCM with its options. */
+export function testPayloads(
+  user: Pick<PushRecipient, 'id' | 'realm'>,
+  options: PushOptions,
+  now: Date,
+): { apns: Payload; gcm: Payload; gcmOptions: Payload } {
+  const base = basePayload(user, options);
+  return {
+    apns: {
+      alert: {
+        title: 'Test notification',
+        body: `This is a test notification from ${user.realm.name} (${user.realm.url}).`,
+      },
+      sound: 'default',
+      custom: { zulip: { ...base, event: 'test' } },
+    },
+    gcm: { ...base, event: 'test', time: Math.floor(now.getTime() / 1000) },
+    gcmOptions: { priority: 'high' },
+  };
+}
+
 /** Zulip's get_remove_payload_apns: the app removes these messages' notifications. */
 export function removePayloadApns(
   user: Pick<PushRecipient, 'id' | 'realm'>,
@@ -451,7 +476,7 @@ export function removePayloadApns(
     badge: 0,
     custom: {
       zulip: {
-        ...basePayload({ ...user, trigger: '', mentionedGroup: null }, options),
+        ...basePayload(user, options),
         event: 'remove',
         zulip_message_ids: messageIds.join(','),
       },
@@ -467,7 +492,7 @@ export function removePayloadGcm(
 ): [Payload, Payload] {
   return [
     {
-      ...basePayload({ ...user, trigger: '', mentionedGroup: null }, options),
+      ...basePayload(user, options),
       event: 'remove',
       zulip_message_ids: messageIds.join(','),
       // Apps older than 2019 read only this one.

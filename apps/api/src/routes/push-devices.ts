@@ -1,5 +1,6 @@
 // Push-device registration (spec 4.14): POST and DELETE /users/me/apns_device_token and
-// /users/me/android_gcm_reg_id. Bots are refused, as Zulip's human_users_only does.
+// /users/me/android_gcm_reg_id; POST /mobile_push/test_notification. Bots are refused, as
+// Zulip's human_users_only does.
 import { Router } from 'express';
 import { userEndpoint } from '@parley/auth';
 import { runAction } from '@parley/db';
@@ -12,6 +13,7 @@ import {
   doRemovePushDevice,
   PushDeviceKind,
 } from '../actions/push-devices';
+import { sendTestPushNotification } from '../actions/push-notifications';
 
 export const pushDeviceRoutes = Router();
 
@@ -51,6 +53,20 @@ defineRoute(pushDeviceRoutes, '/users/me/android_gcm_reg_id', {
     async ({ user, params }) => {
       checkPushToken(params.token, PushDeviceKind.FCM);
       await runAction((ctx) => doRemovePushDevice(ctx, user, PushDeviceKind.FCM, params.token));
+      return {};
+    },
+  ),
+});
+
+defineRoute(pushDeviceRoutes, '/mobile_push/test_notification', {
+  POST: userEndpoint(
+    {
+      humansOnly: true,
+      params: { token: p.string({ maxLength: 4096 }).optional() },
+      response: schema.empty,
+    },
+    async ({ user, realm, params }) => {
+      await sendTestPushNotification(user, realm, params.token);
       return {};
     },
   ),
