@@ -82,7 +82,11 @@ export async function accessUserById(
   userId: number,
   { forAdmin = false, db = getPrisma() }: { forAdmin?: boolean; db?: Tx } = {},
 ): Promise<User> {
-  const target = await db.user.findFirst({ where: { id: userId, realmId: actor.realmId } });
+  // An id no user_profile row can have (callers may pass a number parsed from a path).
+  const target =
+    Number.isSafeInteger(userId) && userId >= 0 && userId <= 2 ** 31 - 1
+      ? await db.user.findFirst({ where: { id: userId, realmId: actor.realmId } })
+      : null;
   if (!target) throw new JsonableError('No such user');
   if (forAdmin && !canAdminUser(actor, target)) throw new InsufficientPermissionError();
   return target;
