@@ -5,7 +5,8 @@
 // one's own account, say) and must not change what the next route sees.
 import request from 'supertest';
 import { createApp } from '../src/app';
-import { as, createTestRealm } from './helpers';
+import { Role } from '@parley/db';
+import { as, createTestRealm, createTestUser } from './helpers';
 
 interface Operation {
   parameters?: { name: string; in: string }[];
@@ -69,41 +70,48 @@ describe('bad input to every documented route', () => {
     expect(routes.length).toBeGreaterThan(100);
     for (const [pattern, methods] of routes) {
       const org = await createTestRealm();
-      const client = as(org.owner, org.host);
-      const send = (method: string, path: string, form: Record<string, string>) =>
-        method === 'get'
-          ? client.get(path, form)
-          : client[method as 'post' | 'patch' | 'put' | 'delete'](path, form);
-      const withSegment = (segment: string) =>
-        pattern.replace(/^\/api\/v1/, '').replace(/\{[^}]+\}/g, segment);
-      for (const [method, operation] of Object.entries(methods)) {
-        const names = new Set<string>();
-        for (const parameter of operation.parameters ?? [])
-          if (parameter.in !== 'path') names.add(parameter.name);
-        for (const content of Object.values(operation.requestBody?.content ?? {}))
-          for (const name of Object.keys(content.schema?.properties ?? {})) names.add(name);
-        for (const [index, value] of BAD_VALUES.entries()) {
-          // A query string past Node's 16 KiB header limit never reaches the app: the
-          // server's clientError handler answers it (packages/http/src/client-errors.ts).
-          if (method === 'get' && value.length > 8_000) continue;
-          const path = withSegment(BAD_SEGMENTS[index % BAD_SEGMENTS.length]!);
-          const form = Object.fromEntries([...names].map((name) => [name, value]));
-          check(
-            await send(method, path, form),
-            `${method} ${path.slice(0, 80)} ${value.slice(0, 40)}`,
-          );
-        }
-        // Each parameter alone, on a path with an id that exists (the owner's).
-        const path = withSegment(String(org.owner.id));
-        for (const name of names)
-          for (const value of ONE_AT_A_TIME)
-            check(
-              await send(method, path, { [name]: value }),
-              `${method} ${path} ${name}=${value}`,
-            );
-      }
+      // The owner reaches every check; a guest meets the access checks first.
+      const guest = await createTestUser(org.realm, Role.GUEST);
+      for (const caller of [org.owner, guest])
+        for (const [method, operation] of Object.entries(methods))
+          await probe(as(caller, org.host), method, pattern, operation, org.owner.id, check);
     }
     expect(failures).toEqual([]);
-    expect(sent).toBeGreaterThan(5_000);
+    expect(sent).toBeGreaterThan(10_000);
   }, 600_000);
 });
+
+/** Every bad value to every parameter of one route and method at once, on bad path segments,
+ * then each parameter alone on a path whose ids exist (`existingId`). */
+async function probe(
+  client: ReturnType<typeof as>,
+  method: string,
+  pattern: string,
+  operation: Operation,
+  existingId: number,
+  check: (res: request.Response, label: string) => void,
+): Promise<void> {
+  const send = (path: string, form: Record<string, string>) =>
+    method === 'get'
+      ? client.get(path, form)
+      : client[method as 'post' | 'patch' | 'put' | 'delete'](path, form);
+  const withSegment = (segment: string) =>
+    pattern.replace(/^\/api\/v1/, '').replace(/\{[^}]+\}/g, segment);
+  const names = new Set<string>();
+  for (const parameter of operation.parameters ?? [])
+    if (parameter.in !== 'path') names.add(parameter.name);
+  for (const content of Object.values(operation.requestBody?.content ?? {}))
+    for (const name of Object.keys(content.schema?.properties ?? {})) names.add(name);
+  for (const [index, value] of BAD_VALUES.entries()) {
+    // A query string past Node's 16 KiB header limit never reaches the app: the server's
+    // clientError handler answers it (packages/http/src/client-errors.ts).
+    if (method === 'get' && value.length > 8_000) continue;
+    const path = withSegment(BAD_SEGMENTS[index % BAD_SEGMENTS.length]!);
+    const form = Object.fromEntries([...names].map((name) => [name, value]));
+    check(await send(path, form), `${method} ${path.slice(0, 80)} ${value.slice(0, 40)}`);
+  }
+  const path = withSegment(String(existingId));
+  for (const name of names)
+    for (const value of ONE_AT_A_TIME)
+      check(await send(path, { [name]: value }), `${method} ${path} ${name}=${value}`);
+}

@@ -440,15 +440,14 @@ defineRoute(subscriptionRoutes, '/channels/create', {
         const bots = new Set(targets.filter((target) => target.isBot).map((target) => target.id));
         return { stream, result, bots };
       });
-      const messages = subscriptionMessagesSent(
-        params.send_new_subscription_messages,
-        new Set(result.subscribed.map((pair) => pair.user.id)).size,
-      );
       await sendNewSubscriptionNotices(realm, user, {
         subscribed: result.subscribed,
         created: [stream],
         bots,
-        directMessages: messages.sent,
+        directMessages: sendsSubscriptionMessages(
+          params.send_new_subscription_messages,
+          new Set(result.subscribed.map((pair) => pair.user.id)).size,
+        ),
         announce: params.announce,
       });
       return { id: stream.id };
