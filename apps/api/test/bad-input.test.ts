@@ -6,7 +6,8 @@
 import request from 'supertest';
 import { createApp } from '../src/app';
 import { Role } from '@parley/db';
-import { as, createTestRealm, createTestUser } from './helpers';
+import { eventsRouter, startEventsService, type EventsService } from '@parley/events-app';
+import { as, createTestRealm, createTestUser, expectSuccess } from './helpers';
 
 interface Operation {
   parameters?: { name: string; in: string }[];
@@ -79,6 +80,46 @@ describe('bad input to every documented route', () => {
     expect(failures).toEqual([]);
     expect(sent).toBeGreaterThan(10_000);
   }, 600_000);
+});
+
+describe('bad input to the events tier (GET and DELETE /events)', () => {
+  let events: EventsService;
+  let app: ReturnType<typeof createApp>;
+  beforeAll(async () => {
+    events = await startEventsService({ heartbeatSeconds: 1, heartbeatJitterSeconds: 0 });
+    app = createApp({ mount: [eventsRouter(events)] });
+  });
+  afterAll(async () => {
+    await events.stop();
+  });
+
+  it('never answers 5xx, whatever the queue id and parameters', async () => {
+    const org = await createTestRealm();
+    const queue = expectSuccess(
+      await as(org.owner, org.host).post('/register', { event_types: ['message'] }),
+    ).queue_id as string;
+    const failures: string[] = [];
+    for (const queueId of ['', 'x', queue, `${queue}x`, '1:2', 'x'.repeat(5_000), '\u0000'])
+      for (const value of BAD_VALUES.filter((v) => v.length < 8_000))
+        for (const method of ['get', 'delete'] as const) {
+          const form = {
+            queue_id: queueId,
+            last_event_id: value,
+            dont_block: method === 'get' && queueId === queue ? 'true' : value,
+          };
+          const agent = request(app);
+          const call = (
+            method === 'get' ? agent.get('/api/v1/events') : agent.delete('/api/v1/events')
+          )
+            .set('Host', org.host)
+            .auth(org.owner.deliveryEmail, org.owner.apiKey);
+          const res =
+            method === 'get' ? await call.query(form) : await call.type('form').send(form);
+          if (res.status >= 500 || typeof res.body?.result !== 'string')
+            failures.push(`${method} ${queueId.slice(0, 20)} ${value.slice(0, 20)}: ${res.status}`);
+        }
+    expect(failures).toEqual([]);
+  }, 120_000);
 });
 
 /** Every bad value to every parameter of one route and method at once, on bad path segments,
