@@ -9,11 +9,12 @@ import { usersWhoCanAccess } from '../lib/users';
 import { auditRealmChange } from './audit';
 import { doUpdateRealmSettings } from './realm-settings';
 
-/** Every change to the list locks the organization first, as PATCH /realm does: removing the
- * last domain turns emails_restricted_to_domains off, which two removals (or a removal and an
- * addition) at once must not both decide on a list the other is changing. */
+/** Every change to the list locks the organization first: removing the last domain turns
+ * emails_restricted_to_domains off, which two removals (or a removal and an addition) at once
+ * must not both decide on a list the other is changing. NO KEY UPDATE, as invitations lock
+ * it: rows that reference the organization (every message sent) can still be written. */
 export async function lockRealmDomains(ctx: ActionContext, actor: User): Promise<void> {
-  await ctx.tx.$queryRaw`SELECT id FROM realm WHERE id = ${actor.realmId} FOR UPDATE`;
+  await ctx.tx.$queryRaw`SELECT id FROM realm WHERE id = ${actor.realmId} FOR NO KEY UPDATE`;
 }
 
 /** Zulip's create_realm_domain checks: a valid domain (lowercased, stripped) not yet listed. */
