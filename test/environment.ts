@@ -10,7 +10,10 @@ import { TestEnvironment } from 'jest-environment-node';
 const CLOSE_LIMIT_MS = 30_000;
 
 export default class ParleyTestEnvironment extends TestEnvironment {
-  async handleTestEvent(event: { name: string }): Promise<void> {
+  async handleTestEvent(
+    event: { name: string },
+    state: { unhandledErrors: unknown[] },
+  ): Promise<void> {
     if (event.name !== 'run_finish') return;
     const close = this.global.closeSharedConnections as (() => Promise<void>) | undefined;
     if (!close) return;
@@ -23,6 +26,9 @@ export default class ParleyTestEnvironment extends TestEnvironment {
     });
     try {
       await Promise.race([close(), limit]);
+    } catch (error) {
+      // Fails the file with its tests' results kept (a thrown error would discard them).
+      state.unhandledErrors.push(error);
     } finally {
       clearTimeout(timer);
     }

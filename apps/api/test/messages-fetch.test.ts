@@ -410,6 +410,17 @@ describe('GET /messages', () => {
       400,
       'BAD_NARROW',
     );
+    // Numbers no user id can be find nobody too (they reached the database, a 500).
+    for (const [operator, operand] of [
+      ['sender', 1.5],
+      ['dm-including', -3_000_000_000],
+    ] as const)
+      expectError(
+        await get(org.member, { anchor: 'newest', narrow: [{ operator, operand }] }),
+        `Invalid narrow operator: unknown user ${operand}`,
+        400,
+        'BAD_NARROW',
+      );
     expectError(
       await get(org.member, { anchor: 'newest', narrow: [['is', 'shiny']] }),
       "Invalid narrow operator: unknown 'is' operand shiny",

@@ -61,6 +61,12 @@ describe('GET /api/v1/openapi.json', () => {
       ]!.schema;
     expect(send.properties.content).toMatchObject({ type: 'string' });
     expect(send.required).toEqual(expect.arrayContaining(['type', 'content']));
+    // A length limit (counted in characters by a refinement) is stated all the same.
+    const patchStream =
+      doc.paths['/api/v1/streams/{stream_id}']!.patch!.requestBody!.content[
+        'application/x-www-form-urlencoded'
+      ]!.schema;
+    expect(patchStream.properties.description).toMatchObject({ type: 'string', maxLength: 1024 });
   });
 
   it('says which endpoints need credentials and what every answer looks like', () => {

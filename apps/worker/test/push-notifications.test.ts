@@ -768,6 +768,13 @@ describe('the bouncer transport', () => {
     refusalCodes.delete(org.owner.id);
     answers.set(org.owner.id, [400]);
     expectError(await as(org.owner, org.host).post('/mobile_push/test_notification'), 'nope');
+    // A bouncer failing (5xx) or out of reach is a 502 the app may retry.
+    answers.set(org.owner.id, [503]);
+    const failed = await as(org.owner, org.host).post('/mobile_push/test_notification');
+    expect({ status: failed.status, result: failed.body.result }).toEqual({
+      status: 502,
+      result: 'error',
+    });
   });
 
   it('retries after a 5xx answer until the bouncer takes it, and not after a 4xx', async () => {

@@ -77,7 +77,8 @@ export const p = {
           input: value,
         });
     });
-    return new Param(limited, 'text');
+    // The refinement is opaque to the OpenAPI description: the limit is stated for it.
+    return new Param(limited.meta({ maxLength }), 'text');
   },
   int({ min = INT32_MIN, max = INT32_MAX }: { min?: number; max?: number } = {}): Param<number> {
     return new Param(z.number().int().min(min).max(max), 'int');

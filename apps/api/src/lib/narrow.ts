@@ -283,10 +283,12 @@ async function userOperand(
   db: Tx,
 ): Promise<User> {
   if (Array.isArray(value)) bad('operand is not a string or integer');
+  // A number no user id can be (1.5, -3000000000) finds nobody, as a missing id does.
+  const id = Number(value);
   const user =
     typeof value === 'number' || /^\d+$/.test(value)
-      ? Number(value) <= 2 ** 31 - 1
-        ? await db.user.findFirst({ where: { id: Number(value), realmId: realm.id } })
+      ? Number.isSafeInteger(id) && id >= 0 && id <= 2 ** 31 - 1
+        ? await db.user.findFirst({ where: { id, realmId: realm.id } })
         : null
       : await accessUserByEmail(viewer, realm, value.trim(), { db }).catch(() => null);
   if (!user) bad(`unknown user ${String(value)}`);
