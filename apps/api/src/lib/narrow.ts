@@ -19,7 +19,7 @@ import { BadNarrowError, JsonableError } from '@parley/errors';
 import { EMPTY_TOPIC_DISPLAY_NAME } from '../presenters/messages';
 import { channelHistoryReadable } from './messages';
 import { subscribedSql, type ContentAccessStream, type Permissions } from './streams';
-import { accessUserByEmail, isGuest } from './users';
+import { accessUserByEmail, accessUserById, isGuest } from './users';
 import { mutedCondition, topicPolicyIn, VisibilityPolicy } from './user-topics';
 
 // Bounds keep any narrow within what one query can take.
@@ -283,14 +283,16 @@ async function userOperand(
   db: Tx,
 ): Promise<User> {
   if (Array.isArray(value)) bad('operand is not a string or integer');
-  // A number no user id can be (1.5, -3000000000) finds nobody, as a missing id does.
-  const id = Number(value);
+  // Only "no such user" means unknown: a database outage stays an outage. accessUserById
+  // refuses numbers no user id can be (1.5, -3000000000) as missing ids.
+  const missing = (error: unknown) => {
+    if (error instanceof JsonableError) return null;
+    throw error;
+  };
   const user =
     typeof value === 'number' || /^\d+$/.test(value)
-      ? Number.isSafeInteger(id) && id >= 0 && id <= 2 ** 31 - 1
-        ? await db.user.findFirst({ where: { id, realmId: realm.id } })
-        : null
-      : await accessUserByEmail(viewer, realm, value.trim(), { db }).catch(() => null);
+      ? await accessUserById(viewer, Number(value), { db }).catch(missing)
+      : await accessUserByEmail(viewer, realm, value.trim(), { db }).catch(missing);
   if (!user) bad(`unknown user ${String(value)}`);
   return user;
 }
