@@ -229,6 +229,35 @@ describe('statements per request', () => {
     expect(sent.filter((text) => /^(BEGIN|COMMIT)/.test(text))).toEqual([]);
   });
 
+  // When guests may see only the people they share something with (can_access_all_users_group
+  // is role:members), a channel with guests among its subscribers costs one more read: which of
+  // them may not see the sender (they get "Unknown user"). Otherwise nothing more: whether the
+  // organization limits guests is known from memory after its first request.
+  it('POST /messages to a channel with guests, when guests see only some users: one more read', async () => {
+    const limited = await createMessageOrg();
+    const members = await getPrisma().userGroup.findFirstOrThrow({
+      where: { realmId: limited.realm.id, name: 'role:members' },
+    });
+    expectSuccess(
+      await as(limited.owner, limited.host).patch('/realm', {
+        can_access_all_users_group: { new: members.id },
+      }),
+    );
+    const run = () =>
+      send(limited.member, limited.host, {
+        type: 'stream',
+        to: 'general',
+        topic: 't',
+        content: 'x',
+      });
+    await run();
+    const sent = await statements(async () => expectSuccess(await run()));
+    expect(sent).toHaveLength(4);
+    expect(sent[0]).toMatch(/^WITH ch AS \(SELECT \* FROM stream/);
+    expect(sent[1]).toMatch(/^SELECT guest.id AS "guestId"/);
+    expect(sent[2]).toMatch(/^WITH inserted AS \( INSERT INTO message/);
+  });
+
   // What the content names (users and groups it mentions, channels it links) is read in one
   // statement, whatever it names, while the channel is read. Then one statement tells whether a
   // mentioned subscriber starts following the topic: on the first mention of Otto Other here

@@ -1,10 +1,13 @@
 // The organization setting can_access_all_users_group (Zulip's "who can see all users"):
-// limited to members, a guest sees only themselves, bots, and the users they share a channel
-// or a direct-message group with; in GET /users, GET /users/{id|email}, /register's
-// realm_users ("Unknown user" placeholders, or nothing with user_list_incomplete) and in the
-// audiences of realm_user events; in presence when the deployment says so (Zulip's
-// CAN_ACCESS_ALL_USERS_GROUP_LIMITS_PRESENCE); in the recipients a guest may send direct
-// messages to; and, as Zulip has it already, in the subscriber lists a guest can read.
+// limited to members, a guest sees only themselves, bots, the users they share a channel or a
+// direct-message group with and those they exchanged a 1:1 direct message with; in GET /users,
+// GET /users/{id|email}, /register's realm_users ("Unknown user" placeholders, or nothing with
+// user_list_incomplete) and in the audiences of realm_user events; in presence when the
+// deployment says so (Zulip's CAN_ACCESS_ALL_USERS_GROUP_LIMITS_PRESENCE); in the recipients a
+// guest may send direct messages to and the users they may mention; in the senders of the
+// messages they read ("Unknown user"); in the realm_user add events a direct message sends
+// when it lets them see someone; and, as Zulip has it already, in the subscriber lists a guest
+// can read.
 import { resetConfig } from '@parley/config';
 import { getPrisma, Role, type Realm, type User } from '@parley/db';
 import { as, captureEvents, createTestUser, expectError, expectSuccess } from './helpers';
@@ -515,5 +518,216 @@ describe('can_access_all_users_group beyond the user list', () => {
     } finally {
       limitPresence(false);
     }
+  });
+});
+
+describe('can_access_all_users_group and messages', () => {
+  let org: AccessOrg;
+  /** Members who share nothing with the guest until a test makes them. */
+  let writer: User;
+  let caller: User;
+  let grouped: User;
+  beforeAll(async () => {
+    org = await createAccessOrg();
+    writer = await createTestUser(org.realm, Role.MEMBER, { fullName: 'Wes Writer' });
+    caller = await createTestUser(org.realm, Role.MEMBER, { fullName: 'Cal Caller' });
+    grouped = await createTestUser(org.realm, Role.MEMBER, { fullName: 'Gro Grouped' });
+    await restrict(org, 'role:members');
+  });
+
+  const guestSees = async (userId: number) =>
+    (await as(org.guest, org.host).get(`/users/${userId}`)).body.result === 'success';
+  const dummy = (userId: number) => `user${userId}@${org.host.split(':')[0]}`;
+  const messageEvents = (published: Awaited<ReturnType<typeof captureEvents>>, userId: number) =>
+    published.filter((p) => p.event.type === 'message' && p.users.includes(userId));
+
+  it('shows a guest the sender of a channel message they cannot access as "Unknown user"', async () => {
+    let sent: Record<string, unknown> = {};
+    const published = await captureEvents(org.realm.id, async () => {
+      sent = expectSuccess(
+        await send(writer, org.host, {
+          type: 'stream',
+          to: org.general.id,
+          topic: 'hidden',
+          content: 'from outside',
+        }),
+      );
+    });
+    const id = sent.id as number;
+    const unknown = {
+      sender_id: writer.id,
+      sender_full_name: 'Unknown user',
+      sender_email: dummy(writer.id),
+      avatar_url: '/static/images/unknown-user-avatar.png',
+    };
+    const [forGuest] = messageEvents(published, org.guest.id);
+    expect(forGuest!.event.message).toMatchObject(unknown);
+    expect(
+      (forGuest!.event as { internal_data?: { avatar_gravatar?: boolean } }).internal_data,
+    ).toMatchObject({ avatar_gravatar: false });
+    const [forMember] = messageEvents(published, org.member.id);
+    expect(forMember!.users).not.toContain(org.guest.id);
+    expect(forMember!.event.message).toMatchObject({ sender_full_name: 'Wes Writer' });
+
+    const fetched = expectSuccess(
+      await as(org.guest, org.host).get('/messages', {
+        anchor: id,
+        num_before: 0,
+        num_after: 0,
+        client_gravatar: true,
+      }),
+    );
+    expect((fetched.messages as Record<string, unknown>[])[0]).toMatchObject(unknown);
+    const single = expectSuccess(await as(org.guest, org.host).get(`/messages/${id}`));
+    expect(single.message).toMatchObject(unknown);
+    const forOwner = expectSuccess(await as(org.owner, org.host).get(`/messages/${id}`));
+    expect(forOwner.message).toMatchObject({ sender_full_name: 'Wes Writer' });
+  });
+
+  it('lets a 1:1 direct message make its sender accessible, announced before the message', async () => {
+    expect(await guestSees(caller.id)).toBe(false);
+    const published = await captureEvents(org.realm.id, async () =>
+      expectSuccess(
+        await send(caller, org.host, { type: 'direct', to: [org.guest.id], content: 'hello' }),
+      ),
+    );
+    const forGuest = published.filter((p) => p.users.includes(org.guest.id));
+    expect(forGuest.map((p) => p.event.type)).toEqual(['realm_user', 'message']);
+    expect(forGuest[0]).toMatchObject({
+      users: [org.guest.id],
+      event: {
+        op: 'add',
+        person: { user_id: caller.id, full_name: 'Cal Caller', email: caller.deliveryEmail },
+      },
+    });
+    expect(forGuest[1]!.event.message).toMatchObject({ sender_full_name: 'Cal Caller' });
+
+    // The guest now sees the caller everywhere, and may answer.
+    expect(await guestSees(caller.id)).toBe(true);
+    expect(await listedIds(org.guest, org.host)).toContain(caller.id);
+    const { active } = await realmUsers(org.guest, org.host);
+    expect(byId(active, caller.id)).toMatchObject({ full_name: 'Cal Caller' });
+    expectSuccess(
+      await send(org.guest, org.host, { type: 'direct', to: [caller.id], content: 'hi back' }),
+    );
+    // Changes to the caller reach the guest, and a second message announces nothing.
+    const renamed = await captureEvents(org.realm.id, async () =>
+      expectSuccess(await as(caller, org.host).patch('/settings', { full_name: 'Cal Called' })),
+    );
+    expect(
+      renamed.find((p) => p.event.type === 'realm_user' && p.event.op === 'update')?.users,
+    ).toContain(org.guest.id);
+    const again = await captureEvents(org.realm.id, async () =>
+      expectSuccess(
+        await send(caller, org.host, { type: 'direct', to: [org.guest.id], content: 'again' }),
+      ),
+    );
+    expect(again.filter((p) => p.event.type === 'realm_user')).toEqual([]);
+  });
+
+  it('lets a group direct message make every participant accessible to its guests', async () => {
+    expect(await guestSees(grouped.id)).toBe(false);
+    const published = await captureEvents(org.realm.id, async () =>
+      expectSuccess(
+        await send(org.member, org.host, {
+          type: 'direct',
+          to: [org.guest.id, grouped.id],
+          content: 'all three of us',
+        }),
+      ),
+    );
+    const grants = published.filter((p) => p.event.type === 'realm_user');
+    expect(grants).toEqual([
+      expect.objectContaining({
+        users: [org.guest.id],
+        event: expect.objectContaining({
+          person: expect.objectContaining({ user_id: grouped.id }),
+        }),
+      }),
+    ]);
+    expect(await guestSees(grouped.id)).toBe(true);
+  });
+
+  it('shows the sender again once the guest may access them', async () => {
+    const fetched = async () =>
+      expectSuccess(
+        await as(org.guest, org.host).get('/messages', {
+          narrow: [{ operator: 'topic', operand: 'hidden' }],
+          anchor: 'newest',
+          num_before: 5,
+          num_after: 0,
+        }),
+      ).messages as Record<string, unknown>[];
+    expect((await fetched())[0]).toMatchObject({ sender_full_name: 'Unknown user' });
+    expectSuccess(
+      await send(writer, org.host, { type: 'direct', to: [org.guest.id], content: 'it was me' }),
+    );
+    expect((await fetched())[0]).toMatchObject({ sender_full_name: 'Wes Writer' });
+  });
+
+  it('leaves a guest’s mentions of users they cannot access as text', async () => {
+    const content = '@**Sam Stranger** and @**Mia Member**';
+    const rendered = expectSuccess(
+      await as(org.guest, org.host).post('/messages/render', { content }),
+    );
+    expect(rendered.rendered).not.toContain(`data-user-id="${org.stranger.id}"`);
+    expect(rendered.rendered).toContain('@<strong>Sam Stranger</strong>');
+    expect(rendered.rendered).toContain(`data-user-id="${org.member.id}"`);
+    const sent = expectSuccess(
+      await send(org.guest, org.host, { type: 'stream', to: org.general.id, topic: 'm', content }),
+    );
+    const stored = await prisma().message.findUniqueOrThrow({ where: { id: sent.id as number } });
+    expect(stored.renderedContent).not.toContain(`data-user-id="${org.stranger.id}"`);
+    const forMember = expectSuccess(
+      await as(org.owner, org.host).post('/messages/render', { content }),
+    );
+    expect(forMember.rendered).toContain(`data-user-id="${org.stranger.id}"`);
+  });
+
+  it('hides nobody from members, nor bots from guests', async () => {
+    const stranger = await createTestUser(org.realm, Role.MEMBER, { fullName: 'Sol Stranger' });
+    const bot = await prisma().user.findUniqueOrThrow({ where: { id: org.botId } });
+    const published = await captureEvents(org.realm.id, async () => {
+      for (const sender of [stranger, bot])
+        expectSuccess(
+          await send(sender, org.host, {
+            type: 'stream',
+            to: org.general.id,
+            topic: 'members',
+            content: 'hello',
+          }),
+        );
+    });
+    const [fromStranger, fromBot] = messageEvents(published, org.owner.id);
+    expect(fromStranger!.event.message).toMatchObject({ sender_full_name: 'Sol Stranger' });
+    expect(fromBot!.users).toContain(org.guest.id);
+    expect(fromBot!.event.message).toMatchObject({ sender_full_name: 'Helper Bot' });
+  });
+});
+
+describe('can_access_all_users_group: role:everyone and messages', () => {
+  it('announces nothing and hides no sender', async () => {
+    const org = await createAccessOrg();
+    const published = await captureEvents(org.realm.id, async () => {
+      expectSuccess(
+        await send(org.stranger, org.host, { type: 'direct', to: [org.guest.id], content: 'hi' }),
+      );
+      expectSuccess(
+        await send(org.admin, org.host, {
+          type: 'stream',
+          to: org.general.id,
+          topic: 'open',
+          content: 'hello',
+        }),
+      );
+    });
+    expect(published.filter((p) => p.event.type === 'realm_user')).toEqual([]);
+    const forGuest = published.filter(
+      (p) => p.event.type === 'message' && p.users.includes(org.guest.id),
+    );
+    expect(forGuest.map((p) => p.event.message)).toEqual([
+      expect.objectContaining({ sender_full_name: 'Sam Stranger' }),
+      expect.objectContaining({ sender_full_name: 'Ada Admin' }),
+    ]);
   });
 });

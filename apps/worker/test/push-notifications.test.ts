@@ -250,6 +250,44 @@ describe('the default transport', () => {
     expect(await notifiedOf(id)).toEqual([org.other.id]);
   });
 
+  it('shows a guest who may not see the sender an "Unknown user"', async () => {
+    // can_access_all_users_group limited to members: the guest shares #general with Mia, not
+    // with the administrator, who posts there without being subscribed.
+    const group = async (name: string) =>
+      (await prisma().userGroup.findFirstOrThrow({ where: { realmId: org.realm.id, name } })).id;
+    const restrict = async (name: string) =>
+      expectSuccess(
+        await as(org.owner, org.host).patch('/realm', {
+          can_access_all_users_group: { new: await group(name) },
+        }),
+      );
+    expectSuccess(
+      await as(org.guest, org.host).post('/users/me/android_gcm_reg_id', { token: 'gus-fcm' }),
+    );
+    await restrict('role:members');
+    try {
+      const hidden = await toGeneral('@**Gus Guest** hello', 'guests', org.admin);
+      expect((await entryFor(hidden, org.guest)).gcmPayload).toMatchObject({
+        sender_id: org.admin.id,
+        sender_email: `user${org.admin.id}@${org.host.split(':')[0]}`,
+        sender_full_name: 'Unknown user',
+        sender_avatar_url: '/static/images/unknown-user-avatar.png',
+      });
+      expect((await entryFor(hidden, org.guest)).apnsPayload).toMatchObject({
+        alert: { subtitle: 'Unknown user mentioned you:' },
+      });
+      const seen = await toGeneral('@**Gus Guest** hello', 'guests', org.member);
+      expect((await entryFor(seen, org.guest)).gcmPayload).toMatchObject({
+        sender_full_name: 'Mia Member',
+      });
+    } finally {
+      await restrict('role:everyone');
+      expectSuccess(
+        await as(org.guest, org.host).delete('/users/me/android_gcm_reg_id', { token: 'gus-fcm' }),
+      );
+    }
+  });
+
   it('a plain channel message notifies nobody, unless their channel push setting is on', async () => {
     // A new topic: Otto follows `plans` since he was mentioned there (Zulip's
     // automatically_follow_topics_where_mentioned), and followed topics notify him.

@@ -73,7 +73,11 @@ import {
   type Permissions,
 } from '../lib/streams';
 import { apiEmailFor, canSeeDeliveryEmail, dummyEmailUserId } from '../lib/users';
-import { checkSenderCanAccessRecipients } from '../lib/user-access';
+import {
+  accessOnSend,
+  checkSenderCanAccessRecipients,
+  type AccessOnSend,
+} from '../lib/user-access';
 import {
   EMPTY_TOPIC_DISPLAY_NAME,
   presentMessage,
@@ -163,6 +167,8 @@ export interface PreparedMessage {
   options: SendOptions;
   /** Recipients to notify on their mobile devices, with the reason (Zulip's trigger). */
   pushRecipients: { userId: number; trigger: string }[];
+  /** What can_access_all_users_group hides from or grants to guests among the recipients. */
+  access: AccessOnSend;
 }
 
 type Viewer = { id: number; role: number };
@@ -186,7 +192,9 @@ export async function prepareMessage(
       ? resolveChannel(realm, sender, target.to, target.topic, options.bySystemBot ?? false)
       : resolveDirect(realm, sender, target.to, options.bySystemBot ?? false);
   resolving.catch(() => undefined);
-  const rendering = loadMentionData(realm.id, content).then((mentionData) => ({
+  const rendering = loadMentionData(realm.id, content, undefined, {
+    author: { realm, user: sender },
+  }).then((mentionData) => ({
     mentionData,
     rendered: renderMarkdown(content, mentionData),
   }));
@@ -214,6 +222,9 @@ export async function prepareMessage(
     checkWildcardMention(realm, resolved.senderGroups, rendered, recipients.ids, flags);
   // After the wildcard check, as Zulip orders them.
   assertGroupMentionsAllowed(sender, resolved.senderGroups, groups);
+  const viewers = recipients.ids.map((id, index) => ({ id, role: recipients.roles[index]! }));
+  const participants =
+    addressee.kind === 'direct' ? uniqueUsers([sender, ...addressee.users]) : null;
   return {
     realm,
     sender,
@@ -227,11 +238,12 @@ export async function prepareMessage(
     topicLinks:
       addressee.kind === 'channel' ? topicLinks(addressee.topic, mentionData.linkifiers ?? []) : [],
     flags,
-    viewers: recipients.ids.map((id, index) => ({ id, role: recipients.roles[index]! })),
+    viewers,
     publicStreamsViewers: await publicStreamsViewers(realm, publicStreamsUsers, flags),
     senderRecipientId: resolved.senderRecipientId,
     options,
     pushRecipients: pushRecipients(recipients, flags, addressee.kind === 'channel'),
+    access: await accessOnSend(realm, sender, viewers, participants),
   };
 }
 
@@ -1073,7 +1085,8 @@ async function publicStreamsViewers(
 function messageNotifications(prepared: PreparedMessage, message: Message): Notification[] {
   const { flags, options } = prepared;
   const forms = messageEventForms(prepared, message);
-  const notifications: Notification[] = [];
+  // Guests learn of the people this message lets them see before they see it.
+  const notifications: Notification[] = [...prepared.access.accessGrants];
   // This runs once per recipient, so recipients alike are found by identity, with no string
   // built per recipient: a form is one object per distinct form (messageEventForms), a flag
   // list one per distinct list (recipientFlags), shown and keyed once by what it shows, and
@@ -1141,10 +1154,16 @@ function messageEventForms(
   message: Message,
 ): (viewer: Viewer) => EventForm {
   const { realm, sender, addressee } = prepared;
-  const form = (visible: boolean, display: DisplayRecipient, recipientId: number): EventForm => {
+  const form = (
+    visible: boolean,
+    display: DisplayRecipient,
+    recipientId: number,
+    accessible = true,
+  ): EventForm => {
     const presented = presentMessage(message, realm, {
       sender,
       senderEmailVisible: visible,
+      senderAccessible: accessible,
       displayRecipient: display,
       streamId: addressee.kind === 'channel' ? addressee.stream.id : null,
       recipientId,
@@ -1157,12 +1176,20 @@ function messageEventForms(
     });
     // Flags travel beside the message in the event, not inside it.
     delete presented.flags;
-    return { message: presented, avatarGravatar: visible && sender.avatarSource === 'G' };
+    return {
+      message: presented,
+      avatarGravatar: accessible && visible && sender.avatarSource === 'G',
+    };
   };
   if (addressee.kind === 'channel') {
-    // Viewers of a channel message differ only in whether they may see the sender's address.
+    // Viewers of a channel message differ only in whether they may see the sender's address,
+    // and, for guests limited by can_access_all_users_group, the sender at all.
+    const { senderHiddenFrom } = prepared.access;
     const byVisibility = new Map<boolean, EventForm>();
+    let hiddenForm: EventForm | undefined;
     return (viewer) => {
+      if (senderHiddenFrom.has(viewer.id))
+        return (hiddenForm ??= form(false, addressee.stream.name, message.recipientId, false));
       const visible = canSeeDeliveryEmail(viewer, sender);
       let found = byVisibility.get(visible);
       if (!found)

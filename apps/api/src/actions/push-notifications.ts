@@ -53,8 +53,13 @@ import {
   type PushMessage,
   type PushOptions,
 } from '../lib/push-notifications';
-import { apiEmailFor, canSeeDeliveryEmail } from '../lib/users';
-import { avatarUrl } from '../presenters/users';
+import { inaccessibleUsersByGuest } from '../lib/user-access';
+import { apiEmailFor, canSeeDeliveryEmail, dummyEmail } from '../lib/users';
+import {
+  avatarUrl,
+  INACCESSIBLE_USER_AVATAR_URL,
+  INACCESSIBLE_USER_NAME,
+} from '../presenters/users';
 import { PushDeviceKind } from './push-devices';
 
 /** Queues the message's notifications once the send commits; the job id is the message's,
@@ -202,6 +207,11 @@ export async function sendPushNotifications({
   };
   const pushRealm = { id: realm.id, name: realm.name, url: realmUrl(realm) };
   const triggers = new Map(recipients.map((r) => [r.userId, r.trigger]));
+  // Guests limited by can_access_all_users_group see a sender they may not access as Zulip's
+  // "Unknown user" (handle_push_notification's can_access_sender).
+  const hiddenFrom = sender.isBot
+    ? new Map<number, Set<number>>()
+    : await inaccessibleUsersByGuest(realm, pending, [sender.id]);
   const send = transport();
   let notified = 0;
   let retry: unknown = null;
@@ -212,12 +222,19 @@ export async function sendPushNotifications({
     const visible = canSeeDeliveryEmail(user, sender);
     const pushMessage: PushMessage = {
       ...base,
-      sender: {
-        id: sender.id,
-        fullName: sender.fullName,
-        email: apiEmailFor(user, sender, realm),
-        avatarUrl: avatarUrl(sender, visible, realm),
-      },
+      sender: hiddenFrom.has(user.id)
+        ? {
+            id: sender.id,
+            fullName: INACCESSIBLE_USER_NAME,
+            email: dummyEmail(sender, realm),
+            avatarUrl: INACCESSIBLE_USER_AVATAR_URL,
+          }
+        : {
+            id: sender.id,
+            fullName: sender.fullName,
+            email: apiEmailFor(user, sender, realm),
+            avatarUrl: avatarUrl(sender, visible, realm),
+          },
     };
     const recipient = {
       id: user.id,

@@ -32,6 +32,7 @@ import {
   type Permissions,
 } from './streams';
 import { canSeeDeliveryEmail, dummyEmail } from './users';
+import { inaccessibleUserIds } from './user-access';
 
 export class InvalidMessageError extends JsonableError {
   constructor() {
@@ -350,6 +351,11 @@ async function presentLoaded(
   for (const row of loaded.values())
     if (row.users) for (const user of row.users) users.set(user.id, user);
   const linkifiers = await linkifiersForRealm(realm.id);
+  // A guest limited by can_access_all_users_group sees senders they may not access as
+  // "Unknown user" (Zulip's messages_for_ids); a statement for guests only.
+  const hiddenSenders = await inaccessibleUserIds(realm, viewer, [
+    ...new Set([...loaded.values()].map((row) => row.senderId)),
+  ]);
   return rows.flatMap(({ id, flags }) => {
     const row = loaded.get(id);
     if (!row) return [];
@@ -372,6 +378,7 @@ async function presentLoaded(
         object: presentMessage(row, realm, {
           sender,
           senderEmailVisible: canSeeDeliveryEmail(viewer, sender),
+          senderAccessible: !hiddenSenders.has(sender.id),
           displayRecipient: display.display,
           streamId: display.streamId,
           recipientId: display.recipientId,

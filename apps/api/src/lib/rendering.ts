@@ -7,7 +7,9 @@ import {
   query,
   statement,
   SYSTEM_GROUP_DISPLAY_NAMES,
+  type Realm,
   type Tx,
+  type User,
 } from '@parley/db';
 import {
   channelLinkCandidates,
@@ -22,13 +24,23 @@ import { activeMembersSql } from './groups';
 import { linkifiersForRealm } from './linkifiers';
 import { activeRealmEmoji } from './realm-emoji';
 import { uploadPreview } from './thumbnails';
+import { inaccessibleUserIds } from './user-access';
+
+/** Who writes the content: a guest limited by can_access_all_users_group may not mention
+ * users they may not access (Zulip's MentionBackend with a message_sender), whose mentions
+ * stay text. */
+export interface ContentAuthor {
+  realm: Realm;
+  user: Pick<User, 'id' | 'role'>;
+}
 
 export async function renderContent(
   realmId: number,
   content: string,
   db: Tx = getPrisma(),
+  author?: ContentAuthor,
 ): Promise<Rendered> {
-  return renderMarkdown(content, await loadMentionData(realmId, content, db));
+  return renderMarkdown(content, await loadMentionData(realmId, content, db, { author }));
 }
 
 /** A channel description or a Markdown profile value: the organization's linkifiers, emoji
@@ -97,7 +109,7 @@ export async function loadMentionData(
   realmId: number,
   content: string,
   db: Tx = getPrisma(),
-  { mentions = true }: { mentions?: boolean } = {},
+  { mentions = true, author }: { mentions?: boolean; author?: ContentAuthor } = {},
 ): Promise<OrganizationMentionData> {
   const wanted = mentions
     ? mentionCandidates(content)
@@ -135,6 +147,15 @@ export async function loadMentionData(
           id: target.id,
           name: target.name,
         });
+  if (author && data.usersById.size > 0) {
+    const hidden = await inaccessibleUserIds(author.realm, author.user, [...data.usersById.keys()]);
+    for (const id of hidden) data.usersById.delete(id);
+    for (const [name, users] of data.usersByName) {
+      const left = users.filter((user) => !hidden.has(user.id));
+      if (left.length > 0) data.usersByName.set(name, left);
+      else data.usersByName.delete(name);
+    }
+  }
   data.linkifiers = await linkifiersForRealm(realmId);
   if (/:[\w+-]+:/.test(content)) data.realmEmoji = await activeRealmEmoji(realmId, db);
   const pathIds = linkedPathIds(content);

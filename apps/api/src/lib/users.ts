@@ -14,6 +14,7 @@ import {
 import { InsufficientPermissionError, JsonableError } from '@parley/errors';
 import { isEmailDomain, realmEmailDomain, realmHost } from '@parley/auth';
 import type { ProfileValue } from '../presenters/users';
+import { directMessagePartnersSql } from './direct-message-partners';
 import { PROFILE_VALUE_JSON, profileDataOf, type ProfileValueRow } from './profile-fields';
 
 /** email_address_visibility values (Zulip's EMAIL_ADDRESS_VISIBILITY_*). */
@@ -124,8 +125,9 @@ export type Viewer = Pick<User, 'id' | 'role'>;
 /** Every active user of the organization, with whether they can access `$2` (Zulip's
  * get_user_ids_who_can_access_user): everyone when `$2` is a bot (`$3`) or the organization's
  * can_access_all_users_group is "everyone" (also when unset: its default); otherwise the
- * user themselves, every non-guest (the setting may only name everyone or members), and the
- * guests subscribed to a channel or direct-message group `$2` is subscribed to. */
+ * user themselves, every non-guest (the setting may only name everyone or members), the
+ * guests subscribed to a channel or direct-message group `$2` is subscribed to, and those
+ * who exchanged a 1:1 direct message with `$2`. */
 const activeUsersWithAccessTo = statement<
   Viewer & { canAccess: boolean },
   [number, number, boolean]
@@ -139,7 +141,8 @@ const activeUsersWithAccessTo = statement<
           AND rc.type IN (${RecipientType.STREAM}, ${RecipientType.DIRECT_MESSAGE_GROUP})
         JOIN subscription mine ON mine.recipient_id = theirs.recipient_id
           AND mine.user_profile_id = u.id AND mine.active AND mine.is_user_active
-        WHERE theirs.user_profile_id = $2 AND theirs.active)) AS "canAccess"
+        WHERE theirs.user_profile_id = $2 AND theirs.active)
+      OR u.id IN (${directMessagePartnersSql('$2')})) AS "canAccess"
   FROM user_profile u
   WHERE u.realm_id = $1 AND u.is_active
   ORDER BY u.id`);

@@ -5,7 +5,7 @@ import type { Message, Realm } from '@parley/db';
 import type { MessageUser } from '../lib/messages';
 import type { TopicLink } from '@parley/markdown';
 import { dummyEmail } from '../lib/users';
-import { avatarUrl } from './users';
+import { avatarUrl, INACCESSIBLE_USER_AVATAR_URL, INACCESSIBLE_USER_NAME } from './users';
 
 export const EMPTY_TOPIC_DISPLAY_NAME = 'general chat';
 
@@ -35,6 +35,10 @@ export interface MessageView {
   sender: MessageUser;
   /** Whether the viewers may see the sender's real address. */
   senderEmailVisible: boolean;
+  /** Whether the viewers may access the sender at all (can_access_all_users_group): if not,
+   * the sender shows as Zulip's "Unknown user" (MessageDict.finalize_payload with
+   * can_access_sender false): name, dummy address and placeholder avatar. */
+  senderAccessible: boolean;
   displayRecipient: DisplayRecipient;
   /** Channel id for channel messages. */
   streamId: number | null;
@@ -84,14 +88,18 @@ export function presentMessage(
     reactions: view.reactions ?? [],
     submessages: [],
     flags: view.flags,
-    sender_full_name: sender.fullName,
-    sender_email: view.senderEmailVisible ? sender.deliveryEmail : dummyEmail(sender, realm),
+    sender_full_name: view.senderAccessible ? sender.fullName : INACCESSIBLE_USER_NAME,
+    sender_email:
+      view.senderEmailVisible && view.senderAccessible
+        ? sender.deliveryEmail
+        : dummyEmail(sender, realm),
     sender_realm_str: realm.stringId,
     display_recipient: view.displayRecipient,
     type: isChannel ? 'stream' : 'private',
     ...(isChannel ? { stream_id: view.streamId } : {}),
-    avatar_url:
-      view.clientGravatar && view.senderEmailVisible && sender.avatarSource === 'G'
+    avatar_url: !view.senderAccessible
+      ? INACCESSIBLE_USER_AVATAR_URL
+      : view.clientGravatar && view.senderEmailVisible && sender.avatarSource === 'G'
         ? null
         : avatarUrl(sender, view.senderEmailVisible, realm),
     content_type: view.applyMarkdown ? 'text/html' : 'text/x-markdown',

@@ -4,6 +4,13 @@ import { createHash } from 'node:crypto';
 import type { Realm, User } from '@parley/db';
 import { canSeeDeliveryEmail, dummyEmail } from '../lib/users';
 
+/** Zulip's UserProfile.INACCESSIBLE_USER_NAME: the name shown for a user the viewer may not
+ * access (can_access_all_users_group). */
+export const INACCESSIBLE_USER_NAME = 'Unknown user';
+
+/** Zulip's get_avatar_for_inaccessible_user: the static placeholder image. */
+export const INACCESSIBLE_USER_AVATAR_URL = '/static/images/unknown-user-avatar.png';
+
 export interface ProfileValue {
   value: string;
   rendered_value?: string;

@@ -195,8 +195,8 @@ defineRoute(messageRoutes, '/messages/render', {
       params: { content: p.string({ maxLength: 100_000 }) },
       response: z.object({ rendered: z.string() }),
     },
-    async ({ realm, params }) => ({
-      rendered: (await renderContent(realm.id, params.content)).html,
+    async ({ user, realm, params }) => ({
+      rendered: (await renderContent(realm.id, params.content, undefined, { realm, user })).html,
     }),
   ),
 });
@@ -364,7 +364,10 @@ defineRoute(messageRoutes, '/messages/:message_id', {
           propagateMode: params.propagate_mode,
         });
         const rendered =
-          edit.content === undefined ? null : await renderContent(realm.id, edit.content, tx);
+          edit.content === undefined
+            ? null
+            : // Only the sender edits content: their mentions are resolved as at sending.
+              await renderContent(realm.id, edit.content, tx, { realm, user });
         if (rendered && rendered.mentions.groupIds.size > 0)
           await checkGroupMentionsAllowed(
             user,
