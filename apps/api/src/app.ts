@@ -33,6 +33,7 @@ import { playgroundRoutes } from './routes/playgrounds';
 import { channelFolderRoutes } from './routes/channel-folders';
 import { navigationViewRoutes } from './routes/navigation-views';
 import { realmDomainRoutes } from './routes/realm-domains';
+import { defaultStreamGroupRoutes } from './routes/default-stream-groups';
 import { profileFieldRoutes } from './routes/profile-fields';
 import { pushDeviceRoutes } from './routes/push-devices';
 import { realmRoutes } from './routes/realm';
@@ -92,6 +93,7 @@ export function apiRouters(): { uploads: Router[]; resources: Router[] } {
       mutedUserRoutes,
       botStorageRoutes,
       realmDomainRoutes,
+      defaultStreamGroupRoutes,
       realmRoutes,
       profileFieldRoutes,
       userGroupRoutes,

@@ -24,6 +24,7 @@ import { codePoints, unprintablePosition } from '../lib/text';
 import { sendEventOnCommit } from '../lib/events';
 import { systemGroupIds, type GroupSettingValue } from '../lib/groups';
 import { checkGroupSetting } from './group-settings';
+import { removeStreamFromDefaultStreamGroups } from './default-stream-groups';
 import { clearRealmChannels } from './realm-settings';
 import {
   loadStreamDetails,
@@ -678,6 +679,7 @@ export async function doArchiveStream(
   await auditStream(ctx, stream, AuditLogEvent.CHANNEL_DEACTIVATED, actingUserId);
   sendArchivalEvents(ctx, stream, true, audience);
   if (wasDefault.count > 0) await sendDefaultStreams(ctx, stream.realmId);
+  await removeStreamFromDefaultStreamGroups(ctx, stream);
 }
 
 /** PATCH is_archived=false (feature level 388). */

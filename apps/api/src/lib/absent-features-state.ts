@@ -12,7 +12,6 @@ export const ABSENT_FEATURE_SECTIONS: Record<string, () => State> = {
   realm_incoming_webhook_bots: () => ({ realm_incoming_webhook_bots: [] }),
   // No billing: nothing can be pending.
   realm_billing: () => ({ realm_billing: { has_pending_sponsorship_request: false } }),
-  default_stream_groups: () => ({ realm_default_stream_groups: [] }),
   // No GIF integrations: Zulip sends "" when the server has no key.
   giphy: () => ({ giphy_api_key: '' }),
   tenor: () => ({ tenor_api_key: '' }),

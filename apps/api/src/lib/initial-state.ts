@@ -18,6 +18,7 @@ import { presentUser } from '../presenters/users';
 import { ABSENT_FEATURE_SECTIONS } from './absent-features-state';
 import { applyUserStatusEvent, userStatusState } from './user-status';
 import { playgroundsOf } from './playgrounds';
+import { defaultStreamGroupsOf } from './default-stream-groups';
 import { channelFoldersOf, orderPositions, type ChannelFolderEntry } from './channel-folders';
 import { navigationViewsOf, type NavigationViewEntry } from './navigation-views';
 import { realmDomainsOf, type RealmDomainEntry } from './realm-domains';
@@ -93,6 +94,7 @@ export const STATE_TYPES = [
   'subscription',
   'stream',
   'default_streams',
+  'default_stream_groups',
   'message',
   'update_message_flags',
   'starred_messages',
@@ -253,6 +255,9 @@ export async function fetchInitialState(
   if (types.has('channel_folders')) state.channel_folders = await channelFoldersOf(realm.id, true);
   if (types.has('navigation_views')) state.navigation_views = await navigationViewsOf(user.id);
   if (types.has('realm_domains')) state.realm_domains = await realmDomainsOf(realm.id);
+  // Guests see no default channels, nor their groups (Zulip sends them []).
+  if (types.has('default_stream_groups'))
+    state.realm_default_stream_groups = isGuest(user) ? [] : await defaultStreamGroupsOf(realm.id);
   if (types.has('presence')) {
     const rows = await presenceRowsFor(realm, user, {
       historyLimitDays: options.presenceHistoryLimitDays,
@@ -461,6 +466,10 @@ export function applyEvent(
       return applyNavigationViewEvent(state, event);
     case 'realm_domains':
       return applyRealmDomainsEvent(state, event);
+    case 'default_stream_groups':
+      if (state.realm_default_stream_groups)
+        state.realm_default_stream_groups = event.default_stream_groups;
+      return;
     case 'realm_linkifiers':
       if (state.realm_linkifiers && options.linkifierUrlTemplate)
         state.realm_linkifiers = event.realm_linkifiers;
