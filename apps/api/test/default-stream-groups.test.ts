@@ -121,6 +121,11 @@ describe('default channel groups', () => {
       await patch({ new_group_name: 'Taken' }),
       "Default channel group 'Taken' already exists",
     );
+    // Zulip renames without checking the name; Parley checks it as on creation.
+    expectError(
+      await patch({ new_group_name: ' ', new_description: 'x' }),
+      "Invalid default channel group name ' '",
+    );
     expectSuccess(await patch({ new_group_name: 'Welcome', new_description: 'Start here' }));
 
     const streams = (op: string, names: string[]) =>

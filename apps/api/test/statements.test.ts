@@ -230,9 +230,10 @@ describe('statements per request', () => {
   });
 
   // When guests may see only the people they share something with (can_access_all_users_group
-  // is role:members), a channel with guests among its subscribers costs one more read: which of
-  // them may not see the sender (they get "Unknown user"). Otherwise nothing more: whether the
-  // organization limits guests is known from memory after its first request.
+  // is role:members), a channel with guests among its subscribers costs one more read when the
+  // sender is not subscribed: which of them may not see the sender (they get "Unknown user").
+  // Otherwise nothing more: a subscriber shares the channel with every recipient, and whether
+  // the organization limits guests is known from memory after its first request.
   it('POST /messages to a channel with guests, when guests see only some users: one more read', async () => {
     const limited = await createMessageOrg();
     const members = await getPrisma().userGroup.findFirstOrThrow({
@@ -243,19 +244,18 @@ describe('statements per request', () => {
         can_access_all_users_group: { new: members.id },
       }),
     );
-    const run = () =>
-      send(limited.member, limited.host, {
-        type: 'stream',
-        to: 'general',
-        topic: 't',
-        content: 'x',
-      });
-    await run();
-    const sent = await statements(async () => expectSuccess(await run()));
+    const run = (sender: User) => () =>
+      send(sender, limited.host, { type: 'stream', to: 'general', topic: 't', content: 'x' });
+    // The administrator is not subscribed to #general, the member is.
+    await run(limited.admin)();
+    const sent = await statements(async () => expectSuccess(await run(limited.admin)()));
     expect(sent).toHaveLength(4);
     expect(sent[0]).toMatch(/^WITH ch AS \(SELECT \* FROM stream/);
     expect(sent[1]).toMatch(/^SELECT guest.id AS "guestId"/);
     expect(sent[2]).toMatch(/^WITH inserted AS \( INSERT INTO message/);
+    await run(limited.member)();
+    const bySubscriber = await statements(async () => expectSuccess(await run(limited.member)()));
+    expect(bySubscriber).toHaveLength(3);
   });
 
   // What the content names (users and groups it mentions, channels it links) is read in one

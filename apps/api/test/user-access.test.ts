@@ -627,6 +627,8 @@ describe('can_access_all_users_group and messages', () => {
 
   it('lets a group direct message make every participant accessible to its guests', async () => {
     expect(await guestSees(grouped.id)).toBe(false);
+    // Whose address only administrators see: the guest learns of them by their dummy address.
+    expectSuccess(await as(grouped, org.host).patch('/settings', { email_address_visibility: 3 }));
     const published = await captureEvents(org.realm.id, async () =>
       expectSuccess(
         await send(org.member, org.host, {
@@ -641,7 +643,11 @@ describe('can_access_all_users_group and messages', () => {
       expect.objectContaining({
         users: [org.guest.id],
         event: expect.objectContaining({
-          person: expect.objectContaining({ user_id: grouped.id }),
+          person: expect.objectContaining({
+            user_id: grouped.id,
+            email: dummy(grouped.id),
+            delivery_email: null,
+          }),
         }),
       }),
     ]);
@@ -678,6 +684,16 @@ describe('can_access_all_users_group and messages', () => {
     );
     const stored = await prisma().message.findUniqueOrThrow({ where: { id: sent.id as number } });
     expect(stored.renderedContent).not.toContain(`data-user-id="${org.stranger.id}"`);
+    // Editing renders the new content as the sender's again.
+    expectSuccess(
+      await as(org.guest, org.host).patch(`/messages/${sent.id as number}`, {
+        content: `${content} (edited)`,
+      }),
+    );
+    const edited = await prisma().message.findUniqueOrThrow({ where: { id: sent.id as number } });
+    expect(edited.renderedContent).toContain('(edited)');
+    expect(edited.renderedContent).not.toContain(`data-user-id="${org.stranger.id}"`);
+    expect(edited.renderedContent).toContain(`data-user-id="${org.member.id}"`);
     const forMember = expectSuccess(
       await as(org.owner, org.host).post('/messages/render', { content }),
     );
@@ -700,6 +716,11 @@ describe('can_access_all_users_group and messages', () => {
     });
     const [fromStranger, fromBot] = messageEvents(published, org.owner.id);
     expect(fromStranger!.event.message).toMatchObject({ sender_full_name: 'Sol Stranger' });
+    // Sol shares nothing with the guest, who sees an "Unknown user".
+    expect(messageEvents(published, org.guest.id)[0]!.event.message).toMatchObject({
+      sender_id: stranger.id,
+      sender_full_name: 'Unknown user',
+    });
     expect(fromBot!.users).toContain(org.guest.id);
     expect(fromBot!.event.message).toMatchObject({ sender_full_name: 'Helper Bot' });
   });

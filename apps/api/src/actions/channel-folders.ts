@@ -18,7 +18,7 @@ import {
 } from '../lib/channel-folders';
 import { renderDescriptionForRealm } from '../lib/rendering';
 import { unprintablePosition } from '../lib/text';
-import { usersWhoCanAccess } from '../lib/users';
+import { activeUserIds } from '../lib/users';
 import { auditRealmChange } from './audit';
 
 const NAME_IN_USE = 'Channel folder name already in use';
@@ -51,8 +51,7 @@ function refuseTakenName(error: unknown): never {
 /** Everyone active in the organization, read once per request however many events it sends. */
 function folderAudience(ctx: ActionContext, realmId: number): () => Promise<number[]> {
   let audience: Promise<number[]> | undefined;
-  return () =>
-    (audience ??= usersWhoCanAccess(realmId, ctx.tx).then((users) => users.map((u) => u.id)));
+  return () => (audience ??= activeUserIds(realmId, ctx.tx));
 }
 
 /** Zulip's check_add_channel_folder: the new folder goes last (its order is its id). */

@@ -2,15 +2,43 @@
 // rename, describe and delete them and add or remove their channels; every change sends the
 // whole list as a default_stream_groups event to every active member (guests see no default
 // channels, as in Zulip). Zulip audits none of it, nor does Parley.
-import { isUniqueViolation, Role, type ActionContext, type Stream, type Tx } from '@parley/db';
+import { isUniqueViolation, type ActionContext, type Stream, type Tx } from '@parley/db';
 import { JsonableError } from '@parley/errors';
-import { defaultStreamGroupsOf, type DefaultStreamGroupRow } from '../lib/default-stream-groups';
+import {
+  defaultStreamGroupsOf,
+  MAX_DEFAULT_STREAM_GROUP_NAME_LENGTH,
+  type DefaultStreamGroupRow,
+} from '../lib/default-stream-groups';
+import { codePoints } from '../lib/text';
 import { sendEventOnCommit } from '../lib/events';
+import { activeNonGuestIds } from '../lib/users';
 
-/** Zulip's check_default_stream_group_name. Its length is checked with the parameters, and
- * a NUL never gets here: parameters refuse null bytes. */
+/** Zulip's check_default_stream_group_name (a NUL never gets here: parameters refuse null
+ * bytes). */
 export function checkDefaultStreamGroupName(name: string): void {
   if (name.trim() === '') throw new JsonableError(`Invalid default channel group name '${name}'`);
+  if (codePoints(name) > MAX_DEFAULT_STREAM_GROUP_NAME_LENGTH)
+    throw new JsonableError(
+      `Default channel group name too long (limit: ${MAX_DEFAULT_STREAM_GROUP_NAME_LENGTH} characters)`,
+    );
+}
+
+/** Every change to an organization's groups locks the organization (FOR NO KEY UPDATE, so
+ * messages can still be inserted meanwhile): each change's event then lists what the changes
+ * before it left, and the last event clients get is the list as it is. */
+export async function lockDefaultStreamGroups(ctx: ActionContext, realmId: number) {
+  await ctx.tx.$executeRaw`SELECT 1 FROM realm WHERE id = ${realmId} FOR NO KEY UPDATE`;
+}
+
+/** The channels joining a group, locked against archiving (FOR SHARE) until the commit: one
+ * archived meanwhile is as unknown as any archived channel. */
+async function lockActiveStreams(tx: Tx, streams: Stream[]): Promise<void> {
+  const active = await tx.$queryRaw<{ id: number }[]>`
+    SELECT id FROM stream WHERE id = ANY(${streams.map((stream) => stream.id)}::int[])
+      AND NOT deactivated FOR SHARE`;
+  const ids = new Set(active.map((row) => row.id));
+  const gone = streams.find((stream) => !ids.has(stream.id));
+  if (gone) throw new JsonableError(`Invalid channel name '${gone.name}'`);
 }
 
 const alreadyExists = (name: string) =>
@@ -23,30 +51,30 @@ function refuseTakenName(name: string): (error: unknown) => never {
   };
 }
 
-/** Default channels may not join a group (Zulip keeps the two apart). */
-async function checkNotDefault(tx: Tx, realmId: number, groupName: string, streams: Stream[]) {
+async function defaultIdsAmong(tx: Tx, realmId: number, streams: Stream[]): Promise<Set<number>> {
   const defaults = await tx.defaultStream.findMany({
     where: { realmId, streamId: { in: streams.map((stream) => stream.id) } },
     select: { streamId: true },
   });
-  const defaultIds = new Set(defaults.map((row) => row.streamId));
-  const found = streams.find((stream) => defaultIds.has(stream.id));
-  if (found)
-    throw new JsonableError(
-      `'${found.name}' is a default channel and cannot be added to '${groupName}'`,
-    );
+  return new Set(defaults.map((row) => row.streamId));
+}
+
+const isDefault = (stream: Stream, groupName: string) =>
+  new JsonableError(`'${stream.name}' is a default channel and cannot be added to '${groupName}'`);
+
+/** Default channels may not join a group (Zulip keeps the two apart). */
+async function checkNotDefault(tx: Tx, realmId: number, groupName: string, streams: Stream[]) {
+  const defaults = await defaultIdsAmong(tx, realmId, streams);
+  const found = streams.find((stream) => defaults.has(stream.id));
+  if (found) throw isDefault(found, groupName);
 }
 
 /** The whole list, to every active member, after the commit. */
 export async function notifyDefaultStreamGroups(ctx: ActionContext, realmId: number) {
-  const members = await ctx.tx.user.findMany({
-    where: { realmId, isActive: true, role: { not: Role.GUEST } },
-    select: { id: true },
-  });
   sendEventOnCommit(
     ctx,
     { type: 'default_stream_groups', default_stream_groups: await defaultStreamGroupsOf(realmId) },
-    members.map((member) => member.id),
+    await activeNonGuestIds(realmId, ctx.tx),
   );
 }
 
@@ -62,6 +90,7 @@ export async function doCreateDefaultStreamGroup(
   checkDefaultStreamGroupName(name);
   if (await tx.defaultStreamGroup.findFirst({ where: { realmId, name }, select: { id: true } }))
     throw alreadyExists(name);
+  await lockActiveStreams(tx, streams);
   const group = await tx.defaultStreamGroup
     .create({ data: { realmId, name, description } })
     .catch(refuseTakenName(name));
@@ -79,15 +108,18 @@ export async function doAddStreamsToDefaultStreamGroup(
   streams: Stream[],
 ): Promise<void> {
   const { tx } = ctx;
-  await checkNotDefault(tx, realmId, group.name, streams);
+  const defaults = await defaultIdsAmong(tx, realmId, streams);
+  // Each channel is checked in turn, as Zulip does.
   const present = new Set(group.streamIds);
   for (const stream of streams) {
+    if (defaults.has(stream.id)) throw isDefault(stream, group.name);
     if (present.has(stream.id))
       throw new JsonableError(
         `Channel '${stream.name}' is already present in default channel group '${group.name}'`,
       );
     present.add(stream.id);
   }
+  await lockActiveStreams(tx, streams);
   await tx.defaultStreamGroupStream.createMany({
     data: streams.map((stream) => ({ groupId: group.id, streamId: stream.id })),
     skipDuplicates: true,
@@ -153,6 +185,9 @@ export async function removeStreamFromDefaultStreamGroups(
   ctx: ActionContext,
   stream: Stream,
 ): Promise<void> {
+  // No organization lock here: the archival holds the channel's row, which a group change
+  // locks after the organization's (lockActiveStreams), so taking it now could deadlock. A
+  // change adding the channel meanwhile waits for this commit and then finds it archived.
   const removed = await ctx.tx.defaultStreamGroupStream.deleteMany({
     where: { streamId: stream.id },
   });

@@ -14,7 +14,7 @@ import { sendEventOnCommit } from '../lib/events';
 import { auditRealmChange } from './audit';
 import { linkifierRows } from '../lib/linkifiers';
 import { presentLinkifier } from '../presenters/linkifiers';
-import { usersWhoCanAccess } from '../lib/users';
+import { activeUserIds } from '../lib/users';
 
 export interface LinkifierInput {
   pattern: string;
@@ -79,7 +79,7 @@ async function notifyLinkifiers(ctx: ActionContext, realmId: number): Promise<un
   sendEventOnCommit(
     ctx,
     { type: 'realm_linkifiers', realm_linkifiers: list },
-    (await usersWhoCanAccess(realmId, ctx.tx)).map((user) => user.id),
+    await activeUserIds(realmId, ctx.tx),
   );
   return list;
 }

@@ -223,8 +223,15 @@ export async function prepareMessage(
   // After the wildcard check, as Zulip orders them.
   assertGroupMentionsAllowed(sender, resolved.senderGroups, groups);
   const viewers = recipients.ids.map((id, index) => ({ id, role: recipients.roles[index]! }));
-  const participants =
-    addressee.kind === 'direct' ? uniqueUsers([sender, ...addressee.users]) : null;
+  const access = accessOnSend(
+    realm,
+    sender,
+    viewers,
+    addressee.kind === 'direct'
+      ? { participants: uniqueUsers([sender, ...addressee.users]) }
+      : { senderSubscribed: resolved.senderSubscribed ?? false },
+  );
+  access.catch(() => undefined);
   return {
     realm,
     sender,
@@ -243,7 +250,7 @@ export async function prepareMessage(
     senderRecipientId: resolved.senderRecipientId,
     options,
     pushRecipients: pushRecipients(recipients, flags, addressee.kind === 'channel'),
-    access: await accessOnSend(realm, sender, viewers, participants),
+    access: await access,
   };
 }
 
@@ -273,6 +280,9 @@ interface Resolved {
   senderGroups: Set<number>;
   /** Channel messages from a sender whose settings may set a topic policy on send. */
   policyContext?: SendContext | null;
+  /** Channel messages: whether the sender is subscribed (then every recipient shares the
+   * channel with them). */
+  senderSubscribed?: boolean;
 }
 
 type ChannelForSend = Stream &
@@ -375,6 +385,7 @@ async function resolveChannel(
     recipients: { messageId, dateSent, ids, roles, mutedSender, alertWords, push },
     senderRecipientId: null,
     senderGroups: perms.groups,
+    senderSubscribed: subscribed,
     policyContext: policyWanted
       ? sendContextOf({ send_topic_policy, send_channel_muted, send_topic_had_messages })
       : null,

@@ -7,7 +7,7 @@ import { templateVariables } from '@parley/markdown';
 import { sendEventOnCommit } from '../lib/events';
 import { playgroundsOf, type PlaygroundEntry } from '../lib/playgrounds';
 import { codePoints } from '../lib/text';
-import { usersWhoCanAccess } from '../lib/users';
+import { activeUserIds } from '../lib/users';
 import { auditRealmChange } from './audit';
 
 /** Zulip's RealmPlayground.MAX_PYGMENTS_LANGUAGE_LENGTH. */
@@ -49,7 +49,7 @@ async function notifyPlaygrounds(ctx: ActionContext, realmId: number): Promise<P
   sendEventOnCommit(
     ctx,
     { type: 'realm_playgrounds', realm_playgrounds: list },
-    (await usersWhoCanAccess(realmId, ctx.tx)).map((user) => user.id),
+    await activeUserIds(realmId, ctx.tx),
   );
   return list;
 }

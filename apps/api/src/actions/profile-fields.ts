@@ -28,7 +28,7 @@ import {
   profileFieldRows,
 } from '../lib/profile-fields';
 import { renderDescriptionForRealm } from '../lib/rendering';
-import { isAdmin, usersWhoCanAccess } from '../lib/users';
+import { activeUserIds, isAdmin, usersWhoCanAccess } from '../lib/users';
 import { presentProfileField, type ProfileFieldJson } from '../presenters/profile-fields';
 
 type FieldData = Record<string, unknown>;
@@ -201,7 +201,7 @@ async function notifyProfileFields(
   sendEventOnCommit(
     ctx,
     { type: 'custom_profile_fields', fields },
-    (await usersWhoCanAccess(realmId, ctx.tx)).map((user) => user.id),
+    await activeUserIds(realmId, ctx.tx),
   );
   return fields;
 }
@@ -353,7 +353,7 @@ async function removeDroppedChoices(
   await ctx.tx.customProfileFieldValue.deleteMany({
     where: { id: { in: removed.map((value) => value.id) } },
   });
-  const viewers = (await usersWhoCanAccess(field.realmId, ctx.tx)).map((user) => user.id);
+  const viewers = await activeUserIds(field.realmId, ctx.tx);
   for (const { userId } of removed)
     sendEventOnCommit(ctx, valueEvent(userId, field.id, null, null), viewers);
 }

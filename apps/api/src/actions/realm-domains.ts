@@ -5,7 +5,7 @@ import { AuditLogEvent, isUniqueViolation, type ActionContext, type User } from 
 import { JsonableError } from '@parley/errors';
 import { sendEventOnCommit } from '../lib/events';
 import { invalidDomainReason, realmDomainsOf, type RealmDomainEntry } from '../lib/realm-domains';
-import { usersWhoCanAccess } from '../lib/users';
+import { activeUserIds } from '../lib/users';
 import { auditRealmChange } from './audit';
 import { doUpdateRealmSettings } from './realm-settings';
 
@@ -49,12 +49,7 @@ async function tellEveryone(
   realmId: number,
   event: { type: string } & Record<string, unknown>,
 ): Promise<void> {
-  const audience = await usersWhoCanAccess(realmId, ctx.tx);
-  sendEventOnCommit(
-    ctx,
-    event,
-    audience.map((user) => user.id),
-  );
+  sendEventOnCommit(ctx, event, await activeUserIds(realmId, ctx.tx));
 }
 
 export async function doAddRealmDomain(

@@ -16,7 +16,7 @@ import { sendEventOnCommit } from '../lib/events';
 import { hasRealmPermission } from '../lib/realm-permissions';
 import { emojiStorePath, realmEmojiDict } from '../lib/realm-emoji';
 import { removeUpload, storeUpload } from '../lib/upload-store';
-import { usersWhoCanAccess } from '../lib/users';
+import { activeUserIds } from '../lib/users';
 import { auditRealmChange } from './audit';
 import type { UploadedFile } from './uploads';
 
@@ -39,7 +39,7 @@ async function notifyRealmEmoji(ctx: ActionContext, realmId: number): Promise<vo
   sendEventOnCommit(
     ctx,
     { type: 'realm_emoji', op: 'update', realm_emoji: await realmEmojiDict(realmId) },
-    (await usersWhoCanAccess(realmId, ctx.tx)).map((user) => user.id),
+    await activeUserIds(realmId, ctx.tx),
   );
 }
 

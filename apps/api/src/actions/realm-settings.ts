@@ -33,7 +33,7 @@ import { LANGUAGES } from '../lib/languages';
 import { REALM_PERMISSION_SETTINGS, type RealmPermissionSetting } from '../lib/permission-settings';
 import { REALM_GROUP_COLUMNS, realmGroupId } from '../lib/realm-state';
 import { accessStreamById, loadPermissions } from '../lib/streams';
-import { isOwner } from '../lib/users';
+import { activeUserIds, isOwner } from '../lib/users';
 import { availableVideoChatProviderIds } from '../lib/video-calls';
 import { auditRealmChange } from './audit';
 
@@ -344,7 +344,7 @@ export async function clearRealmChannels(ctx: ActionContext, stream: Stream): Pr
       property: 'default',
       data: Object.fromEntries(cleared.map(([setting]) => [setting, -1])),
     },
-    await activeUserIds(ctx, realm.id),
+    await activeUserIds(realm.id, ctx.tx),
   );
 }
 
@@ -405,17 +405,6 @@ function singleSubgroup(value: GroupSettingValue): number | null {
     : null;
 }
 
-/** Zulip's parse_group_setting_value: an anonymous group of one subgroup is that group, an
- * empty one is "nobody"; member lists compare as sets. */
-
-async function activeUserIds(ctx: ActionContext, realmId: number): Promise<number[]> {
-  const users = await ctx.tx.user.findMany({
-    where: { realmId, isActive: true },
-    select: { id: true },
-  });
-  return users.map((user) => user.id);
-}
-
 /** Zulip's update_users_in_full_members_system_group: members whose account is at least the
  * waiting period old are (direct) full members, newer members are not. */
 async function updateFullMembers(
@@ -466,7 +455,7 @@ export async function promoteFullMembers(): Promise<number> {
   for (const realm of realms)
     promoted += await runAction(async (ctx) => {
       const systemIds = await systemGroupIds(realm.id);
-      const recipients = await activeUserIds(ctx, realm.id);
+      const recipients = await activeUserIds(realm.id, ctx.tx);
       return updateFullMembers(ctx, realm, systemIds.get(SYSTEM_GROUPS.FULL_MEMBERS)!, recipients);
     });
   return promoted;
@@ -531,7 +520,7 @@ export async function doUpdateRealmSettings(
 
   const channelValues = await checkChannelSettings(ctx, actor, realm, request.channels);
 
-  const recipients = await activeUserIds(ctx, realm.id);
+  const recipients = await activeUserIds(realm.id, ctx.tx);
   const data: Record<string, unknown> = {};
   const columns: Partial<Record<keyof Realm, unknown>> = {};
   const changes: { event: ZulipEvent; audit: Record<string, unknown> }[] = [];

@@ -5,7 +5,7 @@
 import { AuditLogEvent, type ActionContext, type Prisma, type User } from '@parley/db';
 import { sendEventOnCommit } from '../lib/events';
 import { realmUserSettingsDefaults, USER_SETTINGS, type SettingName } from '../lib/user-settings';
-import { usersWhoCanAccess } from '../lib/users';
+import { activeUserIds } from '../lib/users';
 import { auditRealmChange } from './audit';
 
 export async function doSetRealmUserDefaults(
@@ -37,7 +37,7 @@ export async function doSetRealmUserDefaults(
       defaultEmailAddressVisibility: emailVisibility,
     },
   });
-  const everyone = (await usersWhoCanAccess(realm.id, tx)).map((user) => user.id);
+  const everyone = await activeUserIds(realm.id, tx);
   for (const [name, value, old] of changed) {
     sendEventOnCommit(
       ctx,

@@ -32,7 +32,7 @@ import {
   subscribersOf,
   type Permissions,
 } from '../lib/streams';
-import { isAdmin, isOwner } from '../lib/users';
+import { activeNonGuestIds, isAdmin, isOwner } from '../lib/users';
 import {
   presentStream,
   STREAM_GROUP_SETTINGS,
@@ -643,14 +643,10 @@ export async function defaultStreamIds(realmId: number, tx: Tx = getPrisma()): P
 /** default_streams (ids since feature level 330) to every active member; guests do not see
  * default channels. */
 async function sendDefaultStreams(ctx: ActionContext, realmId: number): Promise<void> {
-  const members = await ctx.tx.user.findMany({
-    where: { realmId, isActive: true, role: { not: 600 } },
-    select: { id: true },
-  });
   sendEventOnCommit(
     ctx,
     { type: 'default_streams', default_streams: await defaultStreamIds(realmId, ctx.tx) },
-    members.map((member) => member.id),
+    await activeNonGuestIds(realmId, ctx.tx),
   );
 }
 

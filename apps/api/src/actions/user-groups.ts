@@ -38,7 +38,7 @@ import {
   type NamedGroup,
 } from '../lib/user-group-permissions';
 import { presentGroupById } from '../lib/user-groups-state';
-import { usersWhoCanAccess } from '../lib/users';
+import { activeUserIds } from '../lib/users';
 import { metadataAudience, subscribersOf } from '../lib/streams';
 import { STREAM_GROUP_SETTINGS } from '../presenters/streams';
 import { announceAudienceChange } from './streams';
@@ -176,7 +176,7 @@ async function sendGroupEvent(
   event: { op: string; [field: string]: unknown },
   forDeactivatedAware?: boolean,
 ): Promise<void> {
-  const users = (await usersWhoCanAccess(realmId, ctx.tx)).map((user) => user.id);
+  const users = await activeUserIds(realmId, ctx.tx);
   sendEventOnCommit(ctx, groupEvent({ type: 'user_group', ...event }, forDeactivatedAware), users);
 }
 

@@ -259,7 +259,7 @@ export async function doCreateUser(
         op: 'add',
         person: presentInaccessibleUser(created.id, realm),
         // Zulip skips this event for queues with the user_list_incomplete capability; the
-        // mark says so to the events tier (which does not filter on it yet).
+        // mark tells the events tier to (apps/events/src/deliver.ts).
         internal_data: { user_list_incomplete: false },
       } as ZulipEvent,
       withoutAccess.map((viewer) => viewer.id),

@@ -163,6 +163,39 @@ export async function accessStreamByName(
   return { stream, subscription };
 }
 
+/** accessStreamByName for each name, in order: the first one that does not name an active
+ * channel the actor can read is refused as it would be. Three statements, however many
+ * names. */
+export async function accessStreamsByName(
+  perms: Permissions,
+  names: string[],
+  db: Tx = getPrisma(),
+): Promise<Stream[]> {
+  const found = await streamsByName(
+    perms.user.realmId,
+    names.map((name) => name.trim()),
+    db,
+  );
+  const recipientIds = [...found.values()].flatMap((stream) =>
+    stream.recipientId === null ? [] : [stream.recipientId],
+  );
+  const subscribed = new Set(
+    (
+      await db.subscription.findMany({
+        where: { userId: perms.user.id, recipientId: { in: recipientIds }, active: true },
+        select: { recipientId: true },
+      })
+    ).map((sub) => sub.recipientId),
+  );
+  return names.map((name) => {
+    const stream = found.get(name.trim());
+    const isSubscribed = stream?.recipientId != null && subscribed.has(stream.recipientId);
+    if (!stream || stream.deactivated || !hasContentAccess(perms, stream, isSubscribed))
+      throw new JsonableError(`Invalid channel name '${name}'`);
+    return stream;
+  });
+}
+
 /** A channel of the organization by id or name, archived or not, visible or not: enough to
  * take back a personal setting about it (Zulip's access_stream_to_remove_visibility_policy). */
 export async function channelInRealm(

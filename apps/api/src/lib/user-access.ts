@@ -198,22 +198,26 @@ export interface AccessOnSend {
 
 const NOTHING_ON_SEND: AccessOnSend = { senderHiddenFrom: new Set(), accessGrants: [] };
 
-/** AccessOnSend of a message from `sender` to `viewers` (every recipient, with their role),
- * among them `participants` for a direct message (its users, sender included). One statement
- * when a guest is among the recipients, none otherwise. */
+/** AccessOnSend of a message from `sender` to `viewers` (every recipient, with their role):
+ * a channel message, saying whether the sender is subscribed to the channel, or a direct
+ * message with its `participants` (its users, sender included). One statement when it may
+ * hide a sender or grant access, none otherwise: a subscribed sender shares the channel with
+ * every recipient (Zulip asks only about unsubscribed senders), and a guest who sends a direct
+ * message was just found to see all its participants. */
 export async function accessOnSend(
   realm: Realm,
   sender: User,
   viewers: Pick<User, 'id' | 'role'>[],
-  participants: User[] | null,
+  message: { senderSubscribed: boolean } | { participants: User[] },
 ): Promise<AccessOnSend> {
-  const guests = viewers.filter(isGuest);
+  const guests = viewers.filter((viewer) => isGuest(viewer) && viewer.id !== sender.id);
   if (guests.length === 0) return NOTHING_ON_SEND;
-  if (participants === null) {
-    if (sender.isBot) return NOTHING_ON_SEND;
+  if ('senderSubscribed' in message) {
+    if (sender.isBot || message.senderSubscribed) return NOTHING_ON_SEND;
     const hidden = await inaccessibleUsersByGuest(realm, guests, [sender.id]);
     return { senderHiddenFrom: new Set(hidden.keys()), accessGrants: [] };
   }
+  const { participants } = message;
   // Bots are never hidden, nor anyone from themselves.
   const humans = participants.filter((user) => !user.isBot);
   if (humans.length < 2) return NOTHING_ON_SEND;

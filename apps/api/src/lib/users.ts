@@ -14,7 +14,7 @@ import {
 import { InsufficientPermissionError, JsonableError } from '@parley/errors';
 import { isEmailDomain, realmEmailDomain, realmHost } from '@parley/auth';
 import type { ProfileValue } from '../presenters/users';
-import { directMessagePartnersSql } from './direct-message-partners';
+import { exchangedDirectMessagesSql } from './direct-message-partners';
 import { PROFILE_VALUE_JSON, profileDataOf, type ProfileValueRow } from './profile-fields';
 
 /** email_address_visibility values (Zulip's EMAIL_ADDRESS_VISIBILITY_*). */
@@ -142,7 +142,7 @@ const activeUsersWithAccessTo = statement<
         JOIN subscription mine ON mine.recipient_id = theirs.recipient_id
           AND mine.user_profile_id = u.id AND mine.active AND mine.is_user_active
         WHERE theirs.user_profile_id = $2 AND theirs.active)
-      OR u.id IN (${directMessagePartnersSql('$2')})) AS "canAccess"
+      OR ${exchangedDirectMessagesSql('u.id', '$2')}) AS "canAccess"
   FROM user_profile u
   WHERE u.realm_id = $1 AND u.is_active
   ORDER BY u.id`);
@@ -171,6 +171,28 @@ export async function usersWhoCanAccess(
 ): Promise<Viewer[]> {
   if (target) return (await activeUsersByAccessTo({ ...target, realmId })).withAccess;
   return db.user.findMany({ where: { realmId, isActive: true }, select: { id: true, role: true } });
+}
+
+/** Every active user of the organization (Zulip's active_user_ids): the audience of
+ * organization-wide data (settings, emoji, linkifiers, groups, folders …). */
+export async function activeUserIds(realmId: number, db: Tx = getPrisma()): Promise<number[]> {
+  const users = await db.user.findMany({
+    where: { realmId, isActive: true },
+    select: { id: true },
+    orderBy: { id: 'asc' },
+  });
+  return users.map((user) => user.id);
+}
+
+/** Every active user but guests (Zulip's active_non_guest_user_ids): the audience of default
+ * channels and their groups, which guests do not see. */
+export async function activeNonGuestIds(realmId: number, db: Tx = getPrisma()): Promise<number[]> {
+  const users = await db.user.findMany({
+    where: { realmId, isActive: true, role: { not: Role.GUEST } },
+    select: { id: true },
+    orderBy: { id: 'asc' },
+  });
+  return users.map((user) => user.id);
 }
 
 export async function activeAdminIds(realmId: number, db: Tx = getPrisma()): Promise<number[]> {

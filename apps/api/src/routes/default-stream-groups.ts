@@ -6,7 +6,7 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { userEndpoint } from '@parley/auth';
-import { runAction, type Stream, type Tx, type User } from '@parley/db';
+import { runAction } from '@parley/db';
 import { JsonableError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
 import * as schema from '../presenters/schemas';
@@ -16,39 +16,22 @@ import {
   doRemoveDefaultStreamGroup,
   doRemoveStreamsFromDefaultStreamGroup,
   doUpdateDefaultStreamGroupInfo,
+  lockDefaultStreamGroups,
 } from '../actions/default-stream-groups';
 import {
   lockDefaultStreamGroup,
   MAX_DEFAULT_STREAM_GROUP_DESCRIPTION_LENGTH,
-  MAX_DEFAULT_STREAM_GROUP_NAME_LENGTH,
 } from '../lib/default-stream-groups';
-import { accessStreamByName, loadPermissions } from '../lib/streams';
-import { codePoints } from '../lib/text';
+import { accessStreamsByName, loadPermissions } from '../lib/streams';
 
 export const defaultStreamGroupRoutes = Router();
 
-// Names are checked in the action, with Zulip's message for a long one; this bound only keeps
-// absurd values out.
+// Names are checked in the action, in Zulip's order and with its message for a long one;
+// this bound only keeps absurd values out.
 const nameParam = p.string({ maxLength: 1000 });
 const descriptionParam = p.string({ maxLength: MAX_DEFAULT_STREAM_GROUP_DESCRIPTION_LENGTH });
 const streamNamesParam = p.json(z.array(z.string().max(1000)).max(10_000));
 const groupPath = { group_id: p.int() };
-
-function checkNameLength(name: string): void {
-  if (codePoints(name) > MAX_DEFAULT_STREAM_GROUP_NAME_LENGTH)
-    throw new JsonableError(
-      `Default channel group name too long (limit: ${MAX_DEFAULT_STREAM_GROUP_NAME_LENGTH} characters)`,
-    );
-}
-
-/** Zulip's access_stream_by_name for each name, in order: the first one the administrator
- * cannot read (or that does not exist) is refused. */
-async function accessStreamsByName(tx: Tx, user: User, names: string[]): Promise<Stream[]> {
-  const perms = await loadPermissions(user);
-  const streams: Stream[] = [];
-  for (const name of names) streams.push((await accessStreamByName(perms, name, tx)).stream);
-  return streams;
-}
 
 defineRoute(defaultStreamGroupRoutes, '/default_stream_groups/create', {
   POST: userEndpoint(
@@ -63,8 +46,12 @@ defineRoute(defaultStreamGroupRoutes, '/default_stream_groups/create', {
     },
     async ({ user, params }) => {
       await runAction(async (ctx) => {
-        const streams = await accessStreamsByName(ctx.tx, user, params.stream_names);
-        checkNameLength(params.group_name);
+        await lockDefaultStreamGroups(ctx, user.realmId);
+        const streams = await accessStreamsByName(
+          await loadPermissions(user),
+          params.stream_names,
+          ctx.tx,
+        );
         await doCreateDefaultStreamGroup(
           ctx,
           user.realmId,
@@ -93,8 +80,8 @@ defineRoute(defaultStreamGroupRoutes, '/default_stream_groups/:group_id', {
       // Zulip's test: an empty string counts as not given.
       if (!params.new_group_name && !params.new_description)
         throw new JsonableError('You must pass "new_description" or "new_group_name".');
-      if (params.new_group_name !== undefined) checkNameLength(params.new_group_name);
       await runAction(async (ctx) => {
+        await lockDefaultStreamGroups(ctx, user.realmId);
         const group = await lockDefaultStreamGroup(ctx.tx, user.realmId, path.group_id);
         await doUpdateDefaultStreamGroupInfo(ctx, user.realmId, group, {
           name: params.new_group_name,
@@ -108,6 +95,7 @@ defineRoute(defaultStreamGroupRoutes, '/default_stream_groups/:group_id', {
     { adminOnly: true, path: groupPath, response: schema.empty },
     async ({ user, path }) => {
       await runAction(async (ctx) => {
+        await lockDefaultStreamGroups(ctx, user.realmId);
         const group = await lockDefaultStreamGroup(ctx.tx, user.realmId, path.group_id);
         await doRemoveDefaultStreamGroup(ctx, user.realmId, group);
       });
@@ -127,8 +115,13 @@ defineRoute(defaultStreamGroupRoutes, '/default_stream_groups/:group_id/streams'
     },
     async ({ user, path, params }) => {
       await runAction(async (ctx) => {
+        await lockDefaultStreamGroups(ctx, user.realmId);
         const group = await lockDefaultStreamGroup(ctx.tx, user.realmId, path.group_id);
-        const streams = await accessStreamsByName(ctx.tx, user, params.stream_names);
+        const streams = await accessStreamsByName(
+          await loadPermissions(user),
+          params.stream_names,
+          ctx.tx,
+        );
         if (params.op === 'add')
           await doAddStreamsToDefaultStreamGroup(ctx, user.realmId, group, streams);
         else if (params.op === 'remove')
