@@ -164,6 +164,28 @@ describe('default channel groups', () => {
     expect(await prisma().defaultStreamGroupStream.count({ where: { groupId: id } })).toBe(0);
   });
 
+  it('finds channels by name as PostgreSQL compares them, ignoring case', async () => {
+    expectSuccess(
+      await as(org.owner, org.host).post('/users/me/subscriptions', {
+        subscriptions: [{ name: 'ΟΔΟΣ' }],
+      }),
+    );
+    const road = await prisma().stream.findFirstOrThrow({
+      where: { realmId: org.realm.id, name: 'ΟΔΟΣ' },
+    });
+    // JavaScript lowercases the last letter to a final sigma, PostgreSQL does not; whether
+    // PostgreSQL lowercases Greek at all depends on the database's locale (C.UTF-8 does).
+    const [{ greek }] = await prisma().$queryRaw<[{ greek: boolean }]>`
+      SELECT lower('ΟΔΟΣ') = lower('οδοσ') AS greek`;
+    const created = await create('Roads', [' οδοσ ', 'ALPHA']);
+    if (!greek) return expectError(created, "Invalid channel name ' οδοσ '");
+    expectSuccess(created);
+    expect((await registered(org.member)).find((g) => g.name === 'Roads')?.streams).toEqual([
+      alpha,
+      road.id,
+    ]);
+  });
+
   it('takes an archived channel out of its groups', async () => {
     expectSuccess(await create('Onboarding', ['Alpha', 'beta']));
     const id = await groupId('Onboarding');

@@ -185,9 +185,9 @@ export async function removeStreamFromDefaultStreamGroups(
   ctx: ActionContext,
   stream: Stream,
 ): Promise<void> {
-  // No organization lock here: the archival holds the channel's row, which a group change
-  // locks after the organization's (lockActiveStreams), so taking it now could deadlock. A
-  // change adding the channel meanwhile waits for this commit and then finds it archived.
+  // The archival holds the organization's row from its start (doArchiveStream), so group
+  // changes wait for it; one that read the channel before still finds it archived when it
+  // locks it (lockActiveStreams).
   const removed = await ctx.tx.defaultStreamGroupStream.deleteMany({
     where: { streamId: stream.id },
   });

@@ -398,6 +398,8 @@ async function isNamedGroup(ctx: ActionContext, realm: Realm, id: number): Promi
   return group !== null;
 }
 
+/** Zulip's parse_group_setting_value, in part: an anonymous group of one subgroup and no
+ * members is that group. */
 function singleSubgroup(value: GroupSettingValue): number | null {
   if (typeof value === 'number') return value;
   return value.direct_members.length === 0 && value.direct_subgroups.length === 1

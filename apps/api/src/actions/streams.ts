@@ -660,6 +660,10 @@ export async function doArchiveStream(
   actingUserId: number,
 ): Promise<void> {
   const { tx } = ctx;
+  // The organization before the channel, in the order of every change that locks both (a
+  // default channel group's, PATCH /realm's): clearRealmChannels below needs it anyway, and
+  // taking it only after the channel's row could deadlock with them.
+  await tx.$executeRaw`SELECT 1 FROM realm WHERE id = ${stream.realmId} FOR UPDATE`;
   const subscribers = await subscribersOf(stream);
   const audience = await metadataAudience(stream, subscribers, tx);
   // Conditional, so of concurrent archivals exactly one succeeds and announces it.

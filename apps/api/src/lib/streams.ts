@@ -171,11 +171,14 @@ export async function accessStreamsByName(
   names: string[],
   db: Tx = getPrisma(),
 ): Promise<Stream[]> {
-  const found = await streamsByName(
-    perms.user.realmId,
-    names.map((name) => name.trim()),
-    db,
-  );
+  // Matched by PostgreSQL's lower(), as accessStreamByName matches (JavaScript lowercases some
+  // letters otherwise, a final sigma for one).
+  const matches = await db.$queryRaw<{ name: string; id: number }[]>`
+    SELECT v AS name, s.id FROM unnest(${names.map((name) => name.trim())}::text[]) v
+    JOIN stream s ON s.realm_id = ${perms.user.realmId} AND lower(s.name) = lower(v)`;
+  const rows = await db.stream.findMany({ where: { id: { in: matches.map((m) => m.id) } } });
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  const found = new Map(matches.map((match) => [match.name, byId.get(match.id)!]));
   const recipientIds = [...found.values()].flatMap((stream) =>
     stream.recipientId === null ? [] : [stream.recipientId],
   );
