@@ -12,6 +12,8 @@ import { resetConfig } from '@parley/config';
 import { getPrisma, Role, type Realm, type User } from '@parley/db';
 import { as, captureEvents, createTestUser, expectError, expectSuccess } from './helpers';
 import { createMessageOrg, send, type MessageOrg } from './message-helpers';
+import type { QueuedEvent } from '@parley/events';
+import { applyEvent, type StateOptions } from '../src/lib/initial-state';
 
 const prisma = () => getPrisma();
 
@@ -586,6 +588,9 @@ describe('can_access_all_users_group and messages', () => {
 
   it('lets a 1:1 direct message make its sender accessible, announced before the message', async () => {
     expect(await guestSees(caller.id)).toBe(false);
+    const before = { ...(await realmUsers(org.guest, org.host)) };
+    const state = { realm_users: before.active, realm_non_active_users: before.inactive };
+    expect(byId(state.realm_users, caller.id)).toMatchObject({ full_name: 'Unknown user' });
     const published = await captureEvents(org.realm.id, async () =>
       expectSuccess(
         await send(caller, org.host, { type: 'direct', to: [org.guest.id], content: 'hello' }),
@@ -601,6 +606,21 @@ describe('can_access_all_users_group and messages', () => {
       },
     });
     expect(forGuest[1]!.event.message).toMatchObject({ sender_full_name: 'Cal Caller' });
+    // Folded into the guest's registered state, the event replaces the placeholder.
+    applyEvent(state, { id: 0, ...forGuest[0]!.event } as QueuedEvent, org.guest, {
+      clientGravatar: false,
+    } as StateOptions);
+    const fresh = await realmUsers(org.guest, org.host);
+    // avatar_url aside: the events tier fills it in per queue (client_gravatar).
+    const withoutAvatar = (person: Record<string, unknown> | undefined) => {
+      const { avatar_url: _avatar, ...rest } = person ?? {};
+      return rest;
+    };
+    expect(withoutAvatar(byId(state.realm_users, caller.id))).toEqual(
+      withoutAvatar(byId(fresh.active, caller.id)),
+    );
+    expect(byId(state.realm_users, caller.id)).toMatchObject({ full_name: 'Cal Caller' });
+    expect(state.realm_users.filter((person) => person.user_id === caller.id)).toHaveLength(1);
 
     // The guest now sees the caller everywhere, and may answer.
     expect(await guestSees(caller.id)).toBe(true);

@@ -597,7 +597,14 @@ function applyRealmUser(state: State, event: QueuedEvent, user: User): void {
     return null;
   };
   if (event.op === 'add') {
-    if (!find()) active.push(person);
+    // Zulip's apply_event replaces the entry: a direct message that lets a guest see someone
+    // turns its "Unknown user" placeholder into the person.
+    const found = find();
+    if (found?.list === active) active[found.index] = person;
+    else {
+      found?.list.splice(found.index, 1);
+      active.push(person);
+    }
     return;
   }
   if (event.op === 'remove') {
