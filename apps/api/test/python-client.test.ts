@@ -6,6 +6,7 @@ import { existsSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { resetConfig } from '@parley/config';
 import { getPrisma, Role, type User } from '@parley/db';
 import { eventsRouter, startEventsService, type EventsService } from '@parley/events-app';
 import { closeQueues } from '@parley/jobs';
@@ -23,6 +24,9 @@ let server: Server;
 let site: string;
 
 beforeAll(async () => {
+  // The channel_email_address step reads an address of this gateway.
+  process.env.EMAIL_GATEWAY_PATTERN = '%s@streams.example.com';
+  resetConfig();
   events = await startEventsService({
     heartbeatSeconds: 2,
     heartbeatJitterSeconds: 0,
@@ -39,6 +43,8 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  delete process.env.EMAIL_GATEWAY_PATTERN;
+  resetConfig();
   // The invitation step queues its email job from this process.
   await closeQueues();
   await events.stop();

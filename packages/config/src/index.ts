@@ -203,6 +203,14 @@ const schema = z.object({
   /** Sender of invitation emails (Zulip's NOREPLY_EMAIL_ADDRESS); by default
    * noreply@ EXTERNAL_HOST without its port. */
   NOREPLY_EMAIL_ADDRESS: z.email().optional(),
+  /** Incoming email (Zulip's EMAIL_GATEWAY_PATTERN): the form of the addresses that post to
+   * a channel, `%s` standing for the channel's token, e.g. `%s@streams.example.com`. Empty:
+   * no gateway, and GET /streams/{id}/email_address answers "" (as Zulip). Mail to such an
+   * address reaches Parley through `pnpm manage email-mirror` (docs/email-gateway.md). */
+  EMAIL_GATEWAY_PATTERN: z
+    .string()
+    .regex(/^$|^[^\s%@]*%s[^\s%@]*@[^\s%@]+$/, 'must be empty or like %s@streams.example.com')
+    .default(''),
   /** Video calls (docs/video-calls.md), under Zulip's setting names. The Jitsi Meet server of
    * organizations that set none of their own. */
   JITSI_SERVER_URL: z.url({ protocol: /^https?$/ }).default('https://meet.jit.si'),

@@ -60,4 +60,5 @@ export type {
   ChannelFolder,
   NavigationView,
   RealmDomain,
+  ChannelEmailAddress,
 } from '@prisma/client';

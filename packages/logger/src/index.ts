@@ -54,9 +54,16 @@ export interface LoggerOptions {
   format: 'json' | 'pretty';
   /** Tests silence the console; errors still surface through assertions. */
   silent?: boolean;
+  /** Every line to stderr (a command whose stdout is its answer). */
+  toStderr?: boolean;
 }
 
-export function createLogger({ level, format, silent = false }: LoggerOptions): Logger {
+export function createLogger({
+  level,
+  format,
+  silent = false,
+  toStderr = false,
+}: LoggerOptions): Logger {
   const rendering =
     format === 'json'
       ? winston.format.json()
@@ -74,7 +81,11 @@ export function createLogger({ level, format, silent = false }: LoggerOptions): 
       winston.format.timestamp(),
       rendering,
     ),
-    transports: [new winston.transports.Console()],
+    transports: [
+      new winston.transports.Console(
+        toStderr ? { stderrLevels: Object.keys(winston.config.npm.levels) } : {},
+      ),
+    ],
   });
 }
 
@@ -82,12 +93,17 @@ let root: Logger | undefined;
 
 /** The process-wide logger; configured by `setLogger` at boot, quiet defaults before that. */
 export function getLogger(): Logger {
-  root ??= createLogger({
+  root ??= createLogger(defaultLoggerOptions());
+  return root;
+}
+
+/** The process-wide logger's settings when nothing configured it. */
+export function defaultLoggerOptions(): LoggerOptions {
+  return {
     level: process.env.LOG_LEVEL ?? 'info',
     format: process.env.NODE_ENV === 'production' ? 'json' : 'pretty',
     silent: process.env.NODE_ENV === 'test',
-  });
-  return root;
+  };
 }
 
 export function setLogger(logger: Logger): void {

@@ -18,6 +18,8 @@ import { checkCreateUser, doCreateUser } from './users';
 export const SYSTEM_BOTS = {
   notification: { email: 'notification-bot@zulip.com', fullName: 'Notification Bot' },
   welcome: { email: 'welcome-bot@zulip.com', fullName: 'Welcome Bot' },
+  // The default sender of mail to a channel's address (Zulip's EMAIL_GATEWAY_BOT).
+  emailGateway: { email: 'emailgateway@zulip.com', fullName: 'Email Gateway' },
 } as const;
 
 export type SystemBot = keyof typeof SYSTEM_BOTS;

@@ -1,6 +1,6 @@
 // `pnpm manage <command>`: the operators' tool, like Zulip's manage.py. With --json each
 // command prints exactly one JSON object on stdout (a stable contract for scripts).
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { resetConfig } from '@parley/config';
@@ -38,6 +38,10 @@ import {
   passwordHashFor,
 } from '../actions/users';
 import { realmUrl } from '@parley/auth';
+import { createLogger, defaultLoggerOptions, setLogger } from '@parley/logger';
+import { doReceiveChannelEmail } from '../actions/email-gateway';
+import { EmailForwardError } from '../lib/email-gateway';
+import { outboxSettled, SETTLE_ON_STOP_MS } from '../lib/outbox';
 
 type Options = Record<string, string | boolean | undefined>;
 
@@ -305,6 +309,35 @@ const commands: Record<string, Command> = {
       return { json: { realm_id: realm.id, users: rows }, text: text || '(no users)' };
     },
   },
+  'email-mirror': {
+    summary: 'Post a mail to the channel its address names (a mail server pipes each message here)',
+    options: {
+      recipient: {
+        type: 'string',
+        required: true,
+        help: 'the address the mail was delivered to (EMAIL_GATEWAY_PATTERN)',
+      },
+      file: { type: 'string', help: 'the message (RFC 5322); default: standard input' },
+    },
+    async run(o) {
+      const raw = o.file === undefined ? await readStdin() : readFileSync(str(o.file));
+      let posted: Awaited<ReturnType<typeof doReceiveChannelEmail>>;
+      try {
+        posted = await doReceiveChannelEmail(str(o.recipient), raw);
+      } catch (error) {
+        if (error instanceof EmailForwardError) throw new JsonableError(error.message);
+        throw error;
+      }
+      return {
+        json: {
+          message_id: posted.messageId,
+          stream_id: posted.channelId,
+          topic: posted.topic,
+        },
+        text: `Posted message ${posted.messageId} to channel ${posted.channelId}, topic "${posted.topic}"`,
+      };
+    },
+  },
   'failed-jobs': {
     summary: 'List failed background jobs, newest first; --retry or --remove one',
     options: {
@@ -442,6 +475,12 @@ async function findUser(realm: Realm, email: string) {
   return user;
 }
 
+async function readStdin(): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
 function usage(): string {
   const lines = ['Usage: pnpm manage <command> [options] [--json]', '', 'Commands:'];
   for (const [name, command] of Object.entries(commands)) {
@@ -497,6 +536,8 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   loadServiceEnv();
+  // Stdout is the command's answer (one JSON object with --json): log lines go to stderr.
+  setLogger(createLogger({ ...defaultLoggerOptions(), toStderr: true }));
   try {
     const result = await command.run(values);
     process.stdout.write(`${values.json ? JSON.stringify(result.json) : result.text}\n`);
@@ -508,6 +549,9 @@ export async function main(argv: string[]): Promise<number> {
     else process.stderr.write(`Error: ${error.message}\n`);
     return 1;
   } finally {
+    // A message the command sent (an organization's first ones, a mail) publishes its events
+    // after its commit: they go out before the process exits, or the API's relay takes them.
+    await outboxSettled(SETTLE_ON_STOP_MS);
     await Promise.all([disconnectPrisma(), closeQueues()]);
   }
 }

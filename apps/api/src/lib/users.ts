@@ -93,6 +93,21 @@ export async function accessUserById(
   return target;
 }
 
+/** Zulip's access_bot_by_id: a bot of the actor's organization that the actor administers
+ * (their own, or any for administrators). */
+export async function accessBotById(actor: User, botId: number): Promise<User> {
+  let target: User;
+  try {
+    target = await accessUserById(actor, botId);
+  } catch (error) {
+    if (error instanceof JsonableError) throw new JsonableError('No such bot');
+    throw error;
+  }
+  if (!target.isBot) throw new JsonableError('No such bot');
+  if (!canAdminUser(actor, target)) throw new InsufficientPermissionError();
+  return target;
+}
+
 /** The user id in a dummy address `user{id}@{realm host}` of this organization, else null.
  * The dummy domain is the realm host without its port; the host with it is accepted too. */
 export function dummyEmailUserId(realm: Pick<Realm, 'stringId'>, email: string): number | null {

@@ -1,6 +1,6 @@
 // Channels: GET /streams, GET/PATCH/DELETE /streams/{id}, GET /streams/{id}/members,
-// POST /streams/{id}/delete_topic, GET /get_stream_id, GET /users/me/{stream_id}/topics,
-// POST/DELETE /default_streams.
+// POST /streams/{id}/delete_topic, GET /streams/{id}/email_address, GET /get_stream_id,
+// GET /users/me/{stream_id}/topics, POST/DELETE /default_streams.
 import { Router } from 'express';
 import { z } from 'zod';
 import { userEndpoint } from '@parley/auth';
@@ -61,6 +61,8 @@ import {
   type ChannelNotice,
 } from '../actions/channel-notices';
 import { doDeleteTopic } from '../actions/topic-deletion';
+import { checkCanPost } from '../actions/messages';
+import { channelEmailAddressFor } from '../actions/email-gateway';
 import { EMPTY_TOPIC_DISPLAY_NAME } from '../presenters/messages';
 import { isAdmin, isOwner } from '../lib/users';
 import { OrganizationOwnerRequiredError, InsufficientPermissionError } from '@parley/errors';
@@ -272,6 +274,23 @@ defineRoute(streamRoutes, '/streams/:stream_id/members', {
       checkSubscriberAccess(perms, stream, subscription !== null);
       const details = await loadStreamDetails(realm.id, [stream]);
       return { subscribers: details.subscribers.get(stream.id) ?? [] };
+    },
+  ),
+});
+
+defineRoute(streamRoutes, '/streams/:stream_id/email_address', {
+  GET: userEndpoint(
+    {
+      path: streamPath,
+      params: { sender_id: p.int({ min: 0 }).optional() },
+      response: z.object({ email: z.string() }),
+    },
+    async ({ user, realm, path, params }) => {
+      const perms = await loadPermissions(user);
+      const { stream } = await accessStreamById(perms, path.stream_id);
+      // Only who may post here may have its address (feature level 448).
+      await checkCanPost(user, stream);
+      return { email: await channelEmailAddressFor(realm, stream, user, params.sender_id) };
     },
   ),
 });

@@ -1,0 +1,255 @@
+// Posting to a channel by email (Zulip's zerver/lib/email_mirror.py and the
+// get_stream_email_address view): a channel's address for a user, and a mail delivered to such
+// an address turned into a message. Mail reaches Parley through `pnpm manage email-mirror`,
+// which a mail server pipes each message to (docs/email-gateway.md).
+import PostalMime from 'postal-mime';
+import TurndownService from 'turndown';
+import { getPrisma, type Realm, type Stream, type User } from '@parley/db';
+import { getLogger } from '@parley/logger';
+import {
+  channelEmailAddressOf,
+  channelEmailToken,
+  EmailForwardError,
+  encodeEmailAddress,
+  type AddressOptions,
+} from '../lib/email-gateway';
+import { truncateText, unprintablePosition } from '../lib/text';
+import { accessBotById } from '../lib/users';
+import {
+  checkCanPost,
+  checkContent,
+  checkTopic,
+  MAX_MESSAGE_LENGTH,
+  prepareMessage,
+  sendPreparedMessage,
+} from './messages';
+import { ensureSystemBot } from './system-bots';
+import { doUploadFile } from './uploads';
+
+/** GET /streams/{id}/email_address: the address `user` may hand out, whose mail is posted by
+ * `senderId`: the Email Gateway bot (the default), the user, or a bot the user administers. */
+export async function channelEmailAddressFor(
+  realm: Realm,
+  stream: Stream,
+  user: User,
+  senderId: number | undefined,
+): Promise<string> {
+  const gateway = await ensureSystemBot(realm, 'emailGateway');
+  const sender =
+    senderId === undefined || senderId === gateway.id
+      ? gateway
+      : senderId === user.id
+        ? user
+        : await accessBotById(user, senderId);
+  const token = await channelEmailToken(realm.id, stream.id, user.id, sender.id);
+  return encodeEmailAddress(stream.name, token, true);
+}
+
+/** Zulip's strip_from_subject: "Re:", "Fwd:" and their kin go. */
+function stripFromSubject(subject: string): string {
+  return subject
+    .replace(/([[(] *)?\b(RE|AW|SV|FWD?) *(\[\d+\])?([-:;)\]][ :;\])-]*|$)|\]+ *$/gim, '')
+    .trim();
+}
+
+/** Zulip's is_forwarded: a forwarded mail keeps its quotations. */
+function isForwarded(subject: string): boolean {
+  return /^(([[(] *)?\b(FWD?) *([-:;)\]][ :;\])-]*|$)|\]+ *$)/i.test(subject);
+}
+
+/** Zulip's filter_footer: what follows a lone `--` line, when there is exactly one. */
+function filterFooter(text: string): string {
+  if (text.split('\n').filter((line) => line.trim() === '--').length !== 1) return text;
+  return text.split(/^\s*--\s*$/m)[0]!.trim();
+}
+
+/** The reply's quotation at the end of a plain-text mail: the `>` lines that close it and the
+ * "On …, … wrote:" line before them (Zulip asks the talon library, which knows more forms). */
+function withoutQuotation(text: string): string {
+  const lines = text.split('\n');
+  let end = lines.length;
+  let quoted = false;
+  while (end > 0 && (lines[end - 1]!.trim() === '' || lines[end - 1]!.startsWith('>'))) {
+    if (lines[end - 1]!.startsWith('>')) quoted = true;
+    end--;
+  }
+  if (!quoted) return text;
+  if (end > 0 && /wrote:\s*$/i.test(lines[end - 1]!)) end--;
+  return lines.slice(0, end).join('\n');
+}
+
+/** Zulip's convert_html_to_markdown: an image becomes a link named by its file, which
+ * Parley's Markdown previews (it has no image syntax). Without quotations, the blockquotes of
+ * a reply go, with Gmail's attribution. */
+function htmlToMarkdown(html: string, includeQuotes: boolean): string {
+  const turndown = new TurndownService({ codeBlockStyle: 'fenced', headingStyle: 'atx' });
+  turndown.addRule('image-as-link', {
+    filter: 'img',
+    replacement: (_content, node) => {
+      const src = (node as MarkupElement).getAttribute('src') ?? '';
+      if (src === '') return '';
+      const name = src.split('?')[0]!.split('/').pop() || src;
+      return `[${escapeLinkText(name)}](${src})`;
+    },
+  });
+  // A rule rather than turndown's remove(), which yields to its own blockquote rule.
+  if (!includeQuotes)
+    turndown.addRule('without-quotation', {
+      filter: (node) => {
+        const element = node as MarkupElement;
+        return element.nodeName === 'BLOCKQUOTE' || hasClass(element, 'gmail_quote');
+      },
+      replacement: () => '',
+    });
+  turndown.remove(['style', 'script', 'head', 'title']);
+  return turndown.turndown(html).trim();
+}
+
+/** What these rules read of turndown's DOM nodes (the project compiles without the DOM's
+ * types). */
+interface MarkupElement {
+  nodeName: string;
+  getAttribute(name: string): string | null;
+}
+
+function hasClass(element: MarkupElement, name: string): boolean {
+  const classes = element.getAttribute('class') ?? '';
+  return classes.split(/\s+/).includes(name);
+}
+
+/** Zulip's get_markdown_link_for_url escapes the brackets of a link's text. */
+function escapeLinkText(text: string): string {
+  return text.replace(/[[\]]/g, (bracket) => `\\${bracket}`);
+}
+
+/** Zulip's extract_body: the plain-text part, or the HTML one made Markdown (prefer-html
+ * swaps them). */
+function extractBody(mail: PostalMime.Email, options: AddressOptions): string {
+  const includeQuotes = options.include_quotes ?? false;
+  const plain =
+    mail.text === undefined ? undefined : includeQuotes ? mail.text : withoutQuotation(mail.text);
+  const html = mail.html === undefined ? undefined : htmlToMarkdown(mail.html, includeQuotes);
+  if (plain === undefined && html === undefined)
+    throw new EmailForwardError('Unable to find plaintext or HTML message body');
+  if (!plain?.trim() && !html?.trim())
+    throw new EmailForwardError('Email has no nonempty body sections; ignoring.');
+  return (options.prefer_text ?? true) ? plain?.trim() || html! : html?.trim() || plain!;
+}
+
+/** The mail's named parts, uploaded as the sender's files: one link each. */
+async function uploadAttachments(
+  mail: PostalMime.Email,
+  realm: Realm,
+  sender: User,
+): Promise<string> {
+  const links: string[] = [];
+  for (const part of mail.attachments) {
+    if (!part.filename) continue;
+    const buffer =
+      typeof part.content === 'string'
+        ? Buffer.from(part.content, part.encoding === 'base64' ? 'base64' : 'utf8')
+        : Buffer.from(part.content as ArrayBuffer);
+    const attachment = await doUploadFile(sender, realm, {
+      originalname: part.filename,
+      mimetype: part.mimeType,
+      buffer,
+      size: buffer.length,
+    });
+    links.push(`[${escapeLinkText(attachment.fileName)}](/user_uploads/${attachment.pathId})`);
+  }
+  return links.join('\n');
+}
+
+/** Zulip's construct_zulip_body. */
+async function constructBody(
+  mail: PostalMime.Email,
+  subject: string,
+  realm: Realm,
+  sender: User,
+  options: AddressOptions & { subject_in_body?: boolean },
+): Promise<string> {
+  let body = extractBody(mail, options).replaceAll('\0', '');
+  if (!options.include_footer) body = filterFooter(body);
+  if (!body.endsWith('\n')) body += '\n';
+  if (body.trimEnd() === '') body = '(No email body)';
+  let preamble = '';
+  if (options.show_sender) preamble = `**From:** ${fromHeader(mail)}\n`;
+  if (options.subject_in_body) preamble += `**Subject:** ${subject}\n`;
+  if (preamble !== '') preamble += '\n';
+  let postamble = await uploadAttachments(mail, realm, sender);
+  if (postamble !== '') postamble = `\n${postamble}`;
+  // Cut the text, not the links: every attachment stays reachable.
+  body = truncateText(
+    body,
+    MAX_MESSAGE_LENGTH - preamble.length - postamble.length,
+    '\n[message truncated]',
+  );
+  return preamble + body + postamble;
+}
+
+function fromHeader(mail: PostalMime.Email): string {
+  const from = mail.from;
+  if (!from) return '';
+  if (from.address === undefined) return from.name;
+  return from.name ? `${from.name} <${from.address}>` : from.address;
+}
+
+/** Zulip's process_stream_message: the mail `raw`, delivered to `recipient`, posted to the
+ * address's channel by its sender. Refusals (an unknown address, a sender who may no longer
+ * post there, a mail without a body) throw EmailForwardError or the send's JsonableError. */
+export async function doReceiveChannelEmail(
+  recipient: string,
+  raw: Uint8Array | string,
+): Promise<{ messageId: number; channelId: number; topic: string }> {
+  const { row, options } = await channelEmailAddressOf(recipient);
+  const prisma = getPrisma();
+  const [realm, channel, sender, creator] = await Promise.all([
+    prisma.realm.findUniqueOrThrow({ where: { id: row.realmId } }),
+    prisma.stream.findUniqueOrThrow({ where: { id: row.channelId } }),
+    prisma.user.findUniqueOrThrow({ where: { id: row.senderId } }),
+    row.creatorId === null ? null : prisma.user.findUnique({ where: { id: row.creatorId } }),
+  ]);
+  if (realm.deactivated) throw new EmailForwardError('The organization is deactivated.');
+  // Zulip's check_access_for_channel_email_address: the gateway's mail is checked as the
+  // person who asked for the address; other senders' as themselves.
+  const gateway = await ensureSystemBot(realm, 'emailGateway');
+  const accountable = sender.id === gateway.id && creator ? creator : sender;
+  if (!accountable.isActive || !sender.isActive)
+    throw new EmailForwardError(
+      `The address of channel ${channel.id} belongs to a deactivated user.`,
+    );
+  await checkCanPost(accountable, channel);
+
+  const mail = await PostalMime.parse(raw);
+  const subjectHeader = mail.subject ?? '';
+  const mailOptions: AddressOptions & { subject_in_body?: boolean } = {
+    ...options,
+    include_quotes: options.include_quotes ?? isForwarded(subjectHeader),
+  };
+  // A subject's unprintable characters are dropped rather than the mail refused.
+  const subject = [...stripFromSubject(subjectHeader)]
+    .filter((char) => unprintablePosition(char) === null)
+    .join('');
+  let topic: string;
+  if (channel.topicsPolicy === 'empty_topic_only') {
+    mailOptions.subject_in_body = true;
+    topic = '';
+  } else topic = subject === '' ? 'Email with no subject' : subject;
+  topic = checkTopic(topic);
+  const content = checkContent(await constructBody(mail, subject, realm, sender, mailOptions));
+  const prepared = await prepareMessage(
+    realm,
+    sender,
+    { kind: 'channel', to: JSON.stringify(channel.id), topic },
+    content,
+    // Checked above as Zulip checks it: the gateway bot posts for the address's creator.
+    { client: 'Internal', readBySender: true, bySystemBot: true },
+  );
+  const { message } = await sendPreparedMessage(prepared);
+  getLogger().info('email posted to a channel', {
+    realmId: realm.id,
+    channelId: channel.id,
+    messageId: message.id,
+  });
+  return { messageId: message.id, channelId: channel.id, topic };
+}
