@@ -9,12 +9,13 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { resetConfig } from '@parley/config';
 import { getPrisma, Role, type Stream, type User } from '@parley/db';
-import { doReceiveChannelEmail } from '../src/actions/email-gateway';
+import { doReceiveChannelEmail, isForwarded, stripFromSubject } from '../src/actions/email-gateway';
 import {
   decodeEmailAddress,
   encodeEmailAddress,
   EmailForwardError,
 } from '../src/lib/email-gateway';
+import { ensureSystemBot } from '../src/actions/system-bots';
 import { as, createChannel, createTestUser, expectError, expectSuccess } from './helpers';
 import { createMessageOrg, type MessageOrg } from './message-helpers';
 
@@ -62,6 +63,29 @@ describe('addresses', () => {
     );
     expect(encodeEmailAddress('general', token, true)).toBe('');
     gatewayPattern(PATTERN);
+  });
+});
+
+describe('subjects', () => {
+  it('lose their reply and forward prefixes as Zulip strips them', () => {
+    // Each with what Zulip's strip_from_subject and is_forwarded (Python) make of it.
+    const cases: [string, string, boolean][] = [
+      ['Re: Fwd: Quarterly plans', 'Quarterly plans', false],
+      ['[RE] budget', 'budget', false],
+      ['AW: Termin', 'Termin', false],
+      ['SV: Möte', 'Möte', false],
+      ['Re[2]: loop', 'loop', false],
+      ['(fwd) news', 'news', true],
+      ['Fwd: x', 'x', true],
+      // A prefix glued to a letter of another script is part of a word.
+      ['名Re: x', '名Re: x', false],
+      ['Prefix RE: inside', 'Prefix inside', false],
+      ['Are you there?', 'Are you there?', false],
+      ['Re: [list] topic]', '[list] topic', false],
+    ];
+    expect(
+      cases.map(([subject]) => [subject, stripFromSubject(subject), isForwarded(subject)]),
+    ).toEqual(cases);
   });
 });
 
@@ -126,6 +150,12 @@ describe('channel email addresses', () => {
       'No such bot',
     );
     expectError(await addressOf(org.member, general.id, { sender_id: 2 ** 31 - 1 }), 'No such bot');
+    // The organization's system bots are nobody's to send as, administrators' included.
+    const notificationBot = await ensureSystemBot(org.realm, 'notification');
+    expectError(
+      await addressOf(org.owner, general.id, { sender_id: notificationBot.id }),
+      'No such bot',
+    );
   });
 
   it('is refused without access to the channel or permission to post in it', async () => {
@@ -204,6 +234,27 @@ describe('channel email addresses', () => {
       );
     });
 
+    it('posts as the member when their address says so, checked as they are', async () => {
+      const address = await addressFor(org.member, general, { sender_id: org.member.id });
+      const { messageId } = await doReceiveChannelEmail(address, plain('Mine', 'From me.'));
+      expect(await posted(messageId)).toMatchObject({ senderId: org.member.id, subject: 'Mine' });
+      // A new topic needs the permission to start one, as any message of theirs.
+      const admins = await prisma().userGroup.findFirstOrThrow({
+        where: { realmId: org.realm.id, name: 'role:administrators' },
+      });
+      expectSuccess(
+        await as(org.owner, org.host).patch(`/streams/${general.id}`, {
+          can_create_topic_group: { new: admins.id },
+        }),
+      );
+      await expect(doReceiveChannelEmail(address, plain('Brand new', 'x'))).rejects.toThrow(
+        /permission to create/,
+      );
+      expect((await doReceiveChannelEmail(address, plain('Re: Mine', 'Again.'))).topic).toBe(
+        'Mine',
+      );
+    });
+
     it('keeps quotations of forwarded mail, drops a lone footer, names empty subjects', async () => {
       const address = (await addressFor(org.member)).replace('.show-sender', '');
       const forwarded = await doReceiveChannelEmail(
@@ -238,6 +289,28 @@ describe('channel email addresses', () => {
       );
       expect((await posted(html.messageId)).content).toBe(
         'The **report** is [here](https://example.com/r).',
+      );
+      // Both parts: the plain one unless the address prefers HTML.
+      const both = mail(
+        { Subject: 'Both', 'Content-Type': 'multipart/alternative; boundary="ALT"' },
+        [
+          '--ALT',
+          'Content-Type: text/plain; charset=utf-8',
+          '',
+          'Plain *text*',
+          '--ALT',
+          'Content-Type: text/html; charset=utf-8',
+          '',
+          '<p>Rich <i>text</i> <img src="https://example.com/p/chart.png?v=2"></p>',
+          '--ALT--',
+          '',
+        ].join('\n'),
+      );
+      const plainPart = await doReceiveChannelEmail(address, both);
+      expect((await posted(plainPart.messageId)).content).toBe('Plain *text*');
+      const htmlPart = await doReceiveChannelEmail(address.replace('@', '.prefer-html@'), both);
+      expect((await posted(htmlPart.messageId)).content).toBe(
+        'Rich _text_ [chart.png](https://example.com/p/chart.png?v=2)',
       );
       const boundary = 'XYZ';
       const attached = await doReceiveChannelEmail(
@@ -335,6 +408,38 @@ describe('channel email addresses', () => {
       expect((await posted(result.message_id)).content).toBe(
         '**From:** Alice Example <alice@example.com>\n\nPiped in.',
       );
+      // From standard input, logging as in production: stdout stays the one answer, and a
+      // refusal's exit status is sysexits' "addressee unknown", which returns the mail.
+      const refused = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
+        const child = execFile(
+          join(root, 'node_modules', '.bin', 'tsx'),
+          [
+            join(root, 'apps', 'api', 'src', 'cli', 'manage.ts'),
+            'email-mirror',
+            '--recipient',
+            `${'d'.repeat(32)}@streams.example.com`,
+            '--json',
+          ],
+          {
+            cwd: root,
+            env: {
+              ...process.env,
+              EMAIL_GATEWAY_PATTERN: PATTERN,
+              NODE_ENV: 'production',
+              LOG_LEVEL: 'info',
+            },
+          },
+          (error, stdout) => resolve({ code: error ? (error.code as number) : 0, stdout }),
+        );
+        child.stdin!.end(plain('Nobody', 'Lost.'));
+      });
+      expect(refused.code).toBe(67);
+      expect(refused.stdout.trim().split('\n')).toEqual([
+        JSON.stringify({
+          result: 'error',
+          msg: `Bad stream token from email recipient ${'d'.repeat(32)}@streams.example.com`,
+        }),
+      ]);
     });
   });
 });

@@ -8,7 +8,11 @@ import { createRedis } from './redis';
 
 /** The EVAL and EVALSHA commands Redis receives that name `key`, as [command, first arg]. */
 async function watchScripts(key: string) {
-  const monitor = await createRedis(getConfig().REDIS_URL).monitor();
+  // Without the ready check: its INFO, echoed by the monitor it became, once arrived where
+  // ioredis awaited a reply ("Command queue state error").
+  const base = createRedis(getConfig().REDIS_URL, { enableReadyCheck: false });
+  const monitor = await base.monitor();
+  base.disconnect();
   const seen: [string, string][] = [];
   monitor.on('monitor', (_time: string, args: string[]) => {
     const [command, script] = args;

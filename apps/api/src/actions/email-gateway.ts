@@ -5,12 +5,15 @@
 import PostalMime from 'postal-mime';
 import TurndownService from 'turndown';
 import { getPrisma, type Realm, type Stream, type User } from '@parley/db';
+import { JsonableError } from '@parley/errors';
 import { getLogger } from '@parley/logger';
 import {
   channelEmailAddressOf,
   channelEmailToken,
   EmailForwardError,
   encodeEmailAddress,
+  EX_DATAERR,
+  EX_NOPERM,
   type AddressOptions,
 } from '../lib/email-gateway';
 import { truncateText, unprintablePosition } from '../lib/text';
@@ -23,7 +26,7 @@ import {
   prepareMessage,
   sendPreparedMessage,
 } from './messages';
-import { ensureSystemBot } from './system-bots';
+import { ensureSystemBot, isSystemBot } from './system-bots';
 import { doUploadFile } from './uploads';
 
 /** GET /streams/{id}/email_address: the address `user` may hand out, whose mail is posted by
@@ -41,20 +44,27 @@ export async function channelEmailAddressFor(
       : senderId === user.id
         ? user
         : await accessBotById(user, senderId);
+  // Zulip's system bots live in an organization of their own, where access_bot_by_id does not
+  // find them; Parley's are the organization's, owned by nobody.
+  if (sender !== gateway && isSystemBot(sender)) throw new JsonableError('No such bot');
   const token = await channelEmailToken(realm.id, stream.id, user.id, sender.id);
   return encodeEmailAddress(stream.name, token, true);
 }
 
 /** Zulip's strip_from_subject: "Re:", "Fwd:" and their kin go. */
-function stripFromSubject(subject: string): string {
+export function stripFromSubject(subject: string): string {
   return subject
-    .replace(/([[(] *)?\b(RE|AW|SV|FWD?) *(\[\d+\])?([-:;)\]][ :;\])-]*|$)|\]+ *$/gim, '')
+    .replace(
+      /([[(] *)?(?<![\p{L}\p{N}_])(RE|AW|SV|FWD?) *(\[\d+\])?([-:;)\]][ :;\])-]*|$)|\]+ *$/gimu,
+      '',
+    )
     .trim();
 }
 
-/** Zulip's is_forwarded: a forwarded mail keeps its quotations. */
-function isForwarded(subject: string): boolean {
-  return /^(([[(] *)?\b(FWD?) *([-:;)\]][ :;\])-]*|$)|\]+ *$)/i.test(subject);
+/** Zulip's is_forwarded: a forwarded mail keeps its quotations. (Python's `\b` knows every
+ * script's letters: so does the lookbehind, where JavaScript's `\b` knows only ASCII.) */
+export function isForwarded(subject: string): boolean {
+  return /^(([[(] *)?(?<![\p{L}\p{N}_])(FWD?) *([-:;)\]][ :;\])-]*|$)|\]+ *$)/iu.test(subject);
 }
 
 /** Zulip's filter_footer: what follows a lone `--` line, when there is exactly one. */
@@ -117,6 +127,11 @@ function hasClass(element: MarkupElement, name: string): boolean {
   return classes.split(/\s+/).includes(name);
 }
 
+/** A file name as plain text in Markdown. */
+function escapeMarkdown(text: string): string {
+  return text.replace(/[\\`*_{}[\]()#+!<>|~-]/g, (char) => `\\${char}`);
+}
+
 /** Zulip's get_markdown_link_for_url escapes the brackets of a link's text. */
 function escapeLinkText(text: string): string {
   return text.replace(/[[\]]/g, (bracket) => `\\${bracket}`);
@@ -128,12 +143,22 @@ function extractBody(mail: PostalMime.Email, options: AddressOptions): string {
   const includeQuotes = options.include_quotes ?? false;
   const plain =
     mail.text === undefined ? undefined : includeQuotes ? mail.text : withoutQuotation(mail.text);
-  const html = mail.html === undefined ? undefined : htmlToMarkdown(mail.html, includeQuotes);
+  const html = mail.html === undefined ? undefined : markdownOf(mail.html, includeQuotes);
   if (plain === undefined && html === undefined)
-    throw new EmailForwardError('Unable to find plaintext or HTML message body');
-  if (!plain?.trim() && !html?.trim())
-    throw new EmailForwardError('Email has no nonempty body sections; ignoring.');
-  return (options.prefer_text ?? true) ? plain?.trim() || html! : html?.trim() || plain!;
+    throw new EmailForwardError('Unable to find plaintext or HTML message body', EX_DATAERR);
+  // As Python tests strings: only an empty one is nothing (a blank one posts "(No email body)").
+  if (!plain && !html)
+    throw new EmailForwardError('Email has no nonempty body sections; ignoring.', EX_DATAERR);
+  return (options.prefer_text ?? true) ? plain || html! : html || plain!;
+}
+
+/** An HTML body too deep for the converter is refused as malformed, not a crash. */
+function markdownOf(html: string, includeQuotes: boolean): string {
+  try {
+    return htmlToMarkdown(html, includeQuotes);
+  } catch (error) {
+    throw new EmailForwardError(`Unreadable HTML body: ${(error as Error).message}`, EX_DATAERR);
+  }
 }
 
 /** The mail's named parts, uploaded as the sender's files: one link each. */
@@ -149,13 +174,20 @@ async function uploadAttachments(
       typeof part.content === 'string'
         ? Buffer.from(part.content, part.encoding === 'base64' ? 'base64' : 'utf8')
         : Buffer.from(part.content as ArrayBuffer);
-    const attachment = await doUploadFile(sender, realm, {
-      originalname: part.filename,
-      mimetype: part.mimeType,
-      buffer,
-      size: buffer.length,
-    });
-    links.push(`[${escapeLinkText(attachment.fileName)}](/user_uploads/${attachment.pathId})`);
+    try {
+      const attachment = await doUploadFile(sender, realm, {
+        originalname: part.filename,
+        mimetype: part.mimeType,
+        buffer,
+        size: buffer.length,
+      });
+      links.push(`[${escapeLinkText(attachment.fileName)}](/user_uploads/${attachment.pathId})`);
+    } catch (error) {
+      // The organization's file size limit or quota: the mail is posted without this file,
+      // saying why, rather than returned whole.
+      if (!(error instanceof JsonableError)) throw error;
+      links.push(`${escapeMarkdown(part.filename)} (not uploaded: ${error.message})`);
+    }
   }
   return links.join('\n');
 }
@@ -209,7 +241,7 @@ export async function doReceiveChannelEmail(
     prisma.user.findUniqueOrThrow({ where: { id: row.senderId } }),
     row.creatorId === null ? null : prisma.user.findUnique({ where: { id: row.creatorId } }),
   ]);
-  if (realm.deactivated) throw new EmailForwardError('The organization is deactivated.');
+  if (realm.deactivated) throw new EmailForwardError('The organization is deactivated.', EX_NOPERM);
   // Zulip's check_access_for_channel_email_address: the gateway's mail is checked as the
   // person who asked for the address; other senders' as themselves.
   const gateway = await ensureSystemBot(realm, 'emailGateway');
@@ -217,10 +249,16 @@ export async function doReceiveChannelEmail(
   if (!accountable.isActive || !sender.isActive)
     throw new EmailForwardError(
       `The address of channel ${channel.id} belongs to a deactivated user.`,
+      EX_NOPERM,
     );
   await checkCanPost(accountable, channel);
 
-  const mail = await PostalMime.parse(raw);
+  let mail: PostalMime.Email;
+  try {
+    mail = await PostalMime.parse(raw);
+  } catch (error) {
+    throw new EmailForwardError(`Unreadable mail: ${(error as Error).message}`, EX_DATAERR);
+  }
   const subjectHeader = mail.subject ?? '';
   const mailOptions: AddressOptions & { subject_in_body?: boolean } = {
     ...options,
@@ -242,8 +280,9 @@ export async function doReceiveChannelEmail(
     sender,
     { kind: 'channel', to: JSON.stringify(channel.id), topic },
     content,
-    // Checked above as Zulip checks it: the gateway bot posts for the address's creator.
-    { client: 'Internal', readBySender: true, bySystemBot: true },
+    // The gateway bot posts for the address's creator, checked above as Zulip checks it; a
+    // person or a bot of theirs posts as they would.
+    { client: 'Internal', readBySender: true, bySystemBot: sender.id === gateway.id },
   );
   const { message } = await sendPreparedMessage(prepared);
   getLogger().info('email posted to a channel', {

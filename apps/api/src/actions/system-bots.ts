@@ -24,6 +24,15 @@ export const SYSTEM_BOTS = {
 
 export type SystemBot = keyof typeof SYSTEM_BOTS;
 
+/** Whether `user` is one of the organization's system bots (owned by nobody). */
+export function isSystemBot(user: Pick<User, 'isBot' | 'botOwnerId' | 'email'>): boolean {
+  return (
+    user.isBot &&
+    user.botOwnerId === null &&
+    Object.values(SYSTEM_BOTS).some((bot) => bot.email === user.email)
+  );
+}
+
 /** The organization's `kind` bot, created the first time it is needed. */
 export async function ensureSystemBot(realm: Realm, kind: SystemBot): Promise<User> {
   const { email, fullName } = SYSTEM_BOTS[kind];

@@ -38,9 +38,9 @@ import {
   passwordHashFor,
 } from '../actions/users';
 import { realmUrl } from '@parley/auth';
-import { createLogger, defaultLoggerOptions, setLogger } from '@parley/logger';
+import { createLogger, defaultLoggerOptions, getLogger, setLogger } from '@parley/logger';
 import { doReceiveChannelEmail } from '../actions/email-gateway';
-import { EmailForwardError } from '../lib/email-gateway';
+import { EmailForwardError, EX_DATAERR, EX_NOPERM, EX_TEMPFAIL } from '../lib/email-gateway';
 import { outboxSettled, SETTLE_ON_STOP_MS } from '../lib/outbox';
 
 type Options = Record<string, string | boolean | undefined>;
@@ -319,14 +319,21 @@ const commands: Record<string, Command> = {
       },
       file: { type: 'string', help: 'the message (RFC 5322); default: standard input' },
     },
+    // Its exit status is sysexits(3)'s, which the mail server acts on: a refusal returns the
+    // mail to its sender, a failure of Parley's own (75) keeps it to try again.
     async run(o) {
       const raw = o.file === undefined ? await readStdin() : readFileSync(str(o.file));
+      if (raw.length > MAX_MAIL_BYTES)
+        throw new CommandRefusal(`Mail larger than ${MAX_MAIL_BYTES} bytes`, EX_DATAERR);
       let posted: Awaited<ReturnType<typeof doReceiveChannelEmail>>;
       try {
         posted = await doReceiveChannelEmail(str(o.recipient), raw);
       } catch (error) {
-        if (error instanceof EmailForwardError) throw new JsonableError(error.message);
-        throw error;
+        if (error instanceof EmailForwardError)
+          throw new CommandRefusal(error.message, error.status);
+        if (error instanceof JsonableError) throw new CommandRefusal(error.message, EX_NOPERM);
+        getLogger().error('posting a mail failed; the mail server will try again', { error });
+        throw new CommandRefusal('Temporary failure, try again later', EX_TEMPFAIL);
       }
       return {
         json: {
@@ -475,9 +482,28 @@ async function findUser(realm: Realm, email: string) {
   return user;
 }
 
+/** A command's refusal with an exit status other than 1. */
+class CommandRefusal extends JsonableError {
+  constructor(
+    message: string,
+    readonly status: number,
+  ) {
+    super(message);
+  }
+}
+
+/** The largest mail email-mirror reads (Postfix's own default limit is 10 MB). */
+const MAX_MAIL_BYTES = 64 * 1024 * 1024;
+
+/** Standard input, or as much of it as is one byte over `MAX_MAIL_BYTES`. */
 async function readStdin(): Promise<Buffer> {
   const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  let size = 0;
+  for await (const chunk of process.stdin) {
+    chunks.push(chunk as Buffer);
+    size += (chunk as Buffer).length;
+    if (size > MAX_MAIL_BYTES) break;
+  }
   return Buffer.concat(chunks);
 }
 
@@ -547,7 +573,7 @@ export async function main(argv: string[]): Promise<number> {
     if (values.json)
       process.stdout.write(`${JSON.stringify({ result: 'error', msg: error.message })}\n`);
     else process.stderr.write(`Error: ${error.message}\n`);
-    return 1;
+    return error instanceof CommandRefusal ? error.status : 1;
   } finally {
     // A message the command sent (an organization's first ones, a mail) publishes its events
     // after its commit: they go out before the process exits, or the API's relay takes them.

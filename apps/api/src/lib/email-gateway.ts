@@ -22,9 +22,23 @@ const OPTION_TOKENS: Record<string, (options: AddressOptions) => void> = {
   'prefer-html': (options) => (options.prefer_text = false),
 };
 
-/** Why a mail cannot be delivered (Zulip's ZulipEmailForwardError): logged, never shown to a
- * client. */
-export class EmailForwardError extends Error {}
+/** sysexits(3) statuses, which a mail server reads from the command it pipes mail to: 75
+ * (EX_TEMPFAIL) tries again later, the others return the mail to its sender. */
+export const EX_DATAERR = 65;
+export const EX_NOUSER = 67;
+export const EX_NOPERM = 77;
+export const EX_TEMPFAIL = 75;
+
+/** Why a mail cannot be delivered (Zulip's ZulipEmailForwardError), with the sysexits status
+ * that says so to the mail server: an address it does not know by default. */
+export class EmailForwardError extends Error {
+  constructor(
+    message: string,
+    readonly status = EX_NOUSER,
+  ) {
+    super(message);
+  }
+}
 
 /** Django's slugify: ASCII only (accents dropped), lower case, runs of spaces and hyphens made
  * one hyphen, other punctuation dropped, no hyphen or underscore at either end. */
@@ -50,7 +64,8 @@ export function encodeEmailAddress(
   if (pattern === '') return '';
   const name = channelName.replace(/[^\p{L}\p{N}_]+/gu, '-');
   const slug = slugify(name);
-  let local = slug !== '' && slug.length === name.length ? `${slug}.${token}` : token;
+  // Counted in characters, as Python counts them (the slug is ASCII).
+  let local = slug !== '' && slug.length === [...name].length ? `${slug}.${token}` : token;
   if (showSender) local += '.show-sender';
   return pattern.replace('%s', local);
 }

@@ -11,7 +11,11 @@ import {
   type User,
   SYSTEM_GROUPS,
 } from '@parley/db';
-import { InsufficientPermissionError, JsonableError } from '@parley/errors';
+import {
+  InsufficientPermissionError,
+  JsonableError,
+  OrganizationOwnerRequiredError,
+} from '@parley/errors';
 import { isEmailDomain, realmEmailDomain, realmHost } from '@parley/auth';
 import type { ProfileValue } from '../presenters/users';
 import { exchangedDirectMessagesSql } from './direct-message-partners';
@@ -105,6 +109,7 @@ export async function accessBotById(actor: User, botId: number): Promise<User> {
   }
   if (!target.isBot) throw new JsonableError('No such bot');
   if (!canAdminUser(actor, target)) throw new InsufficientPermissionError();
+  if (target.canCreateUsers && !isOwner(actor)) throw new OrganizationOwnerRequiredError();
   return target;
 }
 
