@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { resetConfig } from '@parley/config';
+import { RateLimitedError } from '@parley/errors';
 import { getPrisma, Role, type Stream, type User } from '@parley/db';
 import { doReceiveChannelEmail, isForwarded, stripFromSubject } from '../src/actions/email-gateway';
 import {
@@ -383,6 +384,39 @@ describe('channel email addresses', () => {
       expect(
         await prisma().message.count({ where: { recipientId: org.secret.recipientId! } }),
       ).toBe(0);
+    });
+
+    it('counts an organization’s mail against its limit, as Zulip’s mirror limit', async () => {
+      process.env.RATE_LIMITING_RULES = JSON.stringify({ email_mirror_by_realm: [[3600, 2]] });
+      resetConfig();
+      try {
+        const address = await addressFor(org.member);
+        await doReceiveChannelEmail(address, plain('One', '1'));
+        // Counted when it arrives, as Zulip counts at the mail's RCPT: a mail refused for its
+        // content has had its turn.
+        await expect(
+          doReceiveChannelEmail(address, mail({ Subject: 'x', 'Content-Type': 'image/png' }, 'x')),
+        ).rejects.toThrow(EmailForwardError);
+        await expect(doReceiveChannelEmail(address, plain('Two', '2'))).rejects.toThrow(
+          RateLimitedError,
+        );
+        expect(
+          await prisma().message.count({
+            where: { recipientId: general.recipientId!, subject: { in: ['One', 'Two'] } },
+          }),
+        ).toBe(1);
+        // Another organization's mail is its own.
+        const elsewhere = await createMessageOrg();
+        const theirs = expectSuccess(
+          await as(elsewhere.member, elsewhere.host).get(
+            `/streams/${elsewhere.general.id}/email_address`,
+          ),
+        ).email as string;
+        await doReceiveChannelEmail(theirs, plain('Theirs', 'ok'));
+      } finally {
+        delete process.env.RATE_LIMITING_RULES;
+        resetConfig();
+      }
     });
 
     it('arrives through pnpm manage email-mirror', async () => {

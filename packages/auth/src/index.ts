@@ -21,6 +21,7 @@ export {
 export {
   checkLoginRateLimit,
   clearFailedLogins,
+  rateLimitEmailMirror,
   rateLimitIp,
   rateLimitUser,
   recordFailedLogin,

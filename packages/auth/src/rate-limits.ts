@@ -179,6 +179,32 @@ export async function recordFailedLogin(realmId: number, username: string): Prom
   );
 }
 
+/** Zulip's RateLimitedRealmMirror (its RATE_LIMITING_MIRROR_REALM_RULES): mail posted to an
+ * organization's channels by the email gateway. Counted in Redis directly, like failed
+ * logins: the command that posts a mail lives for one mail, and a lease's unspent points would
+ * leave with it. A mail counts when it arrives, before its content is read (as Zulip counts at
+ * the mail's RCPT); one the limit refuses does not count (two at the same moment may both pass
+ * the last point). */
+export async function rateLimitEmailMirror(realmId: number): Promise<void> {
+  if (!getConfig().RATE_LIMITING) return;
+  const key = String(realmId);
+  const rules = limiters().email_mirror_by_realm;
+  for (const { rule } of rules) {
+    const res = await rule.limiter.get(key);
+    if (res && res.consumedPoints >= rule.points) {
+      rateLimitHits.inc({ domain: 'email_mirror_by_realm' });
+      throw new RateLimitedError(res.msBeforeNext / 1000);
+    }
+  }
+  await Promise.all(
+    rules.map(({ rule }) =>
+      rule.limiter.consume(key).catch((rejection: unknown) => {
+        if (!(rejection instanceof RateLimiterRes)) throw rejection;
+      }),
+    ),
+  );
+}
+
 /** Forgets a user's failed logins (tests, and an operator unlocking an account). */
 export async function clearFailedLogins(realmId: number, username: string): Promise<void> {
   const key = loginKey(realmId, username);

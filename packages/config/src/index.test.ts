@@ -41,6 +41,11 @@ describe('parseConfig', () => {
       api_by_user: [[60, 200]],
       api_by_ip: [[60, 100]],
       authenticate_by_username: [[1800, 5]],
+      email_mirror_by_realm: [
+        [60, 50],
+        [300, 120],
+        [3600, 600],
+      ],
     });
     const rules = parseConfig({
       ...minimal,
@@ -53,6 +58,11 @@ describe('parseConfig', () => {
       ],
       api_by_ip: [],
       authenticate_by_username: [[1800, 5]],
+      email_mirror_by_realm: [
+        [60, 50],
+        [300, 120],
+        [3600, 600],
+      ],
     });
     for (const bad of [
       '{',

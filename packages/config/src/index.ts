@@ -9,7 +9,12 @@ const bool = z
 
 const port = z.coerce.number().int().min(1).max(65535);
 
-export const RATE_LIMIT_DOMAINS = ['api_by_user', 'api_by_ip', 'authenticate_by_username'] as const;
+export const RATE_LIMIT_DOMAINS = [
+  'api_by_user',
+  'api_by_ip',
+  'authenticate_by_username',
+  'email_mirror_by_realm',
+] as const;
 export type RateLimitDomain = (typeof RATE_LIMIT_DOMAINS)[number];
 type RateLimitRules = Record<RateLimitDomain, [seconds: number, requests: number][]>;
 
@@ -18,6 +23,12 @@ const DEFAULT_RATE_LIMITING_RULES: RateLimitRules = {
   api_by_user: [[60, 200]],
   api_by_ip: [[60, 100]],
   authenticate_by_username: [[1800, 5]],
+  // Zulip's RATE_LIMITING_MIRROR_REALM_RULES: mail to an organization's channel addresses.
+  email_mirror_by_realm: [
+    [60, 50],
+    [300, 120],
+    [3600, 600],
+  ],
 };
 
 /** RATE_LIMITING_RULES is JSON in Zulip's shape, merged over the defaults by domain:

@@ -4,6 +4,7 @@
 // which a mail server pipes each message to (docs/email-gateway.md).
 import PostalMime from 'postal-mime';
 import TurndownService from 'turndown';
+import { rateLimitEmailMirror } from '@parley/auth';
 import { getPrisma, type Realm, type Stream, type User } from '@parley/db';
 import { JsonableError } from '@parley/errors';
 import { getLogger } from '@parley/logger';
@@ -242,6 +243,8 @@ export async function doReceiveChannelEmail(
     row.creatorId === null ? null : prisma.user.findUnique({ where: { id: row.creatorId } }),
   ]);
   if (realm.deactivated) throw new EmailForwardError('The organization is deactivated.', EX_NOPERM);
+  // Zulip's rate_limit_mirror_by_realm: addresses are where automated systems send mail.
+  await rateLimitEmailMirror(realm.id);
   // Zulip's check_access_for_channel_email_address: the gateway's mail is checked as the
   // person who asked for the address; other senders' as themselves.
   const gateway = await ensureSystemBot(realm, 'emailGateway');

@@ -13,7 +13,7 @@ import {
   type Realm,
   type RoleValue,
 } from '@parley/db';
-import { JsonableError } from '@parley/errors';
+import { JsonableError, RateLimitedError } from '@parley/errors';
 import { repoRoot } from '@parley/devservices';
 import {
   closeQueues,
@@ -331,6 +331,8 @@ const commands: Record<string, Command> = {
       } catch (error) {
         if (error instanceof EmailForwardError)
           throw new CommandRefusal(error.message, error.status);
+        // The organization's mail limit: the mail server tries again once the window passed.
+        if (error instanceof RateLimitedError) throw new CommandRefusal(error.message, EX_TEMPFAIL);
         if (error instanceof JsonableError) throw new CommandRefusal(error.message, EX_NOPERM);
         getLogger().error('posting a mail failed; the mail server will try again', { error });
         throw new CommandRefusal('Temporary failure, try again later', EX_TEMPFAIL);
