@@ -1,37 +1,49 @@
 // LuaScript against the real Redis: a script's text goes once per connection, then its digest,
-// and again in full when Redis has forgotten it.
+// and again in full when Redis has forgotten it (a NOSCRIPT answer).
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { getConfig } from '@parley/config';
 import { LuaScript } from './lua';
 import { createRedis } from './redis';
 
-/** The EVAL and EVALSHA commands Redis receives that name `key`, as [command, first arg]. */
-async function watchScripts(key: string) {
-  // Without the ready check: its INFO, echoed by the monitor it became, once arrived where
-  // ioredis awaited a reply ("Command queue state error").
-  const base = createRedis(getConfig().REDIS_URL, { enableReadyCheck: false });
-  const monitor = await base.monitor();
-  base.disconnect();
-  const seen: [string, string][] = [];
-  monitor.on('monitor', (_time: string, args: string[]) => {
-    const [command, script] = args;
-    if (/^eval(sha)?$/i.test(command ?? '') && args.includes(key))
-      seen.push([command!.toLowerCase(), script!.length === 40 ? 'digest' : 'text']);
-  });
+/** The EVAL and EVALSHA commands the test's connections write that name a key, as [command,
+ * text or digest], in the order written. Read from the connections themselves, not from Redis's
+ * MONITOR: a monitor sees every client of the server, and another test's command arriving
+ * between MONITOR's reply and ioredis switching the connection to monitoring mode failed the
+ * run ("Command queue state error"). */
+const sent: { key: string; command: string; script: string }[] = [];
+
+function watchScripts(key: string) {
   return {
-    /** Every command sent so far, once Redis has echoed them. */
-    async seen(): Promise<[string, string][]> {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      return seen;
-    },
-    stop: () => monitor.disconnect(),
+    seen: (): [string, string][] =>
+      sent
+        .filter((entry) => entry.key === key)
+        .map((entry) => [entry.command, entry.script.length === 40 ? 'digest' : 'text']),
   };
 }
 
+const watched = new WeakSet<object>();
 const connections: Redis[] = [];
 const connect = (options = {}) => {
   const redis = createRedis(getConfig().REDIS_URL, options);
+  const send = redis.sendCommand.bind(redis);
+  redis.sendCommand = (command, stream) => {
+    // A command sent before the connection is up comes back here from the offline queue.
+    if (watched.has(command)) return send(command, stream);
+    watched.add(command);
+    // ioredis decides between EVAL and EVALSHA as it writes the command (per socket): what
+    // it writes is what Redis receives.
+    const toWritable = command.toWritable.bind(command);
+    command.toWritable = (socket) => {
+      const written = toWritable(socket);
+      const args = command.args.map(String);
+      if (/^eval(sha)?$/i.test(command.name))
+        for (const key of args.slice(2))
+          sent.push({ key, command: command.name.toLowerCase(), script: args[0]! });
+      return written;
+    };
+    return send(command, stream);
+  };
   connections.push(redis);
   return redis;
 };
@@ -44,7 +56,7 @@ describe('LuaScript', () => {
   it('sends its text on a connection’s first call only, then its digest', async () => {
     const script = increment();
     const key = `test:lua:${randomUUID()}`;
-    const watch = await watchScripts(key);
+    const watch = watchScripts(key);
     try {
       const redis = connect();
       expect(await script.run(redis, 1, key, 2)).toBe(2);
@@ -54,14 +66,13 @@ describe('LuaScript', () => {
       expect(await pipeline.exec()).toEqual([[null, 9]]);
       // A new connection loads it again (it cannot know what Redis holds).
       expect(await script.run(connect(), 1, key, 1)).toBe(10);
-      expect(await watch.seen()).toEqual([
+      expect(watch.seen()).toEqual([
         ['eval', 'text'],
         ['evalsha', 'digest'],
         ['evalsha', 'digest'],
         ['eval', 'text'],
       ]);
     } finally {
-      watch.stop();
       await connect().del(key);
     }
   });
@@ -70,19 +81,18 @@ describe('LuaScript', () => {
     const script = increment();
     const key = `test:lua:${randomUUID()}`;
     const redis = connect();
-    const watch = await watchScripts(key);
+    const watch = watchScripts(key);
     try {
       expect(await script.run(redis, 1, key, 1)).toBe(1);
       await redis.script('FLUSH');
       expect(await script.run(redis, 1, key, 1)).toBe(2);
       // The digest was refused (NOSCRIPT), then the text went.
-      expect(await watch.seen()).toEqual([
+      expect(watch.seen()).toEqual([
         ['eval', 'text'],
         ['evalsha', 'digest'],
         ['eval', 'text'],
       ]);
     } finally {
-      watch.stop();
       await redis.del(key);
     }
   });
