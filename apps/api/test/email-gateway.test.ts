@@ -386,6 +386,34 @@ describe('channel email addresses', () => {
       ).toBe(0);
     });
 
+    it('refuses mail for deactivated people and bots, and for archived channels', async () => {
+      const bot = await prisma().user.update({
+        where: { id: (await createTestUser(org.realm, Role.MEMBER)).id },
+        data: { isBot: true, botType: 1, botOwnerId: org.member.id },
+      });
+      const viaGateway = await addressFor(org.member);
+      const viaBot = await addressFor(org.member, general, { sender_id: bot.id });
+      await prisma().user.update({ where: { id: bot.id }, data: { isActive: false } });
+      await expect(doReceiveChannelEmail(viaBot, plain('Hi', 'x'))).rejects.toThrow(
+        'belongs to a deactivated user',
+      );
+      await prisma().user.update({ where: { id: org.member.id }, data: { isActive: false } });
+      await expect(doReceiveChannelEmail(viaGateway, plain('Hi', 'x'))).rejects.toThrow(
+        'belongs to a deactivated user',
+      );
+      // Another member's address stops with its channel.
+      const owners = await addressFor(org.owner);
+      expectSuccess(await as(org.owner, org.host).delete(`/streams/${general.id}`));
+      await expect(doReceiveChannelEmail(owners, plain('Hi', 'x'))).rejects.toThrow(
+        "Not authorized to send to channel 'general'",
+      );
+      expect(
+        await prisma().message.count({
+          where: { recipientId: general.recipientId!, subject: 'Hi' },
+        }),
+      ).toBe(0);
+    });
+
     it('counts an organization’s mail against its limit, as Zulip’s mirror limit', async () => {
       process.env.RATE_LIMITING_RULES = JSON.stringify({ email_mirror_by_realm: [[3600, 2]] });
       resetConfig();
