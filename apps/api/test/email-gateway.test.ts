@@ -151,12 +151,13 @@ describe('channel email addresses', () => {
       'No such bot',
     );
     expectError(await addressOf(org.member, general.id, { sender_id: 2 ** 31 - 1 }), 'No such bot');
-    // The organization's system bots are nobody's to send as, administrators' included.
+    // The organization's system bots are no one's to send as: not there, for anyone.
     const notificationBot = await ensureSystemBot(org.realm, 'notification');
-    expectError(
-      await addressOf(org.owner, general.id, { sender_id: notificationBot.id }),
-      'No such bot',
-    );
+    for (const user of [org.owner, org.member])
+      expectError(
+        await addressOf(user, general.id, { sender_id: notificationBot.id }),
+        'No such bot',
+      );
   });
 
   it('is refused without access to the channel or permission to post in it', async () => {

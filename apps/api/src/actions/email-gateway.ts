@@ -39,15 +39,12 @@ export async function channelEmailAddressFor(
   senderId: number | undefined,
 ): Promise<string> {
   const gateway = await ensureSystemBot(realm, 'emailGateway');
-  const sender =
-    senderId === undefined || senderId === gateway.id
-      ? gateway
-      : senderId === user.id
-        ? user
-        : await accessBotById(user, senderId);
+  let sender: User;
+  if (senderId === undefined || senderId === gateway.id) sender = gateway;
+  else if (senderId === user.id) sender = user;
   // Zulip's system bots live in an organization of their own, where access_bot_by_id does not
   // find them; Parley's are the organization's, owned by nobody.
-  if (sender !== gateway && isSystemBot(sender)) throw new JsonableError('No such bot');
+  else sender = await accessBotById(user, senderId, { hidden: isSystemBot });
   const token = await channelEmailToken(realm.id, stream.id, user.id, sender.id);
   return encodeEmailAddress(stream.name, token, true);
 }

@@ -98,8 +98,13 @@ export async function accessUserById(
 }
 
 /** Zulip's access_bot_by_id: a bot of the actor's organization that the actor administers
- * (their own, or any for administrators). */
-export async function accessBotById(actor: User, botId: number): Promise<User> {
+ * (their own, or any for administrators). Bots `hidden` says are not there for the caller
+ * (the organization's system bots, which Zulip keeps in an organization of their own). */
+export async function accessBotById(
+  actor: User,
+  botId: number,
+  { hidden = () => false }: { hidden?: (bot: User) => boolean } = {},
+): Promise<User> {
   let target: User;
   try {
     target = await accessUserById(actor, botId);
@@ -107,7 +112,7 @@ export async function accessBotById(actor: User, botId: number): Promise<User> {
     if (error instanceof JsonableError) throw new JsonableError('No such bot');
     throw error;
   }
-  if (!target.isBot) throw new JsonableError('No such bot');
+  if (!target.isBot || hidden(target)) throw new JsonableError('No such bot');
   if (!canAdminUser(actor, target)) throw new InsufficientPermissionError();
   if (target.canCreateUsers && !isOwner(actor)) throw new OrganizationOwnerRequiredError();
   return target;
