@@ -94,8 +94,19 @@ export async function doCreateDefaultStreamGroup(
   const group = await tx.defaultStreamGroup
     .create({ data: { realmId, name, description } })
     .catch(refuseTakenName(name));
-  await tx.defaultStreamGroupStream.createMany({
-    data: streams.map((stream) => ({ groupId: group.id, streamId: stream.id })),
+  await addChannels(ctx, realmId, group.id, streams);
+}
+
+/** The channels, which the caller locked against their archival, join the group; everyone
+ * is told. */
+async function addChannels(
+  ctx: ActionContext,
+  realmId: number,
+  groupId: number,
+  streams: Stream[],
+): Promise<void> {
+  await ctx.tx.defaultStreamGroupStream.createMany({
+    data: streams.map((stream) => ({ groupId, streamId: stream.id })),
     skipDuplicates: true,
   });
   await notifyDefaultStreamGroups(ctx, realmId);
@@ -120,11 +131,7 @@ export async function doAddStreamsToDefaultStreamGroup(
     present.add(stream.id);
   }
   await lockActiveStreams(tx, streams);
-  await tx.defaultStreamGroupStream.createMany({
-    data: streams.map((stream) => ({ groupId: group.id, streamId: stream.id })),
-    skipDuplicates: true,
-  });
-  await notifyDefaultStreamGroups(ctx, realmId);
+  await addChannels(ctx, realmId, group.id, streams);
 }
 
 export async function doRemoveStreamsFromDefaultStreamGroup(

@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { getConfig } from '@parley/config';
 import { columnsOf, query, statement, type ChannelEmailAddress } from '@parley/db';
+import { codePoints, escapeRegExp } from './text';
 
 /** The options an address may carry after its token, as Zulip's optional_address_tokens. */
 export interface AddressOptions {
@@ -65,12 +66,10 @@ export function encodeEmailAddress(
   const name = channelName.replace(/[^\p{L}\p{N}_]+/gu, '-');
   const slug = slugify(name);
   // Counted in characters, as Python counts them (the slug is ASCII).
-  let local = slug !== '' && slug.length === [...name].length ? `${slug}.${token}` : token;
+  let local = slug !== '' && slug.length === codePoints(name) ? `${slug}.${token}` : token;
   if (showSender) local += '.show-sender';
   return pattern.replace('%s', local);
 }
-
-const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** Zulip's decode_email_address: the token and options of an address of this gateway. `+`
  * separates them as well as `.` (older addresses used it). */

@@ -19,6 +19,7 @@ import { BadNarrowError, JsonableError } from '@parley/errors';
 import { EMPTY_TOPIC_DISPLAY_NAME } from '../presenters/messages';
 import { channelHistoryReadable } from './messages';
 import { subscribedSql, type ContentAccessStream, type Permissions } from './streams';
+import { escapeRegExp } from './text';
 import { accessUserByEmail, accessUserById, isGuest } from './users';
 import { mutedCondition, topicPolicyIn, VisibilityPolicy } from './user-topics';
 
@@ -467,7 +468,7 @@ export function highlight(html: string, search: string): string {
   const words = [...new Set(search.toLowerCase().match(/[\p{L}\p{N}_]+/gu) ?? [])];
   if (words.length === 0) return html;
   const pattern = new RegExp(
-    `(?<![\\p{L}\\p{N}_])(${words.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|')})[\\p{L}\\p{N}_]*`,
+    `(?<![\\p{L}\\p{N}_])(${words.map(escapeRegExp).join('|')})[\\p{L}\\p{N}_]*`,
     'giu',
   );
   return (

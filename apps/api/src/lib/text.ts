@@ -7,6 +7,11 @@ export function codePoints(text: string): number {
   return count;
 }
 
+/** `text` matched literally inside a regular expression. */
+export function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
 /** Zulip's truncate_content: text longer than `max` code points is cut to leave room for
  * `suffix` (Zulip's "\n[message truncated]" for messages, "..." for topics). */
 export function truncateText(text: string, max: number, suffix: string): string {

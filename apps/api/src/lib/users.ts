@@ -1,6 +1,7 @@
 // Reading users and deciding who may see what (Zulip's access_user_* and email visibility).
 import {
   getPrisma,
+  type Prisma,
   idsByLowerEquals,
   query,
   RecipientType,
@@ -198,34 +199,34 @@ export async function usersWhoCanAccess(
   return db.user.findMany({ where: { realmId, isActive: true }, select: { id: true, role: true } });
 }
 
-/** Every active user of the organization (Zulip's active_user_ids): the audience of
- * organization-wide data (settings, emoji, linkifiers, groups, folders …). */
-export async function activeUserIds(realmId: number, db: Tx = getPrisma()): Promise<number[]> {
+/** The ids of the organization's active users whose role passes `role`, in id order. */
+async function activeIdsWithRole(
+  realmId: number,
+  db: Tx,
+  role?: Prisma.IntFilter<'User'>,
+): Promise<number[]> {
   const users = await db.user.findMany({
-    where: { realmId, isActive: true },
+    where: { realmId, isActive: true, ...(role ? { role } : {}) },
     select: { id: true },
     orderBy: { id: 'asc' },
   });
   return users.map((user) => user.id);
+}
+
+/** Every active user of the organization (Zulip's active_user_ids): the audience of
+ * organization-wide data (settings, emoji, linkifiers, groups, folders …). */
+export function activeUserIds(realmId: number, db: Tx = getPrisma()): Promise<number[]> {
+  return activeIdsWithRole(realmId, db);
 }
 
 /** Every active user but guests (Zulip's active_non_guest_user_ids): the audience of default
  * channels and their groups, which guests do not see. */
-export async function activeNonGuestIds(realmId: number, db: Tx = getPrisma()): Promise<number[]> {
-  const users = await db.user.findMany({
-    where: { realmId, isActive: true, role: { not: Role.GUEST } },
-    select: { id: true },
-    orderBy: { id: 'asc' },
-  });
-  return users.map((user) => user.id);
+export function activeNonGuestIds(realmId: number, db: Tx = getPrisma()): Promise<number[]> {
+  return activeIdsWithRole(realmId, db, { not: Role.GUEST });
 }
 
-export async function activeAdminIds(realmId: number, db: Tx = getPrisma()): Promise<number[]> {
-  const admins = await db.user.findMany({
-    where: { realmId, isActive: true, role: { lte: Role.ADMINISTRATOR } },
-    select: { id: true },
-  });
-  return admins.map((admin) => admin.id);
+export function activeAdminIds(realmId: number, db: Tx = getPrisma()): Promise<number[]> {
+  return activeIdsWithRole(realmId, db, { lte: Role.ADMINISTRATOR });
 }
 
 const EMAIL = /^[^\s@]+@([^\s@]+)$/;
