@@ -1,6 +1,10 @@
 // Every background job and the code that runs it. The record is exhaustive over the job
 // names (packages/jobs), so a new job cannot be forgotten here; the standalone server and
 // the worker tier both start exactly this.
+import {
+  scheduleEmailNotifications,
+  sendMissedMessageEmails,
+} from '@parley/api/actions/email-notifications';
 import { requeueUnsentInvitationEmails, sendInvitationEmail } from '@parley/api/actions/invites';
 import { registerWithBouncer } from '@parley/api/actions/push-devices';
 import {
@@ -28,6 +32,12 @@ export const JOB_HANDLERS: JobHandlers = {
   'invitation-email': sendInvitationEmail,
   'push-notifications': async (data) => {
     await sendPushNotifications(data);
+  },
+  'email-notifications': async (data) => {
+    await scheduleEmailNotifications(data);
+  },
+  'missed-message-email': async (data) => {
+    await sendMissedMessageEmails(data);
   },
   'push-notification-removal': async (data) => {
     await sendPushNotificationRemoval(data);

@@ -282,6 +282,20 @@ export class QueueStore {
     };
   }
 
+  /** Whether the user has a queue that takes message events: a client open (Zulip's
+   * receiver_is_off_zulip, negated). */
+  async acceptsMessages(userId: number): Promise<boolean> {
+    const queueIds = await this.redis.smembers(
+      keys.userQueues(shardOf(userId, this.shards), userId),
+    );
+    for (const queueId of queueIds) {
+      const meta = await this.meta(queueId);
+      const types = meta?.options.event_types;
+      if (meta && (types === null || types?.includes('message'))) return true;
+    }
+    return false;
+  }
+
   async events(meta: Pick<QueueMeta, 'shard' | 'queueId'>): Promise<QueuedEvent[]> {
     const raw = await this.redis.lrange(keys.queueEvents(meta.shard, meta.queueId), 0, -1);
     return raw.map(parseEvent);

@@ -23,6 +23,11 @@ export interface JobData {
   /** Mobile push notifications of a sent message: each user with the reason they are
    * notified (Zulip's NotificationTriggers value). */
   'push-notifications': { messageId: number; recipients: { userId: number; trigger: string }[] };
+  /** Who of a sent message's recipients (`userIds`, the send path's candidates) is emailed if
+   * idle: their settings and presence decide (docs/email-notifications.md). */
+  'email-notifications': { messageId: number; userIds: number[] };
+  /** A user's missed-message emails, once the earliest waiting message is due. */
+  'missed-message-email': { userId: number };
   /** The user read or lost messages whose mobile notifications are showing: they go. */
   'push-notification-removal': { userId: number; messageIds: number[] };
   /** A device registered with this server, to register with the push bouncer too. */
@@ -40,6 +45,8 @@ export const JOB_QUEUES: Record<JobName, QueueName> = {
   'prune-push-log': 'maintenance',
   'deliver-scheduled-message': 'scheduled',
   'push-notifications': 'push',
+  'email-notifications': 'mail',
+  'missed-message-email': 'mail',
   'push-notification-removal': 'push',
   'push-device-registration': 'push',
   // Its own queue, as in Zulip: decoding large images must not hold up mail or pushes.

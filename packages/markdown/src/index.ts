@@ -32,6 +32,7 @@ export {
   messageLinkSyntax,
   silentMentionSyntax,
   topicLinkSyntax,
+  topicNarrowUrl,
 } from './link-syntax';
 export { canonicalEmojiName, emojiCodeForName, isEmojiCode } from './emoji';
 export {

@@ -97,3 +97,11 @@ export function channelMessageUrl(
   const { id, channelId, channelName, topic } = message;
   return `${realmUrl}/#narrow/channel/${encodeChannel(channelId, channelName)}/topic/${encodeHashComponent(topic)}/near/${id}`;
 }
+
+/** The web app's address of a topic (Zulip's topic_narrow_url). */
+export function topicNarrowUrl(
+  realmUrl: string,
+  topic: { channelId: number; channelName: string; topic: string },
+): string {
+  return `${realmUrl}/#narrow/channel/${encodeChannel(topic.channelId, topic.channelName)}/topic/${encodeHashComponent(topic.topic)}`;
+}

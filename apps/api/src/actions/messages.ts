@@ -56,9 +56,11 @@ import {
   setsPolicyOnSend,
   type SendContext,
   type SendContextRow,
+  VisibilityPolicy,
   type VisibilityPolicyValue,
 } from '../lib/user-topics';
 import { doAutoFollowOnSend, mentionedWhoWillFollow } from './user-topics';
+import { queueEmailNotifications } from './email-notifications';
 import { queuePushNotifications } from './push-notifications';
 import { pushTrigger, type PushSettings } from '../lib/push-notifications';
 import { activeMemberIds, groupIdsOfUser, groupIdsOfUserSql } from '../lib/groups';
@@ -167,6 +169,9 @@ export interface PreparedMessage {
   options: SendOptions;
   /** Recipients to notify on their mobile devices, with the reason (Zulip's trigger). */
   pushRecipients: { userId: number; trigger: string }[];
+  /** Recipients who may get a missed-message email if idle (the job decides, docs/email-
+   * notifications.md): none for most channel messages. */
+  emailCandidates: number[];
   /** What can_access_all_users_group hides from or grants to guests among the recipients. */
   access: AccessOnSend;
 }
@@ -250,6 +255,7 @@ export async function prepareMessage(
     senderRecipientId: resolved.senderRecipientId,
     options,
     pushRecipients: pushRecipients(recipients, flags, addressee.kind === 'channel'),
+    emailCandidates: emailCandidates(sender, recipients, flags, addressee.kind === 'channel'),
     access: await access,
   };
 }
@@ -268,6 +274,31 @@ function pushRecipients(
     if (trigger) notified.push({ userId: id, trigger });
   }
   return notified;
+}
+
+const MENTION_FLAGS: readonly UserMessageFlag[] = [
+  'mentioned',
+  'stream_wildcard_mentioned',
+  'topic_wildcard_mentioned',
+];
+
+/** Who could be emailed of the message if idle: every human recipient of a direct message, and
+ * of a channel message those it mentions, the topic's followers and those who asked for the
+ * channel's emails (`emailed`); never the sender or those who muted them. Their settings and
+ * idleness are the job's to read (most of them have a client open). */
+function emailCandidates(
+  sender: User,
+  recipients: Recipients,
+  flags: ReadonlyMap<number, readonly UserMessageFlag[]>,
+  isChannel: boolean,
+): number[] {
+  const candidates: number[] = [];
+  for (const id of recipients.ids) {
+    if (id === sender.id || recipients.bots.has(id) || recipients.mutedSender.has(id)) continue;
+    const mentioned = flags.get(id)?.some((flag) => MENTION_FLAGS.includes(flag)) ?? false;
+    if (!isChannel || mentioned || recipients.emailed.has(id)) candidates.push(id);
+  }
+  return candidates;
 }
 
 interface Resolved {
@@ -372,6 +403,8 @@ async function resolveChannel(
     mutedSender,
     alertWords,
     push,
+    bots,
+    emailed,
     ...stream
   } = found;
   const perms = { user: sender, groups: new Set(groupIds) };
@@ -382,7 +415,7 @@ async function resolveChannel(
   return {
     addressee: { kind: 'channel', stream, topic },
     recipientId: stream.recipientId!,
-    recipients: { messageId, dateSent, ids, roles, mutedSender, alertWords, push },
+    recipients: { messageId, dateSent, ids, roles, mutedSender, alertWords, push, bots, emailed },
     senderRecipientId: null,
     senderGroups: perms.groups,
     senderSubscribed: subscribed,
@@ -747,6 +780,8 @@ async function sendAlone(prepared: PreparedMessage): Promise<SentMessage> {
     // Redis (docs/push-notifications.md).
     if (prepared.pushRecipients.length > 0)
       queuePushNotifications({ onCommit: afterAnswer }, message.id, prepared.pushRecipients);
+    if (prepared.emailCandidates.length > 0)
+      queueEmailNotifications({ onCommit: afterAnswer }, message.id, prepared.emailCandidates);
   } finally {
     writing.done();
   }
@@ -811,6 +846,8 @@ export async function doSendMessage(
     sendEventOnCommit(ctx, event, users);
   if (prepared.pushRecipients.length > 0)
     queuePushNotifications(ctx, message!.id, prepared.pushRecipients);
+  if (prepared.emailCandidates.length > 0)
+    queueEmailNotifications(ctx, message!.id, prepared.emailCandidates);
   const automaticPolicy =
     addressee.kind === 'channel'
       ? await doAutoFollowOnSend(
@@ -893,6 +930,9 @@ interface Recipients {
   /** Push settings of recipients other than the sender with a registered device (computed for
    * nobody else: the subscription and topic lookups cost only them). */
   push: Map<number, PushSettings>;
+  bots: Set<number>;
+  /** Channel messages: subscribers who follow the topic or asked for the channel's emails. */
+  emailed: Set<number>;
 }
 
 interface RecipientsRow {
@@ -907,6 +947,8 @@ interface RecipientsRow {
   mutedSender: number[];
   alertWords: { id: number; word: string }[] | null;
   push: { id: number; settings: PushSettings }[] | null;
+  bots: number[] | null;
+  emailed: number[];
 }
 
 /** Everything each recipient's flags and events depend on, with the new message's id and time,
@@ -954,10 +996,20 @@ function recipientsSql(p: {
           'followedWildcard', pu.enable_followed_topic_wildcard_mentions_notify)))
         FROM user_profile pu LEFT JOIN subscription s
           ON s.user_profile_id = pu.id AND s.recipient_id = ${p.recipient}
-        WHERE pu.id = ANY(a.pushed)) AS push`,
+        WHERE pu.id = ANY(a.pushed)) AS push,
+      a.bots,
+      ARRAY(SELECT ut.user_profile_id FROM user_topic ut
+          WHERE ut.recipient_id = ${p.recipient} AND lower(ut.topic_name) = lower(${p.topic})
+            AND ut.visibility_policy = ${VisibilityPolicy.FOLLOWED}
+        UNION SELECT s.user_profile_id FROM subscription s
+          WHERE s.recipient_id = ${p.recipient} AND s.email_notifications AND s.active
+        UNION SELECT s.user_profile_id FROM user_profile eu JOIN subscription s
+            ON s.user_profile_id = eu.id AND s.recipient_id = ${p.recipient}
+          WHERE eu.realm_id = ${p.realm} AND eu.enable_stream_email_notifications
+            AND eu.is_active AND s.email_notifications IS NULL AND s.active) AS emailed`,
     from: `(SELECT array_agg(r.id) AS ids, array_agg(r.role) AS roles,
         array_agg(r.id) FILTER (WHERE r.has_push_device AND NOT r.is_bot AND r.id <> ${p.sender})
-          AS pushed
+          AS pushed, array_agg(r.id) FILTER (WHERE r.is_bot) AS bots
       FROM (SELECT * FROM r ORDER BY r.id) r) a`,
   };
 }
@@ -1008,6 +1060,8 @@ function recipientsOf(row: RecipientsRow): Recipients {
     mutedSender: new Set(row.mutedSender),
     alertWords,
     push: new Map((row.push ?? []).map(({ id, settings }) => [id, settings])),
+    bots: new Set(row.bots),
+    emailed: new Set(row.emailed),
   };
 }
 

@@ -307,14 +307,14 @@ async function pushMessageBase(
   };
 }
 
-interface MentionedGroup {
+export interface MentionedGroup {
   id: number;
   name: string;
   members: Set<number>;
 }
 
 /** The user groups the message mentions, with their active members. */
-async function mentionedGroups(renderedContent: string): Promise<MentionedGroup[]> {
+export async function mentionedGroups(renderedContent: string): Promise<MentionedGroup[]> {
   const ids = mentionedGroupIds(renderedContent);
   if (ids.length === 0) return [];
   const rows = await getPrisma().userGroup.findMany({ where: { id: { in: ids } } });
@@ -328,7 +328,7 @@ async function mentionedGroups(renderedContent: string): Promise<MentionedGroup[
 }
 
 /** The smallest mentioned group the user is in (Zulip's get_user_group_mentions_data). */
-function smallestGroupOf(
+export function smallestGroupOf(
   userId: number,
   groups: MentionedGroup[],
 ): { id: number; name: string } | null {

@@ -1,6 +1,9 @@
-// Who is notified and why (Zulip's get_push_notification_trigger), and the plain text of a
+// Who is notified and why (Zulip's get_push_notification_trigger and
+// get_email_notification_trigger), and the plain text of a
 // notification (Zulip's get_mobile_push_content and truncate_content).
 import {
+  emailTrigger,
+  EmailTrigger,
   mobilePushContent,
   pushTrigger,
   PushTrigger,
@@ -139,5 +142,35 @@ describe('truncateContent', () => {
     expect(truncateContent('x'.repeat(201))).toEqual([`${'x'.repeat(200)}…`, true]);
     const emoji = '😀'.repeat(201);
     expect(truncateContent(emoji)).toEqual([`${'😀'.repeat(200)}…`, true]);
+  });
+});
+
+describe('emailTrigger', () => {
+  const email = {
+    offline: true,
+    channel: null,
+    wildcardNotify: true,
+    channelMuted: false,
+    topicPolicy: null,
+    followed: true,
+    followedWildcard: true,
+  };
+  it('picks the same triggers as pushes, with the channel and followed topic of emails', () => {
+    expect(emailTrigger(['is_private'], email, false)).toBe(EmailTrigger.DIRECT_MESSAGE);
+    expect(emailTrigger(['is_private'], { ...email, offline: false }, false)).toBeNull();
+    expect(emailTrigger(['mentioned'], email, true)).toBe(EmailTrigger.MENTION);
+    expect(emailTrigger([], { ...email, topicPolicy: 3 }, true)).toBe(
+      EmailTrigger.FOLLOWED_TOPIC_EMAIL,
+    );
+    expect(emailTrigger([], { ...email, topicPolicy: 3, followed: false }, true)).toBeNull();
+    expect(emailTrigger([], { ...email, channel: true }, true)).toBe(EmailTrigger.STREAM_EMAIL);
+    expect(emailTrigger([], { ...email, channel: true, channelMuted: true }, true)).toBeNull();
+    expect(emailTrigger([], { ...email, channel: true, topicPolicy: 1 }, true)).toBeNull();
+    expect(emailTrigger(['stream_wildcard_mentioned'], email, true)).toBe(
+      EmailTrigger.STREAM_WILDCARD_MENTION,
+    );
+    expect(emailTrigger(['topic_wildcard_mentioned'], { ...email, topicPolicy: 3 }, true)).toBe(
+      EmailTrigger.TOPIC_WILDCARD_MENTION_IN_FOLLOWED_TOPIC,
+    );
   });
 });

@@ -1,6 +1,7 @@
 // Mobile push notifications, the pure parts (Zulip's zerver/lib/notification_data.py and
-// zerver/lib/push_notifications.py): who is notified of a message and why (the trigger), the
-// text a notification shows, and the APNs and FCM payloads. No I/O: the send path and the
+// zerver/lib/push_notifications.py): who is notified of a message and why (the trigger, for
+// pushes and for missed-message emails alike), the text a notification shows, and the APNs
+// and FCM payloads. No I/O: the send path and the
 // `push-notifications` job (actions/push-notifications.ts) feed them.
 import type { UserMessageFlag } from '@parley/db';
 import { EMPTY_TOPIC_DISPLAY_NAME } from '../presenters/messages';
@@ -53,6 +54,62 @@ export function pushTrigger(
   settings: PushSettings,
   isChannel: boolean,
 ): PushTriggerValue | null {
+  const trigger = messageTrigger(
+    flags,
+    { ...settings, channel: settings.channelPush, followed: settings.followedPush },
+    isChannel,
+  );
+  if (trigger === 'channel') return PushTrigger.STREAM_PUSH;
+  if (trigger === 'followed') return PushTrigger.FOLLOWED_TOPIC_PUSH;
+  return trigger;
+}
+
+/** Zulip's NotificationTriggers values for missed-message emails: the push ones, with the
+ * channel's and the followed topic's own. */
+export const EmailTrigger = {
+  DIRECT_MESSAGE: PushTrigger.DIRECT_MESSAGE,
+  MENTION: PushTrigger.MENTION,
+  TOPIC_WILDCARD_MENTION: PushTrigger.TOPIC_WILDCARD_MENTION,
+  STREAM_WILDCARD_MENTION: PushTrigger.STREAM_WILDCARD_MENTION,
+  TOPIC_WILDCARD_MENTION_IN_FOLLOWED_TOPIC: PushTrigger.TOPIC_WILDCARD_MENTION_IN_FOLLOWED_TOPIC,
+  STREAM_WILDCARD_MENTION_IN_FOLLOWED_TOPIC: PushTrigger.STREAM_WILDCARD_MENTION_IN_FOLLOWED_TOPIC,
+  STREAM_EMAIL: 'stream_email_notify',
+  FOLLOWED_TOPIC_EMAIL: 'followed_topic_email_notify',
+} as const;
+export type EmailTriggerValue = (typeof EmailTrigger)[keyof typeof EmailTrigger];
+
+/** A recipient's email settings: as PushSettings, with enable_offline_email_notifications
+ * (`offline`), the subscription's email_notifications else enable_stream_email_notifications
+ * (`channel`) and enable_followed_topic_email_notifications (`followed`). */
+export type EmailSettings = Omit<PushSettings, 'channelPush' | 'followedPush'> & {
+  channel: boolean | null;
+  followed: boolean;
+};
+
+/** Why `flags`' owner gets a missed-message email if idle, or null: Zulip's
+ * get_email_notification_trigger, the same precedence as pushes. */
+export function emailTrigger(
+  flags: readonly UserMessageFlag[],
+  settings: EmailSettings,
+  isChannel: boolean,
+): EmailTriggerValue | null {
+  const trigger = messageTrigger(flags, settings, isChannel);
+  if (trigger === 'channel') return EmailTrigger.STREAM_EMAIL;
+  if (trigger === 'followed') return EmailTrigger.FOLLOWED_TOPIC_EMAIL;
+  return trigger;
+}
+
+/** The rules both kinds of notification share; `channel` and `followed` stand for the
+ * kind's own channel and followed-topic triggers. */
+function messageTrigger(
+  flags: readonly UserMessageFlag[],
+  settings: EmailSettings,
+  isChannel: boolean,
+):
+  | Exclude<PushTriggerValue, 'stream_push_notify' | 'followed_topic_push_notify'>
+  | 'channel'
+  | 'followed'
+  | null {
   const has = (flag: UserMessageFlag) => flags.includes(flag);
   const { offline } = settings;
   if (!isChannel) return offline ? PushTrigger.DIRECT_MESSAGE : null;
@@ -78,8 +135,8 @@ export function pushTrigger(
     return PushTrigger.TOPIC_WILDCARD_MENTION;
   if (offline && has('stream_wildcard_mentioned') && wildcard)
     return PushTrigger.STREAM_WILDCARD_MENTION;
-  if (followed && settings.followedPush) return PushTrigger.FOLLOWED_TOPIC_PUSH;
-  if (audible && settings.channelPush === true) return PushTrigger.STREAM_PUSH;
+  if (followed && settings.followed) return 'followed';
+  if (audible && settings.channel === true) return 'channel';
   return null;
 }
 

@@ -1,0 +1,368 @@
+// Missed-message emails (Zulip's maybe_enqueue_notifications, MissedMessageWorker and
+// handle_missedmessage_emails; docs/email-notifications.md). The send path names the
+// recipients who could be emailed (every human in a direct message; in a channel those
+// mentioned, the topic's followers and those who asked for the channel's emails) and queues
+// one `email-notifications` job per message after its commit. That job reads their settings,
+// picks Zulip's trigger (lib/push-notifications.ts emailTrigger) and keeps the users who are
+// idle: no client open that takes messages, or none active for OFFLINE_THRESHOLD_SECONDS. Each
+// such message waits in scheduled_message_notification_email for the user's batching period,
+// with a delayed `missed-message-email` job; the first job due mails all of the user's waiting
+// messages that are still unread, one email per conversation.
+import { realmUrl } from '@parley/auth';
+import { getConfig } from '@parley/config';
+import {
+  bitmaskToFlags,
+  flagBit,
+  getPrisma,
+  RecipientType,
+  Prisma,
+  type ActionContext,
+} from '@parley/db';
+import { getRedis, QueueStore } from '@parley/events';
+import { enqueueJob, sendMail, type JobData } from '@parley/jobs';
+import { getLogger } from '@parley/logger';
+import { topicNarrowUrl } from '@parley/markdown';
+import {
+  missedMessageEmail,
+  type MissedConversation,
+  type MissedMessage,
+} from '../lib/missed-message-email';
+import { emailTrigger, EmailTrigger, mentionsPersonally } from '../lib/push-notifications';
+import { inaccessibleUsersByGuest } from '../lib/user-access';
+import { INACCESSIBLE_USER_NAME } from '../presenters/users';
+import { mentionedGroups, smallestGroupOf } from './push-notifications';
+
+/** Zulip's OFFLINE_THRESHOLD_SECS: a user whose clients reported no activity for this long is
+ * idle, even with one open. */
+export const OFFLINE_THRESHOLD_SECONDS = 140;
+
+/** Queues the decision once the send commits; the job id is the message's, so queuing it again
+ * does nothing. */
+export function queueEmailNotifications(
+  ctx: Pick<ActionContext, 'onCommit'>,
+  messageId: number,
+  userIds: number[],
+): void {
+  ctx.onCommit(() =>
+    enqueueJob('email-notifications', { messageId, userIds }, `email-notifications-${messageId}`),
+  );
+}
+
+interface CandidateRow {
+  id: number;
+  role: number;
+  flags: bigint;
+  period: number;
+  offline: boolean;
+  channel: boolean | null;
+  wildcard_notify: boolean | null;
+  channel_muted: boolean | null;
+  topic_policy: number | null;
+  followed: boolean;
+  followed_wildcard: boolean;
+  active_recently: boolean;
+}
+
+/** The `email-notifications` job: each candidate's trigger, for the idle ones a waiting row and
+ * its delayed job. Returns how many users will be emailed. Run again (a retry), it schedules
+ * nobody twice: a row is one per user and message, and its job's id is the row's. */
+export async function scheduleEmailNotifications({
+  messageId,
+  userIds,
+}: JobData['email-notifications']): Promise<number> {
+  const prisma = getPrisma();
+  if (userIds.length === 0) return 0;
+  const message = await prisma.message.findUnique({
+    where: { id: messageId },
+    select: { id: true, isChannelMessage: true, senderId: true, renderedContent: true },
+  });
+  if (!message) return 0;
+  // Active humans who still have their copy, did not read it and did not mute the sender.
+  const candidates = await prisma.$queryRaw<CandidateRow[]>`
+    SELECT u.id, u.role, um.flags,
+      u.email_notifications_batching_period_seconds AS period,
+      u.enable_offline_email_notifications AS offline,
+      COALESCE(s.email_notifications, u.enable_stream_email_notifications) AS channel,
+      COALESCE(s.wildcard_mentions_notify, u.wildcard_mentions_notify) AS wildcard_notify,
+      s.is_muted AS channel_muted,
+      (SELECT ut.visibility_policy FROM user_topic ut
+        WHERE ut.user_profile_id = u.id AND ut.recipient_id = m.recipient_id
+          AND lower(ut.topic_name) = lower(m.subject)
+        ORDER BY ut.id DESC LIMIT 1) AS topic_policy,
+      u.enable_followed_topic_email_notifications AS followed,
+      u.enable_followed_topic_wildcard_mentions_notify AS followed_wildcard,
+      COALESCE(p.last_active_time >= now() - make_interval(secs => ${OFFLINE_THRESHOLD_SECONDS}),
+        false) AS active_recently
+    FROM message m
+    JOIN user_message um ON um.message_id = m.id
+    JOIN user_profile u ON u.id = um.user_profile_id
+    LEFT JOIN subscription s ON m.is_channel_message
+      AND s.user_profile_id = u.id AND s.recipient_id = m.recipient_id
+    LEFT JOIN user_presence p ON p.user_profile_id = u.id
+    WHERE m.id = ${messageId} AND um.user_profile_id = ANY(${userIds}::int[])
+      AND u.is_active AND NOT u.is_bot AND u.id <> m.sender_id
+      AND (um.flags & ${flagBit('read')}) = 0
+      AND NOT EXISTS (SELECT 1 FROM muted_user mu
+        WHERE mu.user_profile_id = u.id AND mu.muted_user_id = m.sender_id)`;
+  const notified: { userId: number; trigger: string; period: number }[] = [];
+  const store = new QueueStore(getRedis(), getConfig().EVENT_SHARDS);
+  for (const row of candidates) {
+    const trigger = emailTrigger(
+      bitmaskToFlags(row.flags),
+      {
+        offline: row.offline,
+        channel: row.channel,
+        wildcardNotify: row.wildcard_notify,
+        channelMuted: row.channel_muted,
+        topicPolicy: row.topic_policy,
+        followed: row.followed,
+        followedWildcard: row.followed_wildcard,
+      },
+      message.isChannelMessage,
+    );
+    if (!trigger) continue;
+    // Zulip's idle: off Zulip (no queue takes messages), or present but inactive.
+    if (row.active_recently && (await store.acceptsMessages(row.id))) continue;
+    notified.push({ userId: row.id, trigger, period: row.period });
+  }
+  if (notified.length === 0) return 0;
+  const html = message.renderedContent ?? '';
+  const groups = notified.some((n) => n.trigger === EmailTrigger.MENTION)
+    ? await mentionedGroups(html)
+    : [];
+  const values = notified.map(({ userId, trigger, period }) => {
+    const group =
+      trigger === EmailTrigger.MENTION && !mentionsPersonally(html, userId)
+        ? smallestGroupOf(userId, groups)
+        : null;
+    return waitingRow(userId, messageId, trigger, group?.id ?? null, period);
+  });
+  // A retry finds its rows again (the no-op update returns them), and queues their jobs again,
+  // which their ids make harmless.
+  const rows = await prisma.$queryRaw<{ id: number; user_id: number; delay_ms: number }[]>`
+    INSERT INTO scheduled_message_notification_email
+      (user_profile_id, message_id, trigger, mentioned_user_group_id, scheduled_timestamp)
+    VALUES ${Prisma.join(values)}
+    ON CONFLICT (user_profile_id, message_id)
+      DO UPDATE SET trigger = scheduled_message_notification_email.trigger
+    RETURNING id, user_profile_id AS user_id,
+      greatest(0, extract(epoch FROM scheduled_timestamp - now()) * 1000)::float8 AS delay_ms`;
+  await Promise.all(
+    rows.map((row) =>
+      enqueueJob(
+        'missed-message-email',
+        { userId: row.user_id },
+        `missed-message-email-${row.id}`,
+        {
+          delayMs: row.delay_ms,
+        },
+      ),
+    ),
+  );
+  return rows.length;
+}
+
+function waitingRow(
+  userId: number,
+  messageId: number,
+  trigger: string,
+  groupId: number | null,
+  periodSeconds: number,
+): Prisma.Sql {
+  return Prisma.sql`(${userId}, ${messageId}, ${trigger}, ${groupId}::int,
+    now() + make_interval(secs => ${periodSeconds}))`;
+}
+
+interface WaitingRow {
+  id: number;
+  message_id: number;
+  trigger: string;
+  mentioned_user_group_id: number | null;
+  due: boolean;
+}
+
+interface MailedMessage {
+  id: number;
+  sender_id: number;
+  sender_name: string;
+  sender_role: number;
+  recipient_id: number;
+  recipient_type: number;
+  type_id: number;
+  subject: string;
+  rendered_content: string | null;
+}
+
+/** The `missed-message-email` job: when the user's earliest waiting message is due, mails
+ * every one of them still unread, one email per conversation (least recently active first, as
+ * Zulip orders them), and forgets them. The rows stay locked while mailing: a job due at the
+ * same moment finds none of them, and a crash leaves them for the retry (which may mail a
+ * conversation twice rather than not at all). Returns how many emails were sent. */
+export async function sendMissedMessageEmails({
+  userId,
+}: JobData['missed-message-email']): Promise<number> {
+  const prisma = getPrisma();
+  return prisma.$transaction(
+    async (tx) => {
+      const waiting = await tx.$queryRaw<WaitingRow[]>`
+        SELECT id, message_id, trigger, mentioned_user_group_id, scheduled_timestamp <= now() AS due
+        FROM scheduled_message_notification_email WHERE user_profile_id = ${userId}
+        ORDER BY id FOR UPDATE SKIP LOCKED`;
+      if (!waiting.some((row) => row.due)) return 0;
+      await tx.$executeRaw`DELETE FROM scheduled_message_notification_email
+        WHERE id = ANY(${waiting.map((row) => row.id)}::int[])`;
+      const user = await tx.user.findUnique({ where: { id: userId }, include: { realm: true } });
+      if (!user || !user.isActive || user.isBot || user.realm.deactivated) return 0;
+      const messages = await tx.$queryRaw<MailedMessage[]>`
+        SELECT m.id, m.sender_id, su.full_name AS sender_name, su.role AS sender_role,
+          m.recipient_id, r.type AS recipient_type, r.type_id, m.subject, m.rendered_content
+        FROM message m
+        JOIN user_message um ON um.message_id = m.id AND um.user_profile_id = ${userId}
+        JOIN user_profile su ON su.id = m.sender_id
+        JOIN recipient r ON r.id = m.recipient_id
+        WHERE m.id = ANY(${waiting.map((row) => row.message_id)}::int[])
+          AND (um.flags & ${flagBit('read')}) = 0
+        ORDER BY m.id`;
+      if (messages.length === 0) return 0;
+      const byMessage = new Map(waiting.map((row) => [row.message_id, row]));
+      const groupNames = await groupNamesOf(
+        tx,
+        waiting.flatMap((row) =>
+          row.mentioned_user_group_id === null ? [] : [row.mentioned_user_group_id],
+        ),
+      );
+      // Guests limited by can_access_all_users_group see a sender they may not access as
+      // "Unknown user", as in their clients.
+      const hidden =
+        (
+          await inaccessibleUsersByGuest(
+            user.realm,
+            [user],
+            messages.map((m) => m.sender_id),
+          )
+        ).get(user.id) ?? new Set<number>();
+      const nameOf = (m: MailedMessage) =>
+        hidden.has(m.sender_id) ? INACCESSIBLE_USER_NAME : m.sender_name;
+      // Zulip's buckets: a channel's topic (case-insensitively), a 1:1 conversation's sender,
+      // a group conversation.
+      const buckets = new Map<string, MailedMessage[]>();
+      for (const message of messages) {
+        const key =
+          message.recipient_type === RecipientType.STREAM
+            ? `${message.recipient_id}:${message.subject.toLowerCase()}`
+            : message.recipient_type === RecipientType.PERSONAL
+              ? `${message.recipient_id}:${message.sender_id}`
+              : `${message.recipient_id}`;
+        const bucket = buckets.get(key);
+        if (bucket) bucket.push(message);
+        else buckets.set(key, [message]);
+      }
+      const url = realmUrl(user.realm);
+      const includeRealmName = await includesRealmName(tx, user);
+      let sent = 0;
+      for (const bucket of [...buckets.values()].sort(
+        (a, b) => a[a.length - 1]!.id - b[b.length - 1]!.id,
+      )) {
+        const first = bucket[0]!;
+        const { conversation, narrowUrl } = await conversationOf(tx, user.id, first, url, nameOf);
+        const mail = missedMessageEmail({
+          conversation,
+          narrowUrl,
+          messages: bucket.map((m): MissedMessage => {
+            const row = byMessage.get(m.id);
+            return {
+              senderName: nameOf(m),
+              html: m.rendered_content ?? '',
+              trigger: row?.trigger ?? null,
+              mentionedGroupName:
+                row?.mentioned_user_group_id == null
+                  ? null
+                  : (groupNames.get(row.mentioned_user_group_id) ?? null),
+            };
+          }),
+          realm: { name: user.realm.name, url },
+          showContent: user.messageContentInEmailNotifications,
+          includeRealmName,
+        });
+        await sendMail({
+          to: user.deliveryEmail,
+          subject: mail.subject,
+          text: mail.text,
+          html: mail.html,
+          fromName: `${user.realm.name} notifications`,
+        });
+        sent += 1;
+      }
+      getLogger().info('missed-message emails sent', { user_id: user.id, emails: sent });
+      return sent;
+    },
+    // Mail servers can be slow; the rows stay locked meanwhile, nothing else waits on them.
+    { timeout: 120_000, maxWait: 10_000 },
+  );
+}
+
+type Tx = Parameters<Parameters<ReturnType<typeof getPrisma>['$transaction']>[0]>[0];
+
+async function groupNamesOf(tx: Tx, ids: number[]): Promise<Map<number, string>> {
+  if (ids.length === 0) return new Map();
+  const groups = await tx.userGroup.findMany({ where: { id: { in: [...new Set(ids)] } } });
+  return new Map(groups.map((group) => [group.id, group.name ?? '']));
+}
+
+/** Zulip's include_realm_name_in_missedmessage_emails_subject: policy 1 (automatic) names the
+ * organization when the address belongs to active users of more than one. */
+async function includesRealmName(
+  tx: Tx,
+  user: { deliveryEmail: string; realmNameInEmailNotificationsPolicy: number },
+): Promise<boolean> {
+  const policy = user.realmNameInEmailNotificationsPolicy;
+  if (policy === 2) return true;
+  if (policy !== 1) return false;
+  const realms = await tx.user.count({
+    where: {
+      deliveryEmail: { equals: user.deliveryEmail, mode: 'insensitive' },
+      isActive: true,
+      isBot: false,
+      realm: { deactivated: false },
+    },
+  });
+  return realms > 1;
+}
+
+async function conversationOf(
+  tx: Tx,
+  userId: number,
+  message: MailedMessage,
+  url: string,
+  nameOf: (m: MailedMessage) => string,
+): Promise<{ conversation: MissedConversation; narrowUrl: string }> {
+  if (message.recipient_type === RecipientType.STREAM) {
+    const stream = await tx.stream.findUniqueOrThrow({ where: { id: message.type_id } });
+    return {
+      conversation: { kind: 'channel', channelName: stream.name, topic: message.subject },
+      narrowUrl: topicNarrowUrl(url, {
+        channelId: stream.id,
+        channelName: stream.name,
+        topic: message.subject,
+      }),
+    };
+  }
+  if (message.recipient_type === RecipientType.PERSONAL)
+    return {
+      conversation: { kind: 'direct', senderName: nameOf(message) },
+      narrowUrl: `${url}/#narrow/dm/${message.sender_id}-dm`,
+    };
+  const members = await tx.subscription.findMany({
+    where: { recipientId: message.recipient_id },
+    include: { user: { select: { id: true, fullName: true } } },
+    orderBy: { userId: 'asc' },
+  });
+  const ids = members.map((m) => m.user.id);
+  return {
+    conversation: {
+      kind: 'group',
+      otherNames: members.filter((m) => m.user.id !== userId).map((m) => m.user.fullName),
+    },
+    narrowUrl: `${url}/#narrow/dm/${ids.join(',')}-group`,
+  };
+}

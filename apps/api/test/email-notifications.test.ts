@@ -1,0 +1,397 @@
+// Missed-message emails (docs/email-notifications.md; Zulip's maybe_enqueue_notifications,
+// get_email_notification_trigger and handle_missedmessage_emails): who of a message's
+// recipients may be emailed, who is idle, the batching period, and the emails themselves.
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Queue } from 'bullmq';
+import PostalMime from 'postal-mime';
+import { getConfig, resetConfig } from '@parley/config';
+import { afterAnswerSettled, getPrisma, Role, type User } from '@parley/db';
+import { closeQueues } from '@parley/jobs';
+import {
+  scheduleEmailNotifications,
+  sendMissedMessageEmails,
+} from '../src/actions/email-notifications';
+import { groupDisplayName } from '../src/lib/missed-message-email';
+import { as, createTestUser, expectSuccess } from './helpers';
+import { createMessageOrg, send, type MessageOrg } from './message-helpers';
+
+const prisma = () => getPrisma();
+let mailQueue: Queue;
+let mailDir: string;
+let org: MessageOrg;
+
+beforeAll(async () => {
+  process.env.EMAIL_BACKEND = 'directory';
+  mailDir = mkdtempSync(join(tmpdir(), 'parley-missed-'));
+  process.env.EMAIL_DIR = mailDir;
+  resetConfig();
+  mailQueue = new Queue('mail', { connection: { url: getConfig().REDIS_URL } });
+  org = await createMessageOrg();
+});
+
+afterAll(async () => {
+  await mailQueue.close();
+  await closeQueues();
+  rmSync(mailDir, { recursive: true, force: true });
+});
+
+/** The candidates the send path queued for a message, or undefined when it queued no job. */
+async function candidatesOf(messageId: number): Promise<number[] | undefined> {
+  const job = await mailQueue.getJob(`email-notifications-${messageId}`);
+  return (job?.data as { userIds: number[] } | undefined)?.userIds;
+}
+
+async function sent(sender: User, form: Record<string, unknown>): Promise<number> {
+  const id = expectSuccess(await send(sender, org.host, form)).id as number;
+  // The job is queued once the answer is written.
+  await afterAnswerSettled();
+  return id;
+}
+
+/** Sends, then runs the send's job as the worker would; returns the message's id. */
+async function sendAndSchedule(sender: User, form: Record<string, unknown>): Promise<number> {
+  const id = await sent(sender, form);
+  const userIds = await candidatesOf(id);
+  if (userIds) await scheduleEmailNotifications({ messageId: id, userIds });
+  return id;
+}
+
+const waiting = (user: User) =>
+  prisma().scheduledMessageNotificationEmail.findMany({
+    where: { userId: user.id },
+    orderBy: { id: 'asc' },
+  });
+
+/** Makes the user's waiting rows due now, then runs their job. */
+async function mailNow(user: User): Promise<number> {
+  await prisma().scheduledMessageNotificationEmail.updateMany({
+    where: { userId: user.id },
+    data: { scheduledTimestamp: new Date(Date.now() - 1000) },
+  });
+  return sendMissedMessageEmails({ userId: user.id });
+}
+
+/** The emails written so far to `to`, parsed, oldest first; each file is read once. */
+const seen = new Set<string>();
+async function mailsTo(to: string): Promise<PostalMime.Email[]> {
+  const mails: PostalMime.Email[] = [];
+  for (const file of readdirSync(mailDir).sort()) {
+    if (seen.has(file)) continue;
+    const mail = await PostalMime.parse(readFileSync(join(mailDir, file)));
+    if (mail.to?.some((address) => address.address === to)) {
+      seen.add(file);
+      mails.push(mail);
+    }
+  }
+  return mails;
+}
+
+async function newMember(fullName: string): Promise<User> {
+  return createTestUser(org.realm, Role.MEMBER, { fullName });
+}
+
+describe('who may be emailed', () => {
+  it('a direct message names its human recipients; a channel message only those it mentions', async () => {
+    const dm = await sent(org.owner, {
+      type: 'direct',
+      to: JSON.stringify([org.member.id]),
+      content: 'hello',
+    });
+    expect(await candidatesOf(dm)).toEqual([org.member.id]);
+    const plain = await sent(org.owner, {
+      type: 'stream',
+      to: 'general',
+      topic: 'plain',
+      content: 'nobody in particular',
+    });
+    expect(await candidatesOf(plain)).toBeUndefined();
+    const mention = await sent(org.owner, {
+      type: 'stream',
+      to: 'general',
+      topic: 'plain',
+      content: '@**Mia Member** look',
+    });
+    expect(await candidatesOf(mention)).toEqual([org.member.id]);
+  });
+
+  it('a channel message names the topic followers and those who asked for its emails', async () => {
+    const follower = await newMember('Fay Follower');
+    const subscriber = await newMember('Sue Subscriber');
+    const byDefault = await newMember('Dee Default');
+    for (const user of [follower, subscriber, byDefault])
+      expectSuccess(
+        await as(user, org.host).post('/users/me/subscriptions', {
+          subscriptions: JSON.stringify([{ name: 'general' }]),
+        }),
+      );
+    expectSuccess(
+      await as(follower, org.host).post('/user_topics', {
+        stream_id: org.general.id,
+        topic: 'Followed',
+        visibility_policy: 3,
+      }),
+    );
+    expectSuccess(
+      await as(subscriber, org.host).post('/users/me/subscriptions/properties', {
+        subscription_data: JSON.stringify([
+          { stream_id: org.general.id, property: 'email_notifications', value: true },
+        ]),
+      }),
+    );
+    expectSuccess(
+      await as(byDefault, org.host).patch('/settings', {
+        enable_stream_email_notifications: true,
+      }),
+    );
+    const id = await sent(org.owner, {
+      type: 'stream',
+      to: 'general',
+      topic: 'followed',
+      content: 'x',
+    });
+    expect((await candidatesOf(id))?.sort((a, b) => a - b)).toEqual(
+      [follower.id, subscriber.id, byDefault.id].sort((a, b) => a - b),
+    );
+    await scheduleEmailNotifications({ messageId: id, userIds: (await candidatesOf(id))! });
+    expect((await waiting(follower)).map((row) => row.trigger)).toEqual([
+      'followed_topic_email_notify',
+    ]);
+    expect((await waiting(subscriber)).map((row) => row.trigger)).toEqual(['stream_email_notify']);
+    expect((await waiting(byDefault)).map((row) => row.trigger)).toEqual(['stream_email_notify']);
+    // Muting the topic silences the channel's emails, not the followed ones (a muted topic
+    // cannot be followed at once: the policy is one value).
+    expectSuccess(
+      await as(subscriber, org.host).post('/user_topics', {
+        stream_id: org.general.id,
+        topic: 'muted one',
+        visibility_policy: 1,
+      }),
+    );
+    const muted = await sendAndSchedule(org.owner, {
+      type: 'stream',
+      to: 'general',
+      topic: 'muted one',
+      content: 'y',
+    });
+    expect((await waiting(subscriber)).map((row) => row.messageId)).not.toContain(muted);
+    expect(await mailNow(follower)).toBe(1);
+    const [mail] = await mailsTo(follower.deliveryEmail);
+    expect(mail!.subject).toBe('#general > followed');
+    expect(mail!.text).toContain('you have email notifications enabled for topics you follow');
+  });
+
+  it('never the sender, bots, or those who muted the sender', async () => {
+    const muter = await newMember('Mo Muter');
+    expectSuccess(await as(muter, org.host).post(`/users/me/muted_users/${org.owner.id}`, {}));
+    const bot = expectSuccess(
+      await as(org.owner, org.host).post('/bots', {
+        full_name: 'Some Bot',
+        short_name: `b${Date.now()}`,
+        bot_type: 1,
+      }),
+    ).user_id as number;
+    const id = await sent(org.owner, {
+      type: 'direct',
+      to: JSON.stringify([muter.id, bot, org.member.id]),
+      content: 'to all three',
+    });
+    expect(await candidatesOf(id)).toEqual([org.member.id]);
+  });
+});
+
+describe('idle users only, by their settings', () => {
+  it('a user with a client open and active is not emailed; without a client, or inactive, is', async () => {
+    const present = await newMember('Pat Present');
+    const closed = await newMember('Cal Closed');
+    const away = await newMember('Al Away');
+    const now = new Date();
+    const old = new Date(Date.now() - 10 * 60_000);
+    for (const [user, lastActiveTime] of [
+      [present, now],
+      [closed, now],
+      [away, old],
+    ] as const)
+      await prisma().userPresence.create({
+        data: { userId: user.id, realmId: org.realm.id, lastActiveTime, lastConnectedTime: now },
+      });
+    for (const user of [present, away])
+      expectSuccess(
+        await as(user, org.host, { atOnce: true }).post('/register', {
+          event_types: JSON.stringify(['message']),
+        }),
+      );
+    // A queue that takes no messages is not a client open for them (Zulip's accepts_messages).
+    expectSuccess(
+      await as(closed, org.host, { atOnce: true }).post('/register', {
+        event_types: JSON.stringify(['presence']),
+      }),
+    );
+    for (const user of [present, closed, away])
+      await sendAndSchedule(org.owner, {
+        type: 'direct',
+        to: JSON.stringify([user.id]),
+        content: 'hi',
+      });
+    expect(await waiting(present)).toEqual([]);
+    expect((await waiting(closed)).map((row) => row.trigger)).toEqual(['direct_message']);
+    expect((await waiting(away)).map((row) => row.trigger)).toEqual(['direct_message']);
+  });
+
+  it('respects enable_offline_email_notifications, and waits the batching period', async () => {
+    const quiet = await newMember('Quinn Quiet');
+    expectSuccess(
+      await as(quiet, org.host).patch('/settings', { enable_offline_email_notifications: false }),
+    );
+    await sendAndSchedule(org.owner, {
+      type: 'direct',
+      to: JSON.stringify([quiet.id]),
+      content: 'a',
+    });
+    expect(await waiting(quiet)).toEqual([]);
+
+    const patient = await newMember('Pia Patient');
+    expectSuccess(
+      await as(patient, org.host).patch('/settings', {
+        email_notifications_batching_period_seconds: 600,
+      }),
+    );
+    const before = Date.now();
+    await sendAndSchedule(org.owner, {
+      type: 'direct',
+      to: JSON.stringify([patient.id]),
+      content: 'b',
+    });
+    const [row] = await waiting(patient);
+    expect(row!.scheduledTimestamp.getTime()).toBeGreaterThanOrEqual(before + 599_000);
+    const job = await mailQueue.getJob(`missed-message-email-${row!.id}`);
+    expect(job?.data).toEqual({ userId: patient.id });
+    expect(job?.opts.delay).toBeGreaterThan(590_000);
+    // Not due yet: nothing is mailed and the row stays.
+    expect(await sendMissedMessageEmails({ userId: patient.id })).toBe(0);
+    expect(await waiting(patient)).toHaveLength(1);
+    // Scheduling again (a retried job) adds nothing.
+    const messageId = row!.messageId;
+    await scheduleEmailNotifications({ messageId, userIds: [patient.id] });
+    expect(await waiting(patient)).toHaveLength(1);
+  });
+});
+
+describe('the emails', () => {
+  it('one per conversation, messages still unread only, then the rows are gone', async () => {
+    const reader = await newMember('Rae Reader');
+    expectSuccess(
+      await as(reader, org.host).post('/users/me/subscriptions', {
+        subscriptions: JSON.stringify([{ name: 'general' }]),
+      }),
+    );
+    await sendAndSchedule(org.owner, {
+      type: 'direct',
+      to: JSON.stringify([reader.id]),
+      content: 'first **bold** [link](/user_uploads/1/a.txt)',
+    });
+    await sendAndSchedule(org.member, {
+      type: 'direct',
+      to: JSON.stringify([reader.id]),
+      content: 'from Mia',
+    });
+    const readLater = await sendAndSchedule(org.owner, {
+      type: 'direct',
+      to: JSON.stringify([reader.id]),
+      content: 'read before mailing',
+    });
+    await sendAndSchedule(org.owner, {
+      type: 'stream',
+      to: 'general',
+      topic: 'Mentions',
+      content: '@**Rae Reader** in a channel',
+    });
+    expectSuccess(
+      await as(reader, org.host).post('/messages/flags', {
+        messages: JSON.stringify([readLater]),
+        op: 'add',
+        flag: 'read',
+      }),
+    );
+    expect(await waiting(reader)).toHaveLength(4);
+    expect(await mailNow(reader)).toBe(3);
+    expect(await waiting(reader)).toEqual([]);
+    const mails = await mailsTo(reader.deliveryEmail);
+    expect(mails.map((mail) => mail.subject).sort()).toEqual([
+      '#general > Mentions',
+      'DMs with Mia Member',
+      'DMs with Olivia Owner',
+    ]);
+    const fromOwner = mails.find((mail) => mail.subject === 'DMs with Olivia Owner')!;
+    expect(fromOwner.from?.name).toBe(`${org.realm.name} notifications`);
+    expect(fromOwner.text).toContain('first **bold**');
+    expect(fromOwner.text).not.toContain('read before mailing');
+    // Links into the organization are absolute in a mail.
+    expect(fromOwner.html).toContain(`href="http://${org.host}/user_uploads/1/a.txt"`);
+    expect(fromOwner.text).toContain(`http://${org.host}/#narrow/dm/${org.owner.id}-dm`);
+    const mention = mails.find((mail) => mail.subject === '#general > Mentions')!;
+    expect(mention.text).toContain('because you were personally mentioned');
+    // Nothing left to mail.
+    expect(await mailNow(reader)).toBe(0);
+  });
+
+  it('group conversations, group mentions, and content left out when the user asks', async () => {
+    const one = await newMember('Una One');
+    const two = await newMember('Tom Two');
+    await sendAndSchedule(org.owner, {
+      type: 'direct',
+      to: JSON.stringify([one.id, two.id]),
+      content: 'to the three of us',
+    });
+    expect(await mailNow(one)).toBe(1);
+    const [group] = await mailsTo(one.deliveryEmail);
+    expect(group!.subject).toBe('Group DMs with Olivia Owner and Tom Two');
+
+    const team = expectSuccess(
+      await as(org.owner, org.host).post('/user_groups/create', {
+        name: `team${Date.now()}`,
+        description: '',
+        members: JSON.stringify([two.id]),
+      }),
+    ).group_id as number;
+    const teamName = (await prisma().userGroup.findUniqueOrThrow({ where: { id: team } })).name!;
+    expectSuccess(
+      await as(two, org.host).post('/users/me/subscriptions', {
+        subscriptions: JSON.stringify([{ name: 'general' }]),
+      }),
+    );
+    await sendAndSchedule(org.owner, {
+      type: 'stream',
+      to: 'general',
+      topic: 'groups',
+      content: `@*${teamName}* please`,
+    });
+    expect((await waiting(two)).map((row) => row.mentionedUserGroupId)).toContain(team);
+    expect(await mailNow(two)).toBeGreaterThanOrEqual(1);
+    const teamMail = (await mailsTo(two.deliveryEmail)).find(
+      (m) => m.subject === '#general > groups',
+    )!;
+    expect(teamMail.text).toContain(`because @${teamName} was mentioned`);
+
+    expectSuccess(
+      await as(one, org.host).patch('/settings', { message_content_in_email_notifications: false }),
+    );
+    await sendAndSchedule(org.owner, {
+      type: 'direct',
+      to: JSON.stringify([one.id]),
+      content: 'secret words',
+    });
+    expect(await mailNow(one)).toBe(1);
+    const [hidden] = await mailsTo(one.deliveryEmail);
+    expect(hidden!.subject).toBe('New messages');
+    expect(hidden!.text).not.toContain('secret words');
+    expect(hidden!.text).toContain('does not include message content');
+  });
+
+  it('names groups as Zulip does', () => {
+    expect(groupDisplayName(['A', 'B'])).toBe('A and B');
+    expect(groupDisplayName(['A', 'B', 'C'])).toBe('A, B, and C');
+    expect(groupDisplayName(['A', 'B', 'C', 'D', 'E'])).toBe('A, B, and 3 others');
+  });
+});
