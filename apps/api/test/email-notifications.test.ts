@@ -8,6 +8,7 @@ import { Queue } from 'bullmq';
 import PostalMime from 'postal-mime';
 import { getConfig, resetConfig } from '@parley/config';
 import { afterAnswerSettled, getPrisma, Role, type User } from '@parley/db';
+import { getRedis } from '@parley/events';
 import { closeQueues } from '@parley/jobs';
 import {
   scheduleEmailNotifications,
@@ -387,6 +388,65 @@ describe('the emails', () => {
     expect(hidden!.subject).toBe('New messages');
     expect(hidden!.text).not.toContain('secret words');
     expect(hidden!.text).toContain('does not include message content');
+  });
+
+  it('nothing from a channel the user can no longer read; the organization named when asked', async () => {
+    const leaver = await newMember('Lee Leaver');
+    expectSuccess(
+      await as(org.member, org.host).post('/users/me/subscriptions', {
+        subscriptions: JSON.stringify([{ name: 'secret' }]),
+        principals: JSON.stringify([leaver.id]),
+      }),
+    );
+    await sendAndSchedule(org.member, {
+      type: 'stream',
+      to: 'secret',
+      topic: 'hush',
+      content: '@**Lee Leaver** private words',
+    });
+    expect(await waiting(leaver)).toHaveLength(1);
+    expectSuccess(
+      await as(leaver, org.host)
+        .delete('/users/me/subscriptions')
+        .query({
+          subscriptions: JSON.stringify(['secret']),
+        }),
+    );
+    expect(await mailNow(leaver)).toBe(0);
+    expect(await waiting(leaver)).toEqual([]);
+    expect(await mailsTo(leaver.deliveryEmail)).toEqual([]);
+
+    expectSuccess(
+      await as(leaver, org.host).patch('/settings', {
+        realm_name_in_email_notifications_policy: 2,
+      }),
+    );
+    await sendAndSchedule(org.owner, {
+      type: 'direct',
+      to: JSON.stringify([leaver.id]),
+      content: 'c',
+    });
+    expect(await mailNow(leaver)).toBe(1);
+    const [named] = await mailsTo(leaver.deliveryEmail);
+    expect(named!.subject).toBe(`DMs with Olivia Owner [${org.realm.name}]`);
+  });
+
+  it('one job mails a user at a time', async () => {
+    const busy = await newMember('Bo Busy');
+    await sendAndSchedule(org.owner, {
+      type: 'direct',
+      to: JSON.stringify([busy.id]),
+      content: 'd',
+    });
+    await getRedis().set(`missed-message-email:lock:${busy.id}`, 'another job', 'PX', 60_000);
+    await prisma().scheduledMessageNotificationEmail.updateMany({
+      where: { userId: busy.id },
+      data: { scheduledTimestamp: new Date(Date.now() - 1000) },
+    });
+    await expect(sendMissedMessageEmails({ userId: busy.id })).rejects.toThrow(/another job/);
+    expect(await waiting(busy)).toHaveLength(1);
+    await getRedis().del(`missed-message-email:lock:${busy.id}`);
+    expect(await sendMissedMessageEmails({ userId: busy.id })).toBe(1);
   });
 
   it('names groups as Zulip does', () => {

@@ -7,7 +7,8 @@
 // idle: no client open that takes messages, or none active for OFFLINE_THRESHOLD_SECONDS. Each
 // such message waits in scheduled_message_notification_email for the user's batching period,
 // with a delayed `missed-message-email` job; the first job due mails all of the user's waiting
-// messages that are still unread, one email per conversation.
+// messages that are still unread and readable, one email per conversation.
+import { randomUUID } from 'node:crypto';
 import { realmUrl } from '@parley/auth';
 import { getConfig } from '@parley/config';
 import {
@@ -16,9 +17,10 @@ import {
   getPrisma,
   RecipientType,
   Prisma,
+  Role,
   type ActionContext,
 } from '@parley/db';
-import { getRedis, QueueStore } from '@parley/events';
+import { getRedis, QueueStore, RELEASE_IF_HELD } from '@parley/events';
 import { enqueueJob, sendMail, type JobData } from '@parley/jobs';
 import { getLogger } from '@parley/logger';
 import { topicNarrowUrl } from '@parley/markdown';
@@ -179,6 +181,7 @@ interface WaitingRow {
   trigger: string;
   mentioned_user_group_id: number | null;
   due: boolean;
+  delay_ms: number;
 }
 
 interface MailedMessage {
@@ -193,132 +196,173 @@ interface MailedMessage {
   rendered_content: string | null;
 }
 
+/** How long a user's mailing may take before another job may mail for them (a crashed job's
+ * lock lapses). */
+const MAILING_LOCK_MS = 5 * 60_000;
+
+/** Another job is mailing this user's messages: BullMQ retries this one later. */
+class MailingInProgressError extends Error {
+  constructor(userId: number) {
+    super(`missed-message emails of user ${userId} are being sent by another job`);
+    this.name = 'MailingInProgressError';
+  }
+}
+
 /** The `missed-message-email` job: when the user's earliest waiting message is due, mails
- * every one of them still unread, one email per conversation (least recently active first, as
- * Zulip orders them), and forgets them. The rows stay locked while mailing: a job due at the
- * same moment finds none of them, and a crash leaves them for the retry (which may mail a
- * conversation twice rather than not at all). Returns how many emails were sent. */
+ * every one of them still unread and still readable, one email per conversation (least
+ * recently active first, as Zulip orders them). One job per user at a time (a lock in Redis);
+ * no transaction is held while mailing. A conversation's rows go once its email is sent, so a
+ * failure or a crash leaves the rest for the retry, which may mail one conversation twice
+ * rather than none. Returns how many emails were sent. */
 export async function sendMissedMessageEmails({
   userId,
 }: JobData['missed-message-email']): Promise<number> {
-  const prisma = getPrisma();
-  return prisma.$transaction(
-    async (tx) => {
-      const waiting = await tx.$queryRaw<WaitingRow[]>`
-        SELECT id, message_id, trigger, mentioned_user_group_id, scheduled_timestamp <= now() AS due
-        FROM scheduled_message_notification_email WHERE user_profile_id = ${userId}
-        ORDER BY id FOR UPDATE SKIP LOCKED`;
-      if (!waiting.some((row) => row.due)) return 0;
-      await tx.$executeRaw`DELETE FROM scheduled_message_notification_email
-        WHERE id = ANY(${waiting.map((row) => row.id)}::int[])`;
-      const user = await tx.user.findUnique({ where: { id: userId }, include: { realm: true } });
-      if (!user || !user.isActive || user.isBot || user.realm.deactivated) return 0;
-      const messages = await tx.$queryRaw<MailedMessage[]>`
-        SELECT m.id, m.sender_id, su.full_name AS sender_name, su.role AS sender_role,
-          m.recipient_id, r.type AS recipient_type, r.type_id, m.subject, m.rendered_content
-        FROM message m
-        JOIN user_message um ON um.message_id = m.id AND um.user_profile_id = ${userId}
-        JOIN user_profile su ON su.id = m.sender_id
-        JOIN recipient r ON r.id = m.recipient_id
-        WHERE m.id = ANY(${waiting.map((row) => row.message_id)}::int[])
-          AND (um.flags & ${flagBit('read')}) = 0
-        ORDER BY m.id`;
-      if (messages.length === 0) return 0;
-      const byMessage = new Map(waiting.map((row) => [row.message_id, row]));
-      const groupNames = await groupNamesOf(
-        tx,
-        waiting.flatMap((row) =>
-          row.mentioned_user_group_id === null ? [] : [row.mentioned_user_group_id],
-        ),
-      );
-      // Guests limited by can_access_all_users_group see a sender they may not access as
-      // "Unknown user", as in their clients.
-      const hidden =
-        (
-          await inaccessibleUsersByGuest(
-            user.realm,
-            [user],
-            messages.map((m) => m.sender_id),
-          )
-        ).get(user.id) ?? new Set<number>();
-      const nameOf = (m: MailedMessage) =>
-        hidden.has(m.sender_id) ? INACCESSIBLE_USER_NAME : m.sender_name;
-      // Zulip's buckets: a channel's topic (case-insensitively), a 1:1 conversation's sender,
-      // a group conversation.
-      const buckets = new Map<string, MailedMessage[]>();
-      for (const message of messages) {
-        const key =
-          message.recipient_type === RecipientType.STREAM
-            ? `${message.recipient_id}:${message.subject.toLowerCase()}`
-            : message.recipient_type === RecipientType.PERSONAL
-              ? `${message.recipient_id}:${message.sender_id}`
-              : `${message.recipient_id}`;
-        const bucket = buckets.get(key);
-        if (bucket) bucket.push(message);
-        else buckets.set(key, [message]);
-      }
-      const url = realmUrl(user.realm);
-      const includeRealmName = await includesRealmName(tx, user);
-      let sent = 0;
-      for (const bucket of [...buckets.values()].sort(
-        (a, b) => a[a.length - 1]!.id - b[b.length - 1]!.id,
-      )) {
-        const first = bucket[0]!;
-        const { conversation, narrowUrl } = await conversationOf(tx, user.id, first, url, nameOf);
-        const mail = missedMessageEmail({
-          conversation,
-          narrowUrl,
-          messages: bucket.map((m): MissedMessage => {
-            const row = byMessage.get(m.id);
-            return {
-              senderName: nameOf(m),
-              html: m.rendered_content ?? '',
-              trigger: row?.trigger ?? null,
-              mentionedGroupName:
-                row?.mentioned_user_group_id == null
-                  ? null
-                  : (groupNames.get(row.mentioned_user_group_id) ?? null),
-            };
-          }),
-          realm: { name: user.realm.name, url },
-          showContent: user.messageContentInEmailNotifications,
-          includeRealmName,
-        });
-        await sendMail({
-          to: user.deliveryEmail,
-          subject: mail.subject,
-          text: mail.text,
-          html: mail.html,
-          fromName: `${user.realm.name} notifications`,
-        });
-        sent += 1;
-      }
-      getLogger().info('missed-message emails sent', { user_id: user.id, emails: sent });
-      return sent;
-    },
-    // Mail servers can be slow; the rows stay locked meanwhile, nothing else waits on them.
-    { timeout: 120_000, maxWait: 10_000 },
-  );
+  const redis = getRedis();
+  const lock = `missed-message-email:lock:${userId}`;
+  const token = randomUUID();
+  if ((await redis.set(lock, token, 'PX', MAILING_LOCK_MS, 'NX')) !== 'OK')
+    throw new MailingInProgressError(userId);
+  try {
+    return await mailWaiting(userId);
+  } finally {
+    await RELEASE_IF_HELD.run(redis, 1, lock, token).catch(() => 0);
+  }
 }
 
-type Tx = Parameters<Parameters<ReturnType<typeof getPrisma>['$transaction']>[0]>[0];
+async function mailWaiting(userId: number): Promise<number> {
+  const prisma = getPrisma();
+  const waiting = await prisma.$queryRaw<WaitingRow[]>`
+    SELECT id, message_id, trigger, mentioned_user_group_id, scheduled_timestamp <= now() AS due,
+      greatest(0, extract(epoch FROM scheduled_timestamp - now()) * 1000)::float8 AS delay_ms
+    FROM scheduled_message_notification_email WHERE user_profile_id = ${userId}
+    ORDER BY scheduled_timestamp, id`;
+  if (waiting.length === 0) return 0;
+  if (!waiting[0]!.due) {
+    // Run early (another worker's clock): the earliest row gets a job at its time again.
+    const first = waiting[0]!;
+    await enqueueJob(
+      'missed-message-email',
+      { userId },
+      `missed-message-email-${first.id}-${Date.now()}`,
+      { delayMs: first.delay_ms },
+    );
+    return 0;
+  }
+  const forget = (rows: WaitingRow[]) =>
+    prisma.$executeRaw`DELETE FROM scheduled_message_notification_email
+      WHERE id = ANY(${rows.map((row) => row.id)}::int[])`;
+  const user = await prisma.user.findUnique({ where: { id: userId }, include: { realm: true } });
+  if (!user || !user.isActive || user.isBot || user.realm.deactivated) {
+    await forget(waiting);
+    return 0;
+  }
+  // Unread, and readable now (Zulip's has_message_access: a channel message needs a
+  // subscription, unless the channel is public and the user no guest).
+  const messages = await prisma.$queryRaw<MailedMessage[]>`
+    SELECT m.id, m.sender_id, su.full_name AS sender_name, su.role AS sender_role,
+      m.recipient_id, r.type AS recipient_type, r.type_id, m.subject, m.rendered_content
+    FROM message m
+    JOIN user_message um ON um.message_id = m.id AND um.user_profile_id = ${userId}
+    JOIN user_profile su ON su.id = m.sender_id
+    JOIN recipient r ON r.id = m.recipient_id
+    LEFT JOIN stream st ON r.type = ${RecipientType.STREAM} AND st.id = r.type_id
+    WHERE m.id = ANY(${waiting.map((row) => row.message_id)}::int[])
+      AND (um.flags & ${flagBit('read')}) = 0
+      AND (st.id IS NULL
+        OR (NOT st.invite_only AND ${user.role} <> ${Role.GUEST})
+        OR EXISTS (SELECT 1 FROM subscription s WHERE s.user_profile_id = ${userId}
+          AND s.recipient_id = m.recipient_id AND s.active))
+    ORDER BY m.id`;
+  const byMessage = new Map(waiting.map((row) => [row.message_id, row]));
+  const mailed = new Set(messages.map((m) => m.id));
+  // Read meanwhile, deleted, or no longer readable: nothing to mail for them.
+  await forget(waiting.filter((row) => !mailed.has(row.message_id)));
+  if (messages.length === 0) return 0;
+  const groupNames = await groupNamesOf(
+    waiting.flatMap((row) =>
+      row.mentioned_user_group_id === null ? [] : [row.mentioned_user_group_id],
+    ),
+  );
+  // Guests limited by can_access_all_users_group see a sender they may not access as
+  // "Unknown user", as in their clients.
+  const hidden =
+    (
+      await inaccessibleUsersByGuest(
+        user.realm,
+        [user],
+        messages.map((m) => m.sender_id),
+      )
+    ).get(user.id) ?? new Set<number>();
+  const nameOf = (m: MailedMessage) =>
+    hidden.has(m.sender_id) ? INACCESSIBLE_USER_NAME : m.sender_name;
+  // Zulip's buckets: a channel's topic (case-insensitively), a 1:1 conversation's sender, a
+  // group conversation.
+  const buckets = new Map<string, MailedMessage[]>();
+  for (const message of messages) {
+    const key =
+      message.recipient_type === RecipientType.STREAM
+        ? `${message.recipient_id}:${message.subject.toLowerCase()}`
+        : message.recipient_type === RecipientType.PERSONAL
+          ? `${message.recipient_id}:${message.sender_id}`
+          : `${message.recipient_id}`;
+    const bucket = buckets.get(key);
+    if (bucket) bucket.push(message);
+    else buckets.set(key, [message]);
+  }
+  const url = realmUrl(user.realm);
+  const includeRealmName = await includesRealmName(user);
+  let sent = 0;
+  for (const bucket of [...buckets.values()].sort(
+    (a, b) => a[a.length - 1]!.id - b[b.length - 1]!.id,
+  )) {
+    const { conversation, narrowUrl } = await conversationOf(user.id, bucket[0]!, url, nameOf);
+    const rows = bucket.map((m) => byMessage.get(m.id)!);
+    const mail = missedMessageEmail({
+      conversation,
+      narrowUrl,
+      messages: bucket.map((m, index): MissedMessage => {
+        const groupId = rows[index]!.mentioned_user_group_id;
+        return {
+          senderName: nameOf(m),
+          html: m.rendered_content ?? '',
+          trigger: rows[index]!.trigger,
+          mentionedGroupName: groupId === null ? null : (groupNames.get(groupId) ?? null),
+        };
+      }),
+      realm: { name: user.realm.name, url },
+      showContent: user.messageContentInEmailNotifications,
+      includeRealmName,
+    });
+    await sendMail({
+      to: user.deliveryEmail,
+      subject: mail.subject,
+      text: mail.text,
+      html: mail.html,
+      fromName: `${user.realm.name} notifications`,
+    });
+    await forget(rows);
+    sent += 1;
+  }
+  getLogger().info('missed-message emails sent', { user_id: user.id, emails: sent });
+  return sent;
+}
 
-async function groupNamesOf(tx: Tx, ids: number[]): Promise<Map<number, string>> {
+async function groupNamesOf(ids: number[]): Promise<Map<number, string>> {
   if (ids.length === 0) return new Map();
-  const groups = await tx.userGroup.findMany({ where: { id: { in: [...new Set(ids)] } } });
+  const groups = await getPrisma().userGroup.findMany({ where: { id: { in: [...new Set(ids)] } } });
   return new Map(groups.map((group) => [group.id, group.name ?? '']));
 }
 
 /** Zulip's include_realm_name_in_missedmessage_emails_subject: policy 1 (automatic) names the
  * organization when the address belongs to active users of more than one. */
-async function includesRealmName(
-  tx: Tx,
-  user: { deliveryEmail: string; realmNameInEmailNotificationsPolicy: number },
-): Promise<boolean> {
+async function includesRealmName(user: {
+  deliveryEmail: string;
+  realmNameInEmailNotificationsPolicy: number;
+}): Promise<boolean> {
   const policy = user.realmNameInEmailNotificationsPolicy;
   if (policy === 2) return true;
   if (policy !== 1) return false;
-  const realms = await tx.user.count({
+  const realms = await getPrisma().user.count({
     where: {
       deliveryEmail: { equals: user.deliveryEmail, mode: 'insensitive' },
       isActive: true,
@@ -330,14 +374,13 @@ async function includesRealmName(
 }
 
 async function conversationOf(
-  tx: Tx,
   userId: number,
   message: MailedMessage,
   url: string,
   nameOf: (m: MailedMessage) => string,
 ): Promise<{ conversation: MissedConversation; narrowUrl: string }> {
   if (message.recipient_type === RecipientType.STREAM) {
-    const stream = await tx.stream.findUniqueOrThrow({ where: { id: message.type_id } });
+    const stream = await getPrisma().stream.findUniqueOrThrow({ where: { id: message.type_id } });
     return {
       conversation: { kind: 'channel', channelName: stream.name, topic: message.subject },
       narrowUrl: topicNarrowUrl(url, {
@@ -352,12 +395,13 @@ async function conversationOf(
       conversation: { kind: 'direct', senderName: nameOf(message) },
       narrowUrl: `${url}/#narrow/dm/${message.sender_id}-dm`,
     };
-  const members = await tx.subscription.findMany({
+  const members = await getPrisma().subscription.findMany({
     where: { recipientId: message.recipient_id },
     include: { user: { select: { id: true, fullName: true } } },
     orderBy: { userId: 'asc' },
   });
-  const ids = members.map((m) => m.user.id);
+  // The others, as Zulip's huddle_narrow_url names the conversation.
+  const ids = members.map((m) => m.user.id).filter((id) => id !== userId);
   return {
     conversation: {
       kind: 'group',

@@ -2,8 +2,8 @@
 // in_zulip and its missed_message templates): subject, plain text and HTML. No I/O: the
 // `missed-message-email` job (actions/email-notifications.ts) gathers the messages.
 import TurndownService from 'turndown';
-import { EMPTY_TOPIC_DISPLAY_NAME } from '../presenters/messages';
-import { EmailTrigger } from './push-notifications';
+import { escapeHtml } from '../presenters/realm';
+import { EmailTrigger, topicDisplayName } from './push-notifications';
 
 export type MissedConversation =
   | { kind: 'channel'; channelName: string; topic: string }
@@ -53,8 +53,7 @@ function subjectOf(input: MissedEmailInput): string {
     subject = `Group DMs with ${groupDisplayName(conversation.otherNames)}`;
   else if (conversation.kind === 'direct')
     subject = `DMs with ${[...new Set(input.messages.map((m) => m.senderName))].join(', ')}`;
-  else
-    subject = `#${conversation.channelName} > ${conversation.topic === '' ? EMPTY_TOPIC_DISPLAY_NAME : conversation.topic}`;
+  else subject = `#${conversation.channelName} > ${topicDisplayName(conversation.topic)}`;
   return input.includeRealmName ? `${subject} [${input.realm.name}]` : subject;
 }
 
@@ -92,12 +91,6 @@ function reasonOf(input: MissedEmailInput): string | null {
   return null;
 }
 
-const escapeHtml = (text: string) =>
-  text.replace(
-    /[&<>"']/g,
-    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!,
-  );
-
 /** Links and images of the rendered HTML point into the organization: relative in the web
  * app, they must be absolute in a mail (Zulip's relative_to_full_url). */
 function absoluteUrls(html: string, realmUrl: string): string {
@@ -115,7 +108,7 @@ function htmlToText(html: string): string {
 /** Zulip's header of a conversation in the mail: `#channel > topic`, or who it is with. */
 function headerOf(conversation: MissedConversation): string {
   if (conversation.kind === 'channel')
-    return `#${conversation.channelName} > ${conversation.topic === '' ? EMPTY_TOPIC_DISPLAY_NAME : conversation.topic}`;
+    return `#${conversation.channelName} > ${topicDisplayName(conversation.topic)}`;
   if (conversation.kind === 'group') return `You and ${groupDisplayName(conversation.otherNames)}`;
   return `You and ${conversation.senderName}`;
 }

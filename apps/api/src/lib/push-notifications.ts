@@ -385,7 +385,9 @@ export function basePayload(
   };
 }
 
-const topicDisplayName = (topic: string) => (topic === '' ? EMPTY_TOPIC_DISPLAY_NAME : topic);
+/** The empty topic as clients show it. */
+export const topicDisplayName = (topic: string) =>
+  topic === '' ? EMPTY_TOPIC_DISPLAY_NAME : topic;
 
 /** Zulip's get_message_payload: the fields both platforms share. */
 function messagePayload(message: PushMessage, user: PushRecipient, options: PushOptions): Payload {
