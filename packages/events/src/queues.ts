@@ -282,18 +282,34 @@ export class QueueStore {
     };
   }
 
-  /** Whether the user has a queue that takes message events: a client open (Zulip's
-   * receiver_is_off_zulip, negated). */
-  async acceptsMessages(userId: number): Promise<boolean> {
-    const queueIds = await this.redis.smembers(
-      keys.userQueues(shardOf(userId, this.shards), userId),
-    );
-    for (const queueId of queueIds) {
-      const meta = await this.meta(queueId);
-      const types = meta?.options.event_types;
-      if (meta && (types === null || types?.includes('message'))) return true;
-    }
-    return false;
+  /** The users among `userIds` with a queue that takes message events: a client open
+   * (Zulip's receiver_is_off_zulip, negated). Two round trips whatever their number. */
+  async acceptingMessages(userIds: number[]): Promise<Set<number>> {
+    const accepting = new Set<number>();
+    if (userIds.length === 0) return accepting;
+    const sets = this.redis.pipeline();
+    for (const userId of userIds)
+      sets.smembers(keys.userQueues(shardOf(userId, this.shards), userId));
+    const owned = ((await sets.exec()) ?? []).map(([error, ids], index) => {
+      if (error) throw error;
+      return (ids as string[]).map((queueId) => ({ userId: userIds[index]!, queueId }));
+    });
+    const queues = owned.flat().flatMap(({ userId, queueId }) => {
+      const parsed = parseQueueId(queueId, this.shards);
+      return parsed ? [{ userId, key: keys.queueMeta(parsed.shard, queueId) }] : [];
+    });
+    if (queues.length === 0) return accepting;
+    const metas = this.redis.pipeline();
+    for (const { key } of queues) metas.hmget(key, 'user_id', 'options');
+    ((await metas.exec()) ?? []).forEach(([error, fields], index) => {
+      if (error) throw error;
+      const [owner, options] = fields as [string | null, string | null];
+      const { userId } = queues[index]!;
+      if (owner !== String(userId) || options === null) return;
+      const types = (JSON.parse(options) as QueueOptions).event_types;
+      if (types === null || types.includes('message')) accepting.add(userId);
+    });
+    return accepting;
   }
 
   async events(meta: Pick<QueueMeta, 'shard' | 'queueId'>): Promise<QueuedEvent[]> {

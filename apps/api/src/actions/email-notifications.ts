@@ -106,9 +106,7 @@ export async function scheduleEmailNotifications({
       AND (um.flags & ${flagBit('read')}) = 0
       AND NOT EXISTS (SELECT 1 FROM muted_user mu
         WHERE mu.user_profile_id = u.id AND mu.muted_user_id = m.sender_id)`;
-  const notified: { userId: number; trigger: string; period: number }[] = [];
-  const store = new QueueStore(getRedis(), getConfig().EVENT_SHARDS);
-  for (const row of candidates) {
+  const triggered = candidates.flatMap((row) => {
     const trigger = emailTrigger(
       bitmaskToFlags(row.flags),
       {
@@ -122,11 +120,15 @@ export async function scheduleEmailNotifications({
       },
       message.isChannelMessage,
     );
-    if (!trigger) continue;
-    // Zulip's idle: off Zulip (no queue takes messages), or present but inactive.
-    if (row.active_recently && (await store.acceptsMessages(row.id))) continue;
-    notified.push({ userId: row.id, trigger, period: row.period });
-  }
+    return trigger ? [{ row, trigger }] : [];
+  });
+  // Zulip's idle: off Zulip (no queue takes messages), or present but inactive.
+  const present = await new QueueStore(getRedis(), getConfig().EVENT_SHARDS).acceptingMessages(
+    triggered.filter(({ row }) => row.active_recently).map(({ row }) => row.id),
+  );
+  const notified = triggered
+    .filter(({ row }) => !present.has(row.id))
+    .map(({ row, trigger }) => ({ userId: row.id, trigger, period: row.period }));
   if (notified.length === 0) return 0;
   const html = message.renderedContent ?? '';
   const groups = notified.some((n) => n.trigger === EmailTrigger.MENTION)
@@ -193,6 +195,7 @@ interface MailedMessage {
   recipient_type: number;
   type_id: number;
   subject: string;
+  content: string;
   rendered_content: string | null;
 }
 
@@ -260,7 +263,7 @@ async function mailWaiting(userId: number): Promise<number> {
   // subscription, unless the channel is public and the user no guest).
   const messages = await prisma.$queryRaw<MailedMessage[]>`
     SELECT m.id, m.sender_id, su.full_name AS sender_name, su.role AS sender_role,
-      m.recipient_id, r.type AS recipient_type, r.type_id, m.subject, m.rendered_content
+      m.recipient_id, r.type AS recipient_type, r.type_id, m.subject, m.content, m.rendered_content
     FROM message m
     JOIN user_message um ON um.message_id = m.id AND um.user_profile_id = ${userId}
     JOIN user_profile su ON su.id = m.sender_id
@@ -324,6 +327,7 @@ async function mailWaiting(userId: number): Promise<number> {
         const groupId = rows[index]!.mentioned_user_group_id;
         return {
           senderName: nameOf(m),
+          content: m.content,
           html: m.rendered_content ?? '',
           trigger: rows[index]!.trigger,
           mentionedGroupName: groupId === null ? null : (groupNames.get(groupId) ?? null),

@@ -1,7 +1,7 @@
 // The missed-message email of one conversation (Zulip's do_send_missedmessage_events_reply_
 // in_zulip and its missed_message templates): subject, plain text and HTML. No I/O: the
 // `missed-message-email` job (actions/email-notifications.ts) gathers the messages.
-import TurndownService from 'turndown';
+import { HTMLElement, parse } from 'node-html-parser';
 import { escapeHtml } from '../presenters/realm';
 import { EmailTrigger, topicDisplayName } from './push-notifications';
 
@@ -12,6 +12,8 @@ export type MissedConversation =
 
 export interface MissedMessage {
   senderName: string;
+  /** The Markdown source (the plain-text part is made from it, as Zulip's). */
+  content: string;
   /** The rendered HTML, as stored. */
   html: string;
   trigger: string | null;
@@ -45,6 +47,18 @@ export function groupDisplayName(names: string[]): string {
   return `${names.slice(0, 2).join(', ')}, and ${names.length - 2} others`;
 }
 
+/** Zulip's RESOLVED_TOPIC_PREFIX. */
+const RESOLVED_PREFIX = '✔ ';
+
+/** Zulip's get_topic_resolution_and_bare_name. */
+function bareTopic(topic: string): { resolved: boolean; name: string } {
+  return topic.startsWith(RESOLVED_PREFIX)
+    ? { resolved: true, name: topic.slice(RESOLVED_PREFIX.length) }
+    : { resolved: false, name: topic };
+}
+
+/** Zulip's missed_message.subject.txt. A resolved topic keeps its subject behind a
+ * bracketed prefix, which mail clients leave out when threading. */
 function subjectOf(input: MissedEmailInput): string {
   const { conversation } = input;
   let subject: string;
@@ -53,64 +67,155 @@ function subjectOf(input: MissedEmailInput): string {
     subject = `Group DMs with ${groupDisplayName(conversation.otherNames)}`;
   else if (conversation.kind === 'direct')
     subject = `DMs with ${[...new Set(input.messages.map((m) => m.senderName))].join(', ')}`;
-  else subject = `#${conversation.channelName} > ${topicDisplayName(conversation.topic)}`;
+  else {
+    const topic = bareTopic(conversation.topic);
+    subject = `${topic.resolved ? '[resolved] ' : ''}#${conversation.channelName} > ${topicDisplayName(topic.name)}`;
+  }
   return input.includeRealmName ? `${subject} [${input.realm.name}]` : subject;
 }
 
-/** Why the user gets the email (the templates' closing sentence); none for direct messages. */
+/** Why the user gets the email (missed_message.txt's closing sentence, in its order); none
+ * for direct messages. */
 function reasonOf(input: MissedEmailInput): string | null {
   const { conversation, messages } = input;
   if (conversation.kind !== 'channel') return null;
-  const triggers = new Set(messages.map((m) => m.trigger));
+  const has = (trigger: string) => messages.some((m) => m.trigger === trigger);
   const channel = `#${conversation.channelName}`;
-  if (triggers.has(EmailTrigger.MENTION)) {
-    const group = messages.find(
-      (m) => m.trigger === EmailTrigger.MENTION && m.mentionedGroupName !== null,
-    )?.mentionedGroupName;
-    const personal = messages.some(
-      (m) => m.trigger === EmailTrigger.MENTION && m.mentionedGroupName === null,
-    );
-    return personal || !group
-      ? 'You are receiving this because you were personally mentioned.'
-      : `You are receiving this because @${group} was mentioned.`;
-  }
-  if (
-    triggers.has(EmailTrigger.TOPIC_WILDCARD_MENTION) ||
-    triggers.has(EmailTrigger.TOPIC_WILDCARD_MENTION_IN_FOLLOWED_TOPIC)
-  )
-    return 'You are receiving this because all topic participants were mentioned.';
-  if (
-    triggers.has(EmailTrigger.STREAM_WILDCARD_MENTION) ||
-    triggers.has(EmailTrigger.STREAM_WILDCARD_MENTION_IN_FOLLOWED_TOPIC)
-  )
-    return `You are receiving this because everyone was mentioned in ${channel}.`;
-  if (triggers.has(EmailTrigger.FOLLOWED_TOPIC_EMAIL))
-    return 'You are receiving this because you have email notifications enabled for topics you follow.';
-  if (triggers.has(EmailTrigger.STREAM_EMAIL))
-    return `You are receiving this because you have email notifications enabled for ${channel}.`;
+  const topic = `${channel} > ${topicDisplayName(bareTopic(conversation.topic).name)}`;
+  const because = 'You are receiving this because';
+  const mentions = messages.filter((m) => m.trigger === EmailTrigger.MENTION);
+  if (mentions.some((m) => m.mentionedGroupName === null))
+    return `${because} you were personally mentioned.`;
+  const group = mentions.find((m) => m.mentionedGroupName !== null)?.mentionedGroupName;
+  if (group) return `${because} @${group} was mentioned.`;
+  if (has(EmailTrigger.TOPIC_WILDCARD_MENTION_IN_FOLLOWED_TOPIC))
+    return `${because} all topic participants were mentioned in ${topic}.`;
+  if (has(EmailTrigger.STREAM_WILDCARD_MENTION_IN_FOLLOWED_TOPIC))
+    return `${because} you have wildcard mention notifications enabled for topics you follow.`;
+  if (has(EmailTrigger.TOPIC_WILDCARD_MENTION))
+    return `${because} all topic participants were mentioned in ${topic}.`;
+  if (has(EmailTrigger.STREAM_WILDCARD_MENTION))
+    return `${because} everyone was mentioned in ${channel}.`;
+  if (has(EmailTrigger.FOLLOWED_TOPIC_EMAIL))
+    return `${because} you have email notifications enabled for topics you follow.`;
+  if (has(EmailTrigger.STREAM_EMAIL))
+    return `${because} you have email notifications enabled for ${channel}.`;
   return null;
 }
 
-/** Links and images of the rendered HTML point into the organization: relative in the web
- * app, they must be absolute in a mail (Zulip's relative_to_full_url). */
-function absoluteUrls(html: string, realmUrl: string): string {
-  return html.replace(/\b(href|src)="(\/|#)/g, (_whole, attr: string, start: string) =>
-    start === '/' ? `${attr}="${realmUrl}/` : `${attr}="${realmUrl}/#`,
-  );
+const SPOILER_TITLE = 'Open Zulip to see the spoiler content';
+
+/** The rendered HTML made fit for a mail (Zulip's relative_to_full_url, fix_emojis,
+ * fix_spoilers_in_html and change_katex_to_raw_latex): links absolute, inline images (which
+ * need a login to load) dropped, or made a link when the message is only an image; Unicode
+ * emoji as their characters; a spoiler's content replaced by a note; math as its LaTeX. */
+export function emailHtml(rendered: string, realmUrl: string): string {
+  const root = parse(`<div>${rendered}</div>`).firstChild as HTMLElement;
+  const blocks = root.childNodes.filter((node) => node instanceof HTMLElement);
+  const only = blocks.length === 1 ? blocks[0]! : null;
+  if (only?.classList.contains('message_inline_image')) {
+    const link = only.querySelector('a');
+    // Its address as the link's text too, absolute (Zulip's stays relative).
+    const href = fullUrl(link?.getAttribute('href') ?? '', realmUrl);
+    const title = link?.getAttribute('title');
+    only.replaceWith(
+      `<p><a href="${escapeHtml(href)}" target="_blank"${title === undefined ? '' : ` title="${escapeHtml(title)}"`}>${escapeHtml(href)}</a></p>`,
+    );
+  } else {
+    for (const image of root.querySelectorAll('.message_inline_image')) image.remove();
+  }
+  for (const element of root.querySelectorAll('[href], [src]'))
+    for (const attribute of ['href', 'src']) {
+      const value = element.getAttribute(attribute);
+      if (value === undefined) continue;
+      const absolute = fullUrl(value, realmUrl);
+      if (absolute === value) continue;
+      element.setAttribute(attribute, absolute);
+      // Only links written as narrow URLs have a title, which shows the address.
+      if (/^\/?#narrow\//.test(value) && element.getAttribute('title') !== undefined)
+        element.setAttribute('title', absolute);
+    }
+  for (const emoji of root.querySelectorAll('span.emoji')) {
+    const code = /(?:^|\s)emoji-([0-9a-f-]+)(?:\s|$)/.exec(emoji.getAttribute('class') ?? '')?.[1];
+    if (code)
+      emoji.replaceWith(String.fromCodePoint(...code.split('-').map((hex) => parseInt(hex, 16))));
+  }
+  for (const image of root.querySelectorAll('img.emoji')) {
+    image.removeAttribute('class');
+    image.setAttribute('style', 'height: 20px;');
+  }
+  for (const spoiler of root.querySelectorAll('.spoiler-block')) {
+    const header = spoiler.querySelector('.spoiler-header');
+    spoiler.querySelector('.spoiler-content')?.remove();
+    if (!header) continue;
+    const note = `<span class="spoiler-title" title="${SPOILER_TITLE}">(${SPOILER_TITLE})</span>`;
+    const paragraph = header.querySelector('p');
+    if (paragraph) paragraph.insertAdjacentHTML('beforeend', ` ${note}`);
+    else header.insertAdjacentHTML('beforeend', `<p>${note}</p>`);
+    header.replaceWith(...header.childNodes);
+  }
+  for (const math of root.querySelectorAll('.katex')) {
+    const latex = math.querySelector('annotation')?.text ?? math.text;
+    math.replaceWith(escapeHtml(`$$${latex}$$`));
+  }
+  return root.innerHTML;
 }
 
-let turndown: TurndownService | undefined;
-function htmlToText(html: string): string {
-  turndown ??= new TurndownService({ codeBlockStyle: 'fenced', headingStyle: 'atx' });
-  return turndown.turndown(html);
+/** An address of the organization's, relative in the web app, made absolute. */
+function fullUrl(value: string, realmUrl: string): string {
+  if (/^\/?#narrow\//.test(value)) return value.replace(/^\/?#narrow\//, `${realmUrl}/#narrow/`);
+  if (value.startsWith('/') && !value.startsWith('//')) return `${realmUrl}${value}`;
+  if (value.startsWith('#')) return `${realmUrl}/${value}`;
+  return value;
 }
 
-/** Zulip's header of a conversation in the mail: `#channel > topic`, or who it is with. */
+/** A Zulip fence line: its fence, and its language (`spoiler` opens a spoiler). */
+const FENCE = /^(\s*(?:~{3,}|`{3,}))[ ]*(?:\{?\.?([a-zA-Z0-9_+\-./#]*)\}?)?[ ]*(.*)$/;
+
+/** The plain-text part of a message (Zulip's build_message_payload): the Markdown source,
+ * images' links as bare addresses, uploads' addresses absolute, a spoiler's content replaced
+ * by a note, every line quoted. Unlike Zulip's, fence lines outside spoilers are kept. */
+export function emailText(content: string, realmUrl: string): string {
+  const plain = content
+    .replace(/\[(\S*)\]\((\S*)\)/g, '$2')
+    .replace(/(^|[\s(<])\/user_uploads\//g, `$1${realmUrl}/user_uploads/`);
+  const output: string[] = [];
+  let openFence: string | null = null;
+  for (const line of plain.split('\n')) {
+    const fence = FENCE.exec(line);
+    if (openFence !== null) {
+      if (fence && fence[1] === openFence && (fence[2] ?? '') === '') {
+        openFence = null;
+        output.push(line);
+      }
+      continue;
+    }
+    output.push(line);
+    if (fence && fence[2] === 'spoiler') {
+      openFence = fence[1]!;
+      output.push(`(${SPOILER_TITLE})`);
+    }
+  }
+  return output.map((line) => `> ${line}`).join('\n');
+}
+
+/** Zulip's header of a conversation in the mail: `channel > topic`, or who it is with. */
 function headerOf(conversation: MissedConversation): string {
   if (conversation.kind === 'channel')
-    return `#${conversation.channelName} > ${topicDisplayName(conversation.topic)}`;
-  if (conversation.kind === 'group') return `You and ${groupDisplayName(conversation.otherNames)}`;
+    return `${conversation.channelName} > ${topicDisplayName(conversation.topic)}`;
+  if (conversation.kind === 'group') return `You and ${conversation.otherNames.join(', ')}`;
   return `You and ${conversation.senderName}`;
+}
+
+/** `<b>Sender</b>: ` at the start of the message's first paragraph, else before it (Zulip's
+ * prepend_sender_to_message). */
+function senderBefore(html: string, senderName: string): string {
+  const name = `<b>${escapeHtml(senderName)}</b>: `;
+  const root = parse(`<div>${html}</div>`).firstChild as HTMLElement;
+  const first = root.querySelector('*');
+  if (first?.tagName === 'P') first.insertAdjacentHTML('afterbegin', name);
+  else root.insertAdjacentHTML('afterbegin', name);
+  return root.innerHTML;
 }
 
 /** Consecutive messages of one sender, as Zulip's build_message_list groups them. */
@@ -129,34 +234,47 @@ export function missedMessageEmail(input: MissedEmailInput): MissedEmail {
   const settingsUrl = `${realm.url}/#settings/notifications`;
   const reason = reasonOf(input);
   const text: string[] = [];
-  const html: string[] = [];
+  const htmlParts: string[] = [];
   if (input.showContent) {
     const header = headerOf(input.conversation);
-    text.push(header, '');
-    html.push(`<p><a href="${escapeHtml(narrowUrl)}"><b>${escapeHtml(header)}</b></a></p>`);
-    for (const block of bySender(input.messages)) {
-      text.push(`${block.senderName}:`);
-      html.push(`<p><b>${escapeHtml(block.senderName)}</b></p>`);
-      for (const message of block.messages) {
-        const body = absoluteUrls(message.html, realm.url);
-        text.push(htmlToText(body), '');
-        html.push(`<div>${body}</div>`);
-      }
-    }
+    htmlParts.push(`<p><a href="${escapeHtml(narrowUrl)}"><b>${escapeHtml(header)}</b></a></p>`);
+    // A 1:1 conversation's messages are all its sender's: no name before them (Zulip's
+    // sender_string).
+    const named = input.conversation.kind !== 'direct';
+    for (const block of bySender(input.messages))
+      block.messages.forEach((message, index) => {
+        const body = emailText(message.content, realm.url);
+        const html = emailHtml(message.html, realm.url);
+        if (named && index === 0) {
+          text.push(`${block.senderName}:\n${body}`, '');
+          htmlParts.push(senderBefore(html, block.senderName));
+        } else {
+          text.push(body, '');
+          htmlParts.push(html);
+        }
+      });
   } else {
-    const why =
-      'This email does not include message content because you have disabled message content in email notifications.';
-    text.push(why, '');
-    html.push(`<p>${escapeHtml(why)}</p>`);
+    const help = `${realm.url}/help/email-notifications#hide-message-content`;
+    text.push(
+      `This email does not include message content because you have chosen to hide message content in email notifications. See ${help} for more details.`,
+      '',
+    );
+    htmlParts.push(
+      `<p>This email does not include message content because you have chosen to <a href="${escapeHtml(help)}">hide message content</a> in email notifications.</p>`,
+    );
   }
-  const view = `View or reply in ${realm.name}: ${narrowUrl}`;
-  const manage = `Manage email preferences: ${settingsUrl}`;
-  text.push('--', view, ...(reason ? [reason] : []), manage);
-  html.push(
-    '<hr>',
-    `<p><a href="${escapeHtml(narrowUrl)}">View or reply in ${escapeHtml(realm.name)}</a></p>`,
-    ...(reason ? [`<p>${escapeHtml(reason)}</p>`] : []),
-    `<p><a href="${escapeHtml(settingsUrl)}">Manage email preferences</a></p>`,
+  // missed_message.txt's footer; replies by email are not taken (no missed-message address).
+  const realmName = `${realm.name} Zulip`;
+  const act = input.showContent ? 'Reply in' : 'View or reply in';
+  text.push('--', ...(reason ? [reason] : []), '', `${act} ${realmName}:`, '', narrowUrl, '');
+  if (input.showContent) text.push('Do not reply to this email.', '');
+  text.push('Manage email preferences:', '', settingsUrl);
+  htmlParts.push(
+    '<div class="email-preferences">&mdash;<br>',
+    ...(reason ? [`${escapeHtml(reason)}<br>`] : []),
+    `<a href="${escapeHtml(narrowUrl)}">${act} ${escapeHtml(realmName)}</a>, or <a href="${escapeHtml(settingsUrl)}">manage email preferences</a>.<br>`,
+    ...(input.showContent ? ['Do not reply to this email.'] : []),
+    '</div>',
   );
-  return { subject: subjectOf(input), text: `${text.join('\n')}\n`, html: html.join('\n') };
+  return { subject: subjectOf(input), text: `${text.join('\n')}\n`, html: htmlParts.join('\n') };
 }
