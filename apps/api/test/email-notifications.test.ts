@@ -10,6 +10,7 @@ import { getConfig, resetConfig } from '@parley/config';
 import { afterAnswerSettled, getPrisma, Role, type User } from '@parley/db';
 import { getRedis } from '@parley/events';
 import { closeQueues } from '@parley/jobs';
+import { doReceiveEmail } from '../src/actions/email-gateway';
 import {
   scheduleEmailNotifications,
   sendMissedMessageEmails,
@@ -275,6 +276,98 @@ describe('idle users only, by their settings', () => {
     const messageId = row!.messageId;
     await scheduleEmailNotifications({ messageId, userIds: [patient.id] });
     expect(await waiting(patient)).toHaveLength(1);
+  });
+});
+
+describe('replies by email (with a gateway)', () => {
+  beforeAll(() => {
+    process.env.EMAIL_GATEWAY_PATTERN = '%s@mail.example.test';
+    resetConfig();
+  });
+  afterAll(() => {
+    delete process.env.EMAIL_GATEWAY_PATTERN;
+    resetConfig();
+  });
+
+  const reply = (to: string, body: string) =>
+    doReceiveEmail(
+      to,
+      `From: someone@example.com\r\nTo: ${to}\r\nSubject: Re: whatever\r\n\r\n${body}\r\n`,
+    );
+
+  it('a reply posts to the conversation as the user: the sender of a DM, a channel topic', async () => {
+    const replier = await newMember('Ray Replier');
+    expectSuccess(
+      await as(replier, org.host).post('/users/me/subscriptions', {
+        subscriptions: JSON.stringify([{ name: 'general' }]),
+      }),
+    );
+    await sendAndSchedule(org.member, {
+      type: 'direct',
+      to: JSON.stringify([replier.id]),
+      content: 'ping',
+    });
+    await sendAndSchedule(org.owner, {
+      type: 'stream',
+      to: 'general',
+      topic: 'Replies',
+      content: '@**Ray Replier** what do you think?',
+    });
+    expect(await mailNow(replier)).toBe(2);
+    const mails = await mailsTo(replier.deliveryEmail);
+    const dm = mails.find((m) => m.subject === 'DMs with Mia Member')!;
+    const mention = mails.find((m) => m.subject === '#general > Replies')!;
+    for (const mail of [dm, mention]) {
+      expect(mail.replyTo?.[0]?.address).toMatch(/^mm[0-9a-f]{32}@mail\.example\.test$/);
+      expect(mail.text).toContain('Reply to this email directly, or view it in');
+      expect(mail.text).not.toContain('Do not reply');
+    }
+
+    const posted = await reply(dm.replyTo![0]!.address!, 'pong');
+    expect(posted.channelId).toBeNull();
+    const answer = await prisma().message.findUniqueOrThrow({
+      where: { id: posted.messageId },
+      include: { recipient: true },
+    });
+    expect(answer).toMatchObject({ senderId: replier.id, content: 'pong' });
+    expect(answer.recipient.typeId).toBe(org.member.id);
+
+    const inChannel = await reply(mention.replyTo![0]!.address!, 'I agree\n\n-- \nRay');
+    expect(inChannel).toMatchObject({ channelId: org.general.id, topic: 'Replies' });
+    expect(
+      await prisma().message.findUniqueOrThrow({ where: { id: inChannel.messageId } }),
+    ).toMatchObject({ senderId: replier.id, content: 'I agree', subject: 'Replies' });
+  });
+
+  it('an unknown token is refused, and a refused send returns the mail', async () => {
+    await expect(reply(`mm${'0'.repeat(32)}@mail.example.test`, 'hi')).rejects.toThrow(
+      'Zulip notification reply address is invalid.',
+    );
+    const leaver = await newMember('Lou Leaves');
+    expectSuccess(
+      await as(org.member, org.host).post('/users/me/subscriptions', {
+        subscriptions: JSON.stringify([{ name: 'secret' }]),
+        principals: JSON.stringify([leaver.id]),
+      }),
+    );
+    await sendAndSchedule(org.member, {
+      type: 'stream',
+      to: 'secret',
+      topic: 'plans',
+      content: '@**Lou Leaves** ok?',
+    });
+    expect(await mailNow(leaver)).toBe(1);
+    const [mail] = await mailsTo(leaver.deliveryEmail);
+    expectSuccess(
+      await as(leaver, org.host)
+        .delete('/users/me/subscriptions')
+        .query({
+          subscriptions: JSON.stringify(['secret']),
+        }),
+    );
+    await expect(reply(mail!.replyTo![0]!.address!, 'late')).rejects.toThrow(
+      "Not authorized to send to channel 'secret'",
+    );
   });
 });
 

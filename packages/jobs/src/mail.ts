@@ -15,6 +15,8 @@ export interface MailMessage {
   html?: string;
   /** Sender's display name (the address is NOREPLY_EMAIL_ADDRESS). */
   fromName?: string;
+  /** Where replies go (Reply-To), with its display name. */
+  replyTo?: { name: string; address: string };
   /** Extra headers (Date, …). */
   headers?: Record<string, string>;
 }
@@ -34,6 +36,7 @@ function envelope(message: MailMessage) {
     subject: message.subject,
     text: message.text,
     html: message.html,
+    ...(message.replyTo ? { replyTo: message.replyTo } : {}),
     headers: message.headers,
   };
 }

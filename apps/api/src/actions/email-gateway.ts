@@ -5,7 +5,7 @@
 import PostalMime from 'postal-mime';
 import TurndownService from 'turndown';
 import { rateLimitEmailMirror } from '@parley/auth';
-import { getPrisma, type Realm, type Stream, type User } from '@parley/db';
+import { getPrisma, RecipientType, type Realm, type Stream, type User } from '@parley/db';
 import { JsonableError } from '@parley/errors';
 import { getLogger } from '@parley/logger';
 import {
@@ -15,6 +15,7 @@ import {
   encodeEmailAddress,
   EX_DATAERR,
   EX_NOPERM,
+  missedMessageToken,
   type AddressOptions,
 } from '../lib/email-gateway';
 import { truncateText, unprintablePosition } from '../lib/text';
@@ -224,13 +225,97 @@ function fromHeader(mail: PostalMime.Email): string {
   return from.name ? `${from.name} <${from.address}>` : from.address;
 }
 
+/** What a mail delivered to the gateway became. */
+export interface PostedEmail {
+  messageId: number;
+  /** The channel and topic it was posted to; null for a direct message. */
+  channelId: number | null;
+  topic: string | null;
+}
+
+/** Zulip's process_message: a mail delivered to `recipient`, which is a missed-message
+ * email's reply address or a channel's address. */
+export async function doReceiveEmail(
+  recipient: string,
+  raw: Uint8Array | string,
+): Promise<PostedEmail> {
+  const token = missedMessageToken(recipient);
+  return token === null
+    ? doReceiveChannelEmail(recipient, raw)
+    : doReceiveMissedMessageReply(token, raw);
+}
+
+async function parseMail(raw: Uint8Array | string): Promise<PostalMime.Email> {
+  try {
+    return await PostalMime.parse(raw);
+  } catch (error) {
+    throw new EmailForwardError(`Unreadable mail: ${(error as Error).message}`, EX_DATAERR);
+  }
+}
+
+/** Zulip's process_missed_message: a reply to a missed-message email, posted as the user it
+ * was for to the conversation of the message it named: the channel's topic, the 1:1
+ * conversation with its sender, or the group conversation. The mail's subject is not read;
+ * quotations and a signature are left out. The user's own send checks apply, and a refusal
+ * returns the mail (Zulip tells the user through the Notification Bot instead). */
+async function doReceiveMissedMessageReply(
+  token: string,
+  raw: Uint8Array | string,
+): Promise<PostedEmail> {
+  const prisma = getPrisma();
+  const address = await prisma.missedMessageEmailAddress.findUnique({
+    where: { emailToken: token },
+    include: { user: { include: { realm: true } }, message: { include: { recipient: true } } },
+  });
+  if (!address) throw new EmailForwardError('Zulip notification reply address is invalid.');
+  const { user, message } = address;
+  const realm = user.realm;
+  if (realm.deactivated) throw new EmailForwardError('The organization is deactivated.', EX_NOPERM);
+  await rateLimitEmailMirror(realm.id);
+  if (!user.isActive)
+    throw new EmailForwardError('The user this address replies for is deactivated.', EX_NOPERM);
+  await prisma.missedMessageEmailAddress.update({
+    where: { id: address.id },
+    data: { timesUsed: { increment: 1 } },
+  });
+  const mail = await parseMail(raw);
+  const content = checkContent(await constructBody(mail, '', realm, user, {}));
+  const { recipient } = message;
+  let target: Parameters<typeof prepareMessage>[2];
+  if (recipient.type === RecipientType.STREAM)
+    target = { kind: 'channel', to: JSON.stringify(recipient.typeId), topic: message.subject };
+  else if (recipient.type === RecipientType.PERSONAL)
+    target = { kind: 'direct', to: JSON.stringify([message.senderId]) };
+  else {
+    const members = await prisma.subscription.findMany({
+      where: { recipientId: recipient.id },
+      select: { userId: true },
+      orderBy: { userId: 'asc' },
+    });
+    target = { kind: 'direct', to: JSON.stringify(members.map((m) => m.userId)) };
+  }
+  const prepared = await prepareMessage(realm, user, target, content, {
+    client: 'Internal',
+    readBySender: true,
+  });
+  const sent = (await sendPreparedMessage(prepared)).message;
+  getLogger().info('missed-message email reply posted', {
+    realmId: realm.id,
+    userId: user.id,
+    messageId: sent.id,
+  });
+  return recipient.type === RecipientType.STREAM
+    ? { messageId: sent.id, channelId: recipient.typeId, topic: message.subject }
+    : { messageId: sent.id, channelId: null, topic: null };
+}
+
 /** Zulip's process_stream_message: the mail `raw`, delivered to `recipient`, posted to the
  * address's channel by its sender. Refusals (an unknown address, a sender who may no longer
  * post there, a mail without a body) throw EmailForwardError or the send's JsonableError. */
 export async function doReceiveChannelEmail(
   recipient: string,
   raw: Uint8Array | string,
-): Promise<{ messageId: number; channelId: number; topic: string }> {
+): Promise<PostedEmail> {
   const { row, options } = await channelEmailAddressOf(recipient);
   const prisma = getPrisma();
   const [realm, channel, sender, creator] = await Promise.all([
@@ -253,12 +338,7 @@ export async function doReceiveChannelEmail(
     );
   await checkCanPost(accountable, channel);
 
-  let mail: PostalMime.Email;
-  try {
-    mail = await PostalMime.parse(raw);
-  } catch (error) {
-    throw new EmailForwardError(`Unreadable mail: ${(error as Error).message}`, EX_DATAERR);
-  }
+  const mail = await parseMail(raw);
   const subjectHeader = mail.subject ?? '';
   const mailOptions: AddressOptions & { subject_in_body?: boolean } = {
     ...options,

@@ -29,6 +29,7 @@ import {
   type MissedConversation,
   type MissedMessage,
 } from '../lib/missed-message-email';
+import { missedMessageAddress, newMissedMessageToken } from '../lib/email-gateway';
 import { emailTrigger, EmailTrigger, mentionsPersonally } from '../lib/push-notifications';
 import { inaccessibleUsersByGuest } from '../lib/user-access';
 import { INACCESSIBLE_USER_NAME } from '../presenters/users';
@@ -320,7 +321,13 @@ async function mailWaiting(userId: number): Promise<number> {
   )) {
     const { conversation, narrowUrl } = await conversationOf(user.id, bucket[0]!, url, nameOf);
     const rows = bucket.map((m) => byMessage.get(m.id)!);
+    // Zulip's create_missed_message_address: with a gateway, replies post to the conversation.
+    // Not when the content is left out: there is nothing shown to reply to.
+    const replyTo = user.messageContentInEmailNotifications
+      ? await replyAddressFor(user.id, bucket[0]!.id)
+      : null;
     const mail = missedMessageEmail({
+      replyByEmail: replyTo !== null,
       conversation,
       narrowUrl,
       messages: bucket.map((m, index): MissedMessage => {
@@ -343,12 +350,22 @@ async function mailWaiting(userId: number): Promise<number> {
       text: mail.text,
       html: mail.html,
       fromName: `${user.realm.name} notifications`,
+      ...(replyTo ? { replyTo: { name: 'Zulip', address: replyTo } } : {}),
     });
     await forget(rows);
     sent += 1;
   }
   getLogger().info('missed-message emails sent', { user_id: user.id, emails: sent });
   return sent;
+}
+
+/** A reply address for the user's email about `messageId`, or null without a gateway. */
+async function replyAddressFor(userId: number, messageId: number): Promise<string | null> {
+  if (getConfig().EMAIL_GATEWAY_PATTERN === '') return null;
+  const row = await getPrisma().missedMessageEmailAddress.create({
+    data: { userId, messageId, emailToken: newMissedMessageToken() },
+  });
+  return missedMessageAddress(row.emailToken);
 }
 
 async function groupNamesOf(ids: number[]): Promise<Map<number, string>> {

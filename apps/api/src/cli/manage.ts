@@ -39,7 +39,7 @@ import {
 } from '../actions/users';
 import { realmUrl } from '@parley/auth';
 import { createLogger, defaultLoggerOptions, getLogger, setLogger } from '@parley/logger';
-import { doReceiveChannelEmail } from '../actions/email-gateway';
+import { doReceiveEmail } from '../actions/email-gateway';
 import { EmailForwardError, EX_DATAERR, EX_NOPERM, EX_TEMPFAIL } from '../lib/email-gateway';
 import { outboxSettled, SETTLE_ON_STOP_MS } from '../lib/outbox';
 
@@ -310,7 +310,8 @@ const commands: Record<string, Command> = {
     },
   },
   'email-mirror': {
-    summary: 'Post a mail to the channel its address names (a mail server pipes each message here)',
+    summary:
+      'Post a mail to the channel its address names, or a reply to a missed-message email (a mail server pipes each message here)',
     options: {
       recipient: {
         type: 'string',
@@ -325,9 +326,9 @@ const commands: Record<string, Command> = {
       const raw = o.file === undefined ? await readStdin() : readFileSync(str(o.file));
       if (raw.length > MAX_MAIL_BYTES)
         throw new CommandRefusal(`Mail larger than ${MAX_MAIL_BYTES} bytes`, EX_DATAERR);
-      let posted: Awaited<ReturnType<typeof doReceiveChannelEmail>>;
+      let posted: Awaited<ReturnType<typeof doReceiveEmail>>;
       try {
-        posted = await doReceiveChannelEmail(str(o.recipient), raw);
+        posted = await doReceiveEmail(str(o.recipient), raw);
       } catch (error) {
         if (error instanceof EmailForwardError)
           throw new CommandRefusal(error.message, error.status);
@@ -343,7 +344,10 @@ const commands: Record<string, Command> = {
           stream_id: posted.channelId,
           topic: posted.topic,
         },
-        text: `Posted message ${posted.messageId} to channel ${posted.channelId}, topic "${posted.topic}"`,
+        text:
+          posted.channelId === null
+            ? `Posted direct message ${posted.messageId}`
+            : `Posted message ${posted.messageId} to channel ${posted.channelId}, topic "${posted.topic}"`,
       };
     },
   },

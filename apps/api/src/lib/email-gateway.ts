@@ -71,18 +71,24 @@ export function encodeEmailAddress(
   return pattern.replace('%s', local);
 }
 
-/** Zulip's decode_email_address: the token and options of an address of this gateway. `+`
- * separates them as well as `.` (older addresses used it). */
-export function decodeEmailAddress(address: string): { token: string; options: AddressOptions } {
+/** The part of an address of this gateway that EMAIL_GATEWAY_PATTERN's `%s` stands for
+ * (Zulip's get_email_gateway_message_string_from_address). */
+function gatewayPart(address: string): string {
   const pattern = getConfig().EMAIL_GATEWAY_PATTERN;
   if (pattern === '')
     throw new EmailForwardError('This server is not configured for incoming email.');
   const [before, after] = pattern.split('%s').map(escapeRegExp) as [string, string];
   const match = new RegExp(`^${before}(.*?)${after}$`, 'i').exec(address.trim());
   if (!match) throw new EmailForwardError('Address not recognized by gateway.');
+  return match[1]!;
+}
+
+/** Zulip's decode_email_address: the token and options of an address of this gateway. `+`
+ * separates them as well as `.` (older addresses used it). */
+export function decodeEmailAddress(address: string): { token: string; options: AddressOptions } {
   const options: AddressOptions = {};
   const rest: string[] = [];
-  for (const part of match[1]!.replaceAll('.', '+').split('+')) {
+  for (const part of gatewayPart(address).replaceAll('.', '+').split('+')) {
     const option = OPTION_TOKENS[part];
     if (option) option(options);
     else rest.push(part);
@@ -90,6 +96,29 @@ export function decodeEmailAddress(address: string): { token: string; options: A
   // What is left is the token, or the channel's name and the token.
   const token = rest.length === 1 ? rest[0]! : (rest[1] ?? '');
   return { token, options };
+}
+
+/** Zulip's is_missed_message_address and get_missed_message_token_from_address: the token of
+ * a missed-message email's reply address (`mm` and 32 more characters), else null. */
+export function missedMessageToken(address: string): string | null {
+  let part: string;
+  try {
+    part = gatewayPart(address);
+  } catch {
+    return null;
+  }
+  return part.startsWith('mm') && part.length === 34 ? part : null;
+}
+
+/** Zulip's generate_missed_message_token. */
+export function newMissedMessageToken(): string {
+  return `mm${randomBytes(16).toString('hex')}`;
+}
+
+/** A missed-message reply address, "" when the server has no gateway. */
+export function missedMessageAddress(token: string): string {
+  const pattern = getConfig().EMAIL_GATEWAY_PATTERN;
+  return pattern === '' ? '' : pattern.replace('%s', token);
 }
 
 const insertAddress = statement<Record<string, never>, [number, number, number, number, string]>(`

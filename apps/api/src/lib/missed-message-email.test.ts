@@ -83,6 +83,7 @@ describe('missedMessageEmail', () => {
     realm: { name: 'Acme', url: REALM },
     showContent: true,
     includeRealmName: false,
+    replyByEmail: false,
     ...over,
   });
 
@@ -135,6 +136,9 @@ describe('missedMessageEmail', () => {
     expect(hidden.subject).toBe('New messages [Acme]');
     expect(hidden.text).not.toContain('hi @**Bo**');
     expect(hidden.text).toContain('View or reply in Acme Zulip:');
+    const replyable = missedMessageEmail(input({ replyByEmail: true }));
+    expect(replyable.text).toContain('Reply to this email directly, or view it in Acme Zulip:');
+    expect(replyable.text).not.toContain('Do not reply');
   });
 
   it('names groups as Zulip does', () => {

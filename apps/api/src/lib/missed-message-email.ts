@@ -32,6 +32,8 @@ export interface MissedEmailInput {
   showContent: boolean;
   /** Zulip's include_realm_name_in_missedmessage_emails_subject. */
   includeRealmName: boolean;
+  /** The email has a reply address of the gateway (Zulip's reply_to_zulip). */
+  replyByEmail: boolean;
 }
 
 export interface MissedEmail {
@@ -263,17 +265,25 @@ export function missedMessageEmail(input: MissedEmailInput): MissedEmail {
       `<p>This email does not include message content because you have chosen to <a href="${escapeHtml(help)}">hide message content</a> in email notifications.</p>`,
     );
   }
-  // missed_message.txt's footer; replies by email are not taken (no missed-message address).
+  // missed_message.txt's footer.
   const realmName = `${realm.name} Zulip`;
-  const act = input.showContent ? 'Reply in' : 'View or reply in';
+  const reply = input.replyByEmail && input.showContent;
+  const act = reply
+    ? 'Reply to this email directly, or view it in'
+    : input.showContent
+      ? 'Reply in'
+      : 'View or reply in';
   text.push('--', ...(reason ? [reason] : []), '', `${act} ${realmName}:`, '', narrowUrl, '');
-  if (input.showContent) text.push('Do not reply to this email.', '');
+  const noReply = input.showContent && !reply;
+  if (noReply) text.push('Do not reply to this email.', '');
   text.push('Manage email preferences:', '', settingsUrl);
   htmlParts.push(
     '<div class="email-preferences">&mdash;<br>',
     ...(reason ? [`${escapeHtml(reason)}<br>`] : []),
-    `<a href="${escapeHtml(narrowUrl)}">${act} ${escapeHtml(realmName)}</a>, or <a href="${escapeHtml(settingsUrl)}">manage email preferences</a>.<br>`,
-    ...(input.showContent ? ['Do not reply to this email.'] : []),
+    reply
+      ? `Reply to this email directly, <a href="${escapeHtml(narrowUrl)}">view it in ${escapeHtml(realmName)}</a>, or <a href="${escapeHtml(settingsUrl)}">manage email preferences</a>.`
+      : `<a href="${escapeHtml(narrowUrl)}">${act} ${escapeHtml(realmName)}</a>, or <a href="${escapeHtml(settingsUrl)}">manage email preferences</a>.<br>`,
+    ...(noReply ? ['Do not reply to this email.'] : []),
     '</div>',
   );
   return { subject: subjectOf(input), text: `${text.join('\n')}\n`, html: htmlParts.join('\n') };
