@@ -266,7 +266,9 @@ describe('idle users only, by their settings', () => {
     });
     const [row] = await waiting(patient);
     expect(row!.scheduledTimestamp.getTime()).toBeGreaterThanOrEqual(before + 599_000);
-    const job = await mailQueue.getJob(`missed-message-email-${row!.id}`);
+    const job = await mailQueue.getJob(
+      `missed-message-email-${patient.id}-${row!.scheduledTimestamp.getTime()}`,
+    );
     expect(job?.data).toEqual({ userId: patient.id });
     expect(job?.opts.delay).toBeGreaterThan(590_000);
     // Not due yet: nothing is mailed and the row stays.
@@ -276,6 +278,17 @@ describe('idle users only, by their settings', () => {
     const messageId = row!.messageId;
     await scheduleEmailNotifications({ messageId, userIds: [patient.id] });
     expect(await waiting(patient)).toHaveLength(1);
+    // A later message joins the waiting batch: same time, same job.
+    await sendAndSchedule(org.member, {
+      type: 'direct',
+      to: JSON.stringify([patient.id]),
+      content: 'later',
+    });
+    const rows = await waiting(patient);
+    expect(rows).toHaveLength(2);
+    expect(rows[1]!.scheduledTimestamp).toEqual(row!.scheduledTimestamp);
+    expect(await mailNow(patient)).toBe(2);
+    expect(await waiting(patient)).toEqual([]);
   });
 });
 

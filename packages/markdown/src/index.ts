@@ -35,6 +35,7 @@ export {
   topicNarrowUrl,
 } from './link-syntax';
 export { canonicalEmojiName, emojiCodeForName, isEmojiCode } from './emoji';
+export { holdsMarkdown, parseFenceLine, type FenceLine } from './fences';
 export {
   checkLinkifier,
   fillReverseTemplate,

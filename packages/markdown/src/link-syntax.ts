@@ -94,8 +94,7 @@ export function channelMessageUrl(
   realmUrl: string,
   message: { id: number; channelId: number; channelName: string; topic: string },
 ): string {
-  const { id, channelId, channelName, topic } = message;
-  return `${realmUrl}/#narrow/channel/${encodeChannel(channelId, channelName)}/topic/${encodeHashComponent(topic)}/near/${id}`;
+  return `${topicNarrowUrl(realmUrl, message)}/near/${message.id}`;
 }
 
 /** The web app's address of a topic (Zulip's topic_narrow_url). */

@@ -278,9 +278,15 @@ async function doReceiveMissedMessageReply(
     where: { id: address.id },
     data: { timesUsed: { increment: 1 } },
   });
+  const { recipient } = message;
+  // Before the attachments are uploaded as the user: a refused reply leaves none behind.
+  if (recipient.type === RecipientType.STREAM)
+    await checkCanPost(
+      user,
+      await prisma.stream.findUniqueOrThrow({ where: { id: recipient.typeId } }),
+    );
   const mail = await parseMail(raw);
   const content = checkContent(await constructBody(mail, '', realm, user, {}));
-  const { recipient } = message;
   let target: Parameters<typeof prepareMessage>[2];
   if (recipient.type === RecipientType.STREAM)
     target = { kind: 'channel', to: JSON.stringify(recipient.typeId), topic: message.subject };

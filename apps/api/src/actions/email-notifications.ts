@@ -4,7 +4,7 @@
 // mentioned, the topic's followers and those who asked for the channel's emails) and queues
 // one `email-notifications` job per message after its commit. That job reads their settings,
 // picks Zulip's trigger (lib/push-notifications.ts emailTrigger) and keeps the users who are
-// idle: no client open that takes messages, or none active for OFFLINE_THRESHOLD_SECONDS. Each
+// idle: no client open that takes messages, or none active for OFFLINE_THRESHOLD_SECS. Each
 // such message waits in scheduled_message_notification_email for the user's batching period,
 // with a delayed `missed-message-email` job; the first job due mails all of the user's waiting
 // messages that are still unread and readable, one email per conversation.
@@ -32,12 +32,9 @@ import {
 import { missedMessageAddress, newMissedMessageToken } from '../lib/email-gateway';
 import { emailTrigger, EmailTrigger, mentionsPersonally } from '../lib/push-notifications';
 import { inaccessibleUsersByGuest } from '../lib/user-access';
+import { OFFLINE_THRESHOLD_SECS } from '../lib/presence';
 import { INACCESSIBLE_USER_NAME } from '../presenters/users';
 import { mentionedGroups, smallestGroupOf } from './push-notifications';
-
-/** Zulip's OFFLINE_THRESHOLD_SECS: a user whose clients reported no activity for this long is
- * idle, even with one open. */
-export const OFFLINE_THRESHOLD_SECONDS = 140;
 
 /** Queues the decision once the send commits; the job id is the message's, so queuing it again
  * does nothing. */
@@ -94,7 +91,7 @@ export async function scheduleEmailNotifications({
         ORDER BY ut.id DESC LIMIT 1) AS topic_policy,
       u.enable_followed_topic_email_notifications AS followed,
       u.enable_followed_topic_wildcard_mentions_notify AS followed_wildcard,
-      COALESCE(p.last_active_time >= now() - make_interval(secs => ${OFFLINE_THRESHOLD_SECONDS}),
+      COALESCE(p.last_active_time >= now() - make_interval(secs => ${OFFLINE_THRESHOLD_SECS}),
         false) AS active_recently
     FROM message m
     JOIN user_message um ON um.message_id = m.id
@@ -142,29 +139,28 @@ export async function scheduleEmailNotifications({
         : null;
     return waitingRow(userId, messageId, trigger, group?.id ?? null, period);
   });
-  // A retry finds its rows again (the no-op update returns them), and queues their jobs again,
-  // which their ids make harmless.
-  const rows = await prisma.$queryRaw<{ id: number; user_id: number; delay_ms: number }[]>`
+  // A message joins the user's batch if one is waiting (Zulip's MissedMessageWorker): its
+  // time is the batch's, and so is its job, whose id names the user and the time. A retry
+  // finds its rows again (the no-op update returns them) and queues their job again, which
+  // its id makes harmless.
+  const rows = await prisma.$queryRaw<{ user_id: number; due_ms: string; delay_ms: number }[]>`
     INSERT INTO scheduled_message_notification_email
       (user_profile_id, message_id, trigger, mentioned_user_group_id, scheduled_timestamp)
     VALUES ${Prisma.join(values)}
     ON CONFLICT (user_profile_id, message_id)
       DO UPDATE SET trigger = scheduled_message_notification_email.trigger
-    RETURNING id, user_profile_id AS user_id,
+    RETURNING user_profile_id AS user_id,
+      floor(extract(epoch FROM scheduled_timestamp) * 1000)::int8::text AS due_ms,
       greatest(0, extract(epoch FROM scheduled_timestamp - now()) * 1000)::float8 AS delay_ms`;
-  await Promise.all(
-    rows.map((row) =>
-      enqueueJob(
-        'missed-message-email',
-        { userId: row.user_id },
-        `missed-message-email-${row.id}`,
-        {
-          delayMs: row.delay_ms,
-        },
-      ),
-    ),
-  );
+  await Promise.all(rows.map((row) => queueMailing(row.user_id, `${row.due_ms}`, row.delay_ms)));
   return rows.length;
+}
+
+/** The job that mails a user's batch due at `dueMs`; queuing it again does nothing. */
+function queueMailing(userId: number, dueMs: string, delayMs: number): Promise<void> {
+  return enqueueJob('missed-message-email', { userId }, `missed-message-email-${userId}-${dueMs}`, {
+    delayMs,
+  });
 }
 
 function waitingRow(
@@ -175,7 +171,8 @@ function waitingRow(
   periodSeconds: number,
 ): Prisma.Sql {
   return Prisma.sql`(${userId}, ${messageId}, ${trigger}, ${groupId}::int,
-    now() + make_interval(secs => ${periodSeconds}))`;
+    COALESCE((SELECT min(w.scheduled_timestamp) FROM scheduled_message_notification_email w
+      WHERE w.user_profile_id = ${userId}), now() + make_interval(secs => ${periodSeconds})))`;
 }
 
 interface WaitingRow {
@@ -199,6 +196,9 @@ interface MailedMessage {
   content: string;
   rendered_content: string | null;
 }
+
+/** A job run this early (ms) waits for its time; earlier, it is queued again. */
+const EARLY_WAIT_MS = 60_000;
 
 /** How long a user's mailing may take before another job may mail for them (a crashed job's
  * lock lapses). */
@@ -241,16 +241,14 @@ async function mailWaiting(userId: number): Promise<number> {
     FROM scheduled_message_notification_email WHERE user_profile_id = ${userId}
     ORDER BY scheduled_timestamp, id`;
   if (waiting.length === 0) return 0;
-  if (!waiting[0]!.due) {
-    // Run early (another worker's clock): the earliest row gets a job at its time again.
-    const first = waiting[0]!;
-    await enqueueJob(
-      'missed-message-email',
-      { userId },
-      `missed-message-email-${first.id}-${Date.now()}`,
-      { delayMs: first.delay_ms },
-    );
-    return 0;
+  const first = waiting[0]!;
+  if (!first.due) {
+    // Run early (clocks apart): a little early waits, much earlier is queued again.
+    if (first.delay_ms > EARLY_WAIT_MS) {
+      await queueMailing(userId, `${Date.now() + first.delay_ms}-again`, first.delay_ms);
+      return 0;
+    }
+    await new Promise((resolve) => setTimeout(resolve, first.delay_ms));
   }
   const forget = (rows: WaitingRow[]) =>
     prisma.$executeRaw`DELETE FROM scheduled_message_notification_email
@@ -316,6 +314,7 @@ async function mailWaiting(userId: number): Promise<number> {
   const url = realmUrl(user.realm);
   const includeRealmName = await includesRealmName(user);
   let sent = 0;
+  let failure: unknown = null;
   for (const bucket of [...buckets.values()].sort(
     (a, b) => a[a.length - 1]!.id - b[b.length - 1]!.id,
   )) {
@@ -326,36 +325,63 @@ async function mailWaiting(userId: number): Promise<number> {
     const replyTo = user.messageContentInEmailNotifications
       ? await replyAddressFor(user.id, bucket[0]!.id)
       : null;
-    const mail = missedMessageEmail({
-      replyByEmail: replyTo !== null,
-      conversation,
-      narrowUrl,
-      messages: bucket.map((m, index): MissedMessage => {
-        const groupId = rows[index]!.mentioned_user_group_id;
-        return {
-          senderName: nameOf(m),
-          content: m.content,
-          html: m.rendered_content ?? '',
-          trigger: rows[index]!.trigger,
-          mentionedGroupName: groupId === null ? null : (groupNames.get(groupId) ?? null),
-        };
-      }),
-      realm: { name: user.realm.name, url },
-      showContent: user.messageContentInEmailNotifications,
-      includeRealmName,
-    });
-    await sendMail({
-      to: user.deliveryEmail,
-      subject: mail.subject,
-      text: mail.text,
-      html: mail.html,
-      fromName: `${user.realm.name} notifications`,
-      ...(replyTo ? { replyTo: { name: 'Zulip', address: replyTo } } : {}),
-    });
+    let mail: ReturnType<typeof missedMessageEmail>;
+    try {
+      mail = missedMessageEmail({
+        replyByEmail: replyTo !== null,
+        conversation,
+        narrowUrl,
+        messages: bucket.map((m, index): MissedMessage => {
+          const groupId = rows[index]!.mentioned_user_group_id;
+          return {
+            senderName: nameOf(m),
+            content: m.content,
+            html: m.rendered_content ?? '',
+            trigger: rows[index]!.trigger,
+            mentionedGroupName: groupId === null ? null : (groupNames.get(groupId) ?? null),
+          };
+        }),
+        realm: { name: user.realm.name, url },
+        showContent: user.messageContentInEmailNotifications,
+        includeRealmName,
+      });
+    } catch (error) {
+      // A message this cannot render would stop every later email of the user: it is dropped.
+      getLogger().error('a missed-message email could not be built; its messages are dropped', {
+        user_id: user.id,
+        message_ids: bucket.map((m) => m.id),
+        error,
+      });
+      await forget(rows);
+      continue;
+    }
+    try {
+      await sendMail({
+        to: user.deliveryEmail,
+        subject: mail.subject,
+        text: mail.text,
+        html: mail.html,
+        fromName: `${user.realm.name} notifications`,
+        ...(replyTo ? { replyTo: { name: 'Zulip', address: replyTo } } : {}),
+      });
+    } catch (error) {
+      // The other conversations are still mailed; the job fails afterwards and its retry
+      // mails this one.
+      failure ??= error;
+      continue;
+    }
     await forget(rows);
     sent += 1;
   }
   getLogger().info('missed-message emails sent', { user_id: user.id, emails: sent });
+  if (failure) throw failure;
+  // Messages that joined the batch while it was mailed: their job is this one, so another.
+  const [left] = await prisma.$queryRaw<{ due_ms: string; delay_ms: number }[]>`
+    SELECT floor(extract(epoch FROM min(scheduled_timestamp)) * 1000)::int8::text AS due_ms,
+      greatest(0, extract(epoch FROM min(scheduled_timestamp) - now()) * 1000)::float8 AS delay_ms
+    FROM scheduled_message_notification_email WHERE user_profile_id = ${userId}
+    HAVING count(*) > 0`;
+  if (left) await queueMailing(userId, `${left.due_ms}-after`, left.delay_ms);
   return sent;
 }
 
@@ -383,14 +409,11 @@ async function includesRealmName(user: {
   const policy = user.realmNameInEmailNotificationsPolicy;
   if (policy === 2) return true;
   if (policy !== 1) return false;
-  const realms = await getPrisma().user.count({
-    where: {
-      deliveryEmail: { equals: user.deliveryEmail, mode: 'insensitive' },
-      isActive: true,
-      isBot: false,
-      realm: { deactivated: false },
-    },
-  });
+  // Compared as Zulip compares delivery emails here: the same address, whatever its case.
+  const [{ realms }] = await getPrisma().$queryRaw<[{ realms: number }]>`
+    SELECT count(*)::int AS realms FROM user_profile u JOIN realm r ON r.id = u.realm_id
+    WHERE lower(u.delivery_email) = lower(${user.deliveryEmail})
+      AND u.is_active AND NOT u.is_bot AND NOT r.deactivated`;
   return realms > 1;
 }
 

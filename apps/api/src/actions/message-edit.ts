@@ -18,6 +18,7 @@ import { topicLinks, type Rendered } from '@parley/markdown';
 import { linkifiersForRealm } from '../lib/linkifiers';
 import { usersAlertedBy } from '../lib/alert-words';
 import { sendEventOnCommit } from '../lib/events';
+import { RESOLVED_TOPIC_PREFIX } from '../lib/text';
 import { activeMemberIds } from '../lib/groups';
 import {
   accessMessage,
@@ -54,7 +55,6 @@ export type PropagateMode = (typeof PROPAGATE_MODES)[number];
 
 /** Zulip's grace period on the edit time limit. */
 const EDIT_LIMIT_BUFFER_SECONDS = 20;
-const RESOLVED_PREFIX = '✔ ';
 
 export interface EditRequest {
   content?: string;
@@ -125,7 +125,7 @@ export async function checkUpdateMessage(
   }
   if (request.propagateMode !== 'change_one' && topic === undefined && streamId === undefined)
     throw new JsonableError('Invalid propagate_mode without topic edit');
-  if (topic === '✔' || topic === `${RESOLVED_PREFIX}${EMPTY_TOPIC_DISPLAY_NAME}`)
+  if (topic === '✔' || topic === `${RESOLVED_TOPIC_PREFIX}${EMPTY_TOPIC_DISPLAY_NAME}`)
     throw new JsonableError('General chat cannot be marked as resolved');
   if (request.content !== undefined && streamId !== undefined)
     throw new JsonableError('Cannot change message content while changing channel');
@@ -220,9 +220,10 @@ async function checkMoveTimeLimits(
 /** Zulip's topic_resolved and topic_unresolved (build_message_edit_request): `topic` is the new
  * name as requested, before truncation. */
 function resolutionOf(old: string, topic: string): 'resolved' | 'unresolved' | null {
-  const wasResolved = old.startsWith(RESOLVED_PREFIX);
-  const isResolved = topic.startsWith(RESOLVED_PREFIX);
-  if (isResolved && !wasResolved && topic.slice(RESOLVED_PREFIX.length) === old) return 'resolved';
+  const wasResolved = old.startsWith(RESOLVED_TOPIC_PREFIX);
+  const isResolved = topic.startsWith(RESOLVED_TOPIC_PREFIX);
+  if (isResolved && !wasResolved && topic.slice(RESOLVED_TOPIC_PREFIX.length) === old)
+    return 'resolved';
   // Python's lstrip: every leading character of the prefix goes, however many.
   if (wasResolved && !isResolved && old.replace(/^[✔ ]+/u, '') === topic) return 'unresolved';
   return null;

@@ -53,6 +53,10 @@ describe('emailText', () => {
       '> before\n> ```spoiler Title\n> (Open Zulip to see the spoiler content)\n> ```\n> after',
     );
     expect(emailText('```python\ncode\n```', REALM)).toBe('> ```python\n> code\n> ```');
+    // Fences nest inside a spoiler, whatever the language's case, as the renderer reads them.
+    expect(
+      emailText('```Spoiler T\n```python\nhidden code\n```\nhidden text\n```\nafter', REALM),
+    ).toBe('> ```Spoiler T\n> (Open Zulip to see the spoiler content)\n> ```\n> after');
     // An address elsewhere that holds /user_uploads/ is left alone.
     expect(emailText('https://other.example/user_uploads/x', REALM)).toBe(
       '> https://other.example/user_uploads/x',

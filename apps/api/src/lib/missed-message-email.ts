@@ -3,7 +3,9 @@
 // `missed-message-email` job (actions/email-notifications.ts) gathers the messages.
 import { HTMLElement, parse } from 'node-html-parser';
 import { escapeHtml } from '../presenters/realm';
+import { holdsMarkdown, parseFenceLine, type FenceLine } from '@parley/markdown';
 import { EmailTrigger, topicDisplayName } from './push-notifications';
+import { RESOLVED_TOPIC_PREFIX } from './text';
 
 export type MissedConversation =
   | { kind: 'channel'; channelName: string; topic: string }
@@ -49,13 +51,10 @@ export function groupDisplayName(names: string[]): string {
   return `${names.slice(0, 2).join(', ')}, and ${names.length - 2} others`;
 }
 
-/** Zulip's RESOLVED_TOPIC_PREFIX. */
-const RESOLVED_PREFIX = '✔ ';
-
 /** Zulip's get_topic_resolution_and_bare_name. */
 function bareTopic(topic: string): { resolved: boolean; name: string } {
-  return topic.startsWith(RESOLVED_PREFIX)
-    ? { resolved: true, name: topic.slice(RESOLVED_PREFIX.length) }
+  return topic.startsWith(RESOLVED_TOPIC_PREFIX)
+    ? { resolved: true, name: topic.slice(RESOLVED_TOPIC_PREFIX.length) }
     : { resolved: false, name: topic };
 }
 
@@ -171,30 +170,37 @@ function fullUrl(value: string, realmUrl: string): string {
   return value;
 }
 
-/** A Zulip fence line: its fence, and its language (`spoiler` opens a spoiler). */
-const FENCE = /^(\s*(?:~{3,}|`{3,}))[ ]*(?:\{?\.?([a-zA-Z0-9_+\-./#]*)\}?)?[ ]*(.*)$/;
-
 /** The plain-text part of a message (Zulip's build_message_payload): the Markdown source,
  * images' links as bare addresses, uploads' addresses absolute, a spoiler's content replaced
- * by a note, every line quoted. Unlike Zulip's, fence lines outside spoilers are kept. */
+ * by a note, every line quoted. Fences are read as the renderer reads them (fences.ts): inside
+ * a spoiler or a quote, fences nest. Unlike Zulip's fix_spoilers_in_text, fence lines outside
+ * spoilers are kept. */
 export function emailText(content: string, realmUrl: string): string {
   const plain = content
     .replace(/\[(\S*)\]\((\S*)\)/g, '$2')
     .replace(/(^|[\s(<])\/user_uploads\//g, `$1${realmUrl}/user_uploads/`);
   const output: string[] = [];
-  let openFence: string | null = null;
+  const open: { fence: string; nests: boolean }[] = [];
+  // The depth of the spoiler whose content is hidden, while in one.
+  let hiddenAt = -1;
   for (const line of plain.split('\n')) {
-    const fence = FENCE.exec(line);
-    if (openFence !== null) {
-      if (fence && fence[1] === openFence && (fence[2] ?? '') === '') {
-        openFence = null;
-        output.push(line);
-      }
+    const innermost = open[open.length - 1];
+    let opened: FenceLine | null = null;
+    if (innermost && line.trimEnd() === innermost.fence) {
+      open.pop();
+      if (open.length === hiddenAt) hiddenAt = -1;
+      else if (hiddenAt >= 0) continue;
+      output.push(line);
       continue;
     }
+    if (!innermost || innermost.nests) {
+      opened = parseFenceLine(line);
+      if (opened) open.push({ fence: opened.fence, nests: holdsMarkdown(opened.lang) });
+    }
+    if (hiddenAt >= 0) continue;
     output.push(line);
-    if (fence && fence[2] === 'spoiler') {
-      openFence = fence[1]!;
+    if (opened?.lang?.toLowerCase() === 'spoiler') {
+      hiddenAt = open.length - 1;
       output.push(`(${SPOILER_TITLE})`);
     }
   }

@@ -35,3 +35,6 @@ export function unprintablePosition(text: string): number | null {
   }
   return null;
 }
+
+/** Zulip's RESOLVED_TOPIC_PREFIX: a topic marked resolved starts with it. */
+export const RESOLVED_TOPIC_PREFIX = '✔ ';
