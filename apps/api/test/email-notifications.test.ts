@@ -11,6 +11,7 @@ import { afterAnswerSettled, getPrisma, Role, type User } from '@parley/db';
 import { getRedis } from '@parley/events';
 import { closeQueues } from '@parley/jobs';
 import { doReceiveEmail } from '../src/actions/email-gateway';
+import { sendBotDirectMessage } from '../src/actions/system-bots';
 import {
   scheduleEmailNotifications,
   sendMissedMessageEmails,
@@ -181,6 +182,15 @@ describe('who may be emailed', () => {
     const [mail] = await mailsTo(follower.deliveryEmail);
     expect(mail!.subject).toBe('#general > followed');
     expect(mail!.text).toContain('you have email notifications enabled for topics you follow');
+  });
+
+  it("the Welcome Bot's messages email and notify nobody; other bots' do", async () => {
+    const newcomer = await newMember('Nia Newcomer');
+    const welcome = await sendBotDirectMessage(org.realm, 'welcome', newcomer, 'Welcome!');
+    const notice = await sendBotDirectMessage(org.realm, 'notification', newcomer, 'A notice');
+    await afterAnswerSettled();
+    expect(await candidatesOf(welcome)).toBeUndefined();
+    expect(await candidatesOf(notice)).toEqual([newcomer.id]);
   });
 
   it('never the sender, bots, or those who muted the sender', async () => {

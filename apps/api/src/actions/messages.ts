@@ -254,8 +254,12 @@ export async function prepareMessage(
     publicStreamsViewers: await publicStreamsViewers(realm, publicStreamsUsers, flags),
     senderRecipientId: resolved.senderRecipientId,
     options,
-    pushRecipients: pushRecipients(recipients, flags, addressee.kind === 'channel'),
-    emailCandidates: emailCandidates(sender, recipients, flags, addressee.kind === 'channel'),
+    ...(options.disableExternalNotifications
+      ? { pushRecipients: [], emailCandidates: [] }
+      : {
+          pushRecipients: pushRecipients(recipients, flags, addressee.kind === 'channel'),
+          emailCandidates: emailCandidates(sender, recipients, flags, addressee.kind === 'channel'),
+        }),
     access: await access,
   };
 }
@@ -643,6 +647,8 @@ export interface SendOptions {
   unreadOnlyFor?: ReadonlySet<number>;
   /** Zulip's Message.type (default: normal). */
   type?: MessageTypeValue;
+  /** No mobile or email notification of it (Zulip's disable_external_notifications). */
+  disableExternalNotifications?: boolean;
 }
 
 export interface SentMessage {

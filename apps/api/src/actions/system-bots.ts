@@ -77,7 +77,7 @@ export async function sendBotMessage(
     bot,
     fittedTarget(target),
     content,
-    botOptions(options),
+    botOptions(kind, options),
   );
   return (await sendPreparedMessage(prepared)).message.id;
 }
@@ -111,7 +111,7 @@ export async function sendBotMessageIn(
     bot,
     fittedTarget(target),
     content,
-    botOptions(options),
+    botOptions(kind, options),
   );
   return (await doSendMessage(ctx, prepared)).message.id;
 }
@@ -126,8 +126,16 @@ function fittedTarget(target: SendTarget): SendTarget {
 /** What a caller may choose about a system bot's message; the rest is fixed. */
 export type BotSendOptions = Omit<Partial<SendOptions>, 'client' | 'readBySender' | 'bySystemBot'>;
 
-function botOptions(options: BotSendOptions): SendOptions {
-  return { ...options, client: 'Internal', readBySender: true, bySystemBot: true };
+/** The Welcome Bot's messages are meant to be read in the app: they notify no phone and
+ * email nobody (Zulip's disable_external_notifications on its sends). */
+function botOptions(kind: SystemBot, options: BotSendOptions): SendOptions {
+  return {
+    ...options,
+    client: 'Internal',
+    readBySender: true,
+    bySystemBot: true,
+    ...(kind === 'welcome' ? { disableExternalNotifications: true } : {}),
+  };
 }
 
 /** Zulip's send_test_welcome_bot_custom_message: the Welcome Bot sends `text` to the
