@@ -5,9 +5,10 @@
 // one `email-notifications` job per message after its commit. That job reads their settings,
 // picks Zulip's trigger (lib/push-notifications.ts emailTrigger) and keeps the users who are
 // idle: no client open that takes messages, or none active for OFFLINE_THRESHOLD_SECS. Each
-// such message waits in scheduled_message_notification_email for the user's batching period,
-// with a delayed `missed-message-email` job; the first job due mails all of the user's waiting
-// messages that are still unread and readable, one email per conversation.
+// such message joins the user's waiting batch in scheduled_message_notification_email, or
+// starts one that waits the user's batching period; the batch's delayed `missed-message-email`
+// job mails its messages that are still unread and readable, one email per conversation, with
+// a reply address when the server has an email gateway.
 import { randomUUID } from 'node:crypto';
 import { realmUrl } from '@parley/auth';
 import { getConfig } from '@parley/config';

@@ -288,8 +288,8 @@ const MENTION_FLAGS: readonly UserMessageFlag[] = [
 
 /** Who could be emailed of the message if idle: every human recipient of a direct message, and
  * of a channel message those it mentions, the topic's followers and those who asked for the
- * channel's emails (`emailed`); never the sender or those who muted them. Their settings and
- * idleness are the job's to read (most of them have a client open). */
+ * channel's emails (`emailed`); never the sender, bots, or those who muted the sender. Their
+ * settings and idleness are the job's to read (most of them have a client open). */
 function emailCandidates(
   sender: User,
   recipients: Recipients,
