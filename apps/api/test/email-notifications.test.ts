@@ -66,6 +66,23 @@ const waiting = (user: User) =>
     orderBy: { id: 'asc' },
   });
 
+async function joinGeneral(user: User): Promise<void> {
+  expectSuccess(
+    await as(user, org.host).post('/users/me/subscriptions', {
+      subscriptions: JSON.stringify([{ name: 'general' }]),
+    }),
+  );
+}
+
+/** A direct message from `sender` to `to`, scheduled as the worker would; returns its id. */
+function dmAndSchedule(sender: User, to: User[], content: string): Promise<number> {
+  return sendAndSchedule(sender, {
+    type: 'direct',
+    to: JSON.stringify(to.map((user) => user.id)),
+    content,
+  });
+}
+
 /** Makes the user's waiting rows due now, then runs their job. */
 async function mailNow(user: User): Promise<number> {
   await prisma().scheduledMessageNotificationEmail.updateMany({
@@ -122,12 +139,7 @@ describe('who may be emailed', () => {
     const follower = await newMember('Fay Follower');
     const subscriber = await newMember('Sue Subscriber');
     const byDefault = await newMember('Dee Default');
-    for (const user of [follower, subscriber, byDefault])
-      expectSuccess(
-        await as(user, org.host).post('/users/me/subscriptions', {
-          subscriptions: JSON.stringify([{ name: 'general' }]),
-        }),
-      );
+    for (const user of [follower, subscriber, byDefault]) await joinGeneral(user);
     expectSuccess(
       await as(follower, org.host).post('/user_topics', {
         stream_id: org.general.id,
@@ -239,12 +251,7 @@ describe('idle users only, by their settings', () => {
         event_types: JSON.stringify(['presence']),
       }),
     );
-    for (const user of [present, closed, away])
-      await sendAndSchedule(org.owner, {
-        type: 'direct',
-        to: JSON.stringify([user.id]),
-        content: 'hi',
-      });
+    for (const user of [present, closed, away]) await dmAndSchedule(org.owner, [user], 'hi');
     expect(await waiting(present)).toEqual([]);
     expect((await waiting(closed)).map((row) => row.trigger)).toEqual(['direct_message']);
     expect((await waiting(away)).map((row) => row.trigger)).toEqual(['direct_message']);
@@ -255,11 +262,7 @@ describe('idle users only, by their settings', () => {
     expectSuccess(
       await as(quiet, org.host).patch('/settings', { enable_offline_email_notifications: false }),
     );
-    await sendAndSchedule(org.owner, {
-      type: 'direct',
-      to: JSON.stringify([quiet.id]),
-      content: 'a',
-    });
+    await dmAndSchedule(org.owner, [quiet], 'a');
     expect(await waiting(quiet)).toEqual([]);
 
     const patient = await newMember('Pia Patient');
@@ -269,11 +272,7 @@ describe('idle users only, by their settings', () => {
       }),
     );
     const before = Date.now();
-    await sendAndSchedule(org.owner, {
-      type: 'direct',
-      to: JSON.stringify([patient.id]),
-      content: 'b',
-    });
+    await dmAndSchedule(org.owner, [patient], 'b');
     const [row] = await waiting(patient);
     expect(row!.scheduledTimestamp.getTime()).toBeGreaterThanOrEqual(before + 599_000);
     const job = await mailQueue.getJob(
@@ -289,11 +288,7 @@ describe('idle users only, by their settings', () => {
     await scheduleEmailNotifications({ messageId, userIds: [patient.id] });
     expect(await waiting(patient)).toHaveLength(1);
     // A later message joins the waiting batch: same time, same job.
-    await sendAndSchedule(org.member, {
-      type: 'direct',
-      to: JSON.stringify([patient.id]),
-      content: 'later',
-    });
+    await dmAndSchedule(org.member, [patient], 'later');
     const rows = await waiting(patient);
     expect(rows).toHaveLength(2);
     expect(rows[1]!.scheduledTimestamp).toEqual(row!.scheduledTimestamp);
@@ -320,16 +315,8 @@ describe('replies by email (with a gateway)', () => {
 
   it('a reply posts to the conversation as the user: the sender of a DM, a channel topic', async () => {
     const replier = await newMember('Ray Replier');
-    expectSuccess(
-      await as(replier, org.host).post('/users/me/subscriptions', {
-        subscriptions: JSON.stringify([{ name: 'general' }]),
-      }),
-    );
-    await sendAndSchedule(org.member, {
-      type: 'direct',
-      to: JSON.stringify([replier.id]),
-      content: 'ping',
-    });
+    await joinGeneral(replier);
+    await dmAndSchedule(org.member, [replier], 'ping');
     await sendAndSchedule(org.owner, {
       type: 'stream',
       to: 'general',
@@ -397,26 +384,10 @@ describe('replies by email (with a gateway)', () => {
 describe('the emails', () => {
   it('one per conversation, messages still unread only, then the rows are gone', async () => {
     const reader = await newMember('Rae Reader');
-    expectSuccess(
-      await as(reader, org.host).post('/users/me/subscriptions', {
-        subscriptions: JSON.stringify([{ name: 'general' }]),
-      }),
-    );
-    await sendAndSchedule(org.owner, {
-      type: 'direct',
-      to: JSON.stringify([reader.id]),
-      content: 'first **bold** [link](/user_uploads/1/a.txt)',
-    });
-    await sendAndSchedule(org.member, {
-      type: 'direct',
-      to: JSON.stringify([reader.id]),
-      content: 'from Mia',
-    });
-    const readLater = await sendAndSchedule(org.owner, {
-      type: 'direct',
-      to: JSON.stringify([reader.id]),
-      content: 'read before mailing',
-    });
+    await joinGeneral(reader);
+    await dmAndSchedule(org.owner, [reader], 'first **bold** [link](/user_uploads/1/a.txt)');
+    await dmAndSchedule(org.member, [reader], 'from Mia');
+    const readLater = await dmAndSchedule(org.owner, [reader], 'read before mailing');
     await sendAndSchedule(org.owner, {
       type: 'stream',
       to: 'general',
@@ -455,11 +426,7 @@ describe('the emails', () => {
   it('group conversations, group mentions, and content left out when the user asks', async () => {
     const one = await newMember('Una One');
     const two = await newMember('Tom Two');
-    await sendAndSchedule(org.owner, {
-      type: 'direct',
-      to: JSON.stringify([one.id, two.id]),
-      content: 'to the three of us',
-    });
+    await dmAndSchedule(org.owner, [one, two], 'to the three of us');
     expect(await mailNow(one)).toBe(1);
     const [group] = await mailsTo(one.deliveryEmail);
     expect(group!.subject).toBe('Group DMs with Olivia Owner and Tom Two');
@@ -472,11 +439,7 @@ describe('the emails', () => {
       }),
     ).group_id as number;
     const teamName = (await prisma().userGroup.findUniqueOrThrow({ where: { id: team } })).name!;
-    expectSuccess(
-      await as(two, org.host).post('/users/me/subscriptions', {
-        subscriptions: JSON.stringify([{ name: 'general' }]),
-      }),
-    );
+    await joinGeneral(two);
     await sendAndSchedule(org.owner, {
       type: 'stream',
       to: 'general',
@@ -493,11 +456,7 @@ describe('the emails', () => {
     expectSuccess(
       await as(one, org.host).patch('/settings', { message_content_in_email_notifications: false }),
     );
-    await sendAndSchedule(org.owner, {
-      type: 'direct',
-      to: JSON.stringify([one.id]),
-      content: 'secret words',
-    });
+    await dmAndSchedule(org.owner, [one], 'secret words');
     expect(await mailNow(one)).toBe(1);
     const [hidden] = await mailsTo(one.deliveryEmail);
     expect(hidden!.subject).toBe('New messages');
@@ -536,11 +495,7 @@ describe('the emails', () => {
         realm_name_in_email_notifications_policy: 2,
       }),
     );
-    await sendAndSchedule(org.owner, {
-      type: 'direct',
-      to: JSON.stringify([leaver.id]),
-      content: 'c',
-    });
+    await dmAndSchedule(org.owner, [leaver], 'c');
     expect(await mailNow(leaver)).toBe(1);
     const [named] = await mailsTo(leaver.deliveryEmail);
     expect(named!.subject).toBe(`DMs with Olivia Owner [${org.realm.name}]`);
@@ -548,11 +503,7 @@ describe('the emails', () => {
 
   it('one job mails a user at a time', async () => {
     const busy = await newMember('Bo Busy');
-    await sendAndSchedule(org.owner, {
-      type: 'direct',
-      to: JSON.stringify([busy.id]),
-      content: 'd',
-    });
+    await dmAndSchedule(org.owner, [busy], 'd');
     await getRedis().set(`missed-message-email:lock:${busy.id}`, 'another job', 'PX', 60_000);
     await prisma().scheduledMessageNotificationEmail.updateMany({
       where: { userId: busy.id },

@@ -18,6 +18,7 @@ import {
   missedMessageToken,
   type AddressOptions,
 } from '../lib/email-gateway';
+import { groupConversationMembers } from '../lib/conversations';
 import { truncateText, unprintablePosition } from '../lib/text';
 import { accessBotById } from '../lib/users';
 import {
@@ -293,12 +294,8 @@ async function doReceiveMissedMessageReply(
   else if (recipient.type === RecipientType.PERSONAL)
     target = { kind: 'direct', to: JSON.stringify([message.senderId]) };
   else {
-    const members = await prisma.subscription.findMany({
-      where: { recipientId: recipient.id },
-      select: { userId: true },
-      orderBy: { userId: 'asc' },
-    });
-    target = { kind: 'direct', to: JSON.stringify(members.map((m) => m.userId)) };
+    const members = await groupConversationMembers(recipient.id);
+    target = { kind: 'direct', to: JSON.stringify(members.map((member) => member.id)) };
   }
   const prepared = await prepareMessage(realm, user, target, content, {
     client: 'Internal',

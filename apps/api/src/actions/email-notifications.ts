@@ -30,6 +30,7 @@ import {
   type MissedConversation,
   type MissedMessage,
 } from '../lib/missed-message-email';
+import { groupConversationMembers } from '../lib/conversations';
 import { missedMessageAddress, newMissedMessageToken } from '../lib/email-gateway';
 import { emailTrigger, EmailTrigger, mentionsPersonally } from '../lib/push-notifications';
 import { inaccessibleUsersByGuest } from '../lib/user-access';
@@ -440,18 +441,12 @@ async function conversationOf(
       conversation: { kind: 'direct', senderName: nameOf(message) },
       narrowUrl: `${url}/#narrow/dm/${message.sender_id}-dm`,
     };
-  const members = await getPrisma().subscription.findMany({
-    where: { recipientId: message.recipient_id },
-    include: { user: { select: { id: true, fullName: true } } },
-    orderBy: { userId: 'asc' },
-  });
   // The others, as Zulip's huddle_narrow_url names the conversation.
-  const ids = members.map((m) => m.user.id).filter((id) => id !== userId);
+  const others = (await groupConversationMembers(message.recipient_id)).filter(
+    (member) => member.id !== userId,
+  );
   return {
-    conversation: {
-      kind: 'group',
-      otherNames: members.filter((m) => m.user.id !== userId).map((m) => m.user.fullName),
-    },
-    narrowUrl: `${url}/#narrow/dm/${ids.join(',')}-group`,
+    conversation: { kind: 'group', otherNames: others.map((member) => member.fullName) },
+    narrowUrl: `${url}/#narrow/dm/${others.map((member) => member.id).join(',')}-group`,
   };
 }

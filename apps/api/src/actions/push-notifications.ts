@@ -31,6 +31,7 @@ import {
   PushBouncerUnavailableError,
 } from '@parley/errors';
 import { getLogger } from '@parley/logger';
+import { groupConversationMembers } from '../lib/conversations';
 import { activeMemberIds } from '../lib/groups';
 import {
   postToBouncer,
@@ -291,12 +292,8 @@ async function pushMessageBase(
     channel = { id: stream.id, name: stream.name, topic: message.subject };
   } else if (recipientType === RecipientType.DIRECT_MESSAGE_GROUP) {
     const group = await prisma.directMessageGroup.findUniqueOrThrow({ where: { id: typeId } });
-    const members = await prisma.subscription.findMany({
-      where: { recipientId: group.recipientId! },
-      include: { user: true },
-    });
-    if (members.length > 2)
-      groupParticipants = members.map((m) => ({ id: m.user.id, fullName: m.user.fullName }));
+    const members = await groupConversationMembers(group.recipientId!);
+    if (members.length > 2) groupParticipants = members;
   }
   return {
     id: message.id,
