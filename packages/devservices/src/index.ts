@@ -228,6 +228,7 @@ function stopChild(child: ChildProcess): Promise<void> {
 }
 
 export { repoRoot, runMigrations } from './migrations';
+export { freePort } from './ports';
 export {
   redisServerBinary,
   startOwnPostgres,
@@ -238,7 +239,6 @@ export {
 export {
   findNginx,
   endWithThisProcess,
-  freePort,
   NGINX_HELP,
   nginxConfig,
   spawnReplica,

@@ -11,12 +11,13 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
-import { createServer, request } from 'node:http';
-import { connect, type AddressInfo } from 'node:net';
+import { request } from 'node:http';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { repoRoot } from './migrations';
+import { freePort } from './ports';
 
 /** Children that must not outlive this process. A benchmark or test that dies on an error
  * (an uncaught exception, an unhandled rejection, process.exit) skips its `finally`; its
@@ -233,9 +234,9 @@ function exited(child: ChildProcess): Promise<number | null> {
   return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
 }
 
-/** Starts nginx on a port the OS just handed out. Another process may take that port before
- * nginx binds it (an outgoing connection's local port, under parallel tests): nginx then
- * gives up after a few seconds, and it is started again on another port. */
+/** Starts nginx on a free port (ports.ts). A program that is no caller of freePort may still
+ * bind that port first: nginx then gives up after a few seconds, and it is started again on
+ * another port. */
 async function startNginx(
   nginx: string,
   dir: string,
@@ -300,7 +301,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   for (const name of ['', 'client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'])
     chmodSync(join(dir, name), 0o777);
 
-  // Ports the OS hands out: fixed or random ranges collide with whatever else runs.
+  // Ports no connection takes and no other caller gets (ports.ts).
   const api: { name: string; port: number }[] = [];
   for (let i = 0; i < options.apiReplicas; i++)
     api.push({ name: `api${i + 1}`, port: await freePort() });
@@ -337,16 +338,4 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       rmSync(dir, { recursive: true, force: true });
     },
   };
-}
-
-/** A loopback port nothing listens on right now (the OS picks it). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }

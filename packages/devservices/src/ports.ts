@@ -1,0 +1,94 @@
+// Loopback ports for the servers tests and benchmarks start (replicas, nginx, a Redis of their
+// own). A port the OS hands out for listen(0) comes from the ephemeral range, the range every
+// outgoing connection's local port comes from too: between freePort() closing it and the child
+// binding it (a replica takes a second or two to start), a connection of this process or of a
+// replica could take it, and the child died with EADDRINUSE (seen in CI). So ports come from
+// below that range, which connections never use; a lock file per port keeps two processes (a
+// test run and a benchmark) from picking the same one, and binding the port first skips those
+// other programs listen on.
+import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const LOCK_DIR = join(tmpdir(), 'parley-ports');
+const held = new Set<string>();
+process.on('exit', () => {
+  for (const file of held) {
+    try {
+      unlinkSync(file);
+    } catch {
+      // Already gone (a clean-up of the temporary directory).
+    }
+  }
+});
+
+/** The ports to pick from: below Linux's ephemeral range, else a range below other systems'
+ * (49152 and up). */
+function candidateRange(): [number, number] {
+  try {
+    const [low] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8')
+      .trim()
+      .split(/\s+/)
+      .map(Number);
+    if (low !== undefined && low - 20_000 >= 2_000) return [20_000, low - 1];
+  } catch {
+    // Not Linux.
+  }
+  return [20_000, 32_767];
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Takes the port's lock file for this process; false when a live process holds it. */
+function lock(port: number): boolean {
+  const file = join(LOCK_DIR, String(port));
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fd = openSync(file, 'wx');
+      writeSync(fd, String(process.pid));
+      closeSync(fd);
+      held.add(file);
+      return true;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      const owner = Number(readFileSync(file, 'utf8'));
+      // Held by a live process (this one included: a port is handed out once); a dead one's
+      // lock is stale.
+      if (!Number.isInteger(owner) || owner <= 0 || alive(owner)) return false;
+      try {
+        unlinkSync(file);
+      } catch {
+        return false;
+      }
+    }
+  }
+  return false;
+}
+
+function bindable(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
+/** A loopback port nothing listens on, that no connection will take and that no other caller
+ * of freePort (in this process or another) gets until this process exits. */
+export async function freePort(): Promise<number> {
+  mkdirSync(LOCK_DIR, { recursive: true, mode: 0o777 });
+  const [low, high] = candidateRange();
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const port = low + Math.floor(Math.random() * (high - low + 1));
+    if (lock(port) && (await bindable(port))) return port;
+  }
+  throw new Error(`no free loopback port between ${low} and ${high}`);
+}
