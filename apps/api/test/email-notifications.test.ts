@@ -280,9 +280,17 @@ describe('idle users only, by their settings', () => {
     );
     expect(job?.data).toEqual({ userId: patient.id });
     expect(job?.opts.delay).toBeGreaterThan(590_000);
-    // Not due yet: nothing is mailed and the row stays.
+    // Not due yet: nothing is mailed, the row stays, and the job is queued again for its time
+    // (it does not wait in the worker).
     expect(await sendMissedMessageEmails({ userId: patient.id })).toBe(0);
     expect(await waiting(patient)).toHaveLength(1);
+    const again = (await mailQueue.getDelayed()).filter(
+      (queued) =>
+        queued.id?.startsWith(`missed-message-email-${patient.id}-`) &&
+        queued.id.endsWith('-again'),
+    );
+    expect(again).toHaveLength(1);
+    expect(again[0]!.opts.delay).toBeGreaterThan(590_000);
     // Scheduling again (a retried job) adds nothing.
     const messageId = row!.messageId;
     await scheduleEmailNotifications({ messageId, userIds: [patient.id] });

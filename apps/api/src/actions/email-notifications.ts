@@ -199,8 +199,9 @@ interface MailedMessage {
   rendered_content: string | null;
 }
 
-/** A job run this early (ms) waits for its time; earlier, it is queued again. */
-const EARLY_WAIT_MS = 60_000;
+/** A job run early is queued again for its batch's time, never sooner than this (ms): clocks
+ * a little apart must not make it run again and again. */
+const EARLY_RETRY_MIN_MS = 1_000;
 
 /** How long a user's mailing may take before another job may mail for them (a crashed job's
  * lock lapses). */
@@ -245,12 +246,14 @@ async function mailWaiting(userId: number): Promise<number> {
   if (waiting.length === 0) return 0;
   const first = waiting[0]!;
   if (!first.due) {
-    // Run early (clocks apart): a little early waits, much earlier is queued again.
-    if (first.delay_ms > EARLY_WAIT_MS) {
-      await queueMailing(userId, `${Date.now() + first.delay_ms}-again`, first.delay_ms);
-      return 0;
-    }
-    await new Promise((resolve) => setTimeout(resolve, first.delay_ms));
+    // Run early (a retry of an earlier batch's job, or clocks apart): queued again for the
+    // batch's time. Waiting here instead held a worker, and its shutdown, for up to a minute.
+    await queueMailing(
+      userId,
+      `${Date.now() + first.delay_ms}-again`,
+      Math.max(first.delay_ms, EARLY_RETRY_MIN_MS),
+    );
+    return 0;
   }
   const forget = (rows: WaitingRow[]) =>
     prisma.$executeRaw`DELETE FROM scheduled_message_notification_email
