@@ -6,16 +6,25 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import PostalMime from 'postal-mime';
+import request from 'supertest';
 import { getConfig, resetConfig } from '@parley/config';
 import { afterAnswerSettled, getPrisma, Role, type User } from '@parley/db';
 import { getRedis } from '@parley/events';
+import {
+  eventsRouter,
+  lastQueueGoneJobId,
+  startEventsService,
+  type EventsService,
+} from '@parley/events-app';
 import { closeQueues } from '@parley/jobs';
 import { doReceiveEmail } from '../src/actions/email-gateway';
 import { sendBotDirectMessage } from '../src/actions/system-bots';
 import {
+  emailAfterLastQueueGone,
   scheduleEmailNotifications,
   sendMissedMessageEmails,
 } from '../src/actions/email-notifications';
+import { createApp } from '../src/app';
 import { as, createTestUser, expectSuccess } from './helpers';
 import { createMessageOrg, send, type MessageOrg } from './message-helpers';
 
@@ -302,6 +311,151 @@ describe('idle users only, by their settings', () => {
     expect(rows[1]!.scheduledTimestamp).toEqual(row!.scheduledTimestamp);
     expect(await mailNow(patient)).toBe(2);
     expect(await waiting(patient)).toEqual([]);
+  });
+});
+
+describe('when the last client goes (Zulip’s missedmessage_hook)', () => {
+  let service: EventsService;
+  let eventsApp: ReturnType<typeof createApp>;
+  beforeAll(async () => {
+    // A real events tier in this process: message events reach the queues, and its garbage
+    // collector runs often.
+    service = await startEventsService({ gcIntervalMs: 50 });
+    eventsApp = createApp({ mount: [eventsRouter(service)] });
+  });
+  afterAll(() => service.stop());
+
+  /** A client open (a queue taking messages) of a user active just now. */
+  async function openClient(user: User, lastActiveTime = new Date()): Promise<string> {
+    await prisma().userPresence.create({
+      data: {
+        userId: user.id,
+        realmId: org.realm.id,
+        lastActiveTime,
+        lastConnectedTime: new Date(),
+      },
+    });
+    const body = expectSuccess(
+      await as(user, org.host, { atOnce: true }).post('/register', {
+        event_types: JSON.stringify(['message']),
+      }),
+    );
+    return body.queue_id as string;
+  }
+
+  /** The message ids of the message events in the queue, polled without acknowledging. */
+  async function queuedMessages(user: User, queueId: string): Promise<number[]> {
+    const { body } = await request(eventsApp)
+      .get('/api/v1/events')
+      .set('Host', org.host)
+      .auth(user.deliveryEmail, user.apiKey)
+      .query({ queue_id: queueId, last_event_id: -1, dont_block: true });
+    return (body.events as { type: string; message?: { id: number } }[])
+      .filter((event) => event.type === 'message')
+      .map((event) => event.message!.id);
+  }
+
+  async function waitForQueued(user: User, queueId: string, messageId: number): Promise<void> {
+    for (let attempt = 0; attempt < 200; attempt++) {
+      if ((await queuedMessages(user, queueId)).includes(messageId)) return;
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    throw new Error(`message ${messageId} never reached queue ${queueId}`);
+  }
+
+  async function closeClient(user: User, queueId: string): Promise<void> {
+    expectSuccess(
+      await request(eventsApp)
+        .delete('/api/v1/events')
+        .set('Host', org.host)
+        .auth(user.deliveryEmail, user.apiKey)
+        .type('form')
+        .send({ queue_id: queueId }),
+    );
+  }
+
+  /** The job the queue's removal queued, if any. */
+  const goneJob = async (queueId: string) =>
+    (await mailQueue.getJob(lastQueueGoneJobId(queueId)))?.data as
+      { userId: number; messageIds: number[] } | undefined;
+
+  it('emails a message not emailed because a client was open, once that client leaves it unread', async () => {
+    const leaver = await newMember('Len Leaves');
+    const queueId = await openClient(leaver);
+    const id = await dmAndSchedule(org.owner, [leaver], 'are you there?');
+    // A client open and active: not emailed when it arrived.
+    expect(await waiting(leaver)).toEqual([]);
+    await waitForQueued(leaver, queueId, id);
+    await closeClient(leaver, queueId);
+    const job = await goneJob(queueId);
+    expect(job).toEqual({ userId: leaver.id, messageIds: [id] });
+    expect(await emailAfterLastQueueGone(job!)).toBe(1);
+    expect((await waiting(leaver)).map((row) => [row.messageId, row.trigger])).toEqual([
+      [id, 'direct_message'],
+    ]);
+    expect(await mailNow(leaver)).toBe(1);
+    expect((await mailsTo(leaver.deliveryEmail))[0]!.text).toContain('are you there?');
+    // Run again (a retried job): the message is no longer set aside.
+    expect(await emailAfterLastQueueGone(job!)).toBe(0);
+    expect(await waiting(leaver)).toEqual([]);
+  });
+
+  it('not while another client stays, nor for what was read, nor twice, nor for the Welcome Bot', async () => {
+    const twoTabs = await newMember('Tia Twotabs');
+    const first = await openClient(twoTabs);
+    const second = (
+      expectSuccess(
+        await as(twoTabs, org.host, { atOnce: true }).post('/register', {
+          event_types: JSON.stringify(['message']),
+        }),
+      ) as { queue_id: string }
+    ).queue_id;
+    const unread = await dmAndSchedule(org.owner, [twoTabs], 'unread');
+    const read = await dmAndSchedule(org.owner, [twoTabs], 'read');
+    const welcome = await sendBotDirectMessage(org.realm, 'welcome', twoTabs, 'Welcome!');
+    await afterAnswerSettled();
+    await waitForQueued(twoTabs, second, welcome);
+    // The other tab stays open: nothing.
+    await closeClient(twoTabs, first);
+    expect(await goneJob(first)).toBeUndefined();
+    // Read meanwhile: its copy's flag says so when the last one goes.
+    expectSuccess(
+      await as(twoTabs, org.host).post('/messages/flags', {
+        messages: JSON.stringify([read]),
+        op: 'add',
+        flag: 'read',
+      }),
+    );
+    await closeClient(twoTabs, second);
+    const job = await goneJob(second);
+    expect(job?.messageIds).toEqual(expect.arrayContaining([unread, read, welcome]));
+    // The Welcome Bot's message was never a candidate (so never set aside); the read one is not
+    // emailed.
+    expect(await emailAfterLastQueueGone(job!)).toBe(1);
+    expect((await waiting(twoTabs)).map((row) => row.messageId)).toEqual([unread]);
+
+    // Emailed when it arrived (a client open but idle): not set aside, not emailed again.
+    const idle = await newMember('Ida Idle');
+    const queueId = await openClient(idle, new Date(Date.now() - 10 * 60_000));
+    const id = await dmAndSchedule(org.owner, [idle], 'emailed at once');
+    expect((await waiting(idle)).map((row) => row.messageId)).toEqual([id]);
+    await waitForQueued(idle, queueId, id);
+    expect(await mailNow(idle)).toBe(1);
+    await closeClient(idle, queueId);
+    expect(await emailAfterLastQueueGone((await goneJob(queueId))!)).toBe(0);
+    expect(await waiting(idle)).toEqual([]);
+  });
+
+  it('a queue that expires is the same as one deleted', async () => {
+    const gone = await newMember('Gus Gone');
+    const queueId = await openClient(gone);
+    const id = await dmAndSchedule(org.owner, [gone], 'laptop closed');
+    await waitForQueued(gone, queueId, id);
+    const meta = (await service.store.meta(queueId))!;
+    await service.store.touch(meta, 1);
+    for (let attempt = 0; attempt < 200 && !(await goneJob(queueId)); attempt++)
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    expect(await goneJob(queueId)).toEqual({ userId: gone.id, messageIds: [id] });
   });
 });
 

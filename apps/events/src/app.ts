@@ -19,6 +19,7 @@ import type { EventsService } from './service';
 import { ZULIP_FEATURE_LEVEL, ZULIP_VERSION } from '@parley/config';
 
 export { eventsHandlers, eventsRouter, type EventsHandlers } from './routes';
+export { lastQueueGoneJobId } from './last-queue-gone';
 export { startEventsService, type EventsService, type EventsServiceOptions } from './service';
 
 /** What /ready checks on an events replica: its dependencies, and that it delivers. */

@@ -9,6 +9,7 @@ import {
   keys,
   LuaScript,
   QueueStore,
+  type GoneQueue,
   RELEASE_IF_HELD,
   RENEW_IF_HELD,
   replicasKey,
@@ -140,8 +141,8 @@ export interface FanoutOptions {
   retainMs: number;
   gcIntervalMs: number;
   log: Logger;
-  /** Called with the ids of queues the garbage collector removed. */
-  onExpired?: (shard: number, queueIds: string[]) => void;
+  /** Called with the queues the garbage collector removed. */
+  onExpired?: (gone: GoneQueue[]) => void;
 }
 
 export class Fanout {
@@ -250,9 +251,9 @@ export class Fanout {
           const expired = await this.store.expire(shard, now);
           if (expired.length > 0) {
             await Promise.all(
-              expired.map((queueId) => redis.publish(keys.wake(shard), `d:${queueId}`)),
+              expired.map((gone) => redis.publish(keys.wake(shard), `d:${gone.queueId}`)),
             );
-            this.options.onExpired?.(shard, expired);
+            this.options.onExpired?.(expired);
           }
         }
       }

@@ -4,6 +4,7 @@ import { getConfig } from '@parley/config';
 import { disconnectPrisma } from '@parley/db';
 import { disconnectRedis } from '@parley/events';
 import { serve } from '@parley/http';
+import { closeQueues } from '@parley/jobs';
 import { createLogger, getLogger, setLogger } from '@parley/logger';
 import { initMetrics } from '@parley/metrics';
 import { createApp, directRoutes, eventsHandlers, SERVED_BY } from './app';
@@ -30,7 +31,7 @@ async function main(): Promise<void> {
     },
     onClosed: async () => {
       await service.stop();
-      await Promise.all([disconnectRedis(), disconnectPrisma(), stopAuthCache()]);
+      await Promise.all([disconnectRedis(), disconnectPrisma(), stopAuthCache(), closeQueues()]);
     },
   });
 }

@@ -12,6 +12,7 @@ import {
   type QueueMeta,
 } from '@parley/events';
 import { bodyParsers, defineRoute, jsonArray } from '@parley/http';
+import { queueLastQueueGone } from './last-queue-gone';
 import type { EventsService } from './service';
 
 export function eventsRouter(
@@ -102,8 +103,9 @@ export function eventsHandlers(service: EventsService): EventsHandlers {
       { rateLimitScope: 'events', ...deleteEventsSpec },
       async ({ user, params }) => {
         const meta = await ownQueue(params.queue_id, user.id);
-        await store.delete(meta);
+        const gone = await store.delete(meta);
         await poller.announceDeleted(meta);
+        if (gone) await queueLastQueueGone([gone]);
         return {};
       },
     ),

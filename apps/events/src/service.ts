@@ -4,6 +4,7 @@ import { getConfig } from '@parley/config';
 import { createRedis, QueueStore } from '@parley/events';
 import { getLogger } from '@parley/logger';
 import { Fanout, SHARD_READ_TIMEOUT_MS } from './fanout';
+import { queueLastQueueGone } from './last-queue-gone';
 import { trackService } from './metrics';
 import { Poller } from './poller';
 
@@ -68,6 +69,7 @@ export async function startEventsService(
           retainMs: config.EVENTS_LOG_RETAIN_MS,
           gcIntervalMs: options.gcIntervalMs ?? config.EVENTS_GC_INTERVAL_MS,
           log,
+          onExpired: (gone) => void queueLastQueueGone(gone),
         });
   fanout?.start();
   const service: EventsService = {

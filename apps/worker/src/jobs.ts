@@ -2,6 +2,7 @@
 // names (packages/jobs), so a new job cannot be forgotten here; the standalone server and
 // the worker tier both start exactly this.
 import {
+  emailAfterLastQueueGone,
   scheduleEmailNotifications,
   sendMissedMessageEmails,
 } from '@parley/api/actions/email-notifications';
@@ -35,6 +36,9 @@ export const JOB_HANDLERS: JobHandlers = {
   },
   'email-notifications': async (data) => {
     await scheduleEmailNotifications(data);
+  },
+  'last-queue-gone': async (data) => {
+    await emailAfterLastQueueGone(data);
   },
   'missed-message-email': async (data) => {
     await sendMissedMessageEmails(data);

@@ -21,6 +21,7 @@ export {
   defaultQueueOptions,
   MAX_QUEUE_LIFESPAN_SECS,
   QueueStore,
+  type GoneQueue,
   type NarrowTerm,
   type PollResult,
   type QueuedEvent,

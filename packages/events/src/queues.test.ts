@@ -212,13 +212,17 @@ describe('QueueStore', () => {
 
   it('deletes a queue with all its keys', async () => {
     const { store, meta } = await queueWithEvents(1);
-    expect(await store.delete(meta)).toBe(true);
+    expect(await store.delete(meta)).toEqual({
+      queueId: meta.queueId,
+      userId: meta.userId,
+      unreadMessageIds: [],
+    });
     expect(await store.meta(meta.queueId)).toBeNull();
     expect(await getRedis().exists(keys.queueEvents(meta.shard, meta.queueId))).toBe(0);
     expect(await getRedis().sismember(keys.userQueues(meta.shard, meta.userId), meta.queueId)).toBe(
       0,
     );
-    expect(await store.delete(meta)).toBe(false);
+    expect(await store.delete(meta)).toBeNull();
     expect(await store.heartbeat(meta)).toBe(-1);
     expect(await store.poll(meta.queueId, meta.userId, -1, 0)).toEqual({
       ok: false,
@@ -230,10 +234,45 @@ describe('QueueStore', () => {
     const { store, meta } = await queueWithEvents(0);
     const fresh = await queueWithEvents(0);
     await store.touch(meta, 1);
-    const expired = await store.expire(meta.shard, Date.now());
+    const expired = (await store.expire(meta.shard, Date.now())).map((gone) => gone.queueId);
     expect(expired).toContain(meta.queueId);
     expect(expired).not.toContain(fresh.meta.queueId);
     expect(await store.meta(meta.queueId)).toBeNull();
     expect(await store.meta(fresh.meta.queueId)).not.toBeNull();
+  });
+
+  it('reports the unread messages a user’s last queue held when it goes (Zulip’s missedmessage_hook)', async () => {
+    const { store, meta: first } = await queueWithEvents(0);
+    const second = (await store.meta(await store.create(first.userId, 1, options)))!;
+    const message = (id: number, flags: string[]) => ({
+      type: 'message',
+      message: { id, sender_id: 1, content: 'hello' },
+      flags,
+    });
+    for (const meta of [first, second]) {
+      const events = [
+        message(11, []),
+        message(12, ['read']),
+        // Another type of event that holds an object of the message type.
+        { type: 'submessage', message_id: 14, detail: { type: 'message' } },
+        message(13, ['mentioned']),
+      ];
+      await getRedis().rpush(
+        keys.queueEvents(meta.shard, meta.queueId),
+        ...events.map((event, id) => JSON.stringify({ id, ...event })),
+      );
+    }
+    // Another queue of the user is left: nothing to report.
+    expect(await store.delete(first)).toMatchObject({ unreadMessageIds: [] });
+    // The last one, expired.
+    await store.touch(second, 1);
+    const gone = (await store.expire(second.shard, Date.now())).find(
+      (queue) => queue.queueId === second.queueId,
+    );
+    expect(gone).toEqual({
+      queueId: second.queueId,
+      userId: second.userId,
+      unreadMessageIds: [11, 13],
+    });
   });
 });

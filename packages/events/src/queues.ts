@@ -198,27 +198,70 @@ export type PollResult<E = QueuedEvent> =
   | { ok: false; error: 'missing' }
   | { ok: false; error: 'already_pruned' | 'not_in_queue'; lastEventId: number };
 
+// After a queue's removal from its user's set (KEYS[3]), before its events (KEYS[2]) go: when
+// it was the user's last queue, the ids of the unread messages whose events it still holds
+// (never fetched, or fetched but not acknowledged: Zulip's missedmessage_hook looks at them,
+// since the user may have left before reading them). Only events that name the message type
+// are decoded. Leaves `gone`: 1, then those ids.
+const UNREAD_IF_LAST = `
+local gone = {1}
+if redis.call('SCARD', KEYS[3]) == 0 then
+  for _, raw in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do
+    if string.find(raw, '"type":"message"', 1, true) then
+      local event = cjson.decode(raw)
+      if event.type == 'message' and type(event.message) == 'table' then
+        local read = false
+        if type(event.flags) == 'table' then
+          for _, flag in ipairs(event.flags) do
+            if flag == 'read' then read = true end
+          end
+        end
+        if not read then gone[#gone + 1] = event.message.id end
+      end
+    end
+  end
+end`;
+
+// Returns {} when the queue was gone already, else UNREAD_IF_LAST's `gone`.
 const DELETE_QUEUE = new LuaScript(
   'deleteQueue',
   `
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('DEL', KEYS[1], KEYS[2])
+if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
 redis.call('SREM', KEYS[3], ARGV[1])
+${UNREAD_IF_LAST}
+redis.call('DEL', KEYS[1], KEYS[2])
 redis.call('ZREM', KEYS[4], ARGV[1])
-return 1`,
+return gone`,
 );
 
-// Deletes a queue only if it is still past its deadline (a poll may have just refreshed it).
+// Deletes a queue only if it is still past its deadline (a poll may have just refreshed it);
+// returns as DELETE_QUEUE.
 const EXPIRE_QUEUE = new LuaScript(
   'expireQueue',
   `
 local deadline = redis.call('ZSCORE', KEYS[4], ARGV[1])
-if deadline and tonumber(deadline) > tonumber(ARGV[2]) then return 0 end
-redis.call('DEL', KEYS[1], KEYS[2])
+if deadline and tonumber(deadline) > tonumber(ARGV[2]) then return {} end
 redis.call('SREM', KEYS[3], ARGV[1])
+${UNREAD_IF_LAST}
+redis.call('DEL', KEYS[1], KEYS[2])
 redis.call('ZREM', KEYS[4], ARGV[1])
-return 1`,
+return gone`,
 );
+
+/** A queue just deleted or expired: when it was its user's last, the unread messages it held
+ * (else none). */
+export interface GoneQueue {
+  queueId: string;
+  userId: number;
+  unreadMessageIds: number[];
+}
+
+/** DELETE_QUEUE's or EXPIRE_QUEUE's answer, as a GoneQueue, or null if nothing was removed. */
+function goneQueue(queueId: string, userId: number, reply: unknown): GoneQueue | null {
+  const values = reply as number[];
+  if (values.length === 0) return null;
+  return { queueId, userId, unreadMessageIds: values.slice(1) };
+}
 
 export class QueueStore {
   constructor(
@@ -432,8 +475,9 @@ export class QueueStore {
     )) as number;
   }
 
-  async delete(meta: Pick<QueueMeta, 'shard' | 'queueId' | 'userId'>): Promise<boolean> {
-    const deleted = (await DELETE_QUEUE.run(
+  /** Deletes the queue; null if it was gone already. */
+  async delete(meta: Pick<QueueMeta, 'shard' | 'queueId' | 'userId'>): Promise<GoneQueue | null> {
+    const reply = await DELETE_QUEUE.run(
       this.redis,
       4,
       keys.queueMeta(meta.shard, meta.queueId),
@@ -441,12 +485,12 @@ export class QueueStore {
       keys.userQueues(meta.shard, meta.userId),
       keys.queueExpiry(meta.shard),
       meta.queueId,
-    )) as number;
-    return deleted === 1;
+    );
+    return goneQueue(meta.queueId, meta.userId, reply);
   }
 
-  /** Deletes the shard's queues whose deadline passed; returns their ids. */
-  async expire(shard: number, now: number): Promise<string[]> {
+  /** Deletes the shard's queues whose deadline passed. */
+  async expire(shard: number, now: number): Promise<GoneQueue[]> {
     const due = await this.redis.zrangebyscore(
       keys.queueExpiry(shard),
       '-inf',
@@ -455,20 +499,23 @@ export class QueueStore {
       0,
       500,
     );
-    const expired: string[] = [];
+    const expired: GoneQueue[] = [];
     for (const queueId of due) {
-      const owner = await this.redis.hget(keys.queueMeta(shard, queueId), 'user_id');
-      const removed = (await EXPIRE_QUEUE.run(
+      const userId = Number(
+        (await this.redis.hget(keys.queueMeta(shard, queueId), 'user_id')) ?? -1,
+      );
+      const reply = await EXPIRE_QUEUE.run(
         this.redis,
         4,
         keys.queueMeta(shard, queueId),
         keys.queueEvents(shard, queueId),
-        keys.userQueues(shard, Number(owner ?? -1)),
+        keys.userQueues(shard, userId),
         keys.queueExpiry(shard),
         queueId,
         String(now),
-      )) as number;
-      if (removed === 1) expired.push(queueId);
+      );
+      const gone = goneQueue(queueId, userId, reply);
+      if (gone) expired.push(gone);
     }
     return expired;
   }

@@ -28,6 +28,10 @@ export interface JobData {
   'email-notifications': { messageId: number; userIds: number[] };
   /** A user's missed-message emails, once the earliest waiting message is due. */
   'missed-message-email': { userId: number };
+  /** The user's last event queue went (deleted, or expired) holding these unread messages:
+   * those not emailed because a client was open are looked at again (Zulip's
+   * missedmessage_hook). */
+  'last-queue-gone': { userId: number; messageIds: number[] };
   /** The user read or lost messages whose mobile notifications are showing: they go. */
   'push-notification-removal': { userId: number; messageIds: number[] };
   /** A device registered with this server, to register with the push bouncer too. */
@@ -47,6 +51,7 @@ export const JOB_QUEUES: Record<JobName, QueueName> = {
   'push-notifications': 'push',
   'email-notifications': 'mail',
   'missed-message-email': 'mail',
+  'last-queue-gone': 'mail',
   'push-notification-removal': 'push',
   'push-device-registration': 'push',
   // Its own queue, as in Zulip: decoding large images must not hold up mail or pushes.

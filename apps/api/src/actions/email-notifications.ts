@@ -4,7 +4,9 @@
 // mentioned, the topic's followers and those who asked for the channel's emails) and queues
 // one `email-notifications` job per message after its commit. That job reads their settings,
 // picks Zulip's trigger (lib/push-notifications.ts emailTrigger) and keeps the users who are
-// idle: no client open that takes messages, or none active for OFFLINE_THRESHOLD_SECS. Each
+// idle: no client open that takes messages, or none active for OFFLINE_THRESHOLD_SECS; the
+// others' messages are set aside in Redis, and emailed if their last client goes without
+// reading them (the events tier's `last-queue-gone` job, Zulip's missedmessage_hook). Each
 // such message joins the user's waiting batch in scheduled_message_notification_email, or
 // starts one that waits the user's batching period; the batch's delayed `missed-message-email`
 // job mails its messages that are still unread and readable, one email per conversation, with
@@ -21,7 +23,7 @@ import {
   Role,
   type ActionContext,
 } from '@parley/db';
-import { getRedis, QueueStore, RELEASE_IF_HELD } from '@parley/events';
+import { getRedis, MAX_QUEUE_LIFESPAN_SECS, QueueStore, RELEASE_IF_HELD } from '@parley/events';
 import { enqueueJob, sendMail, type JobData } from '@parley/jobs';
 import { getLogger } from '@parley/logger';
 import { topicNarrowUrl } from '@parley/markdown';
@@ -65,13 +67,47 @@ interface CandidateRow {
   active_recently: boolean;
 }
 
+/** Messages a user was not emailed of because a client of theirs was open (a sorted set of
+ * message ids, scored by when): the `last-queue-gone` job looks at them again if that client
+ * leaves without reading them. An entry is kept as long as a queue can live, and a day more. */
+const setAsideKey = (userId: number) => `email-notifications:set-aside:${userId}`;
+const SET_ASIDE_RETAIN_MS = (MAX_QUEUE_LIFESPAN_SECS + 86_400) * 1000;
+
 /** The `email-notifications` job: each candidate's trigger, for the idle ones a waiting row and
- * its delayed job. Returns how many users will be emailed. Run again (a retry), it schedules
- * nobody twice: a row is one per user and message, and its job's id is the row's. */
-export async function scheduleEmailNotifications({
+ * its delayed job; the others are set aside. Returns how many users will be emailed. Run again
+ * (a retry), it schedules nobody twice: a row is one per user and message, and its job's id is
+ * the row's. */
+export function scheduleEmailNotifications({
   messageId,
   userIds,
 }: JobData['email-notifications']): Promise<number> {
+  return schedule(messageId, userIds, { clientsGone: false });
+}
+
+/** The `last-queue-gone` job (Zulip's missedmessage_hook): the user's last client went, its
+ * queue holding these unread messages. Those the send's job set aside because that client was
+ * open are decided again, the user idle now (by their settings and the messages' flags as they
+ * are now). Returns how many will be emailed. */
+export async function emailAfterLastQueueGone({
+  userId,
+  messageIds,
+}: JobData['last-queue-gone']): Promise<number> {
+  const redis = getRedis();
+  const key = setAsideKey(userId);
+  const scores = await redis.zmscore(key, ...messageIds);
+  const setAside = messageIds.filter((_, index) => scores[index] !== null);
+  let scheduled = 0;
+  for (const messageId of setAside)
+    scheduled += await schedule(messageId, [userId], { clientsGone: true });
+  if (setAside.length > 0) await redis.zrem(key, ...setAside);
+  return scheduled;
+}
+
+async function schedule(
+  messageId: number,
+  userIds: number[],
+  { clientsGone }: { clientsGone: boolean },
+): Promise<number> {
   const prisma = getPrisma();
   if (userIds.length === 0) return 0;
   const message = await prisma.message.findUnique({
@@ -122,10 +158,14 @@ export async function scheduleEmailNotifications({
     );
     return trigger ? [{ row, trigger }] : [];
   });
-  // Zulip's idle: off Zulip (no queue takes messages), or present but inactive.
-  const present = await new QueueStore(getRedis(), getConfig().EVENT_SHARDS).acceptingMessages(
-    triggered.filter(({ row }) => row.active_recently).map(({ row }) => row.id),
-  );
+  // Zulip's idle: off Zulip (no queue takes messages), or present but inactive. Those present
+  // are set aside, for when their last client goes.
+  const present = clientsGone
+    ? new Set<number>()
+    : await new QueueStore(getRedis(), getConfig().EVENT_SHARDS).acceptingMessages(
+        triggered.filter(({ row }) => row.active_recently).map(({ row }) => row.id),
+      );
+  if (present.size > 0) await setAsideFor([...present], messageId);
   const notified = triggered
     .filter(({ row }) => !present.has(row.id))
     .map(({ row, trigger }) => ({ userId: row.id, trigger, period: row.period }));
@@ -156,6 +196,21 @@ export async function scheduleEmailNotifications({
       greatest(0, extract(epoch FROM scheduled_timestamp - now()) * 1000)::float8 AS delay_ms`;
   await Promise.all(rows.map((row) => queueMailing(row.user_id, `${row.due_ms}`, row.delay_ms)));
   return rows.length;
+}
+
+async function setAsideFor(userIds: number[], messageId: number): Promise<void> {
+  const now = Date.now();
+  const pipeline = getRedis().pipeline();
+  for (const userId of userIds) {
+    const key = setAsideKey(userId);
+    pipeline
+      .zadd(key, now, messageId)
+      .zremrangebyscore(key, '-inf', now - SET_ASIDE_RETAIN_MS)
+      .pexpire(key, SET_ASIDE_RETAIN_MS);
+  }
+  const results = await pipeline.exec();
+  const failed = results?.find(([error]) => error)?.[0];
+  if (failed) throw failed;
 }
 
 /** The job that mails a user's batch due at `dueMs`; queuing it again does nothing. */
