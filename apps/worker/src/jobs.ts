@@ -6,6 +6,7 @@ import {
   scheduleEmailNotifications,
   sendMissedMessageEmails,
 } from '@parley/api/actions/email-notifications';
+import { notifyAddedMentions } from '@parley/api/actions/added-mention-notifications';
 import { requeueUnsentInvitationEmails, sendInvitationEmail } from '@parley/api/actions/invites';
 import { registerWithBouncer } from '@parley/api/actions/push-devices';
 import {
@@ -36,6 +37,9 @@ export const JOB_HANDLERS: JobHandlers = {
   },
   'email-notifications': async (data) => {
     await scheduleEmailNotifications(data);
+  },
+  'added-mention-notifications': async (data) => {
+    await notifyAddedMentions(data);
   },
   'last-queue-gone': async (data) => {
     await emailAfterLastQueueGone(data);

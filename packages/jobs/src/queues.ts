@@ -32,6 +32,9 @@ export interface JobData {
    * those not emailed because a client was open are looked at again (Zulip's
    * missedmessage_hook). */
   'last-queue-gone': { userId: number; messageIds: number[] };
+  /** The users an edit of a channel message at `editedAt` (ms) newly mentions: notified as of
+   * a mention (Zulip's maybe_enqueue_notifications_for_message_update). */
+  'added-mention-notifications': { messageId: number; userIds: number[]; editedAt: number };
   /** The user read or lost messages whose mobile notifications are showing: they go. */
   'push-notification-removal': { userId: number; messageIds: number[] };
   /** A device registered with this server, to register with the push bouncer too. */
@@ -52,6 +55,7 @@ export const JOB_QUEUES: Record<JobName, QueueName> = {
   'email-notifications': 'mail',
   'missed-message-email': 'mail',
   'last-queue-gone': 'mail',
+  'added-mention-notifications': 'push',
   'push-notification-removal': 'push',
   'push-device-registration': 'push',
   // Its own queue, as in Zulip: decoding large images must not hold up mail or pushes.

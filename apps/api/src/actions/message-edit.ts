@@ -46,6 +46,7 @@ import {
 import { streamUpdateEvent } from '../presenters/streams';
 import { checkCanCreateTopic, checkContent, checkTopic, checkTopicPolicy } from './messages';
 import type { Attachment } from '../lib/attachments';
+import { queueAddedMentionNotifications } from './added-mention-notifications';
 import { queuePushRemovalsOnCommit } from './push-notifications';
 import { doUpdateAttachmentLinks } from './uploads';
 import { doAutoFollowOnMove, doMoveTopicPolicies } from './user-topics';
@@ -352,7 +353,13 @@ export async function doUpdateMessage(
   const ids = [message.id, ...others].sort((a, b) => a - b);
 
   if (edit.content !== undefined && rendered) {
-    await updateMentionFlags(tx, message, rendered);
+    const mentionedNow = (await updateMentionFlags(tx, message, rendered)).filter(
+      (id) => id !== message.senderId,
+    );
+    // Zulip notifies of mentions an edit adds, in channels only (a direct message's recipients
+    // were notified of it already).
+    if (message.isChannelMessage && mentionedNow.length > 0)
+      queueAddedMentionNotifications(ctx, message.id, mentionedNow, now);
     await updateAlertWordFlags(tx, message, edit.content);
     const links = await doUpdateAttachmentLinks(ctx, user, message, edit.content);
     detached = links.detached;
@@ -441,27 +448,47 @@ async function topicMessagesToMove(tx: Tx, user: User, edit: CheckedEdit): Promi
   return rows.map((r) => r.id);
 }
 
-/** A content edit re-renders mentions: mentioned and wildcard flags follow the new text. */
-async function updateMentionFlags(tx: Tx, message: Message, rendered: Rendered): Promise<void> {
+/** A content edit re-renders mentions: mentioned and wildcard flags follow the new text.
+ * Returns who is mentioned now and was not before (Zulip's prior_mention_user_ids: wildcard
+ * mentions count), in the statements that set the flags. */
+async function updateMentionFlags(tx: Tx, message: Message, rendered: Rendered): Promise<number[]> {
   const mentionBits =
     flagBit('mentioned') |
     flagBit('stream_wildcard_mentioned') |
     flagBit('topic_wildcard_mentioned');
-  await tx.$executeRaw`UPDATE user_message SET flags = flags & ${~mentionBits}
-    WHERE message_id = ${message.id}`;
+  type Holder = { user_profile_id: number };
+  const prior = await tx.$queryRaw<Holder[]>`UPDATE user_message SET flags = flags & ${~mentionBits}
+    WHERE message_id = ${message.id} AND (flags & ${mentionBits}) <> 0
+    RETURNING user_profile_id`;
+  const now: Holder[] = [];
   const { mentions } = rendered;
   const mentioned = new Set(mentions.userIds);
   if (mentions.groupIds.size > 0)
     for (const id of await activeMemberIds([...mentions.groupIds])) mentioned.add(id);
   if (mentioned.size > 0)
-    await tx.$executeRaw`UPDATE user_message SET flags = flags | ${flagBit('mentioned')}
-      WHERE message_id = ${message.id} AND user_profile_id = ANY(${[...mentioned]}::int[])`;
+    now.push(
+      ...(await tx.$queryRaw<
+        Holder[]
+      >`UPDATE user_message SET flags = flags | ${flagBit('mentioned')}
+      WHERE message_id = ${message.id} AND user_profile_id = ANY(${[...mentioned]}::int[])
+      RETURNING user_profile_id`),
+    );
   if (mentions.wildcard === 'channel')
-    await tx.$executeRaw`UPDATE user_message SET flags = flags | ${flagBit('stream_wildcard_mentioned')}
-      WHERE message_id = ${message.id}`;
+    now.push(
+      ...(await tx.$queryRaw<
+        Holder[]
+      >`UPDATE user_message SET flags = flags | ${flagBit('stream_wildcard_mentioned')}
+      WHERE message_id = ${message.id} RETURNING user_profile_id`),
+    );
   if (mentions.wildcard === 'topic')
-    await tx.$executeRaw`UPDATE user_message SET flags = flags | ${flagBit('topic_wildcard_mentioned')}
-      WHERE message_id = ${message.id}`;
+    now.push(
+      ...(await tx.$queryRaw<
+        Holder[]
+      >`UPDATE user_message SET flags = flags | ${flagBit('topic_wildcard_mentioned')}
+      WHERE message_id = ${message.id} RETURNING user_profile_id`),
+    );
+  const before = new Set(prior.map((row) => row.user_profile_id));
+  return [...new Set(now.map((row) => row.user_profile_id))].filter((id) => !before.has(id));
 }
 
 /** A content edit sets or clears has_alert_word for everyone with a copy, by the new text. */
