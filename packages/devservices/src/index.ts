@@ -228,7 +228,7 @@ function stopChild(child: ChildProcess): Promise<void> {
 }
 
 export { repoRoot, runMigrations } from './migrations';
-export { freePort } from './ports';
+export { freePort, releasePort } from './ports';
 export {
   redisServerBinary,
   startOwnPostgres,

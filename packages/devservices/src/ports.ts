@@ -6,15 +6,24 @@
 // below that range, which connections never use; a lock file per port keeps two processes (a
 // test run and a benchmark) from picking the same one, and binding the port first skips those
 // other programs listen on.
-import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const LOCK_DIR = join(tmpdir(), 'parley-ports');
-const held = new Set<string>();
+const heldFiles = new Set<string>();
 process.on('exit', () => {
-  for (const file of held) {
+  for (const file of heldFiles) {
     try {
       unlinkSync(file);
     } catch {
@@ -23,15 +32,16 @@ process.on('exit', () => {
   }
 });
 
-/** The ports to pick from: below Linux's ephemeral range, else a range below other systems'
- * (49152 and up). */
+/** The ports to pick from: below Linux's ephemeral range (down to 10000, above the usual
+ * services' ports), else above it, else a range below other systems' (49152 and up). */
 function candidateRange(): [number, number] {
   try {
-    const [low] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8')
+    const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8')
       .trim()
       .split(/\s+/)
       .map(Number);
-    if (low !== undefined && low - 20_000 >= 2_000) return [20_000, low - 1];
+    if (low !== undefined && low - 10_000 >= 2_000) return [10_000, low - 1];
+    if (high !== undefined && 65_535 - high >= 2_000) return [high + 1, 65_535];
   } catch {
     // Not Linux.
   }
@@ -47,7 +57,19 @@ function alive(pid: number): boolean {
   }
 }
 
-/** Takes the port's lock file for this process; false when a live process holds it. */
+/** A lock file an owner writes its pid into right after creating it: empty for longer than
+ * this, its owner died in between. */
+const UNWRITTEN_LOCK_MS = 10_000;
+
+/** Whether the lock file at `file` is held (by a live process, this one included: a port is
+ * handed out once). */
+function isHeld(file: string): boolean {
+  const owner = Number(readFileSync(file, 'utf8'));
+  if (Number.isInteger(owner) && owner > 0) return alive(owner);
+  return Date.now() - statSync(file).mtimeMs < UNWRITTEN_LOCK_MS;
+}
+
+/** Takes the port's lock file for this process; false when another holds it. */
 function lock(port: number): boolean {
   const file = join(LOCK_DIR, String(port));
   for (let attempt = 0; attempt < 2; attempt++) {
@@ -55,19 +77,19 @@ function lock(port: number): boolean {
       const fd = openSync(file, 'wx');
       writeSync(fd, String(process.pid));
       closeSync(fd);
-      held.add(file);
+      heldFiles.add(file);
       return true;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      const owner = Number(readFileSync(file, 'utf8'));
-      // Held by a live process (this one included: a port is handed out once); a dead one's
-      // lock is stale.
-      if (!Number.isInteger(owner) || owner <= 0 || alive(owner)) return false;
-      try {
-        unlinkSync(file);
-      } catch {
-        return false;
-      }
+    }
+    try {
+      if (isHeld(file)) return false;
+      // Stale: its owner is gone. Another caller may reclaim it at the same moment; the
+      // bind check below still keeps two servers off one port.
+      unlinkSync(file);
+    } catch (error) {
+      // Released or reclaimed meanwhile: try to take it again.
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
     }
   }
   return false;
@@ -82,13 +104,30 @@ function bindable(port: number): Promise<boolean> {
 }
 
 /** A loopback port nothing listens on, that no connection will take and that no other caller
- * of freePort (in this process or another) gets until this process exits. */
+ * of freePort (in this process or another) gets until this process exits or releases it. */
 export async function freePort(): Promise<number> {
-  mkdirSync(LOCK_DIR, { recursive: true, mode: 0o777 });
+  mkdirSync(LOCK_DIR, { recursive: true });
+  // Shared by every user of the machine (as /tmp is), whatever this process's umask.
+  try {
+    chmodSync(LOCK_DIR, 0o1777);
+  } catch {
+    // Another user's directory: it was made shared when created.
+  }
   const [low, high] = candidateRange();
   for (let attempt = 0; attempt < 200; attempt++) {
     const port = low + Math.floor(Math.random() * (high - low + 1));
     if (lock(port) && (await bindable(port))) return port;
   }
   throw new Error(`no free loopback port between ${low} and ${high}`);
+}
+
+/** Gives the port back to other callers of freePort (its server has stopped). */
+export function releasePort(port: number): void {
+  const file = join(LOCK_DIR, String(port));
+  if (!heldFiles.delete(file)) return;
+  try {
+    unlinkSync(file);
+  } catch {
+    // Already gone.
+  }
 }

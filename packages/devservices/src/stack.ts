@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { repoRoot } from './migrations';
-import { freePort } from './ports';
+import { freePort, releasePort } from './ports';
 
 /** Children that must not outlive this process. A benchmark or test that dies on an error
  * (an uncaught exception, an unhandled rejection, process.exit) skips its `finally`; its
@@ -335,6 +335,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       for (const replica of replicas)
         replica.process.kill(nodeArgsOf(kindOf(replica)).length > 0 ? 'SIGTERM' : 'SIGKILL');
       await Promise.all([exited(proxy), ...replicas.map((r) => exited(r.process))]);
+      for (const port of [nginxPort, ...replicas.map((r) => r.port)]) releasePort(port);
       rmSync(dir, { recursive: true, force: true });
     },
   };
