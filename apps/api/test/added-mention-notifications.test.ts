@@ -3,7 +3,7 @@
 // who is pushed and who emailed.
 import { Queue } from 'bullmq';
 import { getConfig } from '@parley/config';
-import { afterAnswerSettled, getPrisma, Role, type User } from '@parley/db';
+import { afterAnswerSettled, flagBit, getPrisma, Role, type User } from '@parley/db';
 import { closeQueues } from '@parley/jobs';
 import { notifyAddedMentions } from '../src/actions/added-mention-notifications';
 import { as, createTestUser, expectSuccess } from './helpers';
@@ -33,9 +33,13 @@ async function joinGeneral(fullName: string): Promise<User> {
   return user;
 }
 
-async function sendToGeneral(content: string): Promise<number> {
+async function sendToGeneral(
+  content: string,
+  topic = 'edits',
+  sender = org.owner,
+): Promise<number> {
   const id = expectSuccess(
-    await send(org.owner, org.host, { type: 'stream', to: 'general', topic: 'edits', content }),
+    await send(sender, org.host, { type: 'stream', to: 'general', topic, content }),
   ).id as number;
   await afterAnswerSettled();
   return id;
@@ -93,6 +97,39 @@ describe('mentions an edit adds', () => {
       recipients: [{ userId: phone.id, trigger: 'stream_wildcard_mentioned' }],
     });
     await push?.remove();
+  });
+
+  it('@topic reaches those who posted in the topic, as on send', async () => {
+    const poster = await joinGeneral('Pete Poster');
+    const lurker = await joinGeneral('Lucy Lurker');
+    await sendToGeneral('first!', 'participants', poster);
+    const id = await sendToGeneral('a question', 'participants');
+    const job = await edit(id, 'a question, @**topic**');
+    expect(job?.userIds).toContain(poster.id);
+    expect(job?.userIds).not.toContain(lurker.id);
+    const flags = await prisma().userMessage.findMany({
+      where: { messageId: id, userId: { in: [poster.id, lurker.id] } },
+    });
+    const topicWildcard = (userId: number) =>
+      (flags.find((row) => row.userId === userId)!.flags & flagBit('topic_wildcard_mentioned')) !==
+      0n;
+    expect(topicWildcard(poster.id)).toBe(true);
+    expect(topicWildcard(lurker.id)).toBe(false);
+  });
+
+  it('not those who follow the topic (notified of it anyway)', async () => {
+    const follower = await joinGeneral('Fay Follower');
+    expectSuccess(
+      await as(follower, org.host).post('/user_topics', {
+        stream_id: org.general.id,
+        topic: 'followed',
+        visibility_policy: 3,
+      }),
+    );
+    const id = await sendToGeneral('news', 'followed');
+    const job = await edit(id, 'news for @**Fay Follower**');
+    expect(job?.userIds).toEqual([follower.id]);
+    expect(await notifyAddedMentions(job!)).toEqual({ pushed: 0, emailed: 0 });
   });
 
   it('not those the message notified anyway, nor for direct messages, nor muters', async () => {

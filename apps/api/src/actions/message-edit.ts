@@ -12,6 +12,7 @@ import {
   type Stream,
   type Tx,
   type User,
+  type UserMessageFlag,
 } from '@parley/db';
 import { JsonableError, MessageMoveError } from '@parley/errors';
 import { topicLinks, type Rendered } from '@parley/markdown';
@@ -353,13 +354,13 @@ export async function doUpdateMessage(
   const ids = [message.id, ...others].sort((a, b) => a - b);
 
   if (edit.content !== undefined && rendered) {
-    const mentionedNow = (await updateMentionFlags(tx, message, rendered)).filter(
+    const newlyMentioned = (await updateMentionFlags(tx, message, rendered)).filter(
       (id) => id !== message.senderId,
     );
     // Zulip notifies of mentions an edit adds, in channels only (a direct message's recipients
     // were notified of it already).
-    if (message.isChannelMessage && mentionedNow.length > 0)
-      queueAddedMentionNotifications(ctx, message.id, mentionedNow, now);
+    if (message.isChannelMessage && newlyMentioned.length > 0)
+      queueAddedMentionNotifications(ctx, message.id, newlyMentioned, now);
     await updateAlertWordFlags(tx, message, edit.content);
     const links = await doUpdateAttachmentLinks(ctx, user, message, edit.content);
     detached = links.detached;
@@ -450,45 +451,47 @@ async function topicMessagesToMove(tx: Tx, user: User, edit: CheckedEdit): Promi
 
 /** A content edit re-renders mentions: mentioned and wildcard flags follow the new text.
  * Returns who is mentioned now and was not before (Zulip's prior_mention_user_ids: wildcard
- * mentions count), in the statements that set the flags. */
+ * mentions count), read from the statements that set the flags. */
 async function updateMentionFlags(tx: Tx, message: Message, rendered: Rendered): Promise<number[]> {
   const mentionBits =
     flagBit('mentioned') |
     flagBit('stream_wildcard_mentioned') |
     flagBit('topic_wildcard_mentioned');
   type Holder = { user_profile_id: number };
-  const prior = await tx.$queryRaw<Holder[]>`UPDATE user_message SET flags = flags & ${~mentionBits}
+  const setFlag = (flag: UserMessageFlag, only: Prisma.Sql) =>
+    tx.$queryRaw<Holder[]>`UPDATE user_message SET flags = flags | ${flagBit(flag)}
+      WHERE message_id = ${message.id} ${only} RETURNING user_profile_id`;
+  const heldBefore = await tx.$queryRaw<Holder[]>`
+    UPDATE user_message SET flags = flags & ${~mentionBits}
     WHERE message_id = ${message.id} AND (flags & ${mentionBits}) <> 0
     RETURNING user_profile_id`;
-  const now: Holder[] = [];
+  const heldAfter: Holder[] = [];
   const { mentions } = rendered;
   const mentioned = new Set(mentions.userIds);
   if (mentions.groupIds.size > 0)
     for (const id of await activeMemberIds([...mentions.groupIds])) mentioned.add(id);
   if (mentioned.size > 0)
-    now.push(
-      ...(await tx.$queryRaw<
-        Holder[]
-      >`UPDATE user_message SET flags = flags | ${flagBit('mentioned')}
-      WHERE message_id = ${message.id} AND user_profile_id = ANY(${[...mentioned]}::int[])
-      RETURNING user_profile_id`),
+    heldAfter.push(
+      ...(await setFlag(
+        'mentioned',
+        Prisma.sql`AND user_profile_id = ANY(${[...mentioned]}::int[])`,
+      )),
     );
   if (mentions.wildcard === 'channel')
-    now.push(
-      ...(await tx.$queryRaw<
-        Holder[]
-      >`UPDATE user_message SET flags = flags | ${flagBit('stream_wildcard_mentioned')}
-      WHERE message_id = ${message.id} RETURNING user_profile_id`),
-    );
+    heldAfter.push(...(await setFlag('stream_wildcard_mentioned', Prisma.empty)));
+  // In a channel, @topic reaches those who posted in the topic, as on send.
   if (mentions.wildcard === 'topic')
-    now.push(
-      ...(await tx.$queryRaw<
-        Holder[]
-      >`UPDATE user_message SET flags = flags | ${flagBit('topic_wildcard_mentioned')}
-      WHERE message_id = ${message.id} RETURNING user_profile_id`),
+    heldAfter.push(
+      ...(await setFlag(
+        'topic_wildcard_mentioned',
+        message.isChannelMessage
+          ? Prisma.sql`AND user_profile_id IN (SELECT sender_id FROM message
+              WHERE recipient_id = ${message.recipientId} AND upper(subject) = upper(${message.subject}))`
+          : Prisma.empty,
+      )),
     );
-  const before = new Set(prior.map((row) => row.user_profile_id));
-  return [...new Set(now.map((row) => row.user_profile_id))].filter((id) => !before.has(id));
+  const before = new Set(heldBefore.map((row) => row.user_profile_id));
+  return [...new Set(heldAfter.map((row) => row.user_profile_id))].filter((id) => !before.has(id));
 }
 
 /** A content edit sets or clears has_alert_word for everyone with a copy, by the new text. */
