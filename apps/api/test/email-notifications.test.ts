@@ -24,6 +24,7 @@ import {
   scheduleEmailNotifications,
   sendMissedMessageEmails,
 } from '../src/actions/email-notifications';
+import { pushAfterLastQueueGone, sendPushNotifications } from '../src/actions/push-notifications';
 import { createApp } from '../src/app';
 import { as, createTestUser, expectSuccess } from './helpers';
 import { createMessageOrg, send, type MessageOrg } from './message-helpers';
@@ -427,10 +428,10 @@ describe('when the last client goes (Zulip’s missedmessage_hook)', () => {
       }),
     );
     await closeClient(twoTabs, second);
+    // The Welcome Bot's message was never a candidate, so never set aside: not reported.
     const job = await goneJob(second);
-    expect(job?.messageIds).toEqual(expect.arrayContaining([unread, read, welcome]));
-    // The Welcome Bot's message was never a candidate (so never set aside); the read one is not
-    // emailed.
+    expect(job?.messageIds.sort((a, b) => a - b)).toEqual([unread, read]);
+    // The one read meanwhile is not emailed.
     expect(await emailAfterLastQueueGone(job!)).toBe(1);
     expect((await waiting(twoTabs)).map((row) => row.messageId)).toEqual([unread]);
 
@@ -442,8 +443,58 @@ describe('when the last client goes (Zulip’s missedmessage_hook)', () => {
     await waitForQueued(idle, queueId, id);
     expect(await mailNow(idle)).toBe(1);
     await closeClient(idle, queueId);
-    expect(await emailAfterLastQueueGone((await goneJob(queueId))!)).toBe(0);
-    expect(await waiting(idle)).toEqual([]);
+    expect(await goneJob(queueId)).toBeUndefined();
+  });
+
+  it('pushes wait too, for those who turned enable_online_push_notifications off', async () => {
+    const pushQueue = new Queue('push', { connection: { url: getConfig().REDIS_URL } });
+    try {
+      const quiet = await newMember('Quincy Quietphone');
+      const loud = await newMember('Lola Loudphone');
+      for (const [user, token] of [
+        [quiet, 'quiet-token'],
+        [loud, 'loud-token'],
+      ] as const)
+        expectSuccess(await as(user, org.host).post('/users/me/android_gcm_reg_id', { token }));
+      expectSuccess(
+        await as(quiet, org.host).patch('/settings', { enable_online_push_notifications: false }),
+      );
+      const quietQueue = await openClient(quiet);
+      await openClient(loud);
+      const id = await sent(org.owner, {
+        type: 'direct',
+        to: JSON.stringify([quiet.id, loud.id]),
+        content: 'both of you',
+      });
+      const job = await pushQueue.getJob(`push-notifications-${id}`);
+      expect(job?.data.recipients.map((r: { userId: number }) => r.userId).sort()).toEqual(
+        [quiet.id, loud.id].sort(),
+      );
+      // Both present: Lola takes pushes while online (Zulip's default), Quincy does not.
+      expect(await sendPushNotifications(job!.data)).toBe(1);
+      const pushedTo = async () =>
+        (await prisma().pushNotificationLog.findMany({ where: { messageId: id } })).map(
+          (row) => row.userId,
+        );
+      expect(await pushedTo()).toEqual([loud.id]);
+      await waitForQueued(quiet, quietQueue, id);
+      await closeClient(quiet, quietQueue);
+      const gone = (await goneJob(quietQueue))!;
+      expect(await pushAfterLastQueueGone(gone.userId, gone.messageIds)).toBe(1);
+      const later = (await pushQueue.getJobs(['waiting', 'delayed', 'prioritized'])).find(
+        (queued) => queued.id?.startsWith(`push-notifications-${id}-for-${quiet.id}-`),
+      );
+      expect(later?.data).toEqual({
+        messageId: id,
+        recipients: [{ userId: quiet.id, trigger: 'direct_message' }],
+      });
+      expect(await sendPushNotifications(later!.data)).toBe(1);
+      expect((await pushedTo()).sort()).toEqual([quiet.id, loud.id].sort());
+      // No longer set aside: a retried job pushes nothing more.
+      expect(await pushAfterLastQueueGone(gone.userId, gone.messageIds)).toBe(0);
+    } finally {
+      await pushQueue.close();
+    }
   });
 
   it('a queue that expires is the same as one deleted', async () => {

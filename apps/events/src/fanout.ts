@@ -248,13 +248,20 @@ export class Fanout {
       if (now - this.lastGc >= this.options.gcIntervalMs) {
         this.lastGc = now;
         for (const shard of this.held.keys()) {
-          const expired = await this.store.expire(shard, now);
-          if (expired.length > 0) {
-            await Promise.all(
-              expired.map((gone) => redis.publish(keys.wake(shard), `d:${gone.queueId}`)),
-            );
-            this.options.onExpired?.(expired);
+          // Each queue removed is reported at once, so a failure later in the batch (logged
+          // with the tick) loses no report; its parked polls are woken.
+          const wakeUps: Promise<unknown>[] = [];
+          let woken: PromiseSettledResult<unknown>[] = [];
+          try {
+            await this.store.expire(shard, now, (gone) => {
+              this.options.onExpired?.([gone]);
+              wakeUps.push(redis.publish(keys.wake(shard), `d:${gone.queueId}`));
+            });
+          } finally {
+            woken = await Promise.allSettled(wakeUps);
           }
+          const failed = woken.find((result) => result.status === 'rejected');
+          if (failed) throw failed.reason;
         }
       }
     } catch (error) {

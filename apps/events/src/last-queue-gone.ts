@@ -1,10 +1,11 @@
 // Zulip's missedmessage_hook. A message that arrives while its recipient has a client open is
-// not emailed (the job of the send finds the user present); if that client then goes away
-// without reading it (a laptop closed, a tab shut), its queue is deleted or expires holding
-// the message, and that is the moment to email it after all. The queue's removal reports the
-// unread messages it held when it was the user's last (QueueStore's GoneQueue); this queues
-// the `last-queue-gone` job, which emails those of them the send's job had set aside
-// (apps/api/src/actions/email-notifications.ts).
+// not emailed, nor pushed to a user who turned enable_online_push_notifications off (the
+// send's jobs find the user present); if that client then goes away without reading it (a
+// laptop closed, a tab shut), its queue is deleted or expires holding the message, and that is
+// the moment to notify after all. The queue's removal reports the unread messages it held when
+// it was the user's last (QueueStore's GoneQueue); this queues the `last-queue-gone` job, which
+// sends the notifications of them the send's jobs had set aside
+// (apps/api/src/actions/set-aside-notifications.ts).
 import { type GoneQueue } from '@parley/events';
 import { enqueueJob } from '@parley/jobs';
 import { getLogger } from '@parley/logger';

@@ -49,6 +49,8 @@ export async function startEventsService(
     log,
   });
   await poller.start();
+  // The garbage collector's `last-queue-gone` jobs being queued: stopping waits for them.
+  const queuingJobs = new Set<Promise<void>>();
   const fanout =
     options.fanout === false
       ? null
@@ -69,7 +71,10 @@ export async function startEventsService(
           retainMs: config.EVENTS_LOG_RETAIN_MS,
           gcIntervalMs: options.gcIntervalMs ?? config.EVENTS_GC_INTERVAL_MS,
           log,
-          onExpired: (gone) => void queueLastQueueGone(gone),
+          onExpired: (gone) => {
+            const queuing = queueLastQueueGone(gone).finally(() => queuingJobs.delete(queuing));
+            queuingJobs.add(queuing);
+          },
         });
   fanout?.start();
   const service: EventsService = {
@@ -80,6 +85,7 @@ export async function startEventsService(
       untrack();
       poller.drain();
       await fanout?.stop();
+      await Promise.all(queuingJobs);
       subscriber.disconnect();
       await redis.quit().catch(() => redis.disconnect());
     },

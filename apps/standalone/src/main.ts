@@ -91,10 +91,11 @@ async function main(): Promise<void> {
       },
       onClosed: async () => {
         await relay.stop();
+        // The events tier first: its garbage collector may still queue jobs.
+        await events.stop();
         await workers.close();
         await closeQueues();
         closeMail();
-        await events.stop();
         // The last jobs' published outbox rows (relay.stop waited for the requests' own).
         await outboxSettled(SETTLE_ON_STOP_MS);
         await Promise.all([

@@ -11,6 +11,7 @@ import { requeueUnsentInvitationEmails, sendInvitationEmail } from '@parley/api/
 import { registerWithBouncer } from '@parley/api/actions/push-devices';
 import {
   prunePushNotificationLog,
+  pushAfterLastQueueGone,
   sendPushNotificationRemoval,
   sendPushNotifications,
 } from '@parley/api/actions/push-notifications';
@@ -43,6 +44,7 @@ export const JOB_HANDLERS: JobHandlers = {
   },
   'last-queue-gone': async (data) => {
     await emailAfterLastQueueGone(data);
+    await pushAfterLastQueueGone(data.userId, data.messageIds);
   },
   'missed-message-email': async (data) => {
     await sendMissedMessageEmails(data);

@@ -46,6 +46,11 @@ export const keys = {
   queueMeta: (shard: number, queueId: string) => `${tag(shard)}:q:${queueId}:meta`,
   /** List of the queue's events as JSON, oldest first. */
   queueEvents: (shard: number, queueId: string) => `${tag(shard)}:q:${queueId}:events`,
+  /** Messages whose `kind` notification was not sent to the user because a client of theirs
+   * was open (a sorted set of message ids; apps/api/src/actions/set-aside-notifications.ts).
+   * On the user's shard: removing the user's last queue reads it in the same script. */
+  setAside: (shard: number, kind: 'email' | 'push', userId: number) =>
+    `${tag(shard)}:set-aside:${kind}:${userId}`,
 };
 
 /** Lease of the API replica whose outbox relay is active (one at a time is enough). */

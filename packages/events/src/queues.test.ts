@@ -241,7 +241,7 @@ describe('QueueStore', () => {
     expect(await store.meta(fresh.meta.queueId)).not.toBeNull();
   });
 
-  it('reports the unread messages a user’s last queue held when it goes (Zulip’s missedmessage_hook)', async () => {
+  it('reports the unread, set-aside messages a user’s last queue held when it goes (Zulip’s missedmessage_hook)', async () => {
     const { store, meta: first } = await queueWithEvents(0);
     const second = (await store.meta(await store.create(first.userId, 1, options)))!;
     const message = (id: number, flags: string[]) => ({
@@ -256,23 +256,55 @@ describe('QueueStore', () => {
         // Another type of event that holds an object of the message type.
         { type: 'submessage', message_id: 14, detail: { type: 'message' } },
         message(13, ['mentioned']),
+        message(15, []),
       ];
       await getRedis().rpush(
         keys.queueEvents(meta.shard, meta.queueId),
         ...events.map((event, id) => JSON.stringify({ id, ...event })),
       );
     }
-    // Another queue of the user is left: nothing to report.
-    expect(await store.delete(first)).toMatchObject({ unreadMessageIds: [] });
-    // The last one, expired.
-    await store.touch(second, 1);
-    const gone = (await store.expire(second.shard, Date.now())).find(
-      (queue) => queue.queueId === second.queueId,
+    // Nothing set aside yet: nothing to report, whatever the queue holds.
+    const third = (await store.meta(await store.create(first.userId, 1, options)))!;
+    await getRedis().rpush(
+      keys.queueEvents(third.shard, third.queueId),
+      JSON.stringify({ id: 0, ...message(11, []) }),
+      // An event that does not decode is skipped, not an error.
+      '{"id":1,"type":"message","message":{',
     );
+    await store.delete(first);
+    await store.delete(second);
+    expect(await store.delete(third)).toMatchObject({ unreadMessageIds: [] });
+
+    const fourth = (await store.meta(await store.create(first.userId, 1, options)))!;
+    const fifth = (await store.meta(await store.create(first.userId, 1, options)))!;
+    for (const meta of [fourth, fifth])
+      await getRedis().rpush(
+        keys.queueEvents(meta.shard, meta.queueId),
+        ...[11, 12, 13, 15].map((id, index) =>
+          JSON.stringify({ id: index, ...message(id, id === 12 ? ['read'] : []) }),
+        ),
+        '{"id":9,"type":"message","message":{',
+      );
+    const setAside = (kind: 'email' | 'push', ...ids: number[]) =>
+      getRedis().zadd(
+        keys.setAside(first.shard, kind, first.userId),
+        ...ids.flatMap((id) => [Date.now(), id]),
+      );
+    await setAside('email', 11, 12);
+    await setAside('push', 13);
+    // Another queue of the user is left: nothing to report.
+    expect(await store.delete(fourth)).toMatchObject({ unreadMessageIds: [] });
+    // The last one, expired: the unread ones set aside, of either kind.
+    await store.touch(fifth, 1);
+    const reported: string[] = [];
+    const gone = (
+      await store.expire(fifth.shard, Date.now(), (queue) => reported.push(queue.queueId))
+    ).find((queue) => queue.queueId === fifth.queueId);
     expect(gone).toEqual({
-      queueId: second.queueId,
-      userId: second.userId,
+      queueId: fifth.queueId,
+      userId: fifth.userId,
       unreadMessageIds: [11, 13],
     });
+    expect(reported).toContain(fifth.queueId);
   });
 });

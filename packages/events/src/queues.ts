@@ -200,60 +200,80 @@ export type PollResult<E = QueuedEvent> =
 
 // After a queue's removal from its user's set (KEYS[3]), before its events (KEYS[2]) go: when
 // it was the user's last queue, the ids of the unread messages whose events it still holds
-// (never fetched, or fetched but not acknowledged: Zulip's missedmessage_hook looks at them,
-// since the user may have left before reading them). Only events that name the message type
-// are decoded. Leaves `gone`: 1, then those ids.
-const UNREAD_IF_LAST = `
+// (never fetched, or fetched but not acknowledged) and whose email (KEYS[5]) or push (KEYS[6])
+// was set aside because the user had a client open: Zulip's missedmessage_hook notifies of
+// them now. A user with nothing set aside (most) costs two EXISTS; otherwise only the events
+// that name the message type are decoded, and one that does not decode is skipped. Leaves
+// `gone`: 1, then those ids.
+const SET_ASIDE_IF_LAST = `
 local gone = {1}
-if redis.call('SCARD', KEYS[3]) == 0 then
+if redis.call('SCARD', KEYS[3]) == 0
+    and (redis.call('EXISTS', KEYS[5]) == 1 or redis.call('EXISTS', KEYS[6]) == 1) then
   for _, raw in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do
     if string.find(raw, '"type":"message"', 1, true) then
-      local event = cjson.decode(raw)
-      if event.type == 'message' and type(event.message) == 'table' then
+      local ok, event = pcall(cjson.decode, raw)
+      if ok and type(event) == 'table' and event.type == 'message'
+          and type(event.message) == 'table' and type(event.message.id) == 'number' then
         local read = false
         if type(event.flags) == 'table' then
           for _, flag in ipairs(event.flags) do
             if flag == 'read' then read = true end
           end
         end
-        if not read then gone[#gone + 1] = event.message.id end
+        local id = event.message.id
+        if not read and (redis.call('ZSCORE', KEYS[5], id) or redis.call('ZSCORE', KEYS[6], id)) then
+          gone[#gone + 1] = id
+        end
       end
     end
   end
 end`;
 
-// Returns {} when the queue was gone already, else UNREAD_IF_LAST's `gone`.
+// KEYS: meta, events, user's queues, expiry, email set aside, push set aside. Returns {} when
+// the queue was gone already, else SET_ASIDE_IF_LAST's `gone`.
 const DELETE_QUEUE = new LuaScript(
   'deleteQueue',
   `
 if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
 redis.call('SREM', KEYS[3], ARGV[1])
-${UNREAD_IF_LAST}
+${SET_ASIDE_IF_LAST}
 redis.call('DEL', KEYS[1], KEYS[2])
 redis.call('ZREM', KEYS[4], ARGV[1])
 return gone`,
 );
 
-// Deletes a queue only if it is still past its deadline (a poll may have just refreshed it);
-// returns as DELETE_QUEUE.
+// Deletes a queue only if it is still past its deadline (a poll may have just refreshed it; a
+// queue without one was deleted already); keys and answer as DELETE_QUEUE's.
 const EXPIRE_QUEUE = new LuaScript(
   'expireQueue',
   `
 local deadline = redis.call('ZSCORE', KEYS[4], ARGV[1])
-if deadline and tonumber(deadline) > tonumber(ARGV[2]) then return {} end
+if not deadline or tonumber(deadline) > tonumber(ARGV[2]) then return {} end
 redis.call('SREM', KEYS[3], ARGV[1])
-${UNREAD_IF_LAST}
+${SET_ASIDE_IF_LAST}
 redis.call('DEL', KEYS[1], KEYS[2])
 redis.call('ZREM', KEYS[4], ARGV[1])
 return gone`,
 );
 
 /** A queue just deleted or expired: when it was its user's last, the unread messages it held
- * (else none). */
+ * whose notifications were set aside (else none). */
 export interface GoneQueue {
   queueId: string;
   userId: number;
   unreadMessageIds: number[];
+}
+
+/** DELETE_QUEUE's and EXPIRE_QUEUE's keys. */
+function removalKeys(shard: number, queueId: string, userId: number): string[] {
+  return [
+    keys.queueMeta(shard, queueId),
+    keys.queueEvents(shard, queueId),
+    keys.userQueues(shard, userId),
+    keys.queueExpiry(shard),
+    keys.setAside(shard, 'email', userId),
+    keys.setAside(shard, 'push', userId),
+  ];
 }
 
 /** DELETE_QUEUE's or EXPIRE_QUEUE's answer, as a GoneQueue, or null if nothing was removed. */
@@ -326,8 +346,10 @@ export class QueueStore {
   }
 
   /** The users among `userIds` with a queue that takes message events: a client open
-   * (Zulip's receiver_is_off_zulip, negated). Two round trips whatever their number. */
-  async acceptingMessages(userIds: number[]): Promise<Set<number>> {
+   * (Zulip's receiver_is_off_zulip, negated). With `sentAt` (ms), only queues registered
+   * before then count: a queue registered after a message never holds it. Two round trips
+   * whatever their number. */
+  async acceptingMessages(userIds: number[], sentAt?: number): Promise<Set<number>> {
     const accepting = new Set<number>();
     if (userIds.length === 0) return accepting;
     const sets = this.redis.pipeline();
@@ -343,12 +365,14 @@ export class QueueStore {
     });
     if (queues.length === 0) return accepting;
     const metas = this.redis.pipeline();
-    for (const { key } of queues) metas.hmget(key, 'user_id', 'options');
+    for (const { key } of queues) metas.hmget(key, 'user_id', 'options', 'since');
     ((await metas.exec()) ?? []).forEach(([error, fields], index) => {
       if (error) throw error;
-      const [owner, options] = fields as [string | null, string | null];
+      const [owner, options, since] = fields as [string | null, string | null, string | null];
       const { userId } = queues[index]!;
       if (owner !== String(userId) || options === null) return;
+      // `since` is the shard log's newest entry at registration, named by Redis's time (ms).
+      if (sentAt !== undefined && Number((since ?? '0-0').split('-')[0]) >= sentAt) return;
       const types = (JSON.parse(options) as QueueOptions).event_types;
       if (types === null || types.includes('message')) accepting.add(userId);
     });
@@ -479,18 +503,20 @@ export class QueueStore {
   async delete(meta: Pick<QueueMeta, 'shard' | 'queueId' | 'userId'>): Promise<GoneQueue | null> {
     const reply = await DELETE_QUEUE.run(
       this.redis,
-      4,
-      keys.queueMeta(meta.shard, meta.queueId),
-      keys.queueEvents(meta.shard, meta.queueId),
-      keys.userQueues(meta.shard, meta.userId),
-      keys.queueExpiry(meta.shard),
+      6,
+      ...removalKeys(meta.shard, meta.queueId, meta.userId),
       meta.queueId,
     );
     return goneQueue(meta.queueId, meta.userId, reply);
   }
 
-  /** Deletes the shard's queues whose deadline passed. */
-  async expire(shard: number, now: number): Promise<GoneQueue[]> {
+  /** Deletes the shard's queues whose deadline passed, each reported to `removed` as soon as
+   * it is gone (a failure halfway loses no report of those before it). */
+  async expire(
+    shard: number,
+    now: number,
+    removed: (gone: GoneQueue) => void = () => undefined,
+  ): Promise<GoneQueue[]> {
     const due = await this.redis.zrangebyscore(
       keys.queueExpiry(shard),
       '-inf',
@@ -506,16 +532,16 @@ export class QueueStore {
       );
       const reply = await EXPIRE_QUEUE.run(
         this.redis,
-        4,
-        keys.queueMeta(shard, queueId),
-        keys.queueEvents(shard, queueId),
-        keys.userQueues(shard, userId),
-        keys.queueExpiry(shard),
+        6,
+        ...removalKeys(shard, queueId, userId),
         queueId,
         String(now),
       );
       const gone = goneQueue(queueId, userId, reply);
-      if (gone) expired.push(gone);
+      if (gone) {
+        expired.push(gone);
+        removed(gone);
+      }
     }
     return expired;
   }

@@ -29,7 +29,7 @@ export interface JobData {
   /** A user's missed-message emails, once the earliest waiting message is due. */
   'missed-message-email': { userId: number };
   /** The user's last event queue went (deleted, or expired) holding these unread messages:
-   * those not emailed because a client was open are looked at again (Zulip's
+   * those not emailed or pushed because a client was open are looked at again (Zulip's
    * missedmessage_hook). */
   'last-queue-gone': { userId: number; messageIds: number[] };
   /** The users an edit of a channel message at `editedAt` (ms) newly mentions: notified as of

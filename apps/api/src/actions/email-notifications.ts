@@ -23,7 +23,7 @@ import {
   Role,
   type ActionContext,
 } from '@parley/db';
-import { getRedis, MAX_QUEUE_LIFESPAN_SECS, QueueStore, RELEASE_IF_HELD } from '@parley/events';
+import { getRedis, RELEASE_IF_HELD } from '@parley/events';
 import { enqueueJob, sendMail, type JobData } from '@parley/jobs';
 import { getLogger } from '@parley/logger';
 import { topicNarrowUrl } from '@parley/markdown';
@@ -39,6 +39,7 @@ import { inaccessibleUsersByGuest } from '../lib/user-access';
 import { OFFLINE_THRESHOLD_SECS } from '../lib/presence';
 import { INACCESSIBLE_USER_NAME } from '../presenters/users';
 import { mentionedGroups, smallestGroupOf } from './push-notifications';
+import { forgetSetAside, presentSettingAside, setAsideAmong } from './set-aside-notifications';
 
 /** Queues the decision once the send commits; the job id is the message's, so queuing it again
  * does nothing. */
@@ -67,12 +68,6 @@ interface CandidateRow {
   active_recently: boolean;
 }
 
-/** Messages a user was not emailed of because a client of theirs was open (a sorted set of
- * message ids, scored by when): the `last-queue-gone` job looks at them again if that client
- * leaves without reading them. An entry is kept as long as a queue can live, and a day more. */
-const setAsideKey = (userId: number) => `email-notifications:set-aside:${userId}`;
-const SET_ASIDE_RETAIN_MS = (MAX_QUEUE_LIFESPAN_SECS + 86_400) * 1000;
-
 /** The `email-notifications` job: each candidate's trigger, for the idle ones a waiting row and
  * its delayed job; the others are set aside. Returns how many users will be emailed. Run again
  * (a retry), it schedules nobody twice: a row is one per user and message, and its job's id is
@@ -92,14 +87,11 @@ export async function emailAfterLastQueueGone({
   userId,
   messageIds,
 }: JobData['last-queue-gone']): Promise<number> {
-  const redis = getRedis();
-  const key = setAsideKey(userId);
-  const scores = await redis.zmscore(key, ...messageIds);
-  const setAside = messageIds.filter((_, index) => scores[index] !== null);
+  const setAsideIds = await setAsideAmong('email', userId, messageIds);
   let scheduled = 0;
-  for (const messageId of setAside)
+  for (const messageId of setAsideIds)
     scheduled += await schedule(messageId, [userId], { clientsGone: true });
-  if (setAside.length > 0) await redis.zrem(key, ...setAside);
+  await forgetSetAside('email', userId, setAsideIds);
   return scheduled;
 }
 
@@ -112,7 +104,13 @@ async function schedule(
   if (userIds.length === 0) return 0;
   const message = await prisma.message.findUnique({
     where: { id: messageId },
-    select: { id: true, isChannelMessage: true, senderId: true, renderedContent: true },
+    select: {
+      id: true,
+      isChannelMessage: true,
+      senderId: true,
+      renderedContent: true,
+      dateSent: true,
+    },
   });
   if (!message) return 0;
   // Active humans who still have their copy, did not read it and did not mute the sender.
@@ -162,10 +160,12 @@ async function schedule(
   // are set aside, for when their last client goes.
   const present = clientsGone
     ? new Set<number>()
-    : await new QueueStore(getRedis(), getConfig().EVENT_SHARDS).acceptingMessages(
-        triggered.filter(({ row }) => row.active_recently).map(({ row }) => row.id),
+    : await presentSettingAside(
+        'email',
+        triggered.map(({ row }) => row.id),
+        { id: messageId, sentAt: message.dateSent },
+        new Set(triggered.filter(({ row }) => row.active_recently).map(({ row }) => row.id)),
       );
-  if (present.size > 0) await setAsideFor([...present], messageId);
   const notified = triggered
     .filter(({ row }) => !present.has(row.id))
     .map(({ row, trigger }) => ({ userId: row.id, trigger, period: row.period }));
@@ -196,21 +196,6 @@ async function schedule(
       greatest(0, extract(epoch FROM scheduled_timestamp - now()) * 1000)::float8 AS delay_ms`;
   await Promise.all(rows.map((row) => queueMailing(row.user_id, `${row.due_ms}`, row.delay_ms)));
   return rows.length;
-}
-
-async function setAsideFor(userIds: number[], messageId: number): Promise<void> {
-  const now = Date.now();
-  const pipeline = getRedis().pipeline();
-  for (const userId of userIds) {
-    const key = setAsideKey(userId);
-    pipeline
-      .zadd(key, now, messageId)
-      .zremrangebyscore(key, '-inf', now - SET_ASIDE_RETAIN_MS)
-      .pexpire(key, SET_ASIDE_RETAIN_MS);
-  }
-  const results = await pipeline.exec();
-  const failed = results?.find(([error]) => error)?.[0];
-  if (failed) throw failed;
 }
 
 /** The job that mails a user's batch due at `dueMs`; queuing it again does nothing. */
@@ -305,7 +290,7 @@ async function mailWaiting(userId: number): Promise<number> {
     // batch's time. Waiting here instead held a worker, and its shutdown, for up to a minute.
     await queueMailing(
       userId,
-      `${Date.now() + first.delay_ms}-again`,
+      `${Math.ceil(Date.now() + first.delay_ms)}-again`,
       Math.max(first.delay_ms, EARLY_RETRY_MIN_MS),
     );
     return 0;

@@ -13,6 +13,7 @@ import { createHash } from 'node:crypto';
 import { realmUrl } from '@parley/auth';
 import { getConfig } from '@parley/config';
 import {
+  bitmaskToFlags,
   flagBit,
   getPrisma,
   Prisma,
@@ -45,6 +46,7 @@ import {
   messagePayloadApns,
   messagePayloadGcm,
   PushTrigger,
+  pushTrigger,
   removedIds,
   removePayloadApns,
   removePayloadGcm,
@@ -61,7 +63,9 @@ import {
   INACCESSIBLE_USER_AVATAR_URL,
   INACCESSIBLE_USER_NAME,
 } from '../presenters/users';
+import { notificationSettings, pushSettingsOf } from './notification-settings';
 import { PushDeviceKind } from './push-devices';
+import { forgetSetAside, presentSettingAside, setAsideAmong } from './set-aside-notifications';
 
 /** Queues the message's notifications once the send commits; the job id is the message's,
  * so queuing it again does nothing. */
@@ -73,6 +77,34 @@ export function queuePushNotifications(
   ctx.onCommit(() =>
     enqueueJob('push-notifications', { messageId, recipients }, `push-notifications-${messageId}`),
   );
+}
+
+/** The user's last client went, its queue holding these unread messages (the `last-queue-gone`
+ * job): the notifications set aside because a client was open go now, by the user's settings
+ * as they are now. Returns how many were queued. */
+export async function pushAfterLastQueueGone(
+  userId: number,
+  messageIds: number[],
+): Promise<number> {
+  const setAsideIds = await setAsideAmong('push', userId, messageIds);
+  let queued = 0;
+  for (const messageId of setAsideIds) {
+    const [row] = await notificationSettings(messageId, [userId]);
+    const trigger =
+      row?.has_push_device &&
+      pushTrigger(bitmaskToFlags(row.flags), pushSettingsOf(row), row.is_channel);
+    if (!trigger) continue;
+    // A retry may queue it again: the job skips a user it notified (their copy's
+    // active_mobile_push_notification flag).
+    await enqueueJob(
+      'push-notifications',
+      { messageId, recipients: [{ userId, trigger }] },
+      `push-notifications-${messageId}-for-${userId}-${Date.now()}`,
+    );
+    queued += 1;
+  }
+  await forgetSetAside('push', userId, setAsideIds);
+  return queued;
 }
 
 /** One user's notification, as a transport gets it. */
@@ -193,10 +225,18 @@ export async function sendPushNotifications({
     prisma.userMessage.findMany({ where: { messageId, userId: { in: userIds } } }),
   ]);
   const copyFlags = new Map(copies.map((c) => [c.userId, c.flags]));
-  const pending = users.filter((user) => {
+  const unnotified = users.filter((user) => {
     const flags = copyFlags.get(user.id);
     return flags !== undefined && (flags & SKIP_FLAGS) === 0n;
   });
+  // Zulip notifies a user who is not idle only with enable_online_push_notifications (on by
+  // default); the others' notifications are set aside until their last client goes.
+  const present = await presentSettingAside(
+    'push',
+    unnotified.filter((user) => !user.enableOnlinePushNotifications).map((user) => user.id),
+    { id: messageId, sentAt: message.dateSent },
+  );
+  const pending = unnotified.filter((user) => !present.has(user.id));
   if (pending.length === 0) return 0;
 
   const { realm, sender } = message;
