@@ -4,6 +4,7 @@
 import { Queue } from 'bullmq';
 import { getConfig } from '@parley/config';
 import { afterAnswerSettled, flagBit, getPrisma, Role, type User } from '@parley/db';
+import { getRedis, keys, shardOf } from '@parley/events';
 import { closeQueues } from '@parley/jobs';
 import { notifyAddedMentions } from '../src/actions/added-mention-notifications';
 import { as, createTestUser, expectSuccess } from './helpers';
@@ -92,11 +93,38 @@ describe('mentions an edit adds', () => {
     const result = await notifyAddedMentions(job!);
     expect(result.pushed).toBe(1);
     const push = await pushQueue.getJob(`push-notifications-${id}-mentions-${job!.editedAt}`);
+    // Whose clients are open is read as of the edit.
     expect(push?.data).toEqual({
       messageId: id,
       recipients: [{ userId: phone.id, trigger: 'stream_wildcard_mentioned' }],
+      editedAt: job!.editedAt,
     });
     await push?.remove();
+  });
+
+  it('who has a client open at the edit is not emailed, even one opened after the send', async () => {
+    const late = await joinGeneral('Lee Late');
+    const id = await sendToGeneral('before anyone looked');
+    await prisma().userPresence.create({
+      data: {
+        userId: late.id,
+        realmId: org.realm.id,
+        lastActiveTime: new Date(),
+        lastConnectedTime: new Date(),
+      },
+    });
+    expectSuccess(
+      await as(late, org.host, { atOnce: true }).post('/register', {
+        event_types: JSON.stringify(['message']),
+      }),
+    );
+    const job = await edit(id, 'before anyone looked, @**Lee Late**');
+    expect(job?.userIds).toEqual([late.id]);
+    expect(await notifyAddedMentions(job!)).toEqual({ pushed: 0, emailed: 0 });
+    expect(await waiting(late)).toEqual([]);
+    // Set aside, for when that client goes.
+    const key = keys.setAside(shardOf(late.id, getConfig().EVENT_SHARDS), 'email', late.id);
+    expect(await getRedis().zscore(key, id)).not.toBeNull();
   });
 
   it('@topic reaches those who posted in the topic, as on send', async () => {
@@ -119,6 +147,9 @@ describe('mentions an edit adds', () => {
 
   it('not those who follow the topic (notified of it anyway)', async () => {
     const follower = await joinGeneral('Fay Follower');
+    expectSuccess(
+      await as(follower, org.host).post('/users/me/android_gcm_reg_id', { token: 'fay-token' }),
+    );
     expectSuccess(
       await as(follower, org.host).post('/user_topics', {
         stream_id: org.general.id,

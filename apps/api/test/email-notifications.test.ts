@@ -484,9 +484,11 @@ describe('when the last client goes (Zulip’s missedmessage_hook)', () => {
       const later = (await pushQueue.getJobs(['waiting', 'delayed', 'prioritized'])).find(
         (queued) => queued.id?.startsWith(`push-notifications-${id}-for-${quiet.id}-`),
       );
+      // Idle by then: the job does not look at Quincy's clients again.
       expect(later?.data).toEqual({
         messageId: id,
         recipients: [{ userId: quiet.id, trigger: 'direct_message' }],
+        clientsGone: true,
       });
       expect(await sendPushNotifications(later!.data)).toBe(1);
       expect((await pushedTo()).sort()).toEqual([quiet.id, loud.id].sort());

@@ -141,8 +141,8 @@ export interface FanoutOptions {
   retainMs: number;
   gcIntervalMs: number;
   log: Logger;
-  /** Called with the queues the garbage collector removed. */
-  onExpired?: (gone: GoneQueue[]) => void;
+  /** Called with each queue the garbage collector removed, as it goes. */
+  onExpired?: (gone: GoneQueue) => void;
 }
 
 export class Fanout {
@@ -152,7 +152,8 @@ export class Fanout {
   private timer: NodeJS.Timeout | undefined;
   private lastGc = 0;
   private stopped = false;
-  private ticking = false;
+  /** The tick running, if any: stopping waits for it (its garbage collection reports queues). */
+  private ticking: Promise<void> | null = null;
 
   constructor(private readonly options: FanoutOptions) {
     this.store = new QueueStore(options.redis, options.shards);
@@ -186,6 +187,7 @@ export class Fanout {
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
+    await this.ticking;
     const workers = [...this.held.values()];
     this.held.clear();
     await Promise.all(workers.map((worker) => worker.stop()));
@@ -195,14 +197,12 @@ export class Fanout {
 
   /** One tick at a time: a slow Redis must not stack ticks that renew, drop and acquire the
    * same shards concurrently. */
-  private async tick(): Promise<void> {
-    if (this.stopped || this.ticking) return;
-    this.ticking = true;
-    try {
-      await this.balance();
-    } finally {
-      this.ticking = false;
-    }
+  private tick(): Promise<void> {
+    if (this.stopped || this.ticking) return this.ticking ?? Promise.resolve();
+    this.ticking = this.balance().finally(() => {
+      this.ticking = null;
+    });
+    return this.ticking;
   }
 
   private async balance(): Promise<void> {
@@ -254,7 +254,7 @@ export class Fanout {
           let woken: PromiseSettledResult<unknown>[] = [];
           try {
             await this.store.expire(shard, now, (gone) => {
-              this.options.onExpired?.([gone]);
+              this.options.onExpired?.(gone);
               wakeUps.push(redis.publish(keys.wake(shard), `d:${gone.queueId}`));
             });
           } finally {

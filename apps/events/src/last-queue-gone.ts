@@ -17,7 +17,7 @@ export function lastQueueGoneJobId(queueId: string): string {
 
 /** Queues a `last-queue-gone` job for each queue that was its user's last and held unread
  * messages. Never throws: the queue is gone either way, and a lost job loses no event, only
- * the email it could have led to (logged). */
+ * the notifications it could have led to (logged). */
 export async function queueLastQueueGone(gone: GoneQueue[]): Promise<void> {
   await Promise.all(
     gone

@@ -72,7 +72,7 @@ export async function startEventsService(
           gcIntervalMs: options.gcIntervalMs ?? config.EVENTS_GC_INTERVAL_MS,
           log,
           onExpired: (gone) => {
-            const queuing = queueLastQueueGone(gone).finally(() => queuingJobs.delete(queuing));
+            const queuing = queueLastQueueGone([gone]).finally(() => queuingJobs.delete(queuing));
             queuingJobs.add(queuing);
           },
         });

@@ -43,8 +43,14 @@ export const JOB_HANDLERS: JobHandlers = {
     await notifyAddedMentions(data);
   },
   'last-queue-gone': async (data) => {
-    await emailAfterLastQueueGone(data);
-    await pushAfterLastQueueGone(data.userId, data.messageIds);
+    // Neither kind holds the other back; a failure retries both (what was sent is no longer
+    // set aside).
+    const results = await Promise.allSettled([
+      emailAfterLastQueueGone(data),
+      pushAfterLastQueueGone(data.userId, data.messageIds),
+    ]);
+    const failed = results.find((result) => result.status === 'rejected');
+    if (failed) throw failed.reason;
   },
   'missed-message-email': async (data) => {
     await sendMissedMessageEmails(data);

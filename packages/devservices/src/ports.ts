@@ -12,6 +12,7 @@ import {
   mkdirSync,
   openSync,
   readFileSync,
+  rmdirSync,
   statSync,
   unlinkSync,
   writeSync,
@@ -82,17 +83,43 @@ function lock(port: number): boolean {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
-    try {
-      if (isHeld(file)) return false;
-      // Stale: its owner is gone. Another caller may reclaim it at the same moment; the
-      // bind check below still keeps two servers off one port.
-      unlinkSync(file);
-    } catch (error) {
-      // Released or reclaimed meanwhile: try to take it again.
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-    }
+    if (!reclaim(file)) return false;
   }
   return false;
+}
+
+/** Removes the lock file if its owner is gone; false if it is held, or if another caller is
+ * reclaiming it (a directory beside it, created by one caller only, guards the look and the
+ * removal together: two callers that both saw the old owner dead would otherwise each remove
+ * the other's new lock). */
+function reclaim(file: string): boolean {
+  const guard = `${file}.reclaiming`;
+  try {
+    mkdirSync(guard);
+  } catch {
+    // Another caller is reclaiming it, or died doing so: a guard older than a lock may stay
+    // unwritten is stale.
+    try {
+      if (Date.now() - statSync(guard).mtimeMs > UNWRITTEN_LOCK_MS) rmdirSync(guard);
+    } catch {
+      // Gone meanwhile.
+    }
+    return false;
+  }
+  try {
+    if (isHeld(file)) return false;
+    unlinkSync(file);
+    return true;
+  } catch (error) {
+    // Released meanwhile (free now), or another user's lock this user may not remove.
+    return (error as NodeJS.ErrnoException).code === 'ENOENT';
+  } finally {
+    try {
+      rmdirSync(guard);
+    } catch {
+      // Taken for stale and removed by another caller meanwhile.
+    }
+  }
 }
 
 function bindable(port: number): Promise<boolean> {

@@ -346,9 +346,12 @@ export class QueueStore {
   }
 
   /** The users among `userIds` with a queue that takes message events: a client open
-   * (Zulip's receiver_is_off_zulip, negated). With `sentAt` (ms), only queues registered
-   * before then count: a queue registered after a message never holds it. Two round trips
-   * whatever their number. */
+   * (Zulip's receiver_is_off_zulip, negated). With `sentAt` (ms), a queue whose starting point
+   * in the shard log (the newest entry when it registered, named by Redis's time) is that
+   * late or later does not count: it registered after the message, which it may never hold.
+   * With clocks apart, Redis's ahead of the caller's errs towards idle (a notification sent to
+   * someone present), behind towards present (as without the check). Two round trips whatever
+   * their number. */
   async acceptingMessages(userIds: number[], sentAt?: number): Promise<Set<number>> {
     const accepting = new Set<number>();
     if (userIds.length === 0) return accepting;

@@ -21,11 +21,19 @@ export interface JobData {
    * job was queued (an edit queues another job; this one then does nothing). */
   'deliver-scheduled-message': { scheduledMessageId: number; version: number };
   /** Mobile push notifications of a sent message: each user with the reason they are
-   * notified (Zulip's NotificationTriggers value). */
-  'push-notifications': { messageId: number; recipients: { userId: number; trigger: string }[] };
+   * notified (Zulip's NotificationTriggers value). `editedAt` (ms): for the mentions an edit
+   * added, whose clients are those open at the edit; `clientsGone`: the users' last clients
+   * went, they are idle. */
+  'push-notifications': {
+    messageId: number;
+    recipients: { userId: number; trigger: string }[];
+    editedAt?: number;
+    clientsGone?: boolean;
+  };
   /** Who of a sent message's recipients (`userIds`, the send path's candidates) is emailed if
-   * idle: their settings and presence decide (docs/email-notifications.md). */
-  'email-notifications': { messageId: number; userIds: number[] };
+   * idle: their settings and presence decide (docs/email-notifications.md). `editedAt` as for
+   * pushes. */
+  'email-notifications': { messageId: number; userIds: number[]; editedAt?: number };
   /** A user's missed-message emails, once the earliest waiting message is due. */
   'missed-message-email': { userId: number };
   /** The user's last event queue went (deleted, or expired) holding these unread messages:

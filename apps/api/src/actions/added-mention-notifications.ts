@@ -52,7 +52,7 @@ export async function notifyAddedMentions({
   if (pushes.length > 0)
     await enqueueJob(
       'push-notifications',
-      { messageId, recipients: pushes },
+      { messageId, recipients: pushes, editedAt },
       `push-notifications-${messageId}-mentions-${editedAt}`,
     );
   const emailed =
@@ -60,6 +60,7 @@ export async function notifyAddedMentions({
       ? await scheduleEmailNotifications({
           messageId,
           userIds: notNotifiedAtSend.map((row) => row.id),
+          editedAt,
         })
       : 0;
   return { pushed: pushes.length, emailed };

@@ -75,8 +75,9 @@ interface CandidateRow {
 export function scheduleEmailNotifications({
   messageId,
   userIds,
+  editedAt,
 }: JobData['email-notifications']): Promise<number> {
-  return schedule(messageId, userIds, { clientsGone: false });
+  return schedule(messageId, userIds, { clientsGone: false, editedAt });
 }
 
 /** The `last-queue-gone` job (Zulip's missedmessage_hook): the user's last client went, its
@@ -98,7 +99,7 @@ export async function emailAfterLastQueueGone({
 async function schedule(
   messageId: number,
   userIds: number[],
-  { clientsGone }: { clientsGone: boolean },
+  { clientsGone, editedAt }: { clientsGone: boolean; editedAt?: number },
 ): Promise<number> {
   const prisma = getPrisma();
   if (userIds.length === 0) return 0;
@@ -163,7 +164,7 @@ async function schedule(
     : await presentSettingAside(
         'email',
         triggered.map(({ row }) => row.id),
-        { id: messageId, sentAt: message.dateSent },
+        { id: messageId, at: editedAt ?? message.dateSent.getTime() },
         new Set(triggered.filter(({ row }) => row.active_recently).map(({ row }) => row.id)),
       );
   const notified = triggered

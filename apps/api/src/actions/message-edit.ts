@@ -349,14 +349,23 @@ export async function doUpdateMessage(
       },
     });
   };
+  // @topic reaches those who posted in the topic, as on send: read before a move takes the
+  // topic's messages elsewhere.
+  const topicParticipants =
+    rendered?.mentions.wildcard === 'topic' && message.isChannelMessage
+      ? (
+          await tx.$queryRaw<{ sender_id: number }[]>`SELECT DISTINCT sender_id FROM message
+            WHERE recipient_id = ${message.recipientId} AND upper(subject) = upper(${message.subject})`
+        ).map((row) => row.sender_id)
+      : null;
   await update(message, true);
   if (others.length > 0) await moveAlong(tx, user, others, edit, { now, timestamp, moved });
   const ids = [message.id, ...others].sort((a, b) => a - b);
 
   if (edit.content !== undefined && rendered) {
-    const newlyMentioned = (await updateMentionFlags(tx, message, rendered)).filter(
-      (id) => id !== message.senderId,
-    );
+    const newlyMentioned = (
+      await updateMentionFlags(tx, message, rendered, topicParticipants)
+    ).filter((id) => id !== message.senderId);
     // Zulip notifies of mentions an edit adds, in channels only (a direct message's recipients
     // were notified of it already).
     if (message.isChannelMessage && newlyMentioned.length > 0)
@@ -452,7 +461,12 @@ async function topicMessagesToMove(tx: Tx, user: User, edit: CheckedEdit): Promi
 /** A content edit re-renders mentions: mentioned and wildcard flags follow the new text.
  * Returns who is mentioned now and was not before (Zulip's prior_mention_user_ids: wildcard
  * mentions count), read from the statements that set the flags. */
-async function updateMentionFlags(tx: Tx, message: Message, rendered: Rendered): Promise<number[]> {
+async function updateMentionFlags(
+  tx: Tx,
+  message: Message,
+  rendered: Rendered,
+  topicParticipants: number[] | null,
+): Promise<number[]> {
   const mentionBits =
     flagBit('mentioned') |
     flagBit('stream_wildcard_mentioned') |
@@ -479,14 +493,13 @@ async function updateMentionFlags(tx: Tx, message: Message, rendered: Rendered):
     );
   if (mentions.wildcard === 'channel')
     heldAfter.push(...(await setFlag('stream_wildcard_mentioned', Prisma.empty)));
-  // In a channel, @topic reaches those who posted in the topic, as on send.
+  // In a channel, those who posted in the topic (read by the caller); in a conversation, all.
   if (mentions.wildcard === 'topic')
     heldAfter.push(
       ...(await setFlag(
         'topic_wildcard_mentioned',
-        message.isChannelMessage
-          ? Prisma.sql`AND user_profile_id IN (SELECT sender_id FROM message
-              WHERE recipient_id = ${message.recipientId} AND upper(subject) = upper(${message.subject}))`
+        topicParticipants
+          ? Prisma.sql`AND user_profile_id = ANY(${topicParticipants}::int[])`
           : Prisma.empty,
       )),
     );

@@ -98,7 +98,7 @@ export async function pushAfterLastQueueGone(
     // active_mobile_push_notification flag).
     await enqueueJob(
       'push-notifications',
-      { messageId, recipients: [{ userId, trigger }] },
+      { messageId, recipients: [{ userId, trigger }], clientsGone: true },
       `push-notifications-${messageId}-for-${userId}-${Date.now()}`,
     );
     queued += 1;
@@ -211,6 +211,8 @@ const SKIP_FLAGS = flagBit('read') | flagBit('active_mobile_push_notification');
 export async function sendPushNotifications({
   messageId,
   recipients,
+  editedAt,
+  clientsGone = false,
 }: JobData['push-notifications']): Promise<number> {
   const prisma = getPrisma();
   const message = await prisma.message.findUnique({
@@ -231,11 +233,16 @@ export async function sendPushNotifications({
   });
   // Zulip notifies a user who is not idle only with enable_online_push_notifications (on by
   // default); the others' notifications are set aside until their last client goes.
-  const present = await presentSettingAside(
-    'push',
-    unnotified.filter((user) => !user.enableOnlinePushNotifications).map((user) => user.id),
-    { id: messageId, sentAt: message.dateSent },
-  );
+  const withDevice = new Set(devices.map((device) => device.userId));
+  const present = clientsGone
+    ? new Set<number>()
+    : await presentSettingAside(
+        'push',
+        unnotified
+          .filter((user) => withDevice.has(user.id) && !user.enableOnlinePushNotifications)
+          .map((user) => user.id),
+        { id: messageId, at: editedAt ?? message.dateSent.getTime() },
+      );
   const pending = unnotified.filter((user) => !present.has(user.id));
   if (pending.length === 0) return 0;
 

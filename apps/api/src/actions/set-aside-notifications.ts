@@ -9,16 +9,17 @@ import { getPrisma } from '@parley/db';
 import { getRedis, keys, MAX_QUEUE_LIFESPAN_SECS, QueueStore, shardOf } from '@parley/events';
 import { OFFLINE_THRESHOLD_SECS } from '../lib/presence';
 
-export type NotificationKind = 'email' | 'push';
+type NotificationKind = 'email' | 'push';
 
-/** Of `userIds`, those present for the message sent at `sentAt`: active recently
- * (`activeRecently`, when the caller read it already) with a client open that takes messages,
- * registered before the message. Their `kind` notification is set aside, before their clients
- * are looked at: a last client going meanwhile finds it set aside. */
+/** Of `userIds`, those present for the message at `at` (ms: when it was sent, or edited to
+ * mention them): active recently (`activeRecently`, when the caller read it already) with a
+ * client open that takes messages, registered before then. Their `kind` notification is set
+ * aside, before their clients are looked at: a last client going meanwhile finds it set
+ * aside. */
 export async function presentSettingAside(
   kind: NotificationKind,
   userIds: number[],
-  message: { id: number; sentAt: Date },
+  message: { id: number; at: number },
   activeRecently?: ReadonlySet<number>,
 ): Promise<Set<number>> {
   if (userIds.length === 0) return new Set();
@@ -37,7 +38,7 @@ export async function presentSettingAside(
   await setAside(kind, candidates, message.id);
   const present = await new QueueStore(getRedis(), getConfig().EVENT_SHARDS).acceptingMessages(
     candidates,
-    message.sentAt.getTime(),
+    message.at,
   );
   const idle = candidates.filter((id) => !present.has(id));
   if (idle.length > 0) {
