@@ -8,7 +8,9 @@
 //   failure fails the job, which BullMQ retries; a 4xx answer is logged and not retried.
 // A user's notification is sent once: a delivered one sets the copy's
 // active_mobile_push_notification flag, and a retry skips such users (and those who read the
-// message meanwhile), as Zulip does.
+// message meanwhile), as Zulip does. A user who turned enable_online_push_notifications off
+// is skipped while present; that notification waits for their last client to go
+// (set-aside-notifications.ts).
 import { createHash } from 'node:crypto';
 import { realmUrl } from '@parley/auth';
 import { getConfig } from '@parley/config';
