@@ -104,8 +104,9 @@ export function eventsHandlers(service: EventsService): EventsHandlers {
       async ({ user, params }) => {
         const meta = await ownQueue(params.queue_id, user.id);
         const gone = await store.delete(meta);
-        await poller.announceDeleted(meta);
+        // Before anything else can fail: the queue's report exists nowhere else.
         if (gone) await queueLastQueueGone([gone]);
+        await poller.announceDeleted(meta);
         return {};
       },
     ),
