@@ -36,9 +36,9 @@ import { groupConversationMembers } from '../lib/conversations';
 import { missedMessageAddress, newMissedMessageToken } from '../lib/email-gateway';
 import { emailTrigger, EmailTrigger, mentionsPersonally } from '../lib/push-notifications';
 import { inaccessibleUsersByGuest } from '../lib/user-access';
-import { OFFLINE_THRESHOLD_SECS } from '../lib/presence';
 import { INACCESSIBLE_USER_NAME } from '../presenters/users';
 import { mentionedGroups, smallestGroupOf } from './push-notifications';
+import { emailSettingsOf, notificationSettings } from './notification-settings';
 import { forgetSetAside, presentSettingAside, setAsideAmong } from './set-aside-notifications';
 
 /** Queues the decision once the send commits; the job id is the message's, so queuing it again
@@ -51,21 +51,6 @@ export function queueEmailNotifications(
   ctx.onCommit(() =>
     enqueueJob('email-notifications', { messageId, userIds }, `email-notifications-${messageId}`),
   );
-}
-
-interface CandidateRow {
-  id: number;
-  role: number;
-  flags: bigint;
-  period: number;
-  offline: boolean;
-  channel: boolean | null;
-  wildcard_notify: boolean | null;
-  channel_muted: boolean | null;
-  topic_policy: number | null;
-  followed: boolean;
-  followed_wildcard: boolean;
-  active_recently: boolean;
 }
 
 /** The `email-notifications` job: each candidate's trigger, for the idle ones a waiting row and
@@ -114,45 +99,11 @@ async function schedule(
     },
   });
   if (!message) return 0;
-  // Active humans who still have their copy, did not read it and did not mute the sender.
-  const candidates = await prisma.$queryRaw<CandidateRow[]>`
-    SELECT u.id, u.role, um.flags,
-      u.email_notifications_batching_period_seconds AS period,
-      u.enable_offline_email_notifications AS offline,
-      COALESCE(s.email_notifications, u.enable_stream_email_notifications) AS channel,
-      COALESCE(s.wildcard_mentions_notify, u.wildcard_mentions_notify) AS wildcard_notify,
-      s.is_muted AS channel_muted,
-      (SELECT ut.visibility_policy FROM user_topic ut
-        WHERE ut.user_profile_id = u.id AND ut.recipient_id = m.recipient_id
-          AND lower(ut.topic_name) = lower(m.subject)
-        ORDER BY ut.id DESC LIMIT 1) AS topic_policy,
-      u.enable_followed_topic_email_notifications AS followed,
-      u.enable_followed_topic_wildcard_mentions_notify AS followed_wildcard,
-      COALESCE(p.last_active_time >= now() - make_interval(secs => ${OFFLINE_THRESHOLD_SECS}),
-        false) AS active_recently
-    FROM message m
-    JOIN user_message um ON um.message_id = m.id
-    JOIN user_profile u ON u.id = um.user_profile_id
-    LEFT JOIN subscription s ON m.is_channel_message
-      AND s.user_profile_id = u.id AND s.recipient_id = m.recipient_id
-    LEFT JOIN user_presence p ON p.user_profile_id = u.id
-    WHERE m.id = ${messageId} AND um.user_profile_id = ANY(${userIds}::int[])
-      AND u.is_active AND NOT u.is_bot AND u.id <> m.sender_id
-      AND (um.flags & ${flagBit('read')}) = 0
-      AND NOT EXISTS (SELECT 1 FROM muted_user mu
-        WHERE mu.user_profile_id = u.id AND mu.muted_user_id = m.sender_id)`;
+  const candidates = await notificationSettings(messageId, userIds);
   const triggered = candidates.flatMap((row) => {
     const trigger = emailTrigger(
       bitmaskToFlags(row.flags),
-      {
-        offline: row.offline,
-        channel: row.channel,
-        wildcardNotify: row.wildcard_notify,
-        channelMuted: row.channel_muted,
-        topicPolicy: row.topic_policy,
-        followed: row.followed,
-        followedWildcard: row.followed_wildcard,
-      },
+      emailSettingsOf(row),
       message.isChannelMessage,
     );
     return trigger ? [{ row, trigger }] : [];

@@ -1,7 +1,9 @@
-// What decides a user's notification of a message after its send (the jobs that look at it
-// again: an edit's added mentions, a last client gone): the copy's flags, whether the user has
-// a device, and the push and email settings as the send path reads them.
+// What decides a user's notification of a message once it is sent (the email job, and the
+// jobs that look again: an edit's added mentions, a last client gone): the copy's flags,
+// whether the user has a device, the push and email settings as the send path reads them, the
+// batching period and recent presence.
 import { flagBit, getPrisma } from '@parley/db';
+import { OFFLINE_THRESHOLD_SECS } from '../lib/presence';
 import type { EmailSettings, PushSettings } from '../lib/push-notifications';
 
 export interface NotificationSettingsRow {
@@ -19,6 +21,10 @@ export interface NotificationSettingsRow {
   followed_push: boolean;
   followed_email: boolean;
   followed_wildcard: boolean;
+  /** email_notifications_batching_period_seconds. */
+  period: number;
+  /** Presence active within OFFLINE_THRESHOLD_SECS. */
+  active_recently: boolean;
 }
 
 /** Those of `userIds` who may be notified of the message at all (active humans other than the
@@ -41,12 +47,16 @@ export function notificationSettings(
         ORDER BY ut.id DESC LIMIT 1) AS topic_policy,
       u.enable_followed_topic_push_notifications AS followed_push,
       u.enable_followed_topic_email_notifications AS followed_email,
-      u.enable_followed_topic_wildcard_mentions_notify AS followed_wildcard
+      u.enable_followed_topic_wildcard_mentions_notify AS followed_wildcard,
+      u.email_notifications_batching_period_seconds AS period,
+      COALESCE(p.last_active_time >= now() - make_interval(secs => ${OFFLINE_THRESHOLD_SECS}),
+        false) AS active_recently
     FROM message m
     JOIN user_message um ON um.message_id = m.id
     JOIN user_profile u ON u.id = um.user_profile_id
     LEFT JOIN subscription s ON m.is_channel_message
       AND s.user_profile_id = u.id AND s.recipient_id = m.recipient_id
+    LEFT JOIN user_presence p ON p.user_profile_id = u.id
     WHERE m.id = ${messageId} AND um.user_profile_id = ANY(${userIds}::int[])
       AND u.is_active AND NOT u.is_bot AND u.id <> m.sender_id
       AND (um.flags & ${flagBit('read')}) = 0
