@@ -33,6 +33,7 @@ import { playgroundRoutes } from './routes/playgrounds';
 import { channelFolderRoutes } from './routes/channel-folders';
 import { navigationViewRoutes } from './routes/navigation-views';
 import { realmDomainRoutes } from './routes/realm-domains';
+import { exportTarballRoutes, realmExportRoutes } from './routes/realm-exports';
 import { defaultStreamGroupRoutes } from './routes/default-stream-groups';
 import { profileFieldRoutes } from './routes/profile-fields';
 import { pushDeviceRoutes } from './routes/push-devices';
@@ -93,6 +94,7 @@ export function apiRouters(): { uploads: Router[]; resources: Router[] } {
       mutedUserRoutes,
       botStorageRoutes,
       realmDomainRoutes,
+      realmExportRoutes,
       defaultStreamGroupRoutes,
       realmRoutes,
       profileFieldRoutes,
@@ -144,7 +146,7 @@ export function createApp(options: ApiAppOptions = {}): express.Express {
   );
   for (const router of options.mount ?? []) app.use('/api/v1', router);
   app.use('/api/v1', apiRouter());
-  app.use(servedUploadRoutes(), emojiImageRoutes());
+  app.use(servedUploadRoutes(), emojiImageRoutes(), exportTarballRoutes());
   // Video call pages browsers open and Zoom's redirect and webhook, outside /api/v1 as in
   // Zulip.
   app.use(callPageRoutes());

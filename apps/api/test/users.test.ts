@@ -841,6 +841,11 @@ describe('DELETE /users/{id}, DELETE /users/me and reactivation', () => {
         },
         users: await activeIds(org.realm.id),
       },
+      // Zulip's: realm_user events do not carry the consent to data exports.
+      {
+        event: { type: 'realm_export_consent', user_id: member.id, consented: false },
+        users: [org.owner.id],
+      },
     ]);
     expectSuccess(await as(member, org.host).get('/users/me'));
     expectError(

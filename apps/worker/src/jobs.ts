@@ -16,6 +16,7 @@ import {
   sendPushNotifications,
 } from '@parley/api/actions/push-notifications';
 import { promoteFullMembers } from '@parley/api/actions/realm-settings';
+import { requeueRequestedExports, runRealmExport } from '@parley/api/actions/realm-exports';
 import {
   deliverScheduledMessage,
   requeueScheduledMessages,
@@ -80,6 +81,7 @@ export const JOB_HANDLERS: JobHandlers = {
   thumbnail: async ({ attachmentId }) => {
     await ensureThumbnails(attachmentId);
   },
+  'realm-export': runRealmExport,
 };
 
 /** The `log` push transport's rows hold message text: kept a day by default, then pruned
@@ -124,6 +126,13 @@ export function startWorkers({
       // between COMMIT and Redis): queued again; a job still known is left as it is.
       requeueScheduledMessages().catch((error: unknown) =>
         getLogger().warn('scheduled message sweep failed', { error }),
+      ),
+      // Data exports whose job was lost.
+      requeueRequestedExports().then(
+        (count) => {
+          if (count > 0) getLogger().info('data exports queued again', { count });
+        },
+        (error: unknown) => getLogger().warn('data export sweep failed', { error }),
       ),
       // Uploaded images whose thumbnail job was lost, or that predate thumbnails.
       requeuePendingThumbnails().catch((error: unknown) =>

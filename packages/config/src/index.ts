@@ -214,6 +214,10 @@ const schema = z.object({
   /** Sender of invitation emails (Zulip's NOREPLY_EMAIL_ADDRESS); by default
    * noreply@ EXTERNAL_HOST without its port. */
   NOREPLY_EMAIL_ADDRESS: z.email().optional(),
+  /** The server administrator's address (Zulip's ZULIP_ADMINISTRATOR), named where Zulip sends
+   * users to its support: an export too large to make from the API. By default
+   * zulip-admin@ EXTERNAL_HOST without its port. */
+  ZULIP_ADMINISTRATOR: z.email().optional(),
   /** Incoming email (Zulip's EMAIL_GATEWAY_PATTERN): the form of the addresses that post to
    * a channel, `%s` standing for the channel's token, e.g. `%s@streams.example.com`. Empty:
    * no gateway, and GET /streams/{id}/email_address answers "" (as Zulip). Mail to such an

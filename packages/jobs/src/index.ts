@@ -14,7 +14,7 @@ export {
 } from './queues';
 export { startJobWorkers, type JobHandlers, type JobWorkers } from './worker';
 export { registerJobQueueMetrics } from './metrics';
-export { closeMail, noreplyAddress, sendMail, type MailMessage } from './mail';
+export { closeMail, noreplyAddress, sendMail, supportAddress, type MailMessage } from './mail';
 export {
   failedJobQueues,
   FailedJobLookupError,

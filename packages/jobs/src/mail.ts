@@ -28,6 +28,12 @@ export function noreplyAddress(): string {
   return config.NOREPLY_EMAIL_ADDRESS ?? `noreply@${config.EXTERNAL_HOST.replace(/:\d+$/, '')}`;
 }
 
+/** The server administrator's address (Zulip's FromAddress.SUPPORT). */
+export function supportAddress(): string {
+  const config = getConfig();
+  return config.ZULIP_ADMINISTRATOR ?? `zulip-admin@${config.EXTERNAL_HOST.replace(/:\d+$/, '')}`;
+}
+
 function envelope(message: MailMessage) {
   const address = noreplyAddress();
   return {

@@ -50,6 +50,8 @@ export interface JobData {
   /** The thumbnails of an uploaded image (Zulip's `thumbnail` queue), then the messages that
    * show its loading placeholder. */
   thumbnail: { attachmentId: number };
+  /** A data export an administrator asked for (POST /export/realm), made and stored. */
+  'realm-export': { exportId: number };
 }
 export type JobName = keyof JobData;
 
@@ -68,6 +70,8 @@ export const JOB_QUEUES: Record<JobName, QueueName> = {
   'push-device-registration': 'push',
   // Its own queue, as in Zulip: decoding large images must not hold up mail or pushes.
   thumbnail: 'thumbnail',
+  // Zulip's deferred_work: minutes of work that must not hold up mail or pushes.
+  'realm-export': 'maintenance',
 };
 
 /** Retries with backoff; finished jobs are kept a while so that an id seen again (a retried

@@ -31,6 +31,7 @@ import {
   usersWhoCanAccess,
   type Viewer,
 } from '../lib/users';
+import { humanAdminIds } from '../lib/realm-exports';
 import { loadPermissions } from '../lib/streams';
 import { presentUserWithVisibility } from '../presenters/users';
 import { presentBot } from '../presenters/bots';
@@ -169,6 +170,21 @@ function sendUserSettingsUpdate(
   ]);
 }
 
+/** realm_export_consent to the organization's human administrators: Zulip sends it when a
+ * person's consent changes, and when a person is created or reactivated (realm_user events do
+ * not carry the setting). */
+async function sendExportConsent(
+  ctx: ActionContext,
+  user: User,
+  consented: boolean,
+): Promise<void> {
+  sendEventOnCommit(
+    ctx,
+    { type: 'realm_export_consent', user_id: user.id, consented },
+    await humanAdminIds(user.realmId, ctx.tx),
+  );
+}
+
 async function audit(
   ctx: ActionContext,
   user: User,
@@ -268,6 +284,7 @@ export async function doCreateUser(
   if (!created.isBot && options.defaultStreams !== false)
     await subscribeToDefaultStreams(ctx, realm, created, actingUserId);
   if (!created.isBot && options.history !== false) await addNewUserHistory(created.id, realm.id);
+  if (!created.isBot) await sendExportConsent(ctx, created, created.allowPrivateDataExport);
   if (created.isBot) {
     const recipients = new Set(await activeAdminIds(realm.id, tx));
     if (created.botOwnerId) recipients.add(created.botOwnerId);
@@ -514,6 +531,8 @@ export async function doChangeSetting(
   if (property === 'enable_drafts_synchronization' && value === false)
     await doForgetDrafts(ctx, user.id);
   sendUserSettingsUpdate(ctx, user, property, value, extra);
+  if (property === 'allow_private_data_export')
+    await sendExportConsent(ctx, user, value as boolean);
 }
 
 export async function doSetPassword(
@@ -766,6 +785,7 @@ export async function doReactivateUser(
   await sendSubscriberActivityEvents(ctx, target, 'peer_add');
   await audit(ctx, target, AuditLogEvent.USER_REACTIVATED, actingUserId);
   await sendPersonUpdate(ctx, { ...target, isActive: true }, { is_active: true });
+  if (!target.isBot) await sendExportConsent(ctx, target, target.allowPrivateDataExport);
   if (target.isBot) await sendBotUpdate(ctx, target, { is_active: true });
 }
 

@@ -1,0 +1,389 @@
+// Data exports (Zulip's /export/realm): who may ask, Zulip's refusals, the job that makes the
+// tarball (what a public and a consent export hold), the events administrators get, the
+// Notification Bot's message, the download and the deletion; GET /export/realm/consents and
+// the realm_export_consent events.
+import { randomBytes } from 'node:crypto';
+import { gunzipSync } from 'node:zlib';
+import { Queue } from 'bullmq';
+import request from 'supertest';
+import { extract } from 'tar-stream';
+import { getConfig } from '@parley/config';
+import { getPrisma, Role, type User } from '@parley/db';
+import { closeQueues } from '@parley/jobs';
+import { runRealmExport } from '../src/actions/realm-exports';
+import { ExportStatus } from '../src/lib/realm-exports';
+import {
+  app,
+  as,
+  captureEvents,
+  createChannel,
+  createTestRealm,
+  createTestUser,
+  expectError,
+  expectSuccess,
+  uploadFile,
+  type TestRealm,
+} from './helpers';
+import { send } from './message-helpers';
+
+let maintenance: Queue;
+beforeAll(() => {
+  maintenance = new Queue('maintenance', { connection: { url: getConfig().REDIS_URL } });
+});
+afterAll(async () => {
+  await maintenance.close();
+  await closeQueues();
+});
+
+/** The export's job, taken out of the queue (no worker runs in this process) and run here. */
+async function runJob(exportId: number): Promise<void> {
+  const job = await maintenance.getJob(`realm-export-${exportId}`);
+  expect(job?.data).toEqual({ exportId });
+  await job!.remove();
+  await runRealmExport({ exportId });
+}
+
+/** The files of a gzipped tarball, by path below its one top directory. */
+async function untar(tarball: Buffer): Promise<Map<string, Buffer>> {
+  const files = new Map<string, Buffer>();
+  const reader = extract();
+  const done = new Promise<void>((resolve, reject) => {
+    reader.on('entry', (header, stream, next) => {
+      const chunks: Buffer[] = [];
+      stream.on('data', (chunk) => chunks.push(chunk as Buffer));
+      stream.on('end', () => {
+        files.set(header.name.split('/').slice(1).join('/'), Buffer.concat(chunks));
+        next();
+      });
+    });
+    reader.on('finish', resolve);
+    reader.on('error', reject);
+  });
+  reader.end(gunzipSync(tarball));
+  await done;
+  return files;
+}
+
+const json = (files: Map<string, Buffer>, path: string) =>
+  JSON.parse(files.get(path)!.toString()) as Record<string, Record<string, unknown>[]>;
+
+async function download(host: string, url: string) {
+  return request(app)
+    .get(new URL(url).pathname)
+    .set('Host', host)
+    .buffer(true)
+    .parse((res, callback) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => callback(null, Buffer.concat(chunks)));
+    });
+}
+
+describe('/export/realm', () => {
+  let org: TestRealm;
+  let admin: User;
+  let member: User;
+  let admins: number[];
+  beforeEach(async () => {
+    org = await createTestRealm();
+    admin = await createTestUser(org.realm, Role.ADMINISTRATOR);
+    member = await createTestUser(org.realm, Role.MEMBER);
+    // Bots are not told: Zulip's human administrators.
+    await createTestUser(org.realm, Role.MODERATOR);
+    admins = [org.owner.id, admin.id].sort((a, b) => a - b);
+  });
+
+  const exportsListed = async () =>
+    expectSuccess(await as(admin, org.host).get('/export/realm')).exports as Record<
+      string,
+      unknown
+    >[];
+
+  it('is for administrators', async () => {
+    for (const res of [
+      await as(member, org.host).get('/export/realm'),
+      await as(member, org.host).post('/export/realm'),
+      await as(member, org.host).delete('/export/realm/1'),
+      await as(member, org.host).get('/export/realm/consents'),
+    ])
+      expectError(res, 'Must be an organization administrator', 400, 'UNAUTHORIZED_PRINCIPAL');
+    expect(await getPrisma().realmExport.count({ where: { realmId: org.realm.id } })).toBe(0);
+  });
+
+  it('makes a public export: its job, its events, the tarball, the message, download and deletion', async () => {
+    const general = await createChannel(org.realm, org.owner, 'general', [org.owner, member]);
+    const secret = await createChannel(org.realm, org.owner, 'secret', [org.owner], {
+      inviteOnly: true,
+    });
+    const file = await uploadFile(org.host, member, 'notes.txt', Buffer.from('exported bytes'));
+    const shared = expectSuccess(
+      await send(member, org.host, {
+        type: 'stream',
+        to: general.name,
+        topic: 'plans',
+        content: `public words [notes](${file.url})`,
+      }),
+    ).id as number;
+    const hidden = expectSuccess(
+      await send(org.owner, org.host, {
+        type: 'stream',
+        to: secret.name,
+        topic: 't',
+        content: 'x',
+      }),
+    ).id as number;
+    const direct = expectSuccess(
+      await send(member, org.host, { type: 'direct', to: [org.owner.id], content: 'psst' }),
+    ).id as number;
+
+    let id = 0;
+    const requested = await captureEvents(org.realm.id, async () => {
+      id = expectSuccess(await as(admin, org.host).post('/export/realm')).id as number;
+    });
+    const pending = {
+      id,
+      acting_user_id: admin.id,
+      export_time: expect.any(Number) as number,
+      deleted_timestamp: null,
+      failed_timestamp: null,
+      export_url: null,
+      pending: true,
+      export_type: 'public',
+    };
+    expect(requested).toEqual([
+      { event: { type: 'realm_export', exports: [pending] }, users: admins },
+    ]);
+    expect(await exportsListed()).toEqual([pending]);
+
+    const made = await captureEvents(org.realm.id, () => runJob(id));
+    const listed = await exportsListed();
+    expect(listed).toEqual([
+      { ...pending, pending: false, export_url: expect.stringMatching(/\.tar\.gz$/) as string },
+    ]);
+    const url = listed[0]!.export_url as string;
+    expect(new URL(url).pathname).toMatch(
+      new RegExp(
+        `^/user_avatars/exports/${org.realm.id}/[\\w-]+/zulip-export-[0-9a-f]+\\.tar\\.gz$`,
+      ),
+    );
+    expect(made.filter((p) => p.event.type === 'realm_export')).toEqual([
+      { event: { type: 'realm_export', exports: listed }, users: admins },
+    ]);
+    // The Notification Bot tells the administrator who asked.
+    const told = made.find((p) => p.event.type === 'message');
+    expect(told?.users).toContain(admin.id);
+    expect((told!.event.message as { content: string }).content).toContain(
+      'Your data export is complete.',
+    );
+    const row = await getPrisma().realmExport.findUniqueOrThrow({ where: { id } });
+    expect(row.status).toBe(ExportStatus.SUCCEEDED);
+    expect(row.sha256sumHex).toMatch(/^[0-9a-f]{64}$/);
+
+    const fetched = await download(org.host, url);
+    expect(fetched.status).toBe(200);
+    expect(fetched.headers['content-type']).toBe('application/gzip');
+    const tarball = fetched.body as Buffer;
+    expect(Number(row.tarballSizeBytes)).toBe(tarball.length);
+    const files = await untar(tarball);
+    const realm = json(files, 'realm.json');
+    expect(realm.zerver_realm!.map((r) => r.id)).toEqual([org.realm.id]);
+    expect(realm.zerver_realm![0]).not.toHaveProperty('jwt_key');
+    const users = realm.zerver_userprofile!;
+    expect(users.map((u) => u.id)).toEqual(expect.arrayContaining([org.owner.id, member.id]));
+    for (const user of users) {
+      expect(user).not.toHaveProperty('api_key');
+      expect(user).not.toHaveProperty('password_hash');
+    }
+    expect(realm.zerver_stream!.map((s) => s.name)).toEqual(
+      expect.arrayContaining(['general', 'secret']),
+    );
+    const messages = json(files, 'messages-000001.json');
+    const ids = messages.zerver_message!.map((m) => m.id);
+    expect(ids).toContain(shared);
+    expect(ids).not.toContain(hidden);
+    expect(ids).not.toContain(direct);
+    // Every user's copies of a public message.
+    expect(
+      messages
+        .zerver_usermessage!.filter((um) => um.message_id === shared)
+        .map((um) => um.user_profile_id),
+    ).toEqual(expect.arrayContaining([org.owner.id, member.id]));
+    expect(json(files, 'attachment.json').zerver_attachment!.map((a) => a.path_id)).toEqual([
+      file.pathId,
+    ]);
+    expect(files.get(`uploads/${file.pathId}`)!.toString()).toBe('exported bytes');
+    expect(JSON.parse(files.get('stats.json')!.toString())).toMatchObject({
+      zerver_message: ids.length,
+    });
+
+    // Deleted: announced, listed as deleted, no longer served, and not deleted twice.
+    const deleted = await captureEvents(org.realm.id, async () => {
+      expectSuccess(await as(org.owner, org.host).delete(`/export/realm/${id}`));
+    });
+    const afterDeletion = await exportsListed();
+    expect(afterDeletion).toEqual([
+      { ...pending, pending: false, deleted_timestamp: expect.any(Number) as number },
+    ]);
+    expect(deleted).toEqual([
+      { event: { type: 'realm_export', exports: afterDeletion }, users: admins },
+    ]);
+    expect((await download(org.host, url)).status).toBe(404);
+    expectError(await as(admin, org.host).delete(`/export/realm/${id}`), 'Export already deleted');
+  });
+
+  it('exports the private data of consenting users only, and deactivates the others', async () => {
+    // Consenting is announced to the administrators.
+    const consented = await captureEvents(org.realm.id, async () => {
+      expectSuccess(
+        await as(org.owner, org.host).patch('/settings', { allow_private_data_export: true }),
+      );
+    });
+    expect(consented.filter((p) => p.event.type === 'realm_export_consent')).toEqual([
+      {
+        event: { type: 'realm_export_consent', user_id: org.owner.id, consented: true },
+        users: admins,
+      },
+    ]);
+    const ownersChannel = await createChannel(org.realm, org.owner, 'owners', [org.owner], {
+      inviteOnly: true,
+    });
+    const membersChannel = await createChannel(org.realm, member, 'members', [member], {
+      inviteOnly: true,
+    });
+    const sent = async (from: User, form: Record<string, unknown>) =>
+      expectSuccess(await send(from, org.host, form)).id as number;
+    const inOwners = await sent(org.owner, {
+      type: 'stream',
+      to: ownersChannel.name,
+      topic: 't',
+      content: 'mine',
+    });
+    const inMembers = await sent(member, {
+      type: 'stream',
+      to: membersChannel.name,
+      topic: 't',
+      content: 'theirs',
+    });
+    const toOwner = await sent(member, { type: 'direct', to: [org.owner.id], content: 'a' });
+    const fromOwner = await sent(org.owner, { type: 'direct', to: [member.id], content: 'b' });
+    const between = await sent(member, { type: 'direct', to: [admin.id], content: 'c' });
+
+    const id = expectSuccess(
+      await as(admin, org.host).post('/export/realm', { export_type: 'full_with_consent' }),
+    ).id as number;
+    await runJob(id);
+    const [listed] = await exportsListed();
+    expect(listed).toMatchObject({ export_type: 'full_with_consent', pending: false });
+    const files = await untar(
+      (await download(org.host, listed!.export_url as string)).body as Buffer,
+    );
+    const messages = json(files, 'messages-000001.json');
+    const ids = messages.zerver_message!.map((m) => m.id);
+    expect(ids).toEqual(expect.arrayContaining([inOwners, toOwner, fromOwner]));
+    expect(ids).not.toContain(inMembers);
+    expect(ids).not.toContain(between);
+    // Only the consenting users' copies.
+    expect(new Set(messages.zerver_usermessage!.map((um) => um.user_profile_id))).toEqual(
+      new Set([org.owner.id]),
+    );
+    const users = new Map(json(files, 'realm.json').zerver_userprofile!.map((u) => [u.id, u]));
+    expect(users.get(org.owner.id)!.is_active).toBe(true);
+    expect(users.get(member.id)!.is_active).toBe(false);
+  });
+
+  it("refuses what Zulip refuses, in Zulip's words", async () => {
+    const post = (form: Record<string, unknown> = {}) =>
+      as(admin, org.host).post('/export/realm', form);
+    expectError(await post({ export_type: 'full_without_consent' }), 'Invalid export_type');
+    expectError(await post({ export_type: 3 }), 'Invalid export_type');
+    const support = `zulip-admin@${getConfig().EXTERNAL_HOST.replace(/:\d+$/, '')}`;
+    expectError(
+      await post({ export_type: 'full_with_consent' }),
+      `Make sure at least one Organization Owner is consenting to the export or contact ${support} for help.`,
+    );
+    await getPrisma().user.update({
+      where: { id: org.owner.id },
+      data: { emailAddressVisibility: 4 },
+    });
+    expectError(
+      await post(),
+      'Make sure at least one Organization Owner allows other Administrators to see their ' +
+        `email address or contact ${support} for help`,
+    );
+    await getPrisma().user.update({
+      where: { id: org.owner.id },
+      data: { emailAddressVisibility: 1, allowPrivateDataExport: true },
+    });
+
+    // Integers, as clients before feature level 449 send them, still name the types.
+    const legacy = expectSuccess(await post({ export_type: 2 })).id as number;
+    expect((await exportsListed()).map((e) => e.export_type)).toEqual(['full_with_consent']);
+    expectError(
+      await as(admin, org.host).delete(`/export/realm/${legacy}`),
+      'Export still in progress',
+    );
+    expectError(
+      await as(admin, org.host).delete('/export/realm/999999999'),
+      'Invalid data export ID',
+    );
+    // A job run again for an export it had started (its worker died) marks it failed.
+    await getPrisma().realmExport.update({
+      where: { id: legacy },
+      data: { status: ExportStatus.STARTED },
+    });
+    await runJob(legacy);
+    const [failed] = await exportsListed();
+    expect(failed).toMatchObject({ pending: false, export_url: null });
+    expect(failed!.failed_timestamp).toEqual(expect.any(Number));
+    expectError(
+      await as(admin, org.host).delete(`/export/realm/${legacy}`),
+      'Export failed, nothing to delete',
+    );
+
+    // Five a week.
+    for (let i = 0; i < 4; i++) {
+      const id = expectSuccess(await post()).id as number;
+      await (await maintenance.getJob(`realm-export-${id}`))?.remove();
+    }
+    expectError(await post(), 'Exceeded rate limit.');
+    expect(await getPrisma().realmExport.count({ where: { realmId: org.realm.id } })).toBe(5);
+  });
+
+  it('lists the consent of every active human, and tells administrators of new ones', async () => {
+    const bot = await getPrisma().user.create({
+      data: {
+        realmId: org.realm.id,
+        email: `bot@${org.realm.stringId}.test`,
+        deliveryEmail: `bot@${org.realm.stringId}.test`,
+        fullName: 'Bot',
+        isBot: true,
+        apiKey: randomBytes(16).toString('hex'),
+      },
+    });
+    await getPrisma().user.update({
+      where: { id: member.id },
+      data: { allowPrivateDataExport: true, emailAddressVisibility: 2 },
+    });
+    const consents = expectSuccess(await as(admin, org.host).get('/export/realm/consents'))
+      .export_consents as { user_id: number; consented: boolean }[];
+    const ids = consents.map((c) => c.user_id);
+    expect(ids).not.toContain(bot.id);
+    expect(consents.find((c) => c.user_id === member.id)).toEqual({
+      user_id: member.id,
+      consented: true,
+      email_address_visibility: 2,
+    });
+    expect(consents.find((c) => c.user_id === org.owner.id)).toMatchObject({ consented: false });
+
+    let newcomer: User | undefined;
+    const created = await captureEvents(org.realm.id, async () => {
+      newcomer = await createTestUser(org.realm, Role.MEMBER);
+    });
+    expect(created.filter((p) => p.event.type === 'realm_export_consent')).toEqual([
+      {
+        event: { type: 'realm_export_consent', user_id: newcomer!.id, consented: false },
+        users: admins,
+      },
+    ]);
+  });
+});
