@@ -3,14 +3,18 @@
 // Notification Bot's message, the download and the deletion; GET /export/realm/consents and
 // the realm_export_consent events.
 import { randomBytes } from 'node:crypto';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { Queue } from 'bullmq';
 import request from 'supertest';
 import { extract } from 'tar-stream';
 import { getConfig } from '@parley/config';
-import { getPrisma, Role, type User } from '@parley/db';
+import { getPrisma, Role, runAction, type User } from '@parley/db';
 import { closeQueues } from '@parley/jobs';
 import { runRealmExport } from '../src/actions/realm-exports';
+import { doAddSubscriptions } from '../src/actions/subscriptions';
+import { uploadFilePath } from '../src/lib/upload-store';
 import { ExportStatus } from '../src/lib/realm-exports';
 import {
   app,
@@ -35,12 +39,39 @@ afterAll(async () => {
   await closeQueues();
 });
 
-/** The export's job, taken out of the queue (no worker runs in this process) and run here. */
+/** The export's job, taken out of the queue (no worker runs in this process) and run here.
+ * Another test file's worker may have taken it first (they share Redis): then it is left to
+ * finish there. */
 async function runJob(exportId: number): Promise<void> {
   const job = await maintenance.getJob(`realm-export-${exportId}`);
   expect(job?.data).toEqual({ exportId });
-  await job!.remove();
-  await runRealmExport({ exportId });
+  const removed = await job!.remove().then(
+    () => true,
+    () => false,
+  );
+  if (removed) return runRealmExport({ exportId });
+  const finishedBy = Date.now() + 30_000;
+  while (Date.now() < finishedBy) {
+    const { status } = await getPrisma().realmExport.findUniqueOrThrow({ where: { id: exportId } });
+    if (status !== ExportStatus.REQUESTED && status !== ExportStatus.STARTED) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** A bot of the organization, written directly (its creation's events are not under test). */
+function createBot(realmId: number, fields: { role?: number; botOwnerId?: number } = {}) {
+  const email = `bot-${randomBytes(4).toString('hex')}@example.com`;
+  return getPrisma().user.create({
+    data: {
+      realmId,
+      email,
+      deliveryEmail: email,
+      fullName: 'Bot',
+      isBot: true,
+      apiKey: randomBytes(16).toString('hex'),
+      ...fields,
+    },
+  });
 }
 
 /** The files of a gzipped tarball, by path below its one top directory. */
@@ -88,9 +119,23 @@ describe('/export/realm', () => {
     org = await createTestRealm();
     admin = await createTestUser(org.realm, Role.ADMINISTRATOR);
     member = await createTestUser(org.realm, Role.MEMBER);
-    // Bots are not told: Zulip's human administrators.
+    // Neither moderators nor administrator bots are told: Zulip's human administrators.
     await createTestUser(org.realm, Role.MODERATOR);
+    await createBot(org.realm.id, { role: Role.ADMINISTRATOR });
     admins = [org.owner.id, admin.id].sort((a, b) => a - b);
+  });
+  // Exports left waiting would be made by a worker test's sweep: they are failed, their jobs
+  // gone.
+  afterEach(async () => {
+    const waiting = await getPrisma().realmExport.findMany({
+      where: { realmId: org.realm.id, status: ExportStatus.REQUESTED },
+    });
+    for (const { id } of waiting)
+      await (await maintenance.getJob(`realm-export-${id}`))?.remove().catch(() => undefined);
+    await getPrisma().realmExport.updateMany({
+      where: { realmId: org.realm.id, status: ExportStatus.REQUESTED },
+      data: { status: ExportStatus.FAILED, dateFailed: new Date() },
+    });
   });
 
   const exportsListed = async () =>
@@ -108,6 +153,18 @@ describe('/export/realm', () => {
     ])
       expectError(res, 'Must be an organization administrator', 400, 'UNAUTHORIZED_PRINCIPAL');
     expect(await getPrisma().realmExport.count({ where: { realmId: org.realm.id } })).toBe(0);
+    expectError(
+      await as(admin, org.host).delete('/export/realm/abc'),
+      'export_id is not an integer',
+    );
+    expect((await as(admin, org.host).delete('/export/realm/2147483648')).status).toBe(400);
+    // Not a tarball: not found, whatever the path holds.
+    for (const path of [
+      '/user_avatars/exports/99999999999/abc/zulip-export-1.tar.gz',
+      `/user_avatars/exports/${org.realm.id}/abc/zulip-export-1.tar.gz`,
+      `/user_avatars/exports/${org.realm.id}/a.b/x.tar.gz`,
+    ])
+      expect((await request(app).get(path).set('Host', org.host)).status).toBe(404);
   });
 
   it('makes a public export: its job, its events, the tarball, the message, download and deletion', async () => {
@@ -135,6 +192,15 @@ describe('/export/realm', () => {
     const direct = expectSuccess(
       await send(member, org.host, { type: 'direct', to: [org.owner.id], content: 'psst' }),
     ).id as number;
+    // The member's address is visible to nobody; the owner has a Zoom token.
+    await getPrisma().user.update({
+      where: { id: member.id },
+      data: { emailAddressVisibility: 4 },
+    });
+    await getPrisma().user.update({
+      where: { id: org.owner.id },
+      data: { zoomToken: { access_token: 'secret' } },
+    });
 
     let id = 0;
     const requested = await captureEvents(org.realm.id, async () => {
@@ -193,7 +259,15 @@ describe('/export/realm', () => {
     for (const user of users) {
       expect(user).not.toHaveProperty('api_key');
       expect(user).not.toHaveProperty('password_hash');
+      expect(user).not.toHaveProperty('zoom_token');
     }
+    const exportedMember = users.find((u) => u.id === member.id)!;
+    const dummy = expect.stringMatching(new RegExp(`^user${member.id}@`)) as unknown;
+    expect(exportedMember).toMatchObject({ email: dummy, delivery_email: dummy });
+    expect(users.find((u) => u.id === org.owner.id)!.delivery_email).toBe(org.owner.deliveryEmail);
+    const subscribed = new Set(realm.zerver_subscription!.map((sub) => sub.recipient_id));
+    expect(subscribed.has(general.recipientId)).toBe(true);
+    expect(subscribed.has(secret.recipientId)).toBe(false);
     expect(realm.zerver_stream!.map((s) => s.name)).toEqual(
       expect.arrayContaining(['general', 'secret']),
     );
@@ -267,6 +341,37 @@ describe('/export/realm', () => {
     const toOwner = await sent(member, { type: 'direct', to: [org.owner.id], content: 'a' });
     const fromOwner = await sent(org.owner, { type: 'direct', to: [member.id], content: 'b' });
     const between = await sent(member, { type: 'direct', to: [admin.id], content: 'c' });
+    const group = await sent(member, {
+      type: 'direct',
+      to: [org.owner.id, admin.id],
+      content: 'd',
+    });
+    // A channel with protected history: only what the consenting owner received once there.
+    const protectedChannel = await createChannel(org.realm, member, 'protected', [member], {
+      inviteOnly: true,
+      historyPublicToSubscribers: false,
+    });
+    const beforeJoining = await sent(member, {
+      type: 'stream',
+      to: protectedChannel.name,
+      topic: 't',
+      content: 'before',
+    });
+    await runAction((ctx) =>
+      doAddSubscriptions(
+        ctx,
+        org.realm,
+        [{ user: org.owner, stream: protectedChannel }],
+        member.id,
+      ),
+    );
+    const afterJoining = await sent(member, {
+      type: 'stream',
+      to: protectedChannel.name,
+      topic: 't',
+      content: 'after',
+    });
+    const ownersBot = await createBot(org.realm.id, { botOwnerId: org.owner.id });
 
     const id = expectSuccess(
       await as(admin, org.host).post('/export/realm', { export_type: 'full_with_consent' }),
@@ -279,9 +384,10 @@ describe('/export/realm', () => {
     );
     const messages = json(files, 'messages-000001.json');
     const ids = messages.zerver_message!.map((m) => m.id);
-    expect(ids).toEqual(expect.arrayContaining([inOwners, toOwner, fromOwner]));
-    expect(ids).not.toContain(inMembers);
-    expect(ids).not.toContain(between);
+    expect(ids).toEqual(
+      expect.arrayContaining([inOwners, toOwner, fromOwner, group, afterJoining]),
+    );
+    for (const excluded of [inMembers, between, beforeJoining]) expect(ids).not.toContain(excluded);
     // Only the consenting users' copies.
     expect(new Set(messages.zerver_usermessage!.map((um) => um.user_profile_id))).toEqual(
       new Set([org.owner.id]),
@@ -289,6 +395,8 @@ describe('/export/realm', () => {
     const users = new Map(json(files, 'realm.json').zerver_userprofile!.map((u) => [u.id, u]));
     expect(users.get(org.owner.id)!.is_active).toBe(true);
     expect(users.get(member.id)!.is_active).toBe(false);
+    // A consenting person's bot consents too.
+    expect(users.get(ownersBot.id)!.is_active).toBe(true);
   });
 
   it("refuses what Zulip refuses, in Zulip's words", async () => {
@@ -340,6 +448,19 @@ describe('/export/realm', () => {
       'Export failed, nothing to delete',
     );
 
+    // Too large to make here.
+    const big = await getPrisma().attachment.create({
+      data: {
+        realmId: org.realm.id,
+        ownerId: member.id,
+        fileName: 'huge.bin',
+        pathId: `${org.realm.id}/${randomBytes(8).toString('hex')}/huge.bin`,
+        size: 1024 ** 3 + 1,
+      },
+    });
+    expectError(await post(), `Please request a manual export from ${support}.`);
+    await getPrisma().attachment.delete({ where: { id: big.id } });
+
     // Five a week.
     for (let i = 0; i < 4; i++) {
       const id = expectSuccess(await post()).id as number;
@@ -349,17 +470,27 @@ describe('/export/realm', () => {
     expect(await getPrisma().realmExport.count({ where: { realmId: org.realm.id } })).toBe(5);
   });
 
+  it('marks an export failed when it cannot be stored, and tells the administrators', async () => {
+    // The organization's export directory is a file: storing the tarball fails.
+    const blocker = uploadFilePath(`user_avatars/exports/${org.realm.id}`)!;
+    mkdirSync(dirname(blocker), { recursive: true });
+    writeFileSync(blocker, 'not a directory');
+    try {
+      const id = expectSuccess(await as(admin, org.host).post('/export/realm')).id as number;
+      const failed = await captureEvents(org.realm.id, () => runJob(id));
+      const listed = await exportsListed();
+      expect(listed).toEqual([
+        expect.objectContaining({ id, pending: false, export_url: null }) as unknown,
+      ]);
+      expect(listed[0]!.failed_timestamp).toEqual(expect.any(Number));
+      expect(failed).toEqual([{ event: { type: 'realm_export', exports: listed }, users: admins }]);
+    } finally {
+      rmSync(blocker, { force: true });
+    }
+  });
+
   it('lists the consent of every active human, and tells administrators of new ones', async () => {
-    const bot = await getPrisma().user.create({
-      data: {
-        realmId: org.realm.id,
-        email: `bot@${org.realm.stringId}.test`,
-        deliveryEmail: `bot@${org.realm.stringId}.test`,
-        fullName: 'Bot',
-        isBot: true,
-        apiKey: randomBytes(16).toString('hex'),
-      },
-    });
+    const bot = await createBot(org.realm.id);
     await getPrisma().user.update({
       where: { id: member.id },
       data: { allowPrivateDataExport: true, emailAddressVisibility: 2 },

@@ -34,10 +34,11 @@ import { sendBotDirectMessage } from './system-bots';
 
 /** Zulip's limits on exports asked for through the API: five a week per organization, and
  * organizations whose history or uploads are this large are exported by the server's
- * administrator instead. */
+ * administrator instead. Zulip allows 20 GiB of uploads; the worker here builds the tarball
+ * in its memory, which bounds them lower. */
 export const EXPORT_LIMIT = 5;
 export const MAX_MESSAGE_HISTORY = 250_000;
-export const MAX_UPLOAD_QUOTA_BYTES = 20 * 1024 ** 3;
+export const MAX_UPLOAD_BYTES = 1024 ** 3;
 const EXPORT_LIMIT_DAYS = 7;
 
 const jobId = (exportId: number) => `realm-export-${exportId}`;
@@ -52,33 +53,27 @@ async function notifyRealmExport(ctx: ActionContext, realm: Realm): Promise<void
   );
 }
 
-/** POST /export/realm: Zulip's checks, then the export's row and its job; returns its id. */
-export async function doRequestRealmExport(
-  ctx: ActionContext,
-  actor: User,
-  realm: Realm,
-  type: ExportTypeValue,
-): Promise<number> {
-  // Two requests at once must not both pass the week's count.
-  await ctx.tx.$queryRaw`SELECT id FROM realm WHERE id = ${realm.id} FOR NO KEY UPDATE`;
-  const since = new Date(Date.now() - EXPORT_LIMIT_DAYS * 86_400_000);
-  const recent = await ctx.tx.realmExport.count({
-    where: { realmId: realm.id, dateRequested: { gte: since } },
-  });
-  if (recent >= EXPORT_LIMIT) throw new JsonableError('Exceeded rate limit.');
-
-  // Zulip estimates from its analytics counts; Parley counts the messages themselves (an
-  // index-only scan per channel): those of public channels for a public export, all others.
-  const [{ messages }] = await ctx.tx.$queryRaw<[{ messages: number }]>`
-    SELECT count(*)::int AS messages FROM message
-    WHERE realm_id = ${realm.id}
-      AND (${type !== ExportType.PUBLIC} OR recipient_id IN (
-        SELECT recipient_id FROM stream WHERE realm_id = ${realm.id} AND NOT invite_only))`;
+/** Zulip's refusals of POST /export/realm other than the week's count. Counting stops at the
+ * limit: an organization far over it is refused as quickly as one just over. */
+async function checkExportable(ctx: ActionContext, realm: Realm, type: ExportTypeValue) {
+  const counted =
+    type === ExportType.PUBLIC
+      ? ctx.tx.$queryRaw<[{ messages: number }]>`
+          SELECT count(*)::int AS messages FROM (
+            SELECT 1 FROM message
+            WHERE realm_id = ${realm.id} AND recipient_id IN (
+              SELECT recipient_id FROM stream WHERE realm_id = ${realm.id} AND NOT invite_only)
+            LIMIT ${MAX_MESSAGE_HISTORY + 1}) m`
+      : ctx.tx.$queryRaw<[{ messages: number }]>`
+          SELECT count(*)::int AS messages FROM (
+            SELECT 1 FROM message WHERE realm_id = ${realm.id}
+            LIMIT ${MAX_MESSAGE_HISTORY + 1}) m`;
+  const [{ messages }] = await counted;
   const uploaded = await ctx.tx.attachment.aggregate({
     where: { realmId: realm.id },
     _sum: { size: true },
   });
-  if (messages > MAX_MESSAGE_HISTORY || Number(uploaded._sum.size ?? 0) > MAX_UPLOAD_QUOTA_BYTES)
+  if (messages > MAX_MESSAGE_HISTORY || Number(uploaded._sum.size ?? 0) > MAX_UPLOAD_BYTES)
     throw new JsonableError(`Please request a manual export from ${supportAddress()}.`);
 
   if (type === ExportType.FULL_WITH_CONSENT && !(await consentExportIsUsable(realm.id, ctx.tx)))
@@ -91,6 +86,24 @@ export async function doRequestRealmExport(
       'Make sure at least one Organization Owner allows other Administrators to see their ' +
         `email address or contact ${supportAddress()} for help`,
     );
+}
+
+/** POST /export/realm: Zulip's checks, then the export's row and its job; returns its id. */
+export async function doRequestRealmExport(
+  ctx: ActionContext,
+  actor: User,
+  realm: Realm,
+  type: ExportTypeValue,
+): Promise<number> {
+  await checkExportable(ctx, realm, type);
+  // Two requests at once must not both pass the week's count (taken after the slower checks,
+  // so that the organization's row is locked only for the count and the insert).
+  await ctx.tx.$queryRaw`SELECT id FROM realm WHERE id = ${realm.id} FOR NO KEY UPDATE`;
+  const since = new Date(Date.now() - EXPORT_LIMIT_DAYS * 86_400_000);
+  const recent = await ctx.tx.realmExport.count({
+    where: { realmId: realm.id, dateRequested: { gte: since } },
+  });
+  if (recent >= EXPORT_LIMIT) throw new JsonableError('Exceeded rate limit.');
 
   const row = await ctx.tx.realmExport.create({
     data: { realmId: realm.id, type, actingUserId: actor.id, status: ExportStatus.REQUESTED },
@@ -126,12 +139,7 @@ export async function doDeleteRealmExport(
   });
   await notifyRealmExport(ctx, realm);
   const stored = row.export_path;
-  if (stored)
-    ctx.onCommit(() =>
-      removeUpload(exportStorePath(stored)).catch((error: unknown) => {
-        getLogger().warn('deleting an export tarball failed', { error, exportId });
-      }),
-    );
+  if (stored) ctx.onCommit(() => removeTarball(stored, exportId));
 }
 
 /** The `realm-export` job (Zulip's export_realm_from_event): makes the export, stores it, and
@@ -157,15 +165,19 @@ export async function runRealmExport({ exportId }: { exportId: number }): Promis
     return;
   }
   const began = Date.now();
+  let stored: string | null = null;
   try {
     const random = randomBytes(18).toString('base64url');
     const name = `zulip-export-${randomBytes(6).toString('hex')}`;
     const built = await buildRealmExport(realm, row.type as ExportTypeValue, name);
     const exportPath = `/user_avatars/exports/${realm.id}/${random}/${name}.tar.gz`;
     await storeUpload(exportStorePath(exportPath), built.tarball, 'application/gzip');
-    await runAction(async (ctx) => {
-      await ctx.tx.realmExport.update({
-        where: { id: exportId },
+    stored = exportPath;
+    const finished = await runAction(async (ctx) => {
+      // Only the run that started it: one the queue thought stalled and ran again has marked
+      // it failed meanwhile, and that stands.
+      const updated = await ctx.tx.realmExport.updateMany({
+        where: { id: exportId, status: ExportStatus.STARTED },
         data: {
           status: ExportStatus.SUCCEEDED,
           dateSucceeded: new Date(),
@@ -175,6 +187,7 @@ export async function runRealmExport({ exportId }: { exportId: number }): Promis
           stats: built.stats,
         },
       });
+      if (updated.count === 0) return false;
       await ctx.tx.auditLog.create({
         data: {
           realmId: realm.id,
@@ -184,7 +197,12 @@ export async function runRealmExport({ exportId }: { exportId: number }): Promis
         },
       });
       await notifyRealmExport(ctx, realm);
+      return true;
     });
+    if (!finished) {
+      await removeTarball(exportPath, exportId);
+      return;
+    }
   } catch (error) {
     getLogger().error('data export failed', {
       error,
@@ -192,6 +210,7 @@ export async function runRealmExport({ exportId }: { exportId: number }): Promis
       realmId: realm.id,
       seconds: (Date.now() - began) / 1000,
     });
+    if (stored) await removeTarball(stored, exportId);
     await markFailed(realm, exportId);
     return;
   }
@@ -213,13 +232,21 @@ export async function runRealmExport({ exportId }: { exportId: number }): Promis
   });
 }
 
+/** An export not finished is failed (one that finished, or was deleted, stays so). */
 async function markFailed(realm: Realm, exportId: number): Promise<void> {
   await runAction(async (ctx) => {
-    await ctx.tx.realmExport.update({
-      where: { id: exportId },
+    const updated = await ctx.tx.realmExport.updateMany({
+      where: { id: exportId, status: { in: [ExportStatus.REQUESTED, ExportStatus.STARTED] } },
       data: { status: ExportStatus.FAILED, dateFailed: new Date() },
     });
-    await notifyRealmExport(ctx, realm);
+    if (updated.count > 0) await notifyRealmExport(ctx, realm);
+  });
+}
+
+/** A tarball no export row names any more; a failure leaves only an unlinked file, logged. */
+async function removeTarball(exportPath: string, exportId: number): Promise<void> {
+  await removeUpload(exportStorePath(exportPath)).catch((error: unknown) => {
+    getLogger().warn('deleting an export tarball failed', { error, exportId });
   });
 }
 

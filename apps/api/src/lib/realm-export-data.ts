@@ -11,13 +11,13 @@
 // (consentingUserIds) can see: their private channels (those with protected history only for
 // messages a consenting user received), their direct messages and group conversations, and
 // only their own copies of messages. Users who did not consent are exported deactivated, and
-// in a public export users whose address nobody may see keep only their dummy address.
-import { createHash } from 'node:crypto';
-import { createGzip } from 'node:zlib';
-import { pack as tarPack } from 'tar-stream';
+// in a public export users whose address nobody may see keep only their dummy address
+// (user{id}@{organization's email domain}, as the API shows it).
+import { realmEmailDomain } from '@parley/auth';
 import { getPrisma, Prisma, RecipientType, type Realm } from '@parley/db';
 import { emojiStorePath } from './realm-emoji';
 import { consentingUserIds, ExportType, type ExportTypeValue } from './realm-exports';
+import { GzippedTarball } from './tarball';
 import { readUpload } from './upload-store';
 import { EmailVisibility } from './users';
 
@@ -117,7 +117,7 @@ export async function buildRealmExport(
   const realmId = realm.id;
   const consenting = type === ExportType.FULL_WITH_CONSENT ? await consentingUserIds(realmId) : [];
   const stats: Record<string, number> = {};
-  const files: { path: string; data: Buffer }[] = [];
+  const tarball = new GzippedTarball(name);
   const addTables = async (file: string, tables: Table[]) => {
     const parts: string[] = [];
     for (const table of tables) {
@@ -125,16 +125,19 @@ export async function buildRealmExport(
       stats[table[0]] = (stats[table[0]] ?? 0) + count;
       parts.push(`${JSON.stringify(table[0])}:${json}`);
     }
-    files.push({ path: file, data: Buffer.from(`{${parts.join(',')}}`) });
+    await tarball.add(file, Buffer.from(`{${parts.join(',')}}`));
   };
 
   // A public export shows the address nobody may see as the dummy one; a consent export
   // deactivates whoever did not consent.
+  const dummyDomain = realmEmailDomain(realm);
   const usersReplaced =
     type === ExportType.PUBLIC
-      ? Prisma.sql`jsonb_build_object('delivery_email',
-          CASE WHEN t.email_address_visibility = ${EmailVisibility.NOBODY}
-            THEN t.email ELSE t.delivery_email END)`
+      ? Prisma.sql`CASE WHEN t.email_address_visibility = ${EmailVisibility.NOBODY}
+          THEN jsonb_build_object(
+            'email', 'user' || t.id || '@' || ${dummyDomain}::text,
+            'delivery_email', 'user' || t.id || '@' || ${dummyDomain}::text)
+          ELSE '{}'::jsonb END`
       : Prisma.sql`jsonb_build_object('is_active', t.is_active AND t.id = ANY(${consenting}::int[]))`;
   const subscriptions =
     type === ExportType.PUBLIC
@@ -264,10 +267,10 @@ export async function buildRealmExport(
   for (const { path_id: pathId } of attachments) {
     const data = await readUpload(pathId);
     if (!data) continue;
-    files.push({ path: `uploads/${pathId}`, data });
+    await tarball.add(`uploads/${pathId}`, data);
     records.push({ path: pathId, path_id: pathId, size: data.length });
   }
-  files.push({ path: 'uploads/records.json', data: Buffer.from(JSON.stringify(records)) });
+  await tarball.add('uploads/records.json', Buffer.from(JSON.stringify(records)));
 
   const emoji = await getPrisma().realmEmoji.findMany({
     where: { realmId },
@@ -278,37 +281,12 @@ export async function buildRealmExport(
     if (!row.fileName) continue;
     const data = await readUpload(emojiStorePath(realmId, row.fileName));
     if (!data) continue;
-    files.push({ path: `emoji/${row.fileName}`, data });
+    await tarball.add(`emoji/${row.fileName}`, data);
     emojiRecords.push({ path: row.fileName, file_name: row.fileName, name: row.name });
   }
-  files.push({ path: 'emoji/records.json', data: Buffer.from(JSON.stringify(emojiRecords)) });
-  files.push({ path: 'stats.json', data: Buffer.from(JSON.stringify(stats, null, 2)) });
+  await tarball.add('emoji/records.json', Buffer.from(JSON.stringify(emojiRecords)));
+  await tarball.add('stats.json', Buffer.from(JSON.stringify(stats, null, 2)));
 
-  const tarball = await tarGz(name, files);
-  return { tarball, sha256: createHash('sha256').update(tarball).digest('hex'), stats };
-}
-
-/** The files under the directory `name`, as a gzipped tarball. */
-async function tarGz(name: string, files: { path: string; data: Buffer }[]): Promise<Buffer> {
-  const archive = tarPack();
-  const gzip = createGzip();
-  const chunks: Buffer[] = [];
-  const done = new Promise<void>((resolve, reject) => {
-    gzip.on('data', (chunk: Buffer) => chunks.push(chunk));
-    gzip.on('end', resolve);
-    gzip.on('error', reject);
-    archive.on('error', reject);
-  });
-  archive.pipe(gzip);
-  const mtime = new Date();
-  for (const file of files) {
-    await new Promise<void>((resolve, reject) =>
-      archive.entry({ name: `${name}/${file.path}`, mtime, mode: 0o644 }, file.data, (error) =>
-        error ? reject(error) : resolve(),
-      ),
-    );
-  }
-  archive.finalize();
-  await done;
-  return Buffer.concat(chunks);
+  const { bytes, sha256 } = await tarball.finish();
+  return { tarball: bytes, sha256, stats };
 }

@@ -96,21 +96,22 @@ export async function consentingUserIds(realmId: number, db: Tx = getPrisma()): 
 }
 
 /** Zulip's check_export_with_consent_is_usable: users who did not consent are deactivated in
- * such an export, so an organization with no consenting owner would import with none. */
+ * such an export, so an organization with no consenting owner would import with none. (Zulip
+ * also counts deactivated owners, who would not make it usable either.) */
 export async function consentExportIsUsable(
   realmId: number,
   db: Tx = getPrisma(),
 ): Promise<boolean> {
   const consenting = await consentingUserIds(realmId, db);
   const owner = await db.user.findFirst({
-    where: { realmId, id: { in: consenting }, role: Role.OWNER },
+    where: { realmId, id: { in: consenting }, role: Role.OWNER, isActive: true },
     select: { id: true },
   });
   return owner !== null;
 }
 
 /** Zulip's check_public_export_is_usable: a public export carries real addresses only of users
- * whose address someone may see, so at least one owner's must be among them. */
+ * whose address someone may see, so at least one active owner's must be among them. */
 export async function publicExportIsUsable(
   realmId: number,
   db: Tx = getPrisma(),
@@ -119,6 +120,7 @@ export async function publicExportIsUsable(
     where: {
       realmId,
       role: Role.OWNER,
+      isActive: true,
       emailAddressVisibility: { not: EmailVisibility.NOBODY },
     },
     select: { id: true },
@@ -143,11 +145,11 @@ export async function exportConsentsOf(
   }));
 }
 
-/** Whether the tarball at `exportPath` is an export of the organization that succeeded and was
- * not deleted since. */
-export async function isDownloadable(realmId: number, exportPath: string): Promise<boolean> {
+/** Whether the tarball at `exportPath` is of an export that succeeded and was not deleted
+ * since. */
+export async function isDownloadable(exportPath: string): Promise<boolean> {
   const found = await getPrisma().realmExport.findFirst({
-    where: { realmId, exportPath, status: ExportStatus.SUCCEEDED },
+    where: { exportPath, status: ExportStatus.SUCCEEDED },
     select: { id: true },
   });
   return found !== null;

@@ -96,8 +96,8 @@ defineRoute(realmExportRoutes, '/export/realm/:export_id', {
   ),
 });
 
-/** The finished tarballs, outside /api/v1 (Zulip's /user_avatars/exports/{realm}/{random}/…):
- * an export deleted, or of another organization than the host's, is not found. */
+/** The finished tarballs, outside /api/v1 (Zulip's /user_avatars/exports/{realm}/{random}/…),
+ * on any host as Zulip serves them from its avatars bucket; a deleted export is not found. */
 export function exportTarballRoutes(): Router {
   const router = Router();
   router.get('/user_avatars/exports/:realm_id/:random/:file_name', async (req, res) => {
@@ -105,8 +105,7 @@ export function exportTarballRoutes(): Router {
     if (!/^\d+$/.test(realmId) || !/^[\w-]+$/.test(random) || !/^[\w-]+\.tar\.gz$/.test(fileName))
       throw new ResourceNotFoundError('File not found');
     const exportPath = `/user_avatars/exports/${realmId}/${random}/${fileName}`;
-    if (!(await isDownloadable(Number(realmId), exportPath)))
-      throw new ResourceNotFoundError('File not found');
+    if (!(await isDownloadable(exportPath))) throw new ResourceNotFoundError('File not found');
     await sendStoredUpload(res, exportStorePath(exportPath), {
       'Content-Type': 'application/gzip',
       'Content-Disposition': `attachment; filename="${fileName}"`,

@@ -41,9 +41,11 @@ function validKey(pathId: string): boolean {
   );
 }
 
-/** Public images (custom emoji): served to anyone, from S3_AVATAR_BUCKET when one is set. */
+/** Public images (custom emoji): served to anyone, from S3_AVATAR_BUCKET when one is set.
+ * Data exports share their URL prefix, as in Zulip, but not their bucket: a tarball with
+ * private messages stays with the uploads, its redirect kept by no cache. */
 function isPublicImage(pathId: string): boolean {
-  return pathId.startsWith('user_avatars/');
+  return pathId.startsWith('user_avatars/') && !pathId.startsWith('user_avatars/exports/');
 }
 
 function isNotFound(error: unknown): boolean {
