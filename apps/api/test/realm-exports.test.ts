@@ -372,6 +372,10 @@ describe('/export/realm', () => {
       content: 'after',
     });
     const ownersBot = await createBot(org.realm.id, { botOwnerId: org.owner.id });
+    await getPrisma().user.updateMany({
+      where: { id: { in: [org.owner.id, admin.id] } },
+      data: { emailAddressVisibility: 4 },
+    });
 
     const id = expectSuccess(
       await as(admin, org.host).post('/export/realm', { export_type: 'full_with_consent' }),
@@ -397,6 +401,9 @@ describe('/export/realm', () => {
     expect(users.get(member.id)!.is_active).toBe(false);
     // A consenting person's bot consents too.
     expect(users.get(ownersBot.id)!.is_active).toBe(true);
+    // A consenting user's address goes as it is, hidden or not; another's hidden one does not.
+    expect(users.get(org.owner.id)!.delivery_email).toBe(org.owner.deliveryEmail);
+    expect(users.get(admin.id)!.delivery_email).toMatch(new RegExp(`^user${admin.id}@`));
   });
 
   it("refuses what Zulip refuses, in Zulip's words", async () => {

@@ -11,8 +11,8 @@
 // (consentingUserIds) can see: their private channels (those with protected history only for
 // messages a consenting user received), their direct messages and group conversations, and
 // only their own copies of messages. Users who did not consent are exported deactivated, and
-// in a public export users whose address nobody may see keep only their dummy address
-// (user{id}@{organization's email domain}, as the API shows it).
+// users whose address nobody may see (but consenting ones in a consent export) keep only their
+// dummy address (user{id}@{organization's email domain}, as the API shows it).
 import { realmEmailDomain } from '@parley/auth';
 import { getPrisma, Prisma, RecipientType, type Realm } from '@parley/db';
 import { emojiStorePath } from './realm-emoji';
@@ -128,17 +128,21 @@ export async function buildRealmExport(
     await tarball.add(file, Buffer.from(`{${parts.join(',')}}`));
   };
 
-  // A public export shows the address nobody may see as the dummy one; a consent export
-  // deactivates whoever did not consent.
+  // The address nobody may see is exported as the dummy one (in a consent export, but for the
+  // consenting users); a consent export deactivates whoever did not consent.
   const dummyDomain = realmEmailDomain(realm);
+  const hiddenAddress = Prisma.sql`CASE
+    WHEN t.email_address_visibility = ${EmailVisibility.NOBODY}
+      AND NOT t.id = ANY(${consenting}::int[])
+    THEN jsonb_build_object(
+      'email', 'user' || t.id || '@' || ${dummyDomain}::text,
+      'delivery_email', 'user' || t.id || '@' || ${dummyDomain}::text)
+    ELSE '{}'::jsonb END`;
   const usersReplaced =
     type === ExportType.PUBLIC
-      ? Prisma.sql`CASE WHEN t.email_address_visibility = ${EmailVisibility.NOBODY}
-          THEN jsonb_build_object(
-            'email', 'user' || t.id || '@' || ${dummyDomain}::text,
-            'delivery_email', 'user' || t.id || '@' || ${dummyDomain}::text)
-          ELSE '{}'::jsonb END`
-      : Prisma.sql`jsonb_build_object('is_active', t.is_active AND t.id = ANY(${consenting}::int[]))`;
+      ? hiddenAddress
+      : Prisma.sql`${hiddenAddress}
+          || jsonb_build_object('is_active', t.is_active AND t.id = ANY(${consenting}::int[]))`;
   const subscriptions =
     type === ExportType.PUBLIC
       ? Prisma.sql`
