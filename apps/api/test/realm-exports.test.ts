@@ -12,7 +12,11 @@ import { extract } from 'tar-stream';
 import { getConfig } from '@parley/config';
 import { getPrisma, Role, runAction, type User } from '@parley/db';
 import { closeQueues } from '@parley/jobs';
-import { runRealmExport } from '../src/actions/realm-exports';
+import {
+  runRealmExport,
+  STARTED_EXPORT_GIVE_UP_MS,
+  sweepExports,
+} from '../src/actions/realm-exports';
 import { doAddSubscriptions } from '../src/actions/subscriptions';
 import { uploadFilePath } from '../src/lib/upload-store';
 import { ExportStatus } from '../src/lib/realm-exports';
@@ -181,12 +185,13 @@ describe('/export/realm', () => {
         content: `public words [notes](${file.url})`,
       }),
     ).id as number;
+    const privateFile = await uploadFile(org.host, org.owner, 'private.txt', Buffer.from('no'));
     const hidden = expectSuccess(
       await send(org.owner, org.host, {
         type: 'stream',
         to: secret.name,
         topic: 't',
-        content: 'x',
+        content: `[private](${privateFile.url})`,
       }),
     ).id as number;
     const direct = expectSuccess(
@@ -286,6 +291,7 @@ describe('/export/realm', () => {
       file.pathId,
     ]);
     expect(files.get(`uploads/${file.pathId}`)!.toString()).toBe('exported bytes');
+    expect(files.has(`uploads/${privateFile.pathId}`)).toBe(false);
     expect(JSON.parse(files.get('stats.json')!.toString())).toMatchObject({
       zerver_message: ids.length,
     });
@@ -396,7 +402,15 @@ describe('/export/realm', () => {
     expect(new Set(messages.zerver_usermessage!.map((um) => um.user_profile_id))).toEqual(
       new Set([org.owner.id]),
     );
-    const users = new Map(json(files, 'realm.json').zerver_userprofile!.map((u) => [u.id, u]));
+    const realm = json(files, 'realm.json');
+    // The consenting owner's private subscriptions go; the member's do not.
+    const subscriptions = realm.zerver_subscription!.map((sub) => [
+      sub.user_profile_id,
+      sub.recipient_id,
+    ]);
+    expect(subscriptions).toContainEqual([org.owner.id, ownersChannel.recipientId]);
+    expect(subscriptions).not.toContainEqual([member.id, membersChannel.recipientId]);
+    const users = new Map(realm.zerver_userprofile!.map((u) => [u.id, u]));
     expect(users.get(org.owner.id)!.is_active).toBe(true);
     expect(users.get(member.id)!.is_active).toBe(false);
     // A consenting person's bot consents too.
@@ -475,6 +489,29 @@ describe('/export/realm', () => {
     }
     expectError(await post(), 'Exceeded rate limit.');
     expect(await getPrisma().realmExport.count({ where: { realmId: org.realm.id } })).toBe(5);
+  });
+
+  it("the worker's sweep queues a lost job again, and fails an export its lost job left started", async () => {
+    const lost = expectSuccess(await as(admin, org.host).post('/export/realm')).id as number;
+    await (await maintenance.getJob(`realm-export-${lost}`))!.remove();
+    const stuck = expectSuccess(await as(admin, org.host).post('/export/realm')).id as number;
+    await (await maintenance.getJob(`realm-export-${stuck}`))!.remove();
+    const hoursAgo = new Date(Date.now() - STARTED_EXPORT_GIVE_UP_MS - 60_000);
+    await getPrisma().realmExport.update({
+      where: { id: lost },
+      data: { dateRequested: new Date(Date.now() - 120_000) },
+    });
+    await getPrisma().realmExport.update({
+      where: { id: stuck },
+      data: { status: ExportStatus.STARTED, dateRequested: hoursAgo, dateStarted: hoursAgo },
+    });
+    await sweepExports();
+    await runJob(lost);
+    const listed = new Map((await exportsListed()).map((e) => [e.id, e]));
+    expect(listed.get(lost)).toMatchObject({ pending: false, failed_timestamp: null });
+    expect(listed.get(lost)!.export_url).toEqual(expect.any(String));
+    expect(listed.get(stuck)).toMatchObject({ pending: false, export_url: null });
+    expect(listed.get(stuck)!.failed_timestamp).toEqual(expect.any(Number));
   });
 
   it('marks an export failed when it cannot be stored, and tells the administrators', async () => {

@@ -16,7 +16,7 @@ import {
   sendPushNotifications,
 } from '@parley/api/actions/push-notifications';
 import { promoteFullMembers } from '@parley/api/actions/realm-settings';
-import { requeueRequestedExports, runRealmExport } from '@parley/api/actions/realm-exports';
+import { runRealmExport, sweepExports } from '@parley/api/actions/realm-exports';
 import {
   deliverScheduledMessage,
   requeueScheduledMessages,
@@ -127,8 +127,8 @@ export function startWorkers({
       requeueScheduledMessages().catch((error: unknown) =>
         getLogger().warn('scheduled message sweep failed', { error }),
       ),
-      // Data exports whose job was lost.
-      requeueRequestedExports().then(
+      // Data exports whose job was lost, or that a lost job left started.
+      sweepExports().then(
         (count) => {
           if (count > 0) getLogger().info('data exports queued again', { count });
         },

@@ -9,6 +9,7 @@ export {
   type JobData,
   type JobName,
   type QueueName,
+  jobIsRunning,
   removeIfFailed,
   queueFor,
 } from './queues';

@@ -23,15 +23,17 @@ export interface MailMessage {
 
 let smtp: { url: string; transport: Transporter } | undefined;
 
+/** The server's own addresses default to its host, without a port. */
+const defaultAddress = (local: string) =>
+  `${local}@${getConfig().EXTERNAL_HOST.replace(/:\d+$/, '')}`;
+
 export function noreplyAddress(): string {
-  const config = getConfig();
-  return config.NOREPLY_EMAIL_ADDRESS ?? `noreply@${config.EXTERNAL_HOST.replace(/:\d+$/, '')}`;
+  return getConfig().NOREPLY_EMAIL_ADDRESS ?? defaultAddress('noreply');
 }
 
 /** The server administrator's address (Zulip's FromAddress.SUPPORT). */
 export function supportAddress(): string {
-  const config = getConfig();
-  return config.ZULIP_ADMINISTRATOR ?? `zulip-admin@${config.EXTERNAL_HOST.replace(/:\d+$/, '')}`;
+  return getConfig().ZULIP_ADMINISTRATOR ?? defaultAddress('zulip-admin');
 }
 
 function envelope(message: MailMessage) {

@@ -114,6 +114,12 @@ export async function removeIfFailed(job: JobName, jobId: string): Promise<boole
   return true;
 }
 
+/** Whether a worker holds the job now (BullMQ's active state). */
+export async function jobIsRunning(job: JobName, jobId: string): Promise<boolean> {
+  const found = await queueFor(JOB_QUEUES[job]).getJob(jobId);
+  return found ? found.isActive() : false;
+}
+
 export async function enqueueJob<J extends JobName>(
   job: J,
   data: JobData[J],

@@ -14,7 +14,7 @@ import {
   type User,
 } from '@parley/db';
 import { JsonableError } from '@parley/errors';
-import { enqueueJob, removeIfFailed, supportAddress } from '@parley/jobs';
+import { enqueueJob, jobIsRunning, removeIfFailed, supportAddress } from '@parley/jobs';
 import { getLogger } from '@parley/logger';
 import { sendEventOnCommit } from '../lib/events';
 import { buildRealmExport } from '../lib/realm-export-data';
@@ -250,17 +250,40 @@ async function removeTarball(exportPath: string, exportId: number): Promise<void
   });
 }
 
-/** Exports asked for a minute ago or more and still waiting: their job was lost (a Redis that
- * lost its data, an enqueue lost between commit and Redis) and is queued again; one that failed
- * for good (the database away through its retries) is replaced. */
-export async function requeueRequestedExports(): Promise<number> {
+/** How long an export may stay started with no job working on it before the sweep calls it
+ * failed: far longer than the largest export the limits allow takes. */
+export const STARTED_EXPORT_GIVE_UP_MS = 6 * 3600_000;
+
+/** The worker's sweep: exports asked for a minute ago or more and still waiting had their job
+ * lost (a Redis that lost its data, an enqueue lost between commit and Redis) and are queued
+ * again (a job that failed for good, the database away through its retries, is replaced);
+ * exports started hours ago whose job is no longer running (lost with its worker and with
+ * Redis's data, or failed for good) are marked failed, never left pending. Returns how many
+ * were queued again. */
+export async function sweepExports(): Promise<number> {
+  const now = Date.now();
   const waiting = await getPrisma().realmExport.findMany({
-    where: { status: ExportStatus.REQUESTED, dateRequested: { lt: new Date(Date.now() - 60_000) } },
+    where: { status: ExportStatus.REQUESTED, dateRequested: { lt: new Date(now - 60_000) } },
     select: { id: true },
   });
   for (const { id } of waiting) {
     await removeIfFailed('realm-export', jobId(id));
     await enqueueJob('realm-export', { exportId: id }, jobId(id));
+  }
+  const stuck = await getPrisma().realmExport.findMany({
+    where: {
+      status: ExportStatus.STARTED,
+      dateStarted: { lt: new Date(now - STARTED_EXPORT_GIVE_UP_MS) },
+    },
+    select: { id: true, realmId: true },
+  });
+  for (const { id, realmId } of stuck) {
+    if (await jobIsRunning('realm-export', jobId(id))) continue;
+    getLogger().error('marking a data export failed: started hours ago, no job runs it', {
+      exportId: id,
+      realmId,
+    });
+    await markFailed(await getPrisma().realm.findUniqueOrThrow({ where: { id: realmId } }), id);
   }
   return waiting.length;
 }

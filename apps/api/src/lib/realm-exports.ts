@@ -8,13 +8,19 @@ import { EmailVisibility } from './users';
 /** RealmExport.type: the API names them since feature level 449 (integers before). Parley's
  * organizations have no owner_full_content_access, so a full export without member consent
  * (Zulip's type 3) is never offered. */
-export const ExportType = { PUBLIC: 1, FULL_WITH_CONSENT: 2 } as const;
-export type ExportTypeValue = (typeof ExportType)[keyof typeof ExportType];
-export const EXPORT_TYPE_NAMES = {
-  [ExportType.PUBLIC]: 'public',
-  [ExportType.FULL_WITH_CONSENT]: 'full_with_consent',
+export const EXPORT_TYPE_VALUES = { public: 1, full_with_consent: 2 } as const;
+export type ExportTypeName = keyof typeof EXPORT_TYPE_VALUES;
+export type ExportTypeValue = (typeof EXPORT_TYPE_VALUES)[ExportTypeName];
+export const EXPORT_TYPE_NAMES = Object.keys(EXPORT_TYPE_VALUES) as [
+  ExportTypeName,
+  ...ExportTypeName[],
+];
+export const ExportType = {
+  PUBLIC: EXPORT_TYPE_VALUES.public,
+  FULL_WITH_CONSENT: EXPORT_TYPE_VALUES.full_with_consent,
 } as const;
-export type ExportTypeName = (typeof EXPORT_TYPE_NAMES)[ExportTypeValue];
+const nameOf = (value: number): ExportTypeName =>
+  EXPORT_TYPE_NAMES.find((name) => EXPORT_TYPE_VALUES[name] === value) ?? 'public';
 
 /** RealmExport.status. */
 export const ExportStatus = {
@@ -63,7 +69,7 @@ export async function realmExportsOf(
         ? `${realmUrl(realm)}${row.exportPath}`
         : null,
     pending: row.status === ExportStatus.REQUESTED || row.status === ExportStatus.STARTED,
-    export_type: EXPORT_TYPE_NAMES[row.type as ExportTypeValue] ?? 'public',
+    export_type: nameOf(row.type),
   }));
 }
 
@@ -148,9 +154,9 @@ export async function exportConsentsOf(
 /** Whether the tarball at `exportPath` is of an export that succeeded and was not deleted
  * since. */
 export async function isDownloadable(exportPath: string): Promise<boolean> {
-  const found = await getPrisma().realmExport.findFirst({
-    where: { exportPath, status: ExportStatus.SUCCEEDED },
-    select: { id: true },
+  const found = await getPrisma().realmExport.findUnique({
+    where: { exportPath },
+    select: { status: true },
   });
-  return found !== null;
+  return found?.status === ExportStatus.SUCCEEDED;
 }

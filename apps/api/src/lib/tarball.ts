@@ -24,6 +24,9 @@ export class GzippedTarball {
       gzip.on('error', reject);
       this.archive.on('error', reject);
     });
+    // A build abandoned before finish() must not leave this rejection unobserved (it would
+    // end the worker's process); finish() still sees it.
+    this.done.catch(() => undefined);
     this.archive.pipe(gzip);
   }
 

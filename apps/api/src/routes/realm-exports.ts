@@ -12,10 +12,12 @@ import * as schema from '../presenters/schemas';
 import { doDeleteRealmExport, doRequestRealmExport } from '../actions/realm-exports';
 import {
   exportConsentsOf,
-  ExportType,
+  EXPORT_TYPE_NAMES,
+  EXPORT_TYPE_VALUES,
   exportStorePath,
   isDownloadable,
   realmExportsOf,
+  type ExportTypeName,
   type ExportTypeValue,
 } from '../lib/realm-exports';
 import { sendStoredUpload } from '../lib/upload-store';
@@ -30,18 +32,14 @@ const realmExport = z.object({
   failed_timestamp: z.number().nullable(),
   export_url: z.string().nullable(),
   pending: z.boolean(),
-  export_type: z.enum(['public', 'full_with_consent']),
+  export_type: z.enum(EXPORT_TYPE_NAMES),
 });
 
 /** Feature level 449 names the types; the integers clients sent before still work. (A full
  * export without member consent needs owner_full_content_access, which no Parley organization
  * has: it is not a valid choice.) */
-const EXPORT_TYPES: Record<string | number, ExportTypeValue> = {
-  public: ExportType.PUBLIC,
-  full_with_consent: ExportType.FULL_WITH_CONSENT,
-  1: ExportType.PUBLIC,
-  2: ExportType.FULL_WITH_CONSENT,
-};
+const exportTypeOf = (given: ExportTypeName | ExportTypeValue): ExportTypeValue =>
+  typeof given === 'number' ? given : EXPORT_TYPE_VALUES[given];
 
 defineRoute(realmExportRoutes, '/export/realm', {
   GET: userEndpoint(
@@ -53,14 +51,16 @@ defineRoute(realmExportRoutes, '/export/realm', {
       adminOnly: true,
       params: {
         export_type: p
-          .jsonOrText(z.union([z.enum(['public', 'full_with_consent']), z.literal([1, 2])]))
+          .jsonOrText(
+            z.union([z.enum(EXPORT_TYPE_NAMES), z.literal(Object.values(EXPORT_TYPE_VALUES))]),
+          )
           .default('public'),
       },
       response: z.object({ id: schema.id }),
     },
     async ({ user, realm, params }) => ({
       id: await runAction((ctx) =>
-        doRequestRealmExport(ctx, user, realm, EXPORT_TYPES[params.export_type]!),
+        doRequestRealmExport(ctx, user, realm, exportTypeOf(params.export_type)),
       ),
     }),
   ),
