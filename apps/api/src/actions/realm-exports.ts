@@ -23,12 +23,12 @@ import {
   ExportStatus,
   ExportType,
   exportStorePath,
-  humanAdminIds,
   publicExportIsUsable,
   realmExportsOf,
   type ExportTypeValue,
 } from '../lib/realm-exports';
 import { removeUpload, storeUpload } from '../lib/upload-store';
+import { humanAdminIds } from '../lib/users';
 import { auditRealmChange } from './audit';
 import { sendBotDirectMessage } from './system-bots';
 
@@ -95,15 +95,20 @@ export async function doRequestRealmExport(
   realm: Realm,
   type: ExportTypeValue,
 ): Promise<number> {
-  await checkExportable(ctx, realm, type);
-  // Two requests at once must not both pass the week's count (taken after the slower checks,
-  // so that the organization's row is locked only for the count and the insert).
-  await ctx.tx.$queryRaw`SELECT id FROM realm WHERE id = ${realm.id} FOR NO KEY UPDATE`;
+  // The week's count first, as in Zulip; again under the organization's lock, so that two
+  // requests at once do not both pass it (the lock is taken after the slower checks and held
+  // only for the count and the insert).
   const since = new Date(Date.now() - EXPORT_LIMIT_DAYS * 86_400_000);
-  const recent = await ctx.tx.realmExport.count({
-    where: { realmId: realm.id, dateRequested: { gte: since } },
-  });
-  if (recent >= EXPORT_LIMIT) throw new JsonableError('Exceeded rate limit.');
+  const checkRecent = async () => {
+    const recent = await ctx.tx.realmExport.count({
+      where: { realmId: realm.id, dateRequested: { gte: since } },
+    });
+    if (recent >= EXPORT_LIMIT) throw new JsonableError('Exceeded rate limit.');
+  };
+  await checkRecent();
+  await checkExportable(ctx, realm, type);
+  await ctx.tx.$queryRaw`SELECT id FROM realm WHERE id = ${realm.id} FOR NO KEY UPDATE`;
+  await checkRecent();
 
   const row = await ctx.tx.realmExport.create({
     data: { realmId: realm.id, type, actingUserId: actor.id, status: ExportStatus.REQUESTED },

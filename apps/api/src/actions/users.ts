@@ -27,11 +27,11 @@ import {
   canSeeDeliveryEmail,
   checkEmail,
   dummyEmail,
+  humanAdminIds,
   isOwner,
   usersWhoCanAccess,
   type Viewer,
 } from '../lib/users';
-import { humanAdminIds } from '../lib/realm-exports';
 import { loadPermissions } from '../lib/streams';
 import { presentUserWithVisibility } from '../presenters/users';
 import { presentBot } from '../presenters/bots';

@@ -73,17 +73,6 @@ export async function realmExportsOf(
   }));
 }
 
-/** The organization's active human administrators and owners (Zulip's
- * get_human_admin_users): who hears of exports and of export consents. */
-export async function humanAdminIds(realmId: number, db: Tx = getPrisma()): Promise<number[]> {
-  const rows = await db.user.findMany({
-    where: { realmId, isActive: true, isBot: false, role: { lte: Role.ADMINISTRATOR } },
-    select: { id: true },
-    orderBy: { id: 'asc' },
-  });
-  return rows.map((row) => row.id);
-}
-
 /** Zulip's get_consented_user_ids: the humans who allow their private data to be exported,
  * bots that allow it, and the bots of consenting humans. (Zulip's mirror dummies count too;
  * Parley has none.) */

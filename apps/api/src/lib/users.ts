@@ -199,14 +199,21 @@ export async function usersWhoCanAccess(
   return db.user.findMany({ where: { realmId, isActive: true }, select: { id: true, role: true } });
 }
 
-/** The ids of the organization's active users whose role passes `role`, in id order. */
+/** The ids of the organization's active users whose role passes `role` (people only, with
+ * `humansOnly`), in id order. */
 async function activeIdsWithRole(
   realmId: number,
   db: Tx,
   role?: Prisma.IntFilter<'User'>,
+  humansOnly = false,
 ): Promise<number[]> {
   const users = await db.user.findMany({
-    where: { realmId, isActive: true, ...(role ? { role } : {}) },
+    where: {
+      realmId,
+      isActive: true,
+      ...(role ? { role } : {}),
+      ...(humansOnly ? { isBot: false } : {}),
+    },
     select: { id: true },
     orderBy: { id: 'asc' },
   });
@@ -227,6 +234,12 @@ export function activeNonGuestIds(realmId: number, db: Tx = getPrisma()): Promis
 
 export function activeAdminIds(realmId: number, db: Tx = getPrisma()): Promise<number[]> {
   return activeIdsWithRole(realmId, db, { lte: Role.ADMINISTRATOR });
+}
+
+/** The active human administrators and owners (Zulip's get_human_admin_users): who hears of
+ * data exports and of export consents. */
+export function humanAdminIds(realmId: number, db: Tx = getPrisma()): Promise<number[]> {
+  return activeIdsWithRole(realmId, db, { lte: Role.ADMINISTRATOR }, true);
 }
 
 const EMAIL = /^[^\s@]+@([^\s@]+)$/;
