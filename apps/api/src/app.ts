@@ -36,6 +36,7 @@ import { realmDomainRoutes } from './routes/realm-domains';
 import { exportTarballRoutes, realmExportRoutes } from './routes/realm-exports';
 import { defaultStreamGroupRoutes } from './routes/default-stream-groups';
 import { profileFieldRoutes } from './routes/profile-fields';
+import { clientDeviceRoutes } from './routes/client-devices';
 import { pushDeviceRoutes } from './routes/push-devices';
 import { realmRoutes } from './routes/realm';
 import { registerRoutes } from './routes/register';
@@ -72,6 +73,7 @@ export function apiRouters(): { uploads: Router[]; resources: Router[] } {
       authRoutes,
       // Before userRoutes: /users/me/apns_device_token is not a user's path.
       pushDeviceRoutes,
+      clientDeviceRoutes,
       userRoutes,
       botRoutes,
       settingsRoutes,

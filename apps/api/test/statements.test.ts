@@ -403,14 +403,14 @@ describe('statements per request', () => {
   // channels, channels, the user's subscriptions, channel group settings, subscribers,
   // system groups, the newest message, emoji, presence, topic policies, muted users, alert
   // words, muting, unread messages, starred messages, recent direct messages, drafts, saved
-  // snippets, statuses, code playgrounds, channel folders, navigation views, email domains,
-  // default channel groups.
+  // snippets, client devices, statuses, code playgrounds, channel folders, navigation views,
+  // email domains, default channel groups.
   // (One more, the members of unread group conversations, when there are any: not for this
   // new user.)
   it('POST /register with every section: one statement per section', async () => {
     const newcomer = await createTestUser(org.realm, Role.MEMBER);
     const run = () => as(newcomer, org.host).post('/register', {});
     await run();
-    expect(await statements(async () => expectSuccess(await run()))).toHaveLength(31);
+    expect(await statements(async () => expectSuccess(await run()))).toHaveLength(32);
   });
 });

@@ -8,6 +8,7 @@ import {
 } from '@parley/api/actions/email-notifications';
 import { notifyAddedMentions } from '@parley/api/actions/added-mention-notifications';
 import { requeueUnsentInvitationEmails, sendInvitationEmail } from '@parley/api/actions/invites';
+import { registerE2eeDevice } from '@parley/api/actions/client-devices';
 import { registerWithBouncer } from '@parley/api/actions/push-devices';
 import {
   prunePushNotificationLog,
@@ -60,6 +61,7 @@ export const JOB_HANDLERS: JobHandlers = {
     await sendPushNotificationRemoval(data);
   },
   'push-device-registration': registerWithBouncer,
+  'e2ee-push-registration': registerE2eeDevice,
   'promote-full-members': async () => {
     const promoted = await promoteFullMembers();
     if (promoted > 0) getLogger().info('members promoted to full members', { count: promoted });

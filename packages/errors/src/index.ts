@@ -33,6 +33,10 @@ export type ErrorCode =
   | 'CHANNEL_ALREADY_EXISTS'
   | 'INVALID_PUSH_DEVICE_TOKEN'
   | 'INVALID_REMOTE_PUSH_DEVICE_TOKEN'
+  | 'NO_ACTIVE_PUSH_DEVICE'
+  | 'INTERNAL_SERVER_ERROR_ON_BOUNCER'
+  | 'FAILED_TO_CONNECT_BOUNCER'
+  | 'ADMIN_ACTION_REQUIRED'
   | 'REALM_UPLOAD_QUOTA'
   | 'INVALID_ZOOM_TOKEN'
   | 'UNKNOWN_ZOOM_USER'
@@ -375,6 +379,45 @@ export class InvalidRemotePushDeviceTokenError extends JsonableError {
   override readonly code = 'INVALID_REMOTE_PUSH_DEVICE_TOKEN';
   constructor() {
     super('Device not recognized by the push bouncer');
+  }
+}
+
+/** Zulip's NoActivePushDeviceError: an E2EE test notification found none of the user's
+ * devices registered (or the push service said every one of them is gone). */
+export class NoActivePushDeviceError extends JsonableError {
+  override readonly code = 'NO_ACTIVE_PUSH_DEVICE';
+  constructor() {
+    super('No active registered push device');
+  }
+}
+
+/** Zulip's InternalBouncerServerError (E2EE test notifications): the push service failed. */
+export class InternalBouncerServerError extends JsonableError {
+  override readonly code = 'INTERNAL_SERVER_ERROR_ON_BOUNCER';
+  override readonly httpStatus = 502;
+  constructor() {
+    super('Internal server error on Zulip push notification service, retry later.');
+  }
+}
+
+/** Zulip's FailedToConnectBouncerError (E2EE test notifications): no answer at all. */
+export class FailedToConnectBouncerError extends JsonableError {
+  override readonly code = 'FAILED_TO_CONNECT_BOUNCER';
+  override readonly httpStatus = 502;
+  constructor() {
+    super('Network error while connecting to Zulip push notification service.');
+  }
+}
+
+/** Zulip's PushNotificationAdminActionRequiredError: the push service refused this server
+ * (its registration or credentials), which only the administrator can mend. */
+export class PushAdminActionRequiredError extends JsonableError {
+  override readonly code = 'ADMIN_ACTION_REQUIRED';
+  override readonly httpStatus = 403;
+  constructor() {
+    super(
+      'Push notification configuration issue on server, contact the server administrator or retry later.',
+    );
   }
 }
 

@@ -47,6 +47,14 @@ export interface JobData {
   'push-notification-removal': { userId: number; messageIds: number[] };
   /** A device registered with this server, to register with the push bouncer too. */
   'push-device-registration': { deviceId: number };
+  /** A client device's FCM/APNs token, sealed by the app for the push bouncer, to register
+   * there for end-to-end encrypted notifications (the token id in decimal: a BigInt). */
+  'e2ee-push-registration': {
+    deviceId: number;
+    tokenId: string;
+    bouncerPublicKey: string;
+    encryptedPushRegistration: string;
+  };
   /** The thumbnails of an uploaded image (Zulip's `thumbnail` queue), then the messages that
    * show its loading placeholder. */
   thumbnail: { attachmentId: number };
@@ -68,6 +76,7 @@ export const JOB_QUEUES: Record<JobName, QueueName> = {
   'added-mention-notifications': 'push',
   'push-notification-removal': 'push',
   'push-device-registration': 'push',
+  'e2ee-push-registration': 'push',
   // Its own queue, as in Zulip: decoding large images must not hold up mail or pushes.
   thumbnail: 'thumbnail',
   // Zulip's deferred_work: minutes of work that must not hold up mail or pushes.

@@ -72,6 +72,36 @@ export async function doRemovePushDevice(
   if (usesBouncer()) ctx.onCommit(() => unregisterFromBouncer(user, kind, token));
 }
 
+/** A new API key logs every client out: Zulip's clear_push_device_tokens forgets the user's
+ * devices, here and, after the commit, at the bouncer (best effort, as unregistering is). */
+export async function doClearPushDevices(ctx: ActionContext, user: User): Promise<void> {
+  const { count } = await ctx.tx.pushDeviceToken.deleteMany({ where: { userId: user.id } });
+  if (count > 0 && usesBouncer()) ctx.onCommit(() => unregisterAllFromBouncer(user));
+}
+
+async function unregisterAllFromBouncer(user: User): Promise<void> {
+  try {
+    const answer = await postToBouncer(
+      'push/unregister/all',
+      {
+        form: {
+          user_uuid: serverScopedUuid('user', user.id),
+          user_id: String(user.id),
+          realm_uuid: serverScopedUuid('realm', user.realmId),
+        },
+      },
+      { timeoutMs: 10_000 },
+    );
+    if (answer.status >= 400)
+      getLogger().warn('push bouncer refused to unregister the devices of a user', {
+        user_id: user.id,
+        status: answer.status,
+      });
+  } catch (error) {
+    getLogger().warn('push devices not unregistered from the bouncer', { user_id: user.id, error });
+  }
+}
+
 /** The `push-device-registration` job: Zulip's push/register request for a device still
  * registered here. */
 export async function registerWithBouncer({
@@ -100,7 +130,7 @@ export async function registerWithBouncer({
 
 /** Zulip's push/unregister request, once the device is removed here: tried once, within the
  * request (a failure is logged; the bouncer forgets devices APNs or FCM report gone). */
-async function unregisterFromBouncer(
+export async function unregisterFromBouncer(
   user: User,
   kind: PushDeviceKindValue,
   token: string,

@@ -6,6 +6,9 @@
 // - `bouncer`: Zulip's push notification service (POST {PUSH_BOUNCER_URL}/api/v1/remotes/
 //   push/notify, HTTP Basic with ZULIP_ORG_ID and ZULIP_ORG_KEY). A 5xx answer or a network
 //   failure fails the job, which BullMQ retries; a 4xx answer is logged and not retried.
+// Devices registered for end-to-end encryption (client devices, feature level 468) get the
+// same notification encrypted with their own key (lib/e2ee-push.ts), through the bouncer's
+// push/e2ee/notify or into the same log row; legacy devices get the plaintext payloads.
 // A user's notification is sent once: a delivered one sets the copy's
 // active_mobile_push_notification flag, and a retry skips such users (and those who read the
 // message meanwhile), as Zulip does. A user who turned enable_online_push_notifications off
@@ -28,13 +31,24 @@ import {
 } from '@parley/db';
 import { enqueueJob, type JobData } from '@parley/jobs';
 import {
+  FailedToConnectBouncerError,
+  InternalBouncerServerError,
   InvalidPushDeviceTokenError,
   InvalidRemotePushDeviceTokenError,
   JsonableError,
+  NoActivePushDeviceError,
+  PushAdminActionRequiredError,
   PushBouncerUnavailableError,
 } from '@parley/errors';
 import { getLogger } from '@parley/logger';
+import { parseTokenId } from '../lib/client-devices';
 import { groupConversationMembers } from '../lib/conversations';
+import {
+  e2eeDevicesOf,
+  e2eePushRequests,
+  type E2eeDevice,
+  type E2eePushRequest,
+} from '../lib/e2ee-push';
 import { activeMemberIds } from '../lib/groups';
 import {
   postToBouncer,
@@ -46,12 +60,15 @@ import {
   mentionedGroupIds,
   mentionsPersonally,
   messagePayloadApns,
+  messagePayloadE2ee,
   messagePayloadGcm,
   PushTrigger,
   pushTrigger,
   removedIds,
   removePayloadApns,
+  removePayloadE2ee,
   removePayloadGcm,
+  testPayloadE2ee,
   testPayloads,
   basePayload,
   type Payload,
@@ -65,6 +82,7 @@ import {
   INACCESSIBLE_USER_AVATAR_URL,
   INACCESSIBLE_USER_NAME,
 } from '../presenters/users';
+import { forgetExpiredE2eeTokens } from './client-devices';
 import { notificationSettings, pushSettingsOf } from './notification-settings';
 import { PushDeviceKind } from './push-devices';
 import { forgetSetAside, presentSettingAside, setAsideAmong } from './set-aside-notifications';
@@ -120,6 +138,24 @@ export interface PushDelivery {
   gcmOptions: Payload;
   appleDevices: string[];
   androidDevices: string[];
+  /** The same notification for the user's devices registered for encryption. */
+  e2ee: E2eeDelivery | null;
+}
+
+export interface E2eeDelivery {
+  /** Before encryption (what the log transport records). */
+  payload: Payload;
+  requests: E2eePushRequest[];
+}
+
+/** The encrypted form of a payload for the user's devices, or null when they have none. */
+function e2eeDelivery(
+  devices: E2eeDevice[],
+  payload: Payload,
+  alert: boolean,
+): E2eeDelivery | null {
+  if (devices.length === 0) return null;
+  return { payload, requests: e2eePushRequests(devices, payload, { alert }) };
 }
 
 /** The push_notification_log row of the `log` transport. */
@@ -134,6 +170,10 @@ async function logTransport(delivery: PushDelivery): Promise<void> {
       apnsPayload: delivery.apnsPayload as Prisma.InputJsonObject,
       gcmPayload: delivery.gcmPayload as Prisma.InputJsonObject,
       gcmOptions: delivery.gcmOptions as Prisma.InputJsonObject,
+      e2eeDevices: delivery.e2ee?.requests.length ?? 0,
+      e2eePayload: (delivery.e2ee?.payload as Prisma.InputJsonObject | undefined) ?? Prisma.DbNull,
+      e2eeRequests:
+        (delivery.e2ee?.requests as unknown as Prisma.InputJsonArray | undefined) ?? Prisma.DbNull,
     },
   });
   getLogger().info('push notification (PUSH_TRANSPORT=log: not delivered)', {
@@ -141,11 +181,19 @@ async function logTransport(delivery: PushDelivery): Promise<void> {
     message_id: delivery.messageId,
     apple_devices: delivery.appleDevices.length,
     android_devices: delivery.androidDevices.length,
+    e2ee_devices: delivery.e2ee?.requests.length ?? 0,
   });
 }
 
-/** Zulip's send_notifications_to_bouncer. */
+/** Zulip's send_notifications_to_bouncer: the legacy devices' request, then the encrypted
+ * one (each only when the user has such devices). */
 async function bouncerTransport(delivery: PushDelivery): Promise<void> {
+  if (delivery.appleDevices.length + delivery.androidDevices.length > 0)
+    await legacyThroughBouncer(delivery);
+  if (delivery.e2ee) await e2eeThroughBouncer(delivery.user, delivery.realm, delivery.e2ee);
+}
+
+async function legacyThroughBouncer(delivery: PushDelivery): Promise<void> {
   const answer = await postToBouncer('push/notify', {
     json: {
       user_uuid: serverScopedUuid('user', delivery.user.id),
@@ -172,6 +220,58 @@ async function bouncerTransport(delivery: PushDelivery): Promise<void> {
     user_id: delivery.user.id,
     message_id: delivery.messageId,
   });
+}
+
+/** Zulip's send_push_notifications for E2EE devices (remotes/push/e2ee/notify). Tokens the
+ * answer names in delete_token_ids are gone: the devices holding them lose them. Returns the
+ * answer (or null when it was a refusal, logged). */
+async function e2eeThroughBouncer(
+  user: Pick<User, 'id'>,
+  realm: Pick<Realm, 'id'>,
+  e2ee: E2eeDelivery,
+  timeoutMs?: number,
+): Promise<{ status: number; text: string; expired: number }> {
+  const answer = await postToBouncer(
+    'push/e2ee/notify',
+    { json: { realm_uuid: serverScopedUuid('realm', realm.id), push_requests: e2ee.requests } },
+    timeoutMs === undefined ? {} : { timeoutMs },
+  );
+  if (answer.status >= 400) {
+    getLogger().warn('push bouncer refused an encrypted notification (not retried)', {
+      user_id: user.id,
+      status: answer.status,
+      response: answer.text.slice(0, 500),
+    });
+    return { ...answer, expired: 0 };
+  }
+  const expired = await forgetExpiredE2eeTokens(user, expiredTokenIds(answer.text));
+  getLogger().info('encrypted push notification sent through the bouncer', {
+    user_id: user.id,
+    devices: e2ee.requests.length,
+    expired,
+  });
+  return { ...answer, expired };
+}
+
+/** The token ids a push/e2ee/notify answer lists as gone (base64, as sent). */
+function expiredTokenIds(responseText: string): bigint[] {
+  let listed: unknown;
+  try {
+    listed = (JSON.parse(responseText) as { delete_token_ids?: unknown }).delete_token_ids;
+  } catch {
+    return [];
+  }
+  if (!Array.isArray(listed)) return [];
+  const ids: bigint[] = [];
+  for (const id of listed) {
+    if (typeof id !== 'string') continue;
+    try {
+      ids.push(parseTokenId(id));
+    } catch {
+      // Not a token id this server sent: nothing to forget.
+    }
+  }
+  return ids;
 }
 
 /** The bouncer names the devices APNs or FCM no longer know: they are removed here too. */
@@ -223,9 +323,10 @@ export async function sendPushNotifications({
   });
   if (!message || recipients.length === 0) return 0;
   const userIds = recipients.map((r) => r.userId);
-  const [users, devices, copies] = await Promise.all([
+  const [users, devices, e2eeDevices, copies] = await Promise.all([
     prisma.user.findMany({ where: { id: { in: userIds }, isActive: true, isBot: false } }),
     prisma.pushDeviceToken.findMany({ where: { userId: { in: userIds } }, orderBy: { id: 'asc' } }),
+    e2eeDevicesOf(userIds),
     prisma.userMessage.findMany({ where: { messageId, userId: { in: userIds } } }),
   ]);
   const copyFlags = new Map(copies.map((c) => [c.userId, c.flags]));
@@ -235,7 +336,7 @@ export async function sendPushNotifications({
   });
   // Zulip notifies a user who is not idle only with enable_online_push_notifications (on by
   // default); the others' notifications are set aside until their last client goes.
-  const withDevice = new Set(devices.map((device) => device.userId));
+  const withDevice = new Set([...devices, ...e2eeDevices].map((device) => device.userId));
   const present = clientsGone
     ? new Set<number>()
     : await presentSettingAside(
@@ -267,7 +368,8 @@ export async function sendPushNotifications({
   let retry: unknown = null;
   for (const user of pending) {
     const own = devices.filter((d) => d.userId === user.id);
-    if (own.length === 0) continue;
+    const ownE2ee = e2eeDevices.filter((d) => d.userId === user.id);
+    if (own.length === 0 && ownE2ee.length === 0) continue;
     const trigger = triggers.get(user.id)!;
     const visible = canSeeDeliveryEmail(user, sender);
     const pushMessage: PushMessage = {
@@ -307,6 +409,7 @@ export async function sendPushNotifications({
         gcmOptions,
         appleDevices: own.filter((d) => d.kind === PushDeviceKind.APNS).map((d) => d.token),
         androidDevices: own.filter((d) => d.kind === PushDeviceKind.FCM).map((d) => d.token),
+        e2ee: e2eeDelivery(ownE2ee, messagePayloadE2ee(pushMessage, recipient, options), true),
       });
     } catch (error) {
       // The others are still tried; the job fails afterwards and its retry skips the
@@ -443,11 +546,11 @@ export async function sendPushNotificationRemoval({
   const prisma = getPrisma();
   const user = await prisma.user.findUnique({ where: { id: userId }, include: { realm: true } });
   if (!user || messageIds.length === 0) return;
-  const devices = await prisma.pushDeviceToken.findMany({
-    where: { userId },
-    orderBy: { id: 'asc' },
-  });
-  if (devices.length === 0) return;
+  const [devices, e2eeDevices] = await Promise.all([
+    prisma.pushDeviceToken.findMany({ where: { userId }, orderBy: { id: 'asc' } }),
+    e2eeDevicesOf([userId]),
+  ]);
+  if (devices.length === 0 && e2eeDevices.length === 0) return;
   const config = getConfig();
   const options: PushOptions = {
     server: config.EXTERNAL_HOST,
@@ -468,6 +571,7 @@ export async function sendPushNotificationRemoval({
     gcmOptions,
     appleDevices: devices.filter((d) => d.kind === PushDeviceKind.APNS).map((d) => d.token),
     androidDevices: devices.filter((d) => d.kind === PushDeviceKind.FCM).map((d) => d.token),
+    e2ee: e2eeDelivery(e2eeDevices, removePayloadE2ee(recipient, ids), false),
   });
 }
 
@@ -510,7 +614,71 @@ export async function sendTestPushNotification(
     gcmOptions: payloads.gcmOptions,
     appleDevices: devices.filter((d) => d.kind === PushDeviceKind.APNS).map((d) => d.token),
     androidDevices: devices.filter((d) => d.kind === PushDeviceKind.FCM).map((d) => d.token),
+    e2ee: null,
   });
+}
+
+/** POST /mobile_push/e2ee/test_notification (Zulip's send_e2ee_test_push_notification_api):
+ * an encrypted test notification to the device `deviceId`, or to all of the user's devices
+ * registered for encryption, sent within the request. None registered (an unknown device
+ * included), or every token gone by the push service's answer: NO_ACTIVE_PUSH_DEVICE. */
+export async function sendE2eeTestPushNotification(
+  user: User,
+  realm: Realm,
+  deviceId: number | undefined,
+): Promise<void> {
+  const devices = (await e2eeDevicesOf([user.id])).filter(
+    (device) => deviceId === undefined || device.id === deviceId,
+  );
+  if (devices.length === 0) throw new NoActivePushDeviceError();
+  const recipient = {
+    id: user.id,
+    realm: { id: realm.id, name: realm.name, url: realmUrl(realm) },
+  };
+  const e2ee = e2eeDelivery(devices, testPayloadE2ee(recipient, new Date()), true)!;
+  if (!usesBouncer()) {
+    const config = getConfig();
+    const payloads = testPayloads(
+      recipient,
+      { server: config.EXTERNAL_HOST, redactContent: config.PUSH_NOTIFICATION_REDACT_CONTENT },
+      new Date(),
+    );
+    await logTransport({
+      user,
+      realm,
+      messageId: null,
+      apnsPayload: payloads.apns,
+      gcmPayload: payloads.gcm,
+      gcmOptions: payloads.gcmOptions,
+      appleDevices: [],
+      androidDevices: [],
+      e2ee,
+    });
+    return;
+  }
+  let answer;
+  try {
+    answer = await e2eeThroughBouncer(user, realm, e2ee, 10_000);
+  } catch (error) {
+    if (error instanceof PushRetryLaterError)
+      throw error.reached ? new InternalBouncerServerError() : new FailedToConnectBouncerError();
+    throw error;
+  }
+  if (answer.status >= 400) {
+    // The bouncer refused this server (its registration, credentials or plan): only the
+    // administrator can mend that (Zulip's PushNotificationAdminActionRequiredError).
+    if (answer.status === 401 || answer.status === 403) throw new PushAdminActionRequiredError();
+    let refusal: { msg?: unknown } = {};
+    try {
+      refusal = JSON.parse(answer.text) as typeof refusal;
+    } catch {
+      // Reported with its status below.
+    }
+    throw new JsonableError(
+      `Push notifications bouncer error: ${typeof refusal.msg === 'string' ? refusal.msg : `HTTP ${answer.status}`}`,
+    );
+  }
+  if (answer.expired === devices.length) throw new NoActivePushDeviceError();
 }
 
 /** The bouncer's push/test_notification for one device, with Zulip's base payload; its

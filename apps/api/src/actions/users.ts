@@ -41,7 +41,9 @@ import {
   sendChannelVisibilityChanges,
   sendSubscriberActivityEvents,
 } from './subscriptions';
+import { doRemoveAllClientDevices } from './client-devices';
 import { doForgetDrafts } from './drafts';
+import { doClearPushDevices } from './push-devices';
 import { systemGroupsForRole } from './system-groups';
 
 // Django's EmailValidator accepts more, but every address it accepts has this shape.
@@ -800,6 +802,10 @@ export async function doRegenerateApiKey(
   await ctx.tx.user.update({ where: { id: user.id }, data: { apiKey } });
   await audit(ctx, user, AuditLogEvent.USER_API_KEY_CHANGED, actingUserId);
   if (user.isBot) await sendBotUpdate(ctx, user, { api_key: apiKey });
+  // The clients the old key logged in are out: their push registrations go with it (Zulip's
+  // clear_push_device_tokens; feature level 492 for client devices).
+  await doClearPushDevices(ctx, user);
+  await doRemoveAllClientDevices(ctx, user);
   return apiKey;
 }
 

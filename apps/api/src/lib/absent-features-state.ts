@@ -17,8 +17,7 @@ export const ABSENT_FEATURE_SECTIONS: Record<string, () => State> = {
   tenor: () => ({ tenor_api_key: '' }),
   // No onboarding steps; null turns the navigation tour video off.
   onboarding_steps: () => ({ onboarding_steps: [], navigation_tour_video_url: null }),
-  // No push-notification devices: the legacy map (push_device) and its successor (device,
-  // feature level 468).
+  // Feature level 406's map of E2EE registrations, which level 468 replaced with `devices`
+  // (lib/client-devices.ts): clients of those levels see none.
   push_device: () => ({ push_devices: {} }),
-  device: () => ({ devices: {} }),
 };

@@ -34,6 +34,8 @@ import {
   scheduledMessagesOf,
 } from './scheduled-messages';
 import { savedSnippetsOf } from './saved-snippets';
+import { clientDevicesOf } from './client-devices';
+import { presentDevices } from '../presenters/client-devices';
 import { presentSavedSnippet } from '../presenters/saved-snippets';
 import { presentDraft } from '../presenters/drafts';
 import { presentReminder, presentScheduledMessage } from '../presenters/scheduled-messages';
@@ -114,6 +116,7 @@ export const STATE_TYPES = [
   'stop_words',
   'drafts',
   'saved_snippets',
+  'device',
   'scheduled_messages',
   'reminders',
   'video_calls',
@@ -296,6 +299,7 @@ export async function fetchInitialState(
       : [];
   if (types.has('saved_snippets'))
     state.saved_snippets = (await savedSnippetsOf(user.id)).map(presentSavedSnippet);
+  if (types.has('device')) state.devices = presentDevices(await clientDevicesOf(user.id));
   // Undelivered ones (failed included), soonest first: one statement each.
   if (types.has('scheduled_messages'))
     state.scheduled_messages = (await scheduledMessagesOf(user.id)).map(presentScheduledMessage);
@@ -482,6 +486,8 @@ export function applyEvent(
       return applyDraftsEvent(state, event);
     case 'saved_snippets':
       return applySavedSnippetsEvent(state, event);
+    case 'device':
+      return applyDeviceEvent(state, event);
     case 'scheduled_messages':
     case 'reminders':
       return applyScheduledMessagesEvent(state, event);
@@ -520,6 +526,27 @@ function applySavedSnippetsEvent(state: State, event: QueuedEvent): void {
   if (index === -1) return;
   if (event.op === 'update') snippets[index] = event.saved_snippet as { id: number };
   else if (event.op === 'remove') snippets.splice(index, 1);
+}
+
+/** Zulip's apply_event for device: add makes an empty record, update sets the fields the
+ * event carries (null included), remove drops it. */
+function applyDeviceEvent(state: State, event: QueuedEvent): void {
+  const devices = state.devices as Record<string, Record<string, unknown>> | undefined;
+  if (!devices) return;
+  const key = String(event.device_id);
+  if (event.op === 'add')
+    devices[key] = {
+      push_key_id: null,
+      push_token_id: null,
+      pending_push_token_id: null,
+      push_token_last_updated_timestamp: null,
+      push_registration_error_code: null,
+    };
+  else if (event.op === 'remove') delete devices[key];
+  else if (event.op === 'update' && devices[key]) {
+    const { type: _type, op: _op, device_id: _id, id: _eventId, ...changes } = event;
+    Object.assign(devices[key], changes);
+  }
 }
 
 /** Zulip's apply_event for channel_folder: add appends, update merges `data`, reorder sets

@@ -5,8 +5,15 @@
 import { createHash } from 'node:crypto';
 import { getConfig, ZULIP_VERSION } from '@parley/config';
 
-/** A failure worth trying again later: a 5xx answer or no answer at all. */
-export class PushRetryLaterError extends Error {}
+/** A failure worth trying again later: a 5xx answer (`reached`) or no answer at all. */
+export class PushRetryLaterError extends Error {
+  constructor(
+    message: string,
+    readonly reached = false,
+  ) {
+    super(message);
+  }
+}
 
 export interface BouncerAnswer {
   status: number;
@@ -43,7 +50,7 @@ export async function postToBouncer(
   }
   const text = await response.text();
   if (response.status >= 500)
-    throw new PushRetryLaterError(`push bouncer answered ${response.status}`);
+    throw new PushRetryLaterError(`push bouncer answered ${response.status}`, true);
   return { status: response.status, text };
 }
 

@@ -560,3 +560,61 @@ export function removePayloadGcm(
     { priority: 'normal' },
   ];
 }
+
+// ---------------------------------------------------------------------------------------
+// End-to-end encrypted payloads (Zulip's E2EE push, feature level 468): one JSON object the
+// app decrypts, the same for iOS and Android, in Zulip's key order. Only the app reads them,
+// so they carry no legacy fields (server, realm_id, sender_email, stringified numbers).
+
+/** What identifies the account a notification is for. */
+function e2eeBasePayload(user: Pick<PushRecipient, 'id' | 'realm'>): Payload {
+  return { realm_url: user.realm.url, realm_name: user.realm.name, user_id: user.id };
+}
+
+export function messagePayloadE2ee(
+  message: PushMessage,
+  user: PushRecipient,
+  options: PushOptions,
+): Payload {
+  const data = e2eeBasePayload(user);
+  data.sender_id = message.sender.id;
+  if (user.mentionedGroup) {
+    data.mentioned_user_group_id = user.mentionedGroup.id;
+    data.mentioned_user_group_name = user.mentionedGroup.name;
+  }
+  if (message.channel) {
+    data.recipient_type = 'channel';
+    data.channel_name = message.channel.name;
+    data.channel_id = message.channel.id;
+    data.topic = topicDisplayName(message.channel.topic);
+  } else {
+    data.recipient_type = 'direct';
+    // Every participant, the sender and the user included (a 1:1: the two of them).
+    const ids = message.groupParticipants?.map((p) => p.id) ?? [message.sender.id, user.id];
+    data.recipient_user_ids = [...new Set(ids)].sort((a, b) => a - b);
+  }
+  // The operator's redaction still holds: it is a promise about what leaves the server.
+  const [content] = truncateContent(
+    mobilePushContent(message.renderedContent, options.redactContent),
+  );
+  return {
+    ...data,
+    type: 'message',
+    message_id: message.id,
+    time: Math.floor(message.dateSent.getTime() / 1000),
+    content,
+    sender_full_name: message.sender.fullName,
+    sender_avatar_url: message.sender.avatarUrl,
+  };
+}
+
+export function removePayloadE2ee(
+  user: Pick<PushRecipient, 'id' | 'realm'>,
+  messageIds: number[],
+): Payload {
+  return { ...e2eeBasePayload(user), type: 'remove', message_ids: messageIds };
+}
+
+export function testPayloadE2ee(user: Pick<PushRecipient, 'id' | 'realm'>, now: Date): Payload {
+  return { ...e2eeBasePayload(user), type: 'test', time: Math.floor(now.getTime() / 1000) };
+}
