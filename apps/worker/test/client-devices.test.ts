@@ -21,6 +21,7 @@ import {
   expectSuccess,
 } from '../../api/test/helpers';
 import { createMessageOrg, send, type MessageOrg } from '../../api/test/message-helpers';
+import { registerE2eeDevice } from '@parley/api/actions/client-devices';
 import { startWorkers } from '../src/jobs';
 
 const prisma = () => getPrisma();
@@ -178,10 +179,9 @@ describe('POST /mobile_push/register', () => {
     const post = (form: Record<string, unknown>) =>
       as(user, org.host).post('/mobile_push/register', form);
     // The device first, then the groups of fields, then each field.
-    expectError(
-      await post({ device_id: await registerDevice(org.guest), ...keyFields(keys) }),
-      'Invalid `device_id`',
-    );
+    for (const device_id of [await registerDevice(org.guest), -1])
+      for (const fields of [keyFields(keys), {}])
+        expectError(await post({ device_id, ...fields }), 'Invalid `device_id`');
     for (const form of [
       { device_id: id },
       { device_id: id, push_key_id: 1 },
@@ -353,6 +353,15 @@ describe('POST /mobile_push/register', () => {
     const post = () =>
       as(user, org.host).post('/mobile_push/register', { device_id: id, ...tokenFields(next) });
     expectError(await post(), 'A registration for the device already in progress.');
+    // Checked before the token id itself.
+    expectError(
+      await as(user, org.host).post('/mobile_push/register', {
+        device_id: id,
+        ...tokenFields(next),
+        token_id: '%%%',
+      }),
+      'A registration for the device already in progress.',
+    );
     // A key rotation is not a registration: it goes through.
     expectSuccess(
       await as(user, org.host).post('/mobile_push/register', {
@@ -360,14 +369,21 @@ describe('POST /mobile_push/register', () => {
         ...keyFields(appKeys()),
       }),
     );
+    // A registration whose job gave up blocks the next one for a day only.
     await prisma().clientDevice.update({
       where: { id },
-      data: { pushRegistrationErrorCode: 'REQUEST_EXPIRED' },
+      data: { pushTokenLastUpdated: new Date(Date.now() - 25 * 3600_000) },
     });
     expectSuccess(await post());
-    await until(async () => (await deviceRow(id))?.pushTokenId === BigIntOf(tokenIdOf(next.token)));
+    await until(async () => (await deviceRow(id))?.pendingPushTokenId === null);
+    await prisma().clientDevice.update({
+      where: { id },
+      data: { pendingPushTokenId: pending, pushRegistrationErrorCode: 'REQUEST_EXPIRED' },
+    });
+    expectSuccess(await post());
+    await until(async () => (await deviceRow(id))?.pendingPushTokenId === null);
     expect(await deviceRow(id)).toMatchObject({
-      pendingPushTokenId: null,
+      pushTokenId: BigIntOf(tokenIdOf(next.token)),
       pushRegistrationErrorCode: null,
     });
   });
@@ -678,6 +694,46 @@ describe('through the push bouncer', () => {
     });
   });
 
+  it('retries a registration the bouncer could not take, and drops one superseded', async () => {
+    const user = await createTestUser(org.realm);
+    const id = await registerDevice(user);
+    const keys = appKeys();
+    // A failure, then this server refused (the administrator's to mend): both retried, no
+    // event; the third attempt succeeds.
+    answers.push(
+      { status: 502, body: { result: 'error', msg: 'bad gateway' } },
+      {
+        status: 403,
+        body: { result: 'error', msg: 'Organization not registered', code: 'MISSING_REMOTE_REALM' },
+      },
+    );
+    requests.length = 0;
+    const published = await captureEvents(org.realm.id, () => registerForPush(user, id, keys));
+    expect(requests.filter((r) => r.url === '/api/v1/remotes/push/e2ee/register')).toHaveLength(3);
+    expect(published.map((entry) => entry.event)).toEqual([
+      expect.objectContaining({ pending_push_token_id: tokenIdOf(keys.token) }),
+      expect.objectContaining({ push_token_id: tokenIdOf(keys.token) }),
+    ]);
+
+    // A job for a device gone (or another token pending) meanwhile does nothing.
+    requests.length = 0;
+    const gone = await registerDevice(user);
+    expectSuccess(await as(user, org.host).post('/remove_client_device', { device_id: gone }));
+    await registerE2eeDevice({
+      deviceId: gone,
+      tokenId: String(BigIntOf(tokenIdOf('fcm-gone'))),
+      bouncerPublicKey: 'x',
+      encryptedPushRegistration: 'y',
+    });
+    await registerE2eeDevice({
+      deviceId: id,
+      tokenId: String(BigIntOf(tokenIdOf('fcm-not-pending'))),
+      bouncerPublicKey: 'x',
+      encryptedPushRegistration: 'y',
+    });
+    expect(requests).toEqual([]);
+  }, 60_000);
+
   it('sends push/e2ee/notify; tokens the bouncer says are gone leave their devices', async () => {
     const user = await createTestUser(org.realm);
     const apple = appKeys('c0ffee'.repeat(8));
@@ -754,6 +810,9 @@ describe('through the push bouncer', () => {
     ]);
     // The device keeps its key; the app registers its token again when it next runs.
     expect(await deviceRow(appleId)).toMatchObject({ pushKeyId: BigInt(apple.pushKeyId) });
+    expect((await prisma().user.findUniqueOrThrow({ where: { id: user.id } })).hasPushDevice).toBe(
+      true,
+    );
 
     // Test notifications: every token gone is NO_ACTIVE_PUSH_DEVICE; the bouncer failing or
     // unreachable a 502; refusing this server the administrator's to mend.
@@ -766,6 +825,10 @@ describe('through the push bouncer', () => {
       'No active registered push device',
       400,
       'NO_ACTIVE_PUSH_DEVICE',
+    );
+    // No device left that a notification can reach: the user counts as having no phone.
+    expect((await prisma().user.findUniqueOrThrow({ where: { id: user.id } })).hasPushDevice).toBe(
+      false,
     );
     await registerForPush(user, androidId, appKeys(android.token));
     answers.push({ status: 500, body: { result: 'error', msg: 'oops' } });

@@ -21,6 +21,17 @@ export type PushTokenKind = 'apns' | 'fcm';
 
 const invalidDevice = () => new JsonableError('Invalid `device_id`');
 
+/** Device writes fire the trigger that keeps user_profile.has_push_device, which locks the
+ * user's row; taking that lock first keeps every writer in one order (user, then device), as
+ * a new API key's removal of all devices takes them. */
+async function lockUser(ctx: ActionContext, userId: number): Promise<void> {
+  await ctx.tx.$executeRaw`SELECT 1 FROM user_profile WHERE id = ${userId} FOR NO KEY UPDATE`;
+}
+
+/** Zulip's PUSH_REGISTRATION_LIVENESS_TIMEOUT: a token pending longer than this (its job gave
+ * up) no longer blocks a new registration. */
+const PENDING_REGISTRATION_LIVES_MS = 24 * 3600_000;
+
 function deviceEvent(
   ctx: ActionContext,
   user: Pick<User, 'id'>,
@@ -49,6 +60,7 @@ export async function doRemoveClientDevice(
   user: User,
   deviceId: number,
 ): Promise<void> {
+  await lockUser(ctx, user.id);
   const { count } = await ctx.tx.clientDevice.deleteMany({
     where: { id: deviceId, userId: user.id },
   });
@@ -88,6 +100,7 @@ export async function doRegisterPushDevice(
   key: PushKeyFields | null,
   token: PushTokenFields | null,
 ): Promise<void> {
+  await lockUser(ctx, user.id);
   const [device] = await ctx.tx.$queryRaw<
     {
       push_key: Uint8Array | null;
@@ -96,9 +109,10 @@ export async function doRegisterPushDevice(
       pending_push_token_id: bigint | null;
       push_token_kind: string | null;
       push_registration_error_code: string | null;
+      push_token_last_updated_timestamp: Date | null;
     }[]
   >`SELECT push_key, push_key_id, push_token_id, pending_push_token_id, push_token_kind,
-           push_registration_error_code
+           push_registration_error_code, push_token_last_updated_timestamp
     FROM device WHERE id = ${deviceId} AND user_profile_id = ${user.id} FOR NO KEY UPDATE`;
   if (!device) throw invalidDevice();
   if (!key && !token)
@@ -125,10 +139,15 @@ export async function doRegisterPushDevice(
   }
 
   const registration = token!;
-  if (device.push_registration_error_code === null && device.pending_push_token_id !== null)
+  const now = new Date();
+  if (
+    device.push_registration_error_code === null &&
+    device.pending_push_token_id !== null &&
+    now.getTime() - (device.push_token_last_updated_timestamp?.getTime() ?? 0) <
+      PENDING_REGISTRATION_LIVES_MS
+  )
     throw new JsonableError('A registration for the device already in progress.');
   const tokenId = parseTokenId(registration.tokenId);
-  const now = new Date();
   const pending = {
     pending_push_token_id: tokenIdToBase64(tokenId),
     push_token_last_updated_timestamp: unixSeconds(now),
@@ -231,6 +250,7 @@ export async function registerE2eeDevice(data: JobData['e2ee-push-registration']
       if (code === 'REQUEST_EXPIRED')
         getLogger().error(`Push registration request for device_id=${data.deviceId} expired.`);
       await runAction(async (ctx) => {
+        await lockUser(ctx, user.id);
         const { count } = await ctx.tx.clientDevice.updateMany({
           where: {
             id: data.deviceId,
@@ -251,6 +271,7 @@ export async function registerE2eeDevice(data: JobData['e2ee-push-registration']
     });
   }
   const legacyGone = await runAction(async (ctx) => {
+    await lockUser(ctx, user.id);
     const { count } = await ctx.tx.clientDevice.updateMany({
       where: { id: data.deviceId, pendingPushTokenId: tokenId, pushRegistrationErrorCode: null },
       data: { pushTokenId: tokenId, pendingPushTokenId: null },
@@ -302,6 +323,7 @@ export async function forgetExpiredE2eeTokens(
 ): Promise<number> {
   if (tokenIds.length === 0) return 0;
   return runAction(async (ctx) => {
+    await lockUser(ctx, user.id);
     const gone = await ctx.tx.$queryRaw<{ id: number }[]>`
       UPDATE device SET push_token_id = NULL
       WHERE user_profile_id = ${user.id} AND push_token_id = ANY(${tokenIds}::bigint[])

@@ -75,8 +75,9 @@ export async function doRemovePushDevice(
 /** A new API key logs every client out: Zulip's clear_push_device_tokens forgets the user's
  * devices, here and, after the commit, at the bouncer (best effort, as unregistering is). */
 export async function doClearPushDevices(ctx: ActionContext, user: User): Promise<void> {
-  const { count } = await ctx.tx.pushDeviceToken.deleteMany({ where: { userId: user.id } });
-  if (count > 0 && usesBouncer()) ctx.onCommit(() => unregisterAllFromBouncer(user));
+  await ctx.tx.pushDeviceToken.deleteMany({ where: { userId: user.id } });
+  // Zulip asks the bouncer whatever this server held: it may know devices this one lost.
+  if (usesBouncer() && !user.isBot) ctx.onCommit(() => unregisterAllFromBouncer(user));
 }
 
 async function unregisterAllFromBouncer(user: User): Promise<void> {

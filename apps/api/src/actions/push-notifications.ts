@@ -188,9 +188,15 @@ async function logTransport(delivery: PushDelivery): Promise<void> {
 /** Zulip's send_notifications_to_bouncer: the legacy devices' request, then the encrypted
  * one (each only when the user has such devices). */
 async function bouncerTransport(delivery: PushDelivery): Promise<void> {
+  // Each path is tried whatever the other's fate; a failure to retry is raised afterwards.
+  let retry: unknown = null;
   if (delivery.appleDevices.length + delivery.androidDevices.length > 0)
-    await legacyThroughBouncer(delivery);
-  if (delivery.e2ee) await e2eeThroughBouncer(delivery.user, delivery.realm, delivery.e2ee);
+    await legacyThroughBouncer(delivery).catch((error: unknown) => (retry = error));
+  if (delivery.e2ee)
+    await e2eeThroughBouncer(delivery.user, delivery.realm, delivery.e2ee).catch(
+      (error: unknown) => (retry ??= error),
+    );
+  if (retry) throw retry;
 }
 
 async function legacyThroughBouncer(delivery: PushDelivery): Promise<void> {
@@ -230,7 +236,7 @@ async function e2eeThroughBouncer(
   realm: Pick<Realm, 'id'>,
   e2ee: E2eeDelivery,
   timeoutMs?: number,
-): Promise<{ status: number; text: string; expired: number }> {
+): Promise<{ status: number; text: string; expired: bigint[] }> {
   const answer = await postToBouncer(
     'push/e2ee/notify',
     { json: { realm_uuid: serverScopedUuid('realm', realm.id), push_requests: e2ee.requests } },
@@ -242,13 +248,14 @@ async function e2eeThroughBouncer(
       status: answer.status,
       response: answer.text.slice(0, 500),
     });
-    return { ...answer, expired: 0 };
+    return { ...answer, expired: [] };
   }
-  const expired = await forgetExpiredE2eeTokens(user, expiredTokenIds(answer.text));
+  const expired = expiredTokenIds(answer.text);
+  const forgotten = await forgetExpiredE2eeTokens(user, expired);
   getLogger().info('encrypted push notification sent through the bouncer', {
     user_id: user.id,
     devices: e2ee.requests.length,
-    expired,
+    expired: forgotten,
   });
   return { ...answer, expired };
 }
@@ -678,7 +685,8 @@ export async function sendE2eeTestPushNotification(
       `Push notifications bouncer error: ${typeof refusal.msg === 'string' ? refusal.msg : `HTTP ${answer.status}`}`,
     );
   }
-  if (answer.expired === devices.length) throw new NoActivePushDeviceError();
+  const expired = new Set(answer.expired);
+  if (devices.every((device) => expired.has(device.tokenId))) throw new NoActivePushDeviceError();
 }
 
 /** The bouncer's push/test_notification for one device, with Zulip's base payload; its

@@ -27,7 +27,8 @@ defineRoute(clientDeviceRoutes, '/register_client_device', {
 
 defineRoute(clientDeviceRoutes, '/remove_client_device', {
   POST: userEndpoint(
-    { params: { device_id: p.int({ min: 0 }) }, response: schema.empty },
+    // Any id no device of the user has (negative ones too) is Zulip's "Invalid `device_id`".
+    { params: { device_id: p.int() }, response: schema.empty },
     async ({ user, params }) => {
       await runAction((ctx) => doRemoveClientDevice(ctx, user, params.device_id));
       return {};
@@ -51,7 +52,7 @@ defineRoute(clientDeviceRoutes, '/mobile_push/register', {
     {
       humansOnly: true,
       params: {
-        device_id: p.int({ min: 0 }),
+        device_id: p.int(),
         token_kind: p.enum(['fcm', 'apns']).optional(),
         push_key: p.string({ maxLength: 256 }).optional(),
         push_key_id: pushKeyId.optional(),
@@ -90,7 +91,7 @@ defineRoute(clientDeviceRoutes, '/mobile_push/e2ee/test_notification', {
   POST: userEndpoint(
     {
       humansOnly: true,
-      params: { device_id: p.int({ min: 0 }).optional() },
+      params: { device_id: p.int().optional() },
       response: schema.empty,
     },
     async ({ user, realm, params }) => {
