@@ -230,7 +230,7 @@ async function legacyThroughBouncer(delivery: PushDelivery): Promise<void> {
 
 /** Zulip's send_push_notifications for E2EE devices (remotes/push/e2ee/notify). Tokens the
  * answer names in delete_token_ids are gone: the devices holding them lose them. Returns the
- * answer (or null when it was a refusal, logged). */
+ * answer with those token ids (none for a refusal, which is logged). */
 async function e2eeThroughBouncer(
   user: Pick<User, 'id'>,
   realm: Pick<Realm, 'id'>,
@@ -243,7 +243,7 @@ async function e2eeThroughBouncer(
     timeoutMs === undefined ? {} : { timeoutMs },
   );
   if (answer.status >= 400) {
-    getLogger().warn('push bouncer refused an encrypted notification (not retried)', {
+    getLogger().warn('push bouncer refused an encrypted notification', {
       user_id: user.id,
       status: answer.status,
       response: answer.text.slice(0, 500),
@@ -251,7 +251,11 @@ async function e2eeThroughBouncer(
     return { ...answer, expired: [] };
   }
   const expired = expiredTokenIds(answer.text);
-  const forgotten = await forgetExpiredE2eeTokens(user, expired);
+  // Delivered already: failing to forget the gone tokens must not send it again on a retry.
+  const forgotten = await forgetExpiredE2eeTokens(user, expired).catch((error: unknown) => {
+    getLogger().error('expired E2EE push tokens not forgotten', { user_id: user.id, error });
+    return 0;
+  });
   getLogger().info('encrypted push notification sent through the bouncer', {
     user_id: user.id,
     devices: e2ee.requests.length,
@@ -675,14 +679,14 @@ export async function sendE2eeTestPushNotification(
     // The bouncer refused this server (its registration, credentials or plan): only the
     // administrator can mend that (Zulip's PushNotificationAdminActionRequiredError).
     if (answer.status === 401 || answer.status === 403) throw new PushAdminActionRequiredError();
-    let refusal: { msg?: unknown } = {};
+    let refusal = null as { msg?: unknown } | null;
     try {
       refusal = JSON.parse(answer.text) as typeof refusal;
     } catch {
       // Reported with its status below.
     }
     throw new JsonableError(
-      `Push notifications bouncer error: ${typeof refusal.msg === 'string' ? refusal.msg : `HTTP ${answer.status}`}`,
+      `Push notifications bouncer error: ${typeof refusal?.msg === 'string' ? refusal.msg : `HTTP ${answer.status}`}`,
     );
   }
   const expired = new Set(answer.expired);
@@ -720,7 +724,7 @@ async function testThroughBouncer(
   if (answer.status < 400) return;
   let refusal: { code?: unknown; msg?: unknown } = {};
   try {
-    refusal = JSON.parse(answer.text) as typeof refusal;
+    refusal = (JSON.parse(answer.text) as typeof refusal | null) ?? {};
   } catch {
     // Not JSON: reported with its status below.
   }

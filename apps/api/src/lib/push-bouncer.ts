@@ -34,6 +34,7 @@ export async function postToBouncer(
     'base64',
   );
   let response: Response;
+  let text: string;
   try {
     response = await fetch(url, {
       method: 'POST',
@@ -45,10 +46,11 @@ export async function postToBouncer(
       body: 'json' in body ? JSON.stringify(body.json) : new URLSearchParams(body.form).toString(),
       signal: AbortSignal.timeout(timeoutMs),
     });
+    // The timeout covers the body too: a body cut off is no answer either.
+    text = await response.text();
   } catch (error) {
     throw new PushRetryLaterError(`push bouncer unreachable: ${String(error)}`);
   }
-  const text = await response.text();
   if (response.status >= 500)
     throw new PushRetryLaterError(`push bouncer answered ${response.status}`, true);
   return { status: response.status, text };
