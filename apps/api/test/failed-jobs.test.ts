@@ -19,6 +19,7 @@ import {
   type JobWorkers,
 } from '@parley/jobs';
 import { JOB_HANDLERS } from '../../worker/src/jobs';
+import { until } from './until';
 
 const run = promisify(execFile);
 const root = join(__dirname, '..', '..', '..');
@@ -39,15 +40,6 @@ afterAll(async () => {
   await queue.close();
   await closeQueues();
 });
-
-async function until<T>(check: () => Promise<T | undefined | false>): Promise<T> {
-  for (let attempt = 0; attempt < 200; attempt += 1) {
-    const value = await check();
-    if (value) return value;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error('condition not reached');
-}
 
 /** Adds a job that fails on every run; resolves once it has failed `attempts` times. */
 async function failingJob(): Promise<{ id: string; marker: string }> {

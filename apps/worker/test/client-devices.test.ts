@@ -23,6 +23,7 @@ import {
 import { createMessageOrg, send, type MessageOrg } from '../../api/test/message-helpers';
 import { registerE2eeDevice } from '@parley/api/actions/client-devices';
 import { startWorkers } from '../src/jobs';
+import { until } from '../../api/test/until';
 
 const prisma = () => getPrisma();
 
@@ -39,18 +40,6 @@ afterAll(async () => {
   await workers.close();
   await closeQueues();
 });
-
-async function until<T>(
-  check: () => Promise<T | undefined | null | false>,
-  attempts = 400,
-): Promise<T> {
-  for (let attempt = 0; attempt < attempts; attempt += 1) {
-    const value = await check();
-    if (value) return value;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error('condition not reached');
-}
 
 /** What an app holds for one account: its key and its FCM or APNs token. */
 interface AppKeys {
@@ -716,7 +705,11 @@ describe('through the push bouncer', () => {
           ...tokenFields(keys),
         }),
       );
-      await until(async () => (await deviceRow(id))?.pushTokenId != null, 1200);
+      await until(
+        async () => (await deviceRow(id))?.pushTokenId != null,
+        'the token registered after two retries',
+        60,
+      );
     });
     expect(requests.filter((r) => r.url === '/api/v1/remotes/push/e2ee/register')).toHaveLength(3);
     expect(published.map((entry) => entry.event)).toEqual([

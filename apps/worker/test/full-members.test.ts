@@ -13,6 +13,7 @@ import {
   type TestRealm,
 } from '../../api/test/helpers';
 import { FULL_MEMBER_PROMOTION_EVERY_MS, startWorkers } from '../src/jobs';
+import { until } from '../../api/test/until';
 
 const prisma = () => getPrisma();
 let workers: JobWorkers;
@@ -33,15 +34,6 @@ async function fullMembersOf(org: TestRealm): Promise<number[]> {
     include: { members: true },
   });
   return group.members.map((member) => member.userId).sort((a, b) => a - b);
-}
-
-async function until<T>(check: () => Promise<T | undefined | false>): Promise<T> {
-  for (let attempt = 0; attempt < 200; attempt += 1) {
-    const value = await check();
-    if (value) return value;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error('condition not reached');
 }
 
 describe('promotion to full members', () => {

@@ -17,6 +17,7 @@ import {
 import { as, expectError, expectSuccess, recordPostAnswers } from '../../api/test/helpers';
 import { createMessageOrg, send, type MessageOrg } from '../../api/test/message-helpers';
 import { startWorkers } from '../src/jobs';
+import { until } from '../../api/test/until';
 
 const prisma = () => getPrisma();
 const APP_ID = 'org.zulip.Zulip';
@@ -59,18 +60,6 @@ afterAll(async () => {
   await workers.close();
   await closeQueues();
 });
-
-async function until<T>(
-  check: () => Promise<T | undefined | null | false>,
-  attempts = 400,
-): Promise<T> {
-  for (let attempt = 0; attempt < attempts; attempt += 1) {
-    const value = await check();
-    if (value) return value;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error('condition not reached');
-}
 
 async function sendMessage(sender: User, form: Record<string, unknown>): Promise<number> {
   return expectSuccess(await send(sender, org.host, form)).id as number;
@@ -824,7 +813,7 @@ describe('the bouncer transport', () => {
     const flaky = await dm(org.member, [org.other], 'Eventually');
     // BullMQ tries the job again after its backoff; the second attempt succeeds. A retry of
     // the refused job, queued earlier with the same backoff, would have come first.
-    await until(async () => requestsFor(org.other, flaky).length >= 2, 600);
+    await until(async () => requestsFor(org.other, flaky).length >= 2, 'the retried delivery');
     expect(requestsFor(org.other, flaky)).toHaveLength(2);
     expect(requestsFor(org.owner, refused)).toHaveLength(1);
     // The flag is set once the bouncer's answer is back, after it recorded the request.

@@ -23,6 +23,7 @@ import { ensureSystemBot } from '@parley/api/actions/system-bots';
 import { as, captureEvents, createTestUser, expectSuccess } from '../../api/test/helpers';
 import { createMessageOrg, send, type MessageOrg } from '../../api/test/message-helpers';
 import { startWorkers } from '../src/jobs';
+import { until } from '../../api/test/until';
 
 const prisma = () => getPrisma();
 let org: MessageOrg;
@@ -51,18 +52,6 @@ beforeEach(async () => {
     }),
   );
 });
-
-async function until<T>(
-  check: () => Promise<T | undefined | null | false>,
-  what: string,
-): Promise<T> {
-  for (let attempt = 0; attempt < 600; attempt += 1) {
-    const value = await check();
-    if (value) return value;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 /** `seconds` from now, in whole seconds (the API's unit). */
 const inSeconds = (seconds: number) => Math.floor(Date.now() / 1000) + seconds;

@@ -23,6 +23,7 @@ import {
 import { animatedGif, imageInfo, pngClaiming, solid } from '../../api/test/images';
 import { createMessageOrg, send, type MessageOrg } from '../../api/test/message-helpers';
 import { startWorkers } from '../src/jobs';
+import { until } from '../../api/test/until';
 
 const prisma = () => getPrisma();
 const PLACEHOLDER = '/static/images/loading/loader-black.svg';
@@ -352,15 +353,3 @@ describe('the thumbnail job', () => {
     expect(await contentOf(id)).toContain(`src="${thumbnailUrl(image, '840x560.webp')}"`);
   });
 });
-
-async function until<T>(
-  check: () => Promise<T | undefined | null | false>,
-  what: string,
-): Promise<T> {
-  for (let attempt = 0; attempt < 600; attempt += 1) {
-    const value = await check();
-    if (value) return value;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}

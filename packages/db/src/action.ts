@@ -108,6 +108,13 @@ export async function runAction<T>(
   return result;
 }
 
+/** Serializes one user's writers that must see each other's result (a size limit, a device
+ * record): the user's row stays locked until the transaction ends. NO KEY UPDATE leaves rows
+ * that merely reference the user (they take KEY SHARE) free to be written meanwhile. */
+export async function lockUserRow(ctx: ActionContext, userId: number): Promise<void> {
+  await ctx.tx.$executeRaw`SELECT 1 FROM user_profile WHERE id = ${userId} FOR NO KEY UPDATE`;
+}
+
 /** What runAction does after its commit, for a change written in one statement outside any
  * transaction (PostgreSQL commits such a statement alone: no BEGIN and COMMIT round trips).
  * Such a statement must change no authentication rows (user_profile, realm): their caches

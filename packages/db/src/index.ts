@@ -14,6 +14,7 @@ export {
   afterAnswerSettled,
   afterPromiseCallbacks,
   afterStatementCommitted,
+  lockUserRow,
   onCommittedAuthChanges,
   runAction,
   type ActionContext,

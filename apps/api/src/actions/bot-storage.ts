@@ -1,6 +1,6 @@
 // Writing a bot's storage (Zulip's set_bot_storage / remove_bot_storage). Nothing is written
 // when a request would exceed the limit or names a missing key. There are no events.
-import type { ActionContext, User } from '@parley/db';
+import { lockUserRow, type ActionContext, type User } from '@parley/db';
 import { JsonableError } from '@parley/errors';
 import { BOT_STORAGE_LIMIT, KeyDoesNotExistError, storageSizeAfter } from '../lib/bot-storage';
 
@@ -10,7 +10,7 @@ export async function doSetBotStorage(
   entries: Map<string, string>,
 ): Promise<void> {
   // Serializes concurrent writes of one bot, so the size check holds.
-  await ctx.tx.$queryRaw`SELECT id FROM user_profile WHERE id = ${bot.id} FOR UPDATE`;
+  await lockUserRow(ctx, bot.id);
   const size = await storageSizeAfter(bot.id, entries, ctx.tx);
   if (size > BOT_STORAGE_LIMIT)
     throw new JsonableError(

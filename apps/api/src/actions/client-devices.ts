@@ -2,31 +2,29 @@
 // zerver/actions/devices.py and do_register_push_device, feature levels 468-470). Every change
 // tells the user's clients with a `device` event; an update event names only what changed
 // (null is a value there: a pending registration that succeeded, a token that expired).
-import { getPrisma, runAction, type ActionContext, type User } from '@parley/db';
+import { getPrisma, lockUserRow, runAction, type ActionContext, type User } from '@parley/db';
 import { JsonableError } from '@parley/errors';
 import { enqueueJob, type JobData } from '@parley/jobs';
 import { getLogger } from '@parley/logger';
 import { parsePushKey, parseTokenId, tokenIdOf, tokenIdToBase64 } from '../lib/client-devices';
 import { sendEventOnCommit } from '../lib/events';
 import {
+  bouncerRefusal,
   PushRetryLaterError,
   postToBouncer,
   serverScopedUuid,
   usesBouncer,
 } from '../lib/push-bouncer';
-import { unixSeconds } from '../presenters/client-devices';
+import { unixSeconds } from '../presenters/streams';
 import { unregisterFromBouncer, type PushDeviceKindValue } from './push-devices';
 
 export type PushTokenKind = 'apns' | 'fcm';
 
 const invalidDevice = () => new JsonableError('Invalid `device_id`');
 
-/** Device writes fire the trigger that keeps user_profile.has_push_device, which locks the
- * user's row; taking that lock first keeps every writer in one order (user, then device), as
- * a new API key's removal of all devices takes them. */
-async function lockUser(ctx: ActionContext, userId: number): Promise<void> {
-  await ctx.tx.$executeRaw`SELECT 1 FROM user_profile WHERE id = ${userId} FOR NO KEY UPDATE`;
-}
+// Device writes fire the trigger that keeps user_profile.has_push_device, which locks the
+// user's row; every writer here takes that lock first (lockUserRow) so all of them lock in one
+// order (user, then device), as a new API key's removal of all devices does.
 
 /** Zulip's PUSH_REGISTRATION_LIVENESS_TIMEOUT: a token pending longer than this (its job gave
  * up) no longer blocks a new registration. */
@@ -60,7 +58,7 @@ export async function doRemoveClientDevice(
   user: User,
   deviceId: number,
 ): Promise<void> {
-  await lockUser(ctx, user.id);
+  await lockUserRow(ctx, user.id);
   const { count } = await ctx.tx.clientDevice.deleteMany({
     where: { id: deviceId, userId: user.id },
   });
@@ -100,7 +98,7 @@ export async function doRegisterPushDevice(
   key: PushKeyFields | null,
   token: PushTokenFields | null,
 ): Promise<void> {
-  await lockUser(ctx, user.id);
+  await lockUserRow(ctx, user.id);
   const [device] = await ctx.tx.$queryRaw<
     {
       push_key: Uint8Array | null;
@@ -235,7 +233,7 @@ export async function registerE2eeDevice(data: JobData['e2ee-push-registration']
       },
     });
     if (answer.status >= 400) {
-      const code = refusalCode(answer.text);
+      const { code } = bouncerRefusal(answer);
       if (code === null || !REGISTRATION_REFUSALS.has(code)) {
         // This server's registration or credentials: the administrator's to mend; retried.
         getLogger().error(
@@ -250,7 +248,7 @@ export async function registerE2eeDevice(data: JobData['e2ee-push-registration']
       if (code === 'REQUEST_EXPIRED')
         getLogger().error(`Push registration request for device_id=${data.deviceId} expired.`);
       await runAction(async (ctx) => {
-        await lockUser(ctx, user.id);
+        await lockUserRow(ctx, user.id);
         const { count } = await ctx.tx.clientDevice.updateMany({
           where: {
             id: data.deviceId,
@@ -271,7 +269,7 @@ export async function registerE2eeDevice(data: JobData['e2ee-push-registration']
     });
   }
   const legacyGone = await runAction(async (ctx) => {
-    await lockUser(ctx, user.id);
+    await lockUserRow(ctx, user.id);
     const { count } = await ctx.tx.clientDevice.updateMany({
       where: { id: data.deviceId, pendingPushTokenId: tokenId, pushRegistrationErrorCode: null },
       data: { pushTokenId: tokenId, pendingPushTokenId: null },
@@ -305,15 +303,6 @@ function stillPending(
   );
 }
 
-function refusalCode(text: string): string | null {
-  try {
-    const { code } = JSON.parse(text) as { code?: unknown };
-    return typeof code === 'string' ? code : null;
-  } catch {
-    return null;
-  }
-}
-
 /** The push service no longer knows these tokens (the app was uninstalled, the token
  * expired): the user's devices holding them lose their token, keep their key, and the app is
  * told, so it registers again when it next runs. Returns how many devices lost theirs. */
@@ -323,7 +312,7 @@ export async function forgetExpiredE2eeTokens(
 ): Promise<number> {
   if (tokenIds.length === 0) return 0;
   return runAction(async (ctx) => {
-    await lockUser(ctx, user.id);
+    await lockUserRow(ctx, user.id);
     const gone = await ctx.tx.$queryRaw<{ id: number }[]>`
       UPDATE device SET push_token_id = NULL
       WHERE user_profile_id = ${user.id} AND push_token_id = ANY(${tokenIds}::bigint[])

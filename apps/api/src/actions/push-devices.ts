@@ -80,26 +80,36 @@ export async function doClearPushDevices(ctx: ActionContext, user: User): Promis
   if (usesBouncer() && !user.isBot) ctx.onCommit(() => unregisterAllFromBouncer(user));
 }
 
-async function unregisterAllFromBouncer(user: User): Promise<void> {
+function unregisterAllFromBouncer(user: User): Promise<void> {
+  return unregisterAtBouncer(user, 'push/unregister/all', {
+    user_uuid: serverScopedUuid('user', user.id),
+    user_id: String(user.id),
+    realm_uuid: serverScopedUuid('realm', user.realmId),
+  });
+}
+
+/** An unregistering request to the bouncer, tried once (from the request that removed the
+ * devices here, within 10 s): a refusal or a failure is logged, as the bouncer forgets the
+ * devices APNs or FCM report gone anyway. */
+async function unregisterAtBouncer(
+  user: User,
+  endpoint: 'push/unregister' | 'push/unregister/all',
+  form: Record<string, string>,
+): Promise<void> {
   try {
-    const answer = await postToBouncer(
-      'push/unregister/all',
-      {
-        form: {
-          user_uuid: serverScopedUuid('user', user.id),
-          user_id: String(user.id),
-          realm_uuid: serverScopedUuid('realm', user.realmId),
-        },
-      },
-      { timeoutMs: 10_000 },
-    );
+    const answer = await postToBouncer(endpoint, { form }, { timeoutMs: 10_000 });
     if (answer.status >= 400)
-      getLogger().warn('push bouncer refused to unregister the devices of a user', {
+      getLogger().warn('push bouncer refused to unregister devices', {
+        endpoint,
         user_id: user.id,
         status: answer.status,
       });
   } catch (error) {
-    getLogger().warn('push devices not unregistered from the bouncer', { user_id: user.id, error });
+    getLogger().warn('push devices not unregistered from the bouncer', {
+      endpoint,
+      user_id: user.id,
+      error,
+    });
   }
 }
 
@@ -129,36 +139,20 @@ export async function registerWithBouncer({
     });
 }
 
-/** Zulip's push/unregister request, once the device is removed here: tried once, within the
- * request (a failure is logged; the bouncer forgets devices APNs or FCM report gone). */
-export async function unregisterFromBouncer(
+/** Zulip's push/unregister request, once the device is removed here. */
+export function unregisterFromBouncer(
   user: User,
   kind: PushDeviceKindValue,
   token: string,
 ): Promise<void> {
-  try {
-    const answer = await postToBouncer(
-      'push/unregister',
-      {
-        form: {
-          server_uuid: serverScopedOrgId(),
-          realm_uuid: serverScopedUuid('realm', user.realmId),
-          user_uuid: serverScopedUuid('user', user.id),
-          user_id: String(user.id),
-          token,
-          token_kind: String(kind),
-        },
-      },
-      { timeoutMs: 10_000 },
-    );
-    if (answer.status >= 400)
-      getLogger().warn('push bouncer refused to unregister a device', {
-        user_id: user.id,
-        status: answer.status,
-      });
-  } catch (error) {
-    getLogger().warn('push device not unregistered from the bouncer', { user_id: user.id, error });
-  }
+  return unregisterAtBouncer(user, 'push/unregister', {
+    server_uuid: serverScopedOrgId(),
+    realm_uuid: serverScopedUuid('realm', user.realmId),
+    user_uuid: serverScopedUuid('user', user.id),
+    user_id: String(user.id),
+    token,
+    token_kind: String(kind),
+  });
 }
 
 const serverScopedOrgId = () => getConfig().ZULIP_ORG_ID ?? '';

@@ -51,6 +51,7 @@ import {
 } from '../lib/e2ee-push';
 import { activeMemberIds } from '../lib/groups';
 import {
+  bouncerRefusal,
   postToBouncer,
   PushRetryLaterError,
   serverScopedUuid,
@@ -312,6 +313,17 @@ async function forgetDeletedDevices(responseText: string): Promise<void> {
   });
 }
 
+/** The server-wide part of every payload, from the configuration. */
+function pushOptions(): PushOptions {
+  const config = getConfig();
+  return { server: config.EXTERNAL_HOST, redactContent: config.PUSH_NOTIFICATION_REDACT_CONTENT };
+}
+
+/** Who a removal or test notification goes to, as the payload builders take it. */
+function pushRecipient(user: { id: number }, realm: Realm) {
+  return { id: user.id, realm: { id: realm.id, name: realm.name, url: realmUrl(realm) } };
+}
+
 function transport(): (delivery: PushDelivery) => Promise<void> {
   return usesBouncer() ? bouncerTransport : logTransport;
 }
@@ -363,10 +375,7 @@ export async function sendPushNotifications({
   const { realm, sender } = message;
   const base = await pushMessageBase(message.recipient.type, message.recipient.typeId, message);
   const groups = await mentionedGroups(message.renderedContent ?? '');
-  const options: PushOptions = {
-    server: getConfig().EXTERNAL_HOST,
-    redactContent: getConfig().PUSH_NOTIFICATION_REDACT_CONTENT,
-  };
+  const options = pushOptions();
   const pushRealm = { id: realm.id, name: realm.name, url: realmUrl(realm) };
   const triggers = new Map(recipients.map((r) => [r.userId, r.trigger]));
   // Guests limited by can_access_all_users_group see a sender they may not access as Zulip's
@@ -562,15 +571,8 @@ export async function sendPushNotificationRemoval({
     e2eeDevicesOf([userId]),
   ]);
   if (devices.length === 0 && e2eeDevices.length === 0) return;
-  const config = getConfig();
-  const options: PushOptions = {
-    server: config.EXTERNAL_HOST,
-    redactContent: config.PUSH_NOTIFICATION_REDACT_CONTENT,
-  };
-  const recipient = {
-    id: user.id,
-    realm: { id: user.realm.id, name: user.realm.name, url: realmUrl(user.realm) },
-  };
+  const options = pushOptions();
+  const recipient = pushRecipient(user, user.realm);
   const ids = removedIds(messageIds);
   const [gcmPayload, gcmOptions] = removePayloadGcm(recipient, ids, options);
   await transport()({
@@ -600,15 +602,8 @@ export async function sendTestPushNotification(
     orderBy: { id: 'asc' },
   });
   if (token !== undefined && devices.length === 0) throw new InvalidPushDeviceTokenError();
-  const config = getConfig();
-  const options: PushOptions = {
-    server: config.EXTERNAL_HOST,
-    redactContent: config.PUSH_NOTIFICATION_REDACT_CONTENT,
-  };
-  const recipient = {
-    id: user.id,
-    realm: { id: realm.id, name: realm.name, url: realmUrl(realm) },
-  };
+  const options = pushOptions();
+  const recipient = pushRecipient(user, realm);
   if (usesBouncer()) {
     const base = basePayload(recipient, options);
     for (const device of devices) await testThroughBouncer(user, realm, device, base);
@@ -642,18 +637,10 @@ export async function sendE2eeTestPushNotification(
     (device) => deviceId === undefined || device.id === deviceId,
   );
   if (devices.length === 0) throw new NoActivePushDeviceError();
-  const recipient = {
-    id: user.id,
-    realm: { id: realm.id, name: realm.name, url: realmUrl(realm) },
-  };
+  const recipient = pushRecipient(user, realm);
   const e2ee = e2eeDelivery(devices, testPayloadE2ee(recipient, new Date()), true)!;
   if (!usesBouncer()) {
-    const config = getConfig();
-    const payloads = testPayloads(
-      recipient,
-      { server: config.EXTERNAL_HOST, redactContent: config.PUSH_NOTIFICATION_REDACT_CONTENT },
-      new Date(),
-    );
+    const payloads = testPayloads(recipient, pushOptions(), new Date());
     await logTransport({
       user,
       realm,
@@ -679,15 +666,7 @@ export async function sendE2eeTestPushNotification(
     // The bouncer refused this server (its registration, credentials or plan): only the
     // administrator can mend that (Zulip's PushNotificationAdminActionRequiredError).
     if (answer.status === 401 || answer.status === 403) throw new PushAdminActionRequiredError();
-    let refusal = null as { msg?: unknown } | null;
-    try {
-      refusal = JSON.parse(answer.text) as typeof refusal;
-    } catch {
-      // Reported with its status below.
-    }
-    throw new JsonableError(
-      `Push notifications bouncer error: ${typeof refusal?.msg === 'string' ? refusal.msg : `HTTP ${answer.status}`}`,
-    );
+    throw new JsonableError(`Push notifications bouncer error: ${bouncerRefusal(answer).msg}`);
   }
   const expired = new Set(answer.expired);
   if (devices.every((device) => expired.has(device.tokenId))) throw new NoActivePushDeviceError();
@@ -722,19 +701,12 @@ async function testThroughBouncer(
     throw error;
   }
   if (answer.status < 400) return;
-  let refusal: { code?: unknown; msg?: unknown } = {};
-  try {
-    refusal = (JSON.parse(answer.text) as typeof refusal | null) ?? {};
-  } catch {
-    // Not JSON: reported with its status below.
-  }
-  if (refusal.code === 'INVALID_REMOTE_PUSH_DEVICE_TOKEN')
-    throw new InvalidRemotePushDeviceTokenError();
-  const msg = typeof refusal.msg === 'string' ? refusal.msg : `HTTP ${answer.status}`;
+  const { code, msg } = bouncerRefusal(answer);
+  if (code === 'INVALID_REMOTE_PUSH_DEVICE_TOKEN') throw new InvalidRemotePushDeviceTokenError();
   // Zulip names the bouncer only when it refused this server's credentials; other refusals
   // are the client's (a token never registered there).
   throw new JsonableError(
-    refusal.code === 'INVALID_ZULIP_SERVER' ? `Push notifications bouncer error: ${msg}` : msg,
+    code === 'INVALID_ZULIP_SERVER' ? `Push notifications bouncer error: ${msg}` : msg,
   );
 }
 

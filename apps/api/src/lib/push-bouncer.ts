@@ -56,6 +56,25 @@ export async function postToBouncer(
   return { status: response.status, text };
 }
 
+/** What a 4xx answer of the bouncer says: Zulip's error `code` and `msg` when its body is
+ * Zulip's JSON envelope; otherwise no code, and the HTTP status as the message. */
+export function bouncerRefusal(answer: BouncerAnswer): { code: string | null; msg: string } {
+  let body: unknown = null;
+  try {
+    body = JSON.parse(answer.text);
+  } catch {
+    // Not JSON: described by its status.
+  }
+  const { code, msg } = (typeof body === 'object' && body !== null ? body : {}) as {
+    code?: unknown;
+    msg?: unknown;
+  };
+  return {
+    code: typeof code === 'string' ? code : null,
+    msg: typeof msg === 'string' ? msg : `HTTP ${answer.status}`,
+  };
+}
+
 /** A stable UUID (version 5 layout) for one of this server's users or organizations: the
  * bouncer knows them by UUID, which Parley's rows do not carry. Derived from ZULIP_ORG_ID, so
  * it stays the same as long as the server's registration does. */

@@ -1,6 +1,7 @@
 // Device rows → Zulip's device objects (/register's `devices`, feature level 468): token ids
 // in base64, the token's last update in whole UNIX seconds.
 import { tokenIdToBase64, type DeviceStateRow } from '../lib/client-devices';
+import { unixSeconds } from './streams';
 
 export interface PresentedDevice {
   push_key_id: number | null;
@@ -17,7 +18,10 @@ export function presentDevice(row: Omit<DeviceStateRow, 'id'>): PresentedDevice 
     push_key_id: row.push_key_id === null ? null : Number(row.push_key_id),
     push_token_id: tokenId(row.push_token_id),
     pending_push_token_id: tokenId(row.pending_push_token_id),
-    push_token_last_updated_timestamp: unixSeconds(row.push_token_last_updated_timestamp),
+    push_token_last_updated_timestamp:
+      row.push_token_last_updated_timestamp === null
+        ? null
+        : unixSeconds(row.push_token_last_updated_timestamp),
     push_registration_error_code: row.push_registration_error_code,
   };
 }
@@ -26,6 +30,3 @@ export function presentDevice(row: Omit<DeviceStateRow, 'id'>): PresentedDevice 
 export function presentDevices(rows: DeviceStateRow[]): Record<string, PresentedDevice> {
   return Object.fromEntries(rows.map((row) => [String(row.id), presentDevice(row)]));
 }
-
-export const unixSeconds = (date: Date | null) =>
-  date === null ? null : Math.floor(date.getTime() / 1000);
