@@ -716,6 +716,90 @@ describe('the emails', () => {
     expect(named!.subject).toBe(`DMs with Olivia Owner [${org.realm.name}]`);
   });
 
+  it("a mention's email shows the topic's ten earlier messages of the last 15 minutes it may", async () => {
+    const reader = await newMember('Cora Context');
+    await joinGeneral(reader);
+    const topic = `context${Date.now()}`;
+    const channelMessage = (sender: User, content: string, to = 'general', subject = topic) =>
+      sent(sender, { type: 'stream', to, topic: subject, content });
+    const stale = await channelMessage(org.member, 'stale words');
+    // Sent more than 15 minutes before the mention: too old to be its context.
+    await prisma().message.update({
+      where: { id: stale },
+      data: { dateSent: new Date(Date.now() - 16 * 60_000) },
+    });
+    for (let n = 1; n <= 12; n += 1) await channelMessage(org.member, `early ${n}.`);
+    await channelMessage(org.member, 'elsewhere words', 'general', `${topic} other`);
+    // The topic compared as Zulip compares it: whatever its case.
+    await channelMessage(org.member, 'cased 13.', 'general', topic.toUpperCase());
+    await sendAndSchedule(org.owner, {
+      type: 'stream',
+      to: 'general',
+      topic,
+      content: '@**Cora Context** look',
+    });
+    expect(await mailNow(reader)).toBe(1);
+    const [mail] = await mailsTo(reader.deliveryEmail);
+    const shown = [...mail!.text!.matchAll(/(early|cased) (\d+)\./g)].map((m) => Number(m[2]));
+    expect(shown).toEqual([4, 5, 6, 7, 8, 9, 10, 11, 12, 13]);
+    expect(mail!.text).toContain('look');
+    expect(mail!.text).not.toContain('stale words');
+    expect(mail!.text).not.toContain('elsewhere words');
+    expect(mail!.html).toContain('early 12.');
+    // The context is shown, not mailed: the mention alone was waiting, and the sender of the
+    // context is named before their run of messages.
+    expect(mail!.text).toContain('Mia Member:');
+    expect(mail!.text).toContain('because you were personally mentioned');
+    expect(await waiting(reader)).toEqual([]);
+
+    // No mention, no context (Zulip: the channel's own emails).
+    expectSuccess(
+      await as(reader, org.host).patch('/settings', { enable_stream_email_notifications: true }),
+    );
+    await channelMessage(org.member, 'before plain.', 'general', `${topic} plain`);
+    await sendAndSchedule(org.owner, {
+      type: 'stream',
+      to: 'general',
+      topic: `${topic} plain`,
+      content: 'plain news',
+    });
+    expect(await mailNow(reader)).toBe(1);
+    const [plain] = await mailsTo(reader.deliveryEmail);
+    expect(plain!.text).toContain('plain news');
+    expect(plain!.text).not.toContain('before plain.');
+    expectSuccess(
+      await as(reader, org.host).patch('/settings', { enable_stream_email_notifications: false }),
+    );
+
+    // A channel that keeps its history from new subscribers: only what the user received.
+    const vault = `vault${Date.now()}`;
+    expectSuccess(
+      await as(org.owner, org.host).post('/users/me/subscriptions', {
+        subscriptions: JSON.stringify([{ name: vault }]),
+        invite_only: true,
+        history_public_to_subscribers: false,
+      }),
+    );
+    await channelMessage(org.owner, 'before you came.', vault, 'vaulted');
+    expectSuccess(
+      await as(org.owner, org.host).post('/users/me/subscriptions', {
+        subscriptions: JSON.stringify([{ name: vault }]),
+        principals: JSON.stringify([reader.id]),
+      }),
+    );
+    await channelMessage(org.owner, 'after you came.', vault, 'vaulted');
+    await sendAndSchedule(org.owner, {
+      type: 'stream',
+      to: vault,
+      topic: 'vaulted',
+      content: '@**Cora Context** in the vault',
+    });
+    expect(await mailNow(reader)).toBe(1);
+    const [vaulted] = await mailsTo(reader.deliveryEmail);
+    expect(vaulted!.text).toContain('after you came.');
+    expect(vaulted!.text).not.toContain('before you came.');
+  });
+
   it('one job mails a user at a time', async () => {
     const busy = await newMember('Bo Busy');
     await dmAndSchedule(org.owner, [busy], 'd');

@@ -189,6 +189,35 @@ interface MailedMessage {
   subject: string;
   content: string;
   rendered_content: string | null;
+  date_sent: Date;
+  /** The user's copy carries a mention flag (Zulip's UserMessage.has_any_mentions). */
+  mentioned: boolean;
+}
+
+const ANY_MENTION =
+  flagBit('mentioned') | flagBit('stream_wildcard_mentioned') | flagBit('topic_wildcard_mentioned');
+
+/** Zulip's context for a mention's email (get_context_for_message, then bulk_access_messages):
+ * up to ten earlier messages of the topic sent within 15 minutes before `first`, the bucket's
+ * earliest message; of those, the ones the user may read (all, where the channel shares its
+ * history; else those they received). The user reads the channel already: `first` passed the
+ * access check of mailWaiting. */
+async function contextOf(userId: number, first: MailedMessage): Promise<MailedMessage[]> {
+  return getPrisma().$queryRaw<MailedMessage[]>`
+    SELECT m.id, m.sender_id, su.full_name AS sender_name, su.role AS sender_role,
+      m.recipient_id, ${RecipientType.STREAM}::int AS recipient_type, st.id AS type_id, m.subject,
+      m.content, m.rendered_content, m.date_sent, false AS mentioned
+    FROM (
+      SELECT * FROM message
+      WHERE recipient_id = ${first.recipient_id} AND upper(subject) = upper(${first.subject})
+        AND id < ${first.id} AND date_sent > ${first.date_sent}::timestamptz - interval '15 minutes'
+      ORDER BY id DESC LIMIT 10
+    ) m
+    JOIN user_profile su ON su.id = m.sender_id
+    JOIN stream st ON st.recipient_id = m.recipient_id
+    WHERE st.history_public_to_subscribers OR EXISTS (
+      SELECT 1 FROM user_message um WHERE um.user_profile_id = ${userId} AND um.message_id = m.id)
+    ORDER BY m.id`;
 }
 
 /** A job run early is queued again for its batch's time, never sooner than this (ms): clocks
@@ -259,7 +288,8 @@ async function mailWaiting(userId: number): Promise<number> {
   // subscription, unless the channel is public and the user no guest).
   const messages = await prisma.$queryRaw<MailedMessage[]>`
     SELECT m.id, m.sender_id, su.full_name AS sender_name, su.role AS sender_role,
-      m.recipient_id, r.type AS recipient_type, r.type_id, m.subject, m.content, m.rendered_content
+      m.recipient_id, r.type AS recipient_type, r.type_id, m.subject, m.content, m.rendered_content,
+      m.date_sent, (um.flags & ${ANY_MENTION}) <> 0 AS mentioned
     FROM message m
     JOIN user_message um ON um.message_id = m.id AND um.user_profile_id = ${userId}
     JOIN user_profile su ON su.id = m.sender_id
@@ -282,18 +312,6 @@ async function mailWaiting(userId: number): Promise<number> {
       row.mentioned_user_group_id === null ? [] : [row.mentioned_user_group_id],
     ),
   );
-  // Guests limited by can_access_all_users_group see a sender they may not access as
-  // "Unknown user", as in their clients.
-  const hidden =
-    (
-      await inaccessibleUsersByGuest(
-        user.realm,
-        [user],
-        messages.map((m) => m.sender_id),
-      )
-    ).get(user.id) ?? new Set<number>();
-  const nameOf = (m: MailedMessage) =>
-    hidden.has(m.sender_id) ? INACCESSIBLE_USER_NAME : m.sender_name;
   // Zulip's buckets: a channel's topic (case-insensitively), a 1:1 conversation's sender, a
   // group conversation.
   const buckets = new Map<string, MailedMessage[]>();
@@ -308,6 +326,28 @@ async function mailWaiting(userId: number): Promise<number> {
     if (bucket) bucket.push(message);
     else buckets.set(key, [message]);
   }
+  // A mention's email also shows what led up to it (Zulip: when the bucket's earliest message
+  // mentions the user). Context rows are shown only: they carry no trigger and are not
+  // forgotten, counted or replied to.
+  const context = new Map<MailedMessage[], MailedMessage[]>();
+  for (const bucket of buckets.values()) {
+    const first = bucket.reduce((a, b) => (b.date_sent < a.date_sent ? b : a));
+    if (first.recipient_type !== RecipientType.STREAM || !first.mentioned) continue;
+    const earlier = (await contextOf(user.id, first)).filter((m) => !mailed.has(m.id));
+    if (earlier.length > 0) context.set(bucket, earlier);
+  }
+  // Guests limited by can_access_all_users_group see a sender they may not access as
+  // "Unknown user", as in their clients.
+  const hidden =
+    (
+      await inaccessibleUsersByGuest(
+        user.realm,
+        [user],
+        [...messages, ...[...context.values()].flat()].map((m) => m.sender_id),
+      )
+    ).get(user.id) ?? new Set<number>();
+  const nameOf = (m: MailedMessage) =>
+    hidden.has(m.sender_id) ? INACCESSIBLE_USER_NAME : m.sender_name;
   const url = realmUrl(user.realm);
   const includeRealmName = await includesRealmName(user);
   let sent = 0;
@@ -328,13 +368,14 @@ async function mailWaiting(userId: number): Promise<number> {
         replyByEmail: replyTo !== null,
         conversation,
         narrowUrl,
-        messages: bucket.map((m, index): MissedMessage => {
-          const groupId = rows[index]!.mentioned_user_group_id;
+        messages: [...(context.get(bucket) ?? []), ...bucket].map((m): MissedMessage => {
+          const row = byMessage.get(m.id);
+          const groupId = row?.mentioned_user_group_id ?? null;
           return {
             senderName: nameOf(m),
             content: m.content,
             html: m.rendered_content ?? '',
-            trigger: rows[index]!.trigger,
+            trigger: row?.trigger ?? null,
             mentionedGroupName: groupId === null ? null : (groupNames.get(groupId) ?? null),
           };
         }),
