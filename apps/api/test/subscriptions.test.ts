@@ -569,6 +569,123 @@ describe('DELETE /users/me/subscriptions', () => {
   });
 });
 
+describe('PATCH /users/me/subscriptions', () => {
+  const update = (user: User, host: string, form: Record<string, unknown>) =>
+    as(user, host).patch('/users/me/subscriptions', form);
+
+  it('subscribes and unsubscribes in one request, answering as both would', async () => {
+    const org = await createOrg();
+    expectSuccess(await subscribe(org.member, org.host, ['old', 'kept']));
+    expectSuccess(await subscribe(org.other, org.host, ['existing']));
+    const old = await streamNamed(org.realm.id, 'old');
+    let body: Record<string, unknown> = {};
+    const published = await captureEvents(org.realm.id, async () => {
+      body = expectSuccess(
+        await update(org.member, org.host, {
+          add: [{ name: 'existing' }, { name: 'kept' }, { name: 'fresh', color: '#e79ab5' }],
+          delete: ['old', 'existing'],
+        }),
+      );
+    });
+    expect(body).toEqual({
+      result: 'success',
+      msg: '',
+      subscribed: { [String(org.member.id)]: ['fresh', 'existing'] },
+      already_subscribed: { [String(org.member.id)]: ['kept'] },
+      new_subscription_messages_sent: true,
+      // "existing" was subscribed to by the same request, before the removal ran.
+      removed: ['old', 'existing'],
+      not_removed: [],
+    });
+    const fresh = await streamNamed(org.realm.id, 'fresh');
+    const mine = await prisma().subscription.findMany({
+      where: { userId: org.member.id, active: true },
+      select: { recipientId: true, color: true },
+    });
+    expect(sorted(mine.map((sub) => sub.recipientId))).toEqual(
+      sorted([fresh.recipientId!, (await streamNamed(org.realm.id, 'kept')).recipientId!]),
+    );
+    expect(mine.find((sub) => sub.recipientId === fresh.recipientId)!.color).toBe('#e79ab5');
+    const ops = published
+      .filter((e) => e.event.type === 'subscription' && e.users.includes(org.member.id))
+      .map((e) => e.event.op);
+    expect(ops).toEqual(expect.arrayContaining(['add', 'remove']));
+    expect(
+      published.some(
+        (e) =>
+          e.event.op === 'remove' &&
+          (e.event.subscriptions as { stream_id: number }[]).some((s) => s.stream_id === old.id),
+      ),
+    ).toBe(true);
+  });
+
+  it('changes nothing when either half fails: one transaction', async () => {
+    const org = await createOrg();
+    expectSuccess(await subscribe(org.member, org.host, ['here']));
+    const before = await prisma().subscription.count({ where: { userId: org.member.id } });
+    const streamsBefore = await prisma().stream.count({ where: { realmId: org.realm.id } });
+    expectError(
+      await update(org.member, org.host, { add: [{ name: 'brand-new' }], delete: ['nowhere'] }),
+      'Channel(s) (nowhere) do not exist',
+    );
+    expect(await prisma().subscription.count({ where: { userId: org.member.id } })).toBe(before);
+    expect(await prisma().stream.count({ where: { realmId: org.realm.id } })).toBe(streamsBefore);
+    // The removal refused: the subscription made first is undone with it.
+    expectSuccess(await subscribe(org.other, org.host, ['theirs']));
+    expectError(
+      await update(org.member, org.host, {
+        add: [{ name: 'theirs' }],
+        delete: ['theirs'],
+        principals: [org.other.id],
+      }),
+      'Insufficient permission',
+    );
+    const theirs = await streamNamed(org.realm.id, 'theirs');
+    expect(
+      await prisma().subscription.count({
+        where: { userId: org.other.id, recipientId: theirs.recipientId!, active: true },
+      }),
+    ).toBe(1);
+  });
+
+  it("applies subscribing's parameters and principals to both halves", async () => {
+    const org = await createOrg();
+    expectSuccess(await subscribe(org.admin, org.host, ['shared'], { principals: [org.other.id] }));
+    const body = expectSuccess(
+      await update(org.admin, org.host, {
+        add: [{ name: 'secret' }],
+        delete: ['shared'],
+        principals: [org.other.id],
+        invite_only: true,
+      }),
+    );
+    expect(body).toMatchObject({
+      subscribed: { [String(org.other.id)]: ['secret'] },
+      removed: ['shared'],
+    });
+    expect((await streamNamed(org.realm.id, 'secret')).inviteOnly).toBe(true);
+  });
+
+  it("refuses an empty request and guests, and bad input, with Zulip's messages", async () => {
+    const org = await createOrg();
+    const nothing = 'Nothing to do. Specify at least one of "add" or "delete".';
+    expectError(await update(org.member, org.host, {}), nothing);
+    expectError(await update(org.member, org.host, { add: [], delete: [] }), nothing);
+    expectSuccess(await subscribe(org.owner, org.host, ['open'], { principals: [org.guest.id] }));
+    // Subscribing runs first in Zulip, and refuses guests, so a removal alone is refused too.
+    expectError(
+      await update(org.guest, org.host, { delete: ['open'] }),
+      'Not allowed for guest users',
+    );
+    expectError(await update(org.member, org.host, { add: 'x' }), 'add is not valid JSON');
+    expectError(await update(org.member, org.host, { delete: [1] }), 'delete[0] is not a string');
+    expectError(
+      await update(org.member, org.host, { add: [{ name: 'x', colour: '#000000' }] }),
+      'Argument "colour" at add[0] is unexpected',
+    );
+  });
+});
+
 describe('subscription settings', () => {
   let org: Org;
   let stream: Stream;

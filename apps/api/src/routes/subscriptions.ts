@@ -1,11 +1,18 @@
-// Subscriptions: GET/POST/DELETE /users/me/subscriptions, POST
+// Subscriptions: GET/POST/PATCH/DELETE /users/me/subscriptions, POST
 // /users/me/subscriptions/properties, PATCH /users/me/subscriptions/{stream_id} (spec 4.12),
 // GET /users/{user_id}/subscriptions/{stream_id}; and POST /channels/create, which creates a
 // channel with the same settings as subscribing creates one, without subscribing its creator.
 import { Router } from 'express';
 import { z } from 'zod';
 import { userEndpoint } from '@parley/auth';
-import { runAction, type Stream, type Tx, type User } from '@parley/db';
+import {
+  runAction,
+  type ActionContext,
+  type Realm,
+  type Stream,
+  type Tx,
+  type User,
+} from '@parley/db';
 import {
   ChannelExistsError,
   InsufficientPermissionError,
@@ -116,6 +123,196 @@ function subscriptionMessagesSent(asked: boolean, subscribedUsers: number) {
   return { sent, answer: asked ? { new_subscription_messages_sent: sent } : {} };
 }
 
+/** The channels to subscribe to, as POST names them `subscriptions` and PATCH `add`. */
+const channelsToAdd = p.json(
+  z
+    .array(
+      z.strictObject({
+        name: z.string(),
+        description: z.string().max(MAX_DESCRIPTION_LENGTH).optional(),
+        color: z.string().regex(HEX_COLOR).optional(),
+      }),
+    )
+    .max(MAX_CHANNEL_NAMES),
+);
+
+/** What subscribing takes besides the channels: whom, and the settings of channels it creates. */
+const subscribeParams = {
+  principals: principalsParam,
+  authorization_errors_fatal: p.bool().default(true),
+  ...channelCreationParams,
+};
+
+const channelsToRemove = p.json(z.array(z.string()).max(MAX_CHANNEL_NAMES));
+
+const subscribedAnswer = z.object({
+  subscribed: z.record(z.string(), z.array(z.string())),
+  already_subscribed: z.record(z.string(), z.array(z.string())),
+  unauthorized: z.array(z.string()).optional(),
+  new_subscription_messages_sent: z.boolean().optional(),
+});
+
+const removedAnswer = z.object({
+  removed: z.array(z.string()),
+  not_removed: z.array(z.string()),
+});
+
+type ChannelsToAdd = ParamValues<{ channels: typeof channelsToAdd }>['channels'];
+type SubscribeValues = ParamValues<typeof subscribeParams>;
+
+/** Zulip's add_subscriptions_backend, inside the caller's transaction: creates the channels
+ * that do not exist, checks access and permissions, subscribes. Returns the answer and the
+ * notices, which go out once the transaction has committed (`after`). */
+async function addSubscriptions(
+  ctx: ActionContext,
+  user: User,
+  realm: Realm,
+  channels: ChannelsToAdd,
+  params: SubscribeValues,
+): Promise<{ answer: z.infer<typeof subscribedAnswer>; after: () => Promise<void> }> {
+  const { tx } = ctx;
+  const settings = channelSettingsOf(params);
+  const requested = new Map<
+    string,
+    { name: string; description: string; color: string | undefined }
+  >();
+  for (const item of channels) {
+    const name = checkStreamName(item.name);
+    if (!requested.has(name.toLowerCase()))
+      requested.set(name.toLowerCase(), {
+        name,
+        description: checkDescription(item.description ?? ''),
+        color: item.color,
+      });
+  }
+  const perms = await loadPermissions(user);
+  settings.folderId = await checkedFolder(tx, realm.id, params.folder_id);
+  // No principals (or an empty list) means the caller, as in Zulip.
+  const targets = params.principals?.length
+    ? await resolvePrincipals(tx, user, realm, params.principals)
+    : [user];
+  const existing = await streamsByName(
+    realm.id,
+    [...requested.values()].map((r) => r.name),
+    tx,
+  );
+  const missing = [...requested.values()].filter((r) => !existing.has(r.name));
+  let created: Stream[] = [];
+  if (missing.length > 0) {
+    await checkChannelCreation(tx, perms, realm, settings);
+    created = await doCreateStreams(ctx, realm, user.id, missing, settings);
+    // Names a concurrent request created first are existing channels after all.
+    const made = new Set(created.map((stream) => stream.name.toLowerCase()));
+    const raced = missing.filter((r) => !made.has(r.name.toLowerCase()));
+    for (const [name, stream] of await streamsByName(
+      realm.id,
+      raced.map((r) => r.name),
+      tx,
+    ))
+      existing.set(name, stream);
+  }
+  const authorized: Stream[] = [];
+  const unauthorized: Stream[] = [];
+  const mine = await subscribedRecipients(tx, user.id, [...existing.values()]);
+  for (const stream of existing.values()) {
+    const subscribed = mine.has(stream.recipientId!);
+    (hasContentAccess(perms, stream, subscribed) ? authorized : unauthorized).push(stream);
+  }
+  if (unauthorized.length > 0 && params.authorization_errors_fatal)
+    throw new JsonableError(`Unable to access channel (${unauthorized[0]!.name}).`);
+  // Whoever creates a channel chooses its first subscribers; existing channels need the
+  // permission to add others.
+  if (targets.some((target) => target.id !== user.id)) {
+    for (const stream of authorized) {
+      if (!canAddSubscribers(perms, stream, realm.canAddSubscribersGroupId))
+        throw new InsufficientPermissionError();
+    }
+  }
+  const streams = [...created, ...authorized];
+  const colors = new Map(
+    streams.flatMap((stream) => {
+      const color = requested.get(stream.name.toLowerCase())?.color;
+      return color === undefined ? [] : [[stream.id, color] as const];
+    }),
+  );
+  const result = await doAddSubscriptions(
+    ctx,
+    realm,
+    targets.flatMap((target) => streams.map((stream) => ({ user: target, stream }))),
+    user.id,
+    { colors },
+  );
+  const bots = new Set(targets.filter((target) => target.isBot).map((target) => target.id));
+  const subscribed = namesByUser(result.subscribed);
+  const messages = subscriptionMessagesSent(
+    params.send_new_subscription_messages,
+    Object.keys(subscribed).length,
+  );
+  return {
+    answer: {
+      subscribed,
+      already_subscribed: namesByUser(result.alreadySubscribed),
+      ...(params.authorization_errors_fatal
+        ? {}
+        : { unauthorized: unauthorized.map((stream) => stream.name) }),
+      ...messages.answer,
+    },
+    after: () =>
+      sendNewSubscriptionNotices(realm, user, {
+        subscribed: result.subscribed,
+        created,
+        bots,
+        directMessages: messages.sent,
+        announce: params.announce,
+      }),
+  };
+}
+
+/** Zulip's remove_subscriptions_backend, inside the caller's transaction. */
+async function removeSubscriptions(
+  ctx: ActionContext,
+  user: User,
+  realm: Realm,
+  channels: string[],
+  principals: SubscribeValues['principals'],
+): Promise<z.infer<typeof removedAnswer>> {
+  const { tx } = ctx;
+  const perms = await loadPermissions(user);
+  const targets = principals?.length
+    ? await resolvePrincipals(tx, user, realm, principals)
+    : [user];
+  const names = [...new Set(channels.map((name) => name.trim()))];
+  const found = await streamsByName(realm.id, names, tx);
+  // A user's own bots count as the user (Zulip's user_directly_controls_user).
+  const othersTargeted = targets.some(
+    (target) => target.id !== user.id && !(target.isBot && target.botOwnerId === user.id),
+  );
+  if (othersTargeted) {
+    const mine = await subscribedRecipients(tx, user.id, [...found.values()]);
+    for (const stream of found.values()) {
+      const subscribed = mine.has(stream.recipientId!);
+      if (!canRemoveSubscribers(perms, stream, subscribed)) throw new InsufficientPermissionError();
+    }
+  }
+  const unknown = names.filter((name) => !found.has(name));
+  if (unknown.length > 0)
+    throw new JsonableError(`Channel(s) (${unknown.join(', ')}) do not exist`);
+  const result = await doRemoveSubscriptions(
+    ctx,
+    realm,
+    targets.flatMap((target) => [...found.values()].map((stream) => ({ user: target, stream }))),
+    user.id,
+  );
+  return {
+    removed: result.removed.map((pair) => pair.stream.name),
+    not_removed: result.notRemoved.map((pair) => pair.stream.name),
+  };
+}
+
+function refuseGuests(user: User): void {
+  if (isGuest(user)) throw new JsonableError('Not allowed for guest users');
+}
+
 defineRoute(subscriptionRoutes, '/users/me/subscriptions', {
   GET: userEndpoint(
     {
@@ -128,174 +325,59 @@ defineRoute(subscriptionRoutes, '/users/me/subscriptions', {
   ),
   POST: userEndpoint(
     {
-      params: {
-        subscriptions: p.json(
-          z
-            .array(
-              z.strictObject({
-                name: z.string(),
-                description: z.string().max(MAX_DESCRIPTION_LENGTH).optional(),
-                color: z.string().regex(HEX_COLOR).optional(),
-              }),
-            )
-            .max(MAX_CHANNEL_NAMES),
-        ),
-        principals: principalsParam,
-        authorization_errors_fatal: p.bool().default(true),
-        ...channelCreationParams,
-      },
-      response: z.object({
-        subscribed: z.record(z.string(), z.array(z.string())),
-        already_subscribed: z.record(z.string(), z.array(z.string())),
-        unauthorized: z.array(z.string()).optional(),
-        new_subscription_messages_sent: z.boolean().optional(),
-      }),
+      params: { subscriptions: channelsToAdd, ...subscribeParams },
+      response: subscribedAnswer,
     },
     async ({ user, realm, params }) => {
-      if (isGuest(user)) throw new JsonableError('Not allowed for guest users');
-      const settings = channelSettingsOf(params);
-      const requested = new Map<
-        string,
-        { name: string; description: string; color: string | undefined }
-      >();
-      for (const item of params.subscriptions) {
-        const name = checkStreamName(item.name);
-        if (!requested.has(name.toLowerCase()))
-          requested.set(name.toLowerCase(), {
-            name,
-            description: checkDescription(item.description ?? ''),
-            color: item.color,
-          });
-      }
-      const { result, created, bots, unauthorized } = await runAction(async (ctx) => {
-        const { tx } = ctx;
-        const perms = await loadPermissions(user);
-        settings.folderId = await checkedFolder(tx, realm.id, params.folder_id);
-        // No principals (or an empty list) means the caller, as in Zulip.
-        const targets = params.principals?.length
-          ? await resolvePrincipals(tx, user, realm, params.principals)
-          : [user];
-        const existing = await streamsByName(
-          realm.id,
-          [...requested.values()].map((r) => r.name),
-          tx,
-        );
-        const missing = [...requested.values()].filter((r) => !existing.has(r.name));
-        let created: Stream[] = [];
-        if (missing.length > 0) {
-          await checkChannelCreation(tx, perms, realm, settings);
-          created = await doCreateStreams(ctx, realm, user.id, missing, settings);
-          // Names a concurrent request created first are existing channels after all.
-          const made = new Set(created.map((stream) => stream.name.toLowerCase()));
-          const raced = missing.filter((r) => !made.has(r.name.toLowerCase()));
-          for (const [name, stream] of await streamsByName(
-            realm.id,
-            raced.map((r) => r.name),
-            tx,
-          ))
-            existing.set(name, stream);
-        }
-        const authorized: Stream[] = [];
-        const unauthorized: Stream[] = [];
-        const mine = await subscribedRecipients(tx, user.id, [...existing.values()]);
-        for (const stream of existing.values()) {
-          const subscribed = mine.has(stream.recipientId!);
-          (hasContentAccess(perms, stream, subscribed) ? authorized : unauthorized).push(stream);
-        }
-        if (unauthorized.length > 0 && params.authorization_errors_fatal)
-          throw new JsonableError(`Unable to access channel (${unauthorized[0]!.name}).`);
-        // Whoever creates a channel chooses its first subscribers; existing channels need the
-        // permission to add others.
-        if (targets.some((target) => target.id !== user.id)) {
-          for (const stream of authorized) {
-            if (!canAddSubscribers(perms, stream, realm.canAddSubscribersGroupId))
-              throw new InsufficientPermissionError();
-          }
-        }
-        const streams = [...created, ...authorized];
-        const colors = new Map(
-          streams.flatMap((stream) => {
-            const color = requested.get(stream.name.toLowerCase())?.color;
-            return color === undefined ? [] : [[stream.id, color] as const];
-          }),
-        );
-        const result = await doAddSubscriptions(
-          ctx,
-          realm,
-          targets.flatMap((target) => streams.map((stream) => ({ user: target, stream }))),
-          user.id,
-          { colors },
-        );
-        const bots = new Set(targets.filter((target) => target.isBot).map((target) => target.id));
-        return { result, created, bots, unauthorized };
-      });
-      const subscribed = namesByUser(result.subscribed);
-      const messages = subscriptionMessagesSent(
-        params.send_new_subscription_messages,
-        Object.keys(subscribed).length,
+      refuseGuests(user);
+      const added = await runAction((ctx) =>
+        addSubscriptions(ctx, user, realm, params.subscriptions, params),
       );
-      await sendNewSubscriptionNotices(realm, user, {
-        subscribed: result.subscribed,
-        created,
-        bots,
-        directMessages: messages.sent,
-        announce: params.announce,
+      await added.after();
+      return added.answer;
+    },
+  ),
+  // Zulip's update_subscriptions_backend: subscribing, then unsubscribing, in one transaction
+  // (either both happen or neither), answered as both answer. The other parameters are
+  // subscribing's; `principals` applies to both, as in Zulip, and guests are refused even a
+  // removal alone (subscribing, which refuses them, runs first there).
+  PATCH: userEndpoint(
+    {
+      params: {
+        add: channelsToAdd.default([]),
+        delete: channelsToRemove.default([]),
+        ...subscribeParams,
+      },
+      response: subscribedAnswer.extend(removedAnswer.shape),
+    },
+    async ({ user, realm, params }) => {
+      if (params.add.length === 0 && params.delete.length === 0)
+        throw new JsonableError('Nothing to do. Specify at least one of "add" or "delete".');
+      refuseGuests(user);
+      const { added, removed } = await runAction(async (ctx) => {
+        const added = await addSubscriptions(ctx, user, realm, params.add, params);
+        const removed = await removeSubscriptions(
+          ctx,
+          user,
+          realm,
+          params.delete,
+          params.principals,
+        );
+        return { added, removed };
       });
-      return {
-        subscribed,
-        already_subscribed: namesByUser(result.alreadySubscribed),
-        ...(params.authorization_errors_fatal
-          ? {}
-          : { unauthorized: unauthorized.map((stream) => stream.name) }),
-        ...messages.answer,
-      };
+      await added.after();
+      return { ...added.answer, ...removed };
     },
   ),
   DELETE: userEndpoint(
     {
-      params: {
-        subscriptions: p.json(z.array(z.string()).max(MAX_CHANNEL_NAMES)),
-        principals: principalsParam,
-      },
-      response: z.object({ removed: z.array(z.string()), not_removed: z.array(z.string()) }),
+      params: { subscriptions: channelsToRemove, principals: principalsParam },
+      response: removedAnswer,
     },
     async ({ user, realm, params }) =>
-      runAction(async (ctx) => {
-        const { tx } = ctx;
-        const perms = await loadPermissions(user);
-        const targets = params.principals?.length
-          ? await resolvePrincipals(tx, user, realm, params.principals)
-          : [user];
-        const names = [...new Set(params.subscriptions.map((name) => name.trim()))];
-        const found = await streamsByName(realm.id, names, tx);
-        // A user's own bots count as the user (Zulip's user_directly_controls_user).
-        const othersTargeted = targets.some(
-          (target) => target.id !== user.id && !(target.isBot && target.botOwnerId === user.id),
-        );
-        if (othersTargeted) {
-          const mine = await subscribedRecipients(tx, user.id, [...found.values()]);
-          for (const stream of found.values()) {
-            const subscribed = mine.has(stream.recipientId!);
-            if (!canRemoveSubscribers(perms, stream, subscribed))
-              throw new InsufficientPermissionError();
-          }
-        }
-        const unknown = names.filter((name) => !found.has(name));
-        if (unknown.length > 0)
-          throw new JsonableError(`Channel(s) (${unknown.join(', ')}) do not exist`);
-        const result = await doRemoveSubscriptions(
-          ctx,
-          realm,
-          targets.flatMap((target) =>
-            [...found.values()].map((stream) => ({ user: target, stream })),
-          ),
-          user.id,
-        );
-        return {
-          removed: result.removed.map((pair) => pair.stream.name),
-          not_removed: result.notRemoved.map((pair) => pair.stream.name),
-        };
-      }),
+      runAction((ctx) =>
+        removeSubscriptions(ctx, user, realm, params.subscriptions, params.principals),
+      ),
   ),
 });
 
