@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { getPrisma, SYSTEM_GROUPS, type User } from '@parley/db';
 import { createMessageOrg, send, type MessageOrg } from './message-helpers';
 import { api, as, captureEvents, expectError, expectSuccess } from './helpers';
@@ -422,6 +423,44 @@ describe('review findings on messages', () => {
     );
     const message = await prisma().message.findUniqueOrThrow({ where: { id } });
     expect((message.editHistory as unknown[]).length).toBe(4);
+  });
+
+  it('refuses an edit made against content that changed since (prev_content_sha256)', async () => {
+    const org = await createMessageOrg();
+    const id = await post(org, org.member, 't', 'Init message');
+    const sha = (text: string) => createHash('sha256').update(text).digest('hex');
+    const edit = (form: Record<string, unknown>) =>
+      as(org.member, org.host).patch(`/messages/${id}`, form);
+    expectSuccess(
+      await edit({ content: 'First user edit', prev_content_sha256: sha('Init message') }),
+    );
+    // A second client still holding the first content loses the race, as with Zulip.
+    const stale = "'prev_content_sha256' value does not match the expected value.";
+    expectError(
+      await edit({ content: 'Second user edit', prev_content_sha256: sha('Init message') }),
+      stale,
+      400,
+      'EXPECTATION_MISMATCH',
+    );
+    // Checked for moves too; a non-hex value simply does not match.
+    expectError(
+      await edit({ topic: 'elsewhere', prev_content_sha256: sha('Init message') }),
+      stale,
+      400,
+      'EXPECTATION_MISMATCH',
+    );
+    expectError(
+      await edit({ content: 'x', prev_content_sha256: 'zz' }),
+      stale,
+      400,
+      'EXPECTATION_MISMATCH',
+    );
+    const kept = await prisma().message.findUniqueOrThrow({ where: { id } });
+    expect([kept.content, kept.subject]).toEqual(['First user edit', 't']);
+    // Multi-byte content is hashed as UTF-8, as Zulip's sha256_hash does.
+    expectSuccess(await edit({ content: 'café ☕', prev_content_sha256: sha('First user edit') }));
+    const res = await edit({ topic: 'moved', prev_content_sha256: sha('café ☕') });
+    expect(expectSuccess(res).ignored_parameters_unsupported).toBeUndefined();
   });
 
   it('moves into a public channel without taking the messages from its readers', async () => {

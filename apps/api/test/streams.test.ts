@@ -370,6 +370,8 @@ describe('PATCH /streams/{stream_id}', () => {
         can_send_message_group: { new: everyone.id, old: everyone.id },
       }),
       "'old' value does not match the expected value.",
+      400,
+      'EXPECTATION_MISMATCH',
     );
     // Unchanged: nothing happens.
     const none = await captureEvents(org.realm.id, async () => {

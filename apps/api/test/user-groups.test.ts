@@ -363,6 +363,8 @@ describe('user groups', () => {
           can_join_group: { new: sys(SYSTEM_GROUPS.MEMBERS), old: sys(SYSTEM_GROUPS.EVERYONE) },
         }),
         "'old' value does not match the expected value.",
+        400,
+        'EXPECTATION_MISMATCH',
       );
       const published = await captureEvents(org.realm.id, async () => {
         expectSuccess(

@@ -31,6 +31,7 @@ export type ErrorCode =
   | 'CANNOT_DEACTIVATE_GROUP_IN_USE'
   | 'CANNOT_ADMINISTER_CHANNEL'
   | 'CHANNEL_ALREADY_EXISTS'
+  | 'EXPECTATION_MISMATCH'
   | 'INVALID_PUSH_DEVICE_TOKEN'
   | 'INVALID_REMOTE_PUSH_DEVICE_TOKEN'
   | 'NO_ACTIVE_PUSH_DEVICE'
@@ -327,6 +328,24 @@ export class BadNarrowError extends JsonableError {
   constructor(msg: string, desc: string) {
     super(msg);
     this.data = { desc };
+  }
+}
+
+/** A setting change whose `old` value is not the current one (Zulip's
+ * PreviousSettingValueMismatchedError). */
+export class PreviousSettingValueMismatchedError extends JsonableError {
+  override readonly code = 'EXPECTATION_MISMATCH';
+  constructor() {
+    super("'old' value does not match the expected value.");
+  }
+}
+
+/** A message edit made against content that has changed since (Zulip's
+ * PreviousMessageContentMismatchedError). */
+export class PreviousMessageContentMismatchedError extends JsonableError {
+  override readonly code = 'EXPECTATION_MISMATCH';
+  constructor() {
+    super("'prev_content_sha256' value does not match the expected value.");
   }
 }
 

@@ -1,6 +1,7 @@
 // Editing, moving and deleting messages (Zulip's check_update_message / do_update_message and
 // do_delete_messages): who may change what, the edit-history entries, and the update_message
 // and delete_message events to everyone who can see the messages.
+import { createHash } from 'node:crypto';
 import {
   flagBit,
   flagsToBitmask,
@@ -14,7 +15,11 @@ import {
   type User,
   type UserMessageFlag,
 } from '@parley/db';
-import { JsonableError, MessageMoveError } from '@parley/errors';
+import {
+  JsonableError,
+  MessageMoveError,
+  PreviousMessageContentMismatchedError,
+} from '@parley/errors';
 import { topicLinks, type Rendered } from '@parley/markdown';
 import { linkifiersForRealm } from '../lib/linkifiers';
 import { usersAlertedBy } from '../lib/alert-words';
@@ -63,6 +68,9 @@ export interface EditRequest {
   topic?: string;
   streamId?: number;
   propagateMode: PropagateMode;
+  /** The SHA-256 (hex) of the content the client edited; the edit is refused when the
+   * message's content has changed since (another client's edit won the race). */
+  prevContentSha256?: string;
 }
 
 export interface CheckedEdit {
@@ -79,7 +87,6 @@ export interface CheckedEdit {
   resolving: boolean;
 }
 
-/** Zulip's check_update_message: access, what may be changed, and by whom. */
 /** Zulip's validate_user_can_edit_message for content: the organization allows editing, the
  * user sent the message, and the time limit (plus a grace period for edits already typed,
  * none for typing notifications) has not passed. */
@@ -99,6 +106,7 @@ export function checkCanEditContent(
     throw new JsonableError('The time limit for editing this message has passed');
 }
 
+/** Zulip's check_update_message: access, what may be changed, and by whom. */
 export async function checkUpdateMessage(
   tx: Tx,
   user: User,
@@ -131,6 +139,12 @@ export async function checkUpdateMessage(
     throw new JsonableError('General chat cannot be marked as resolved');
   if (request.content !== undefined && streamId !== undefined)
     throw new JsonableError('Cannot change message content while changing channel');
+  // Zulip checks it for any edit, moves included, so that the parameter means one thing.
+  if (
+    request.prevContentSha256 !== undefined &&
+    request.prevContentSha256 !== createHash('sha256').update(message.content).digest('hex')
+  )
+    throw new PreviousMessageContentMismatchedError();
   const checkedTopic = topic === undefined ? undefined : checkTopic(topic);
   const content =
     request.content === undefined

@@ -16,7 +16,11 @@ import {
   SYSTEM_GROUPS,
 } from '@parley/db';
 import type { ZulipEvent } from '@parley/events';
-import { JsonableError, OrganizationOwnerRequiredError } from '@parley/errors';
+import {
+  JsonableError,
+  OrganizationOwnerRequiredError,
+  PreviousSettingValueMismatchedError,
+} from '@parley/errors';
 import { sendEventOnCommit } from '../lib/events';
 import { checkGroupSetting } from './group-settings';
 import {
@@ -514,7 +518,7 @@ export async function doUpdateRealmSettings(
       change.old !== undefined &&
       !sameGroupSetting(normalizeGroupSetting(change.old, nobody), currentValue)
     )
-      throw new JsonableError("'old' value does not match the expected value.");
+      throw new PreviousSettingValueMismatchedError();
     if (sameGroupSetting(wanted, currentValue)) continue;
     const id = await checkRealmGroupSetting(ctx, realm, setting, change.new, systemNames);
     groupUpdates.push({ setting, old: currentValue, id });

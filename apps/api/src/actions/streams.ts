@@ -18,6 +18,7 @@ import {
   InsufficientPermissionError,
   JsonableError,
   OrganizationOwnerRequiredError,
+  PreviousSettingValueMismatchedError,
 } from '@parley/errors';
 import { renderDescriptionForRealm } from '../lib/rendering';
 import { codePoints, unprintablePosition } from '../lib/text';
@@ -564,7 +565,7 @@ export async function checkChangeStreamGroupSetting(
   const details = await loadStreamDetails(stream.realmId, [stream]);
   const current = details.context(stream).groups.get(stream[column]) ?? stream[column];
   if (change.old !== undefined && !sameGroupSetting(change.old, current))
-    throw new JsonableError("'old' value does not match the expected value.");
+    throw new PreviousSettingValueMismatchedError();
   if (sameGroupSetting(change.new, current)) return null;
   await checkPolicyPermissions(tx, perms, undefined, { [setting]: change.new });
   return checkStreamGroupSetting(tx, stream.realmId, setting, change.new);

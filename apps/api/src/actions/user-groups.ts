@@ -13,7 +13,11 @@ import {
   type User,
   SYSTEM_GROUPS,
 } from '@parley/db';
-import { CannotDeactivateGroupInUseError, JsonableError } from '@parley/errors';
+import {
+  CannotDeactivateGroupInUseError,
+  JsonableError,
+  PreviousSettingValueMismatchedError,
+} from '@parley/errors';
 import type { ZulipEvent } from '@parley/events';
 import { sendEventOnCommit } from '../lib/events';
 import {
@@ -399,7 +403,7 @@ export async function checkUpdateUserGroup(
       change.old !== undefined &&
       !sameGroupSetting(normalizeGroupSetting(change.old, nobody), current)
     )
-      throw new JsonableError("'old' value does not match the expected value.");
+      throw new PreviousSettingValueMismatchedError();
     if (sameGroupSetting(wanted, current)) continue;
     const newId = await checkGroupSettingValue(tx, realm.id, setting, wanted, currentId);
     await tx.userGroup.update({ where: { id: group.id }, data: { [column]: newId } });

@@ -350,6 +350,7 @@ defineRoute(messageRoutes, '/messages/:message_id', {
         propagate_mode: p.enum(PROPAGATE_MODES).default('change_one'),
         send_notification_to_old_thread: p.bool().default(false),
         send_notification_to_new_thread: p.bool().default(true),
+        prev_content_sha256: p.string().optional(),
       },
       response: z.object({ detached_uploads: z.array(schema.attachment) }),
     },
@@ -362,6 +363,7 @@ defineRoute(messageRoutes, '/messages/:message_id', {
           topic: params.topic,
           streamId: params.stream_id,
           propagateMode: params.propagate_mode,
+          prevContentSha256: params.prev_content_sha256,
         });
         const rendered =
           edit.content === undefined
