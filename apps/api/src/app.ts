@@ -21,6 +21,7 @@ import { botStorageRoutes } from './routes/bot-storage';
 import { botRoutes } from './routes/bots';
 import { callPageRoutes, callRoutes } from './routes/calls';
 import { draftRoutes } from './routes/drafts';
+import { emailChangePageRoutes } from './routes/email-change';
 import { flagRoutes } from './routes/flags';
 import { inviteRoutes } from './routes/invites';
 import { linkifierRoutes } from './routes/linkifiers';
@@ -152,6 +153,8 @@ export function createApp(options: ApiAppOptions = {}): express.Express {
   // Video call pages browsers open and Zoom's redirect and webhook, outside /api/v1 as in
   // Zulip.
   app.use(callPageRoutes());
+  // The link a new email address is sent (PATCH /settings), outside /api/v1 as in Zulip.
+  app.use(emailChangePageRoutes());
   app.use(notFound);
   app.use(errorHandler);
   return app;

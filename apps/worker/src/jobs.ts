@@ -7,6 +7,7 @@ import {
   sendMissedMessageEmails,
 } from '@parley/api/actions/email-notifications';
 import { notifyAddedMentions } from '@parley/api/actions/added-mention-notifications';
+import { sendEmailChangeMail } from '@parley/api/actions/email-change';
 import { requeueUnsentInvitationEmails, sendInvitationEmail } from '@parley/api/actions/invites';
 import { registerE2eeDevice } from '@parley/api/actions/client-devices';
 import { registerWithBouncer } from '@parley/api/actions/push-devices';
@@ -35,6 +36,7 @@ import { getLogger } from '@parley/logger';
 
 export const JOB_HANDLERS: JobHandlers = {
   'invitation-email': sendInvitationEmail,
+  'email-change-mail': sendEmailChangeMail,
   'push-notifications': async (data) => {
     await sendPushNotifications(data);
   },

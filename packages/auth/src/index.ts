@@ -21,6 +21,7 @@ export {
 export {
   checkLoginRateLimit,
   clearFailedLogins,
+  rateLimitEmailChange,
   rateLimitEmailMirror,
   rateLimitIp,
   rateLimitUser,

@@ -180,19 +180,29 @@ export async function recordFailedLogin(realmId: number, username: string): Prom
 }
 
 /** Zulip's RateLimitedRealmMirror (its RATE_LIMITING_MIRROR_REALM_RULES): mail posted to an
- * organization's channels by the email gateway. Counted in Redis directly, like failed
- * logins: the command that posts a mail lives for one mail, and a lease's unspent points would
- * leave with it. A mail counts when it arrives, before its content is read (as Zulip counts at
- * the mail's RCPT); one the limit refuses does not count (two at the same moment may both pass
- * the last point). */
-export async function rateLimitEmailMirror(realmId: number): Promise<void> {
+ * organization's channels by the email gateway. A mail counts when it arrives, before its
+ * content is read (as Zulip counts at the mail's RCPT). */
+export function rateLimitEmailMirror(realmId: number): Promise<void> {
+  return consumeExactly('email_mirror_by_realm', String(realmId));
+}
+
+/** Zulip's email_change_by_user: confirmation mails a user has asked to be sent to a new
+ * address. Never exempt (Zulip's RateLimitedUser here skips the localhost exemption). */
+export function rateLimitEmailChange(userId: number): Promise<void> {
+  return consumeExactly('email_change_by_user', String(userId));
+}
+
+/** Counted in Redis directly, like failed logins, for rare actions whose count must be exact
+ * across replicas and processes (a lease's unspent points would leave with a short-lived
+ * process): one the limit refuses does not count (two at the same moment may both pass the
+ * last point). */
+async function consumeExactly(domain: RateLimitDomain, key: string): Promise<void> {
   if (!getConfig().RATE_LIMITING) return;
-  const key = String(realmId);
-  const rules = limiters().email_mirror_by_realm;
+  const rules = limiters()[domain];
   for (const { rule } of rules) {
     const res = await rule.limiter.get(key);
     if (res && res.consumedPoints >= rule.points) {
-      rateLimitHits.inc({ domain: 'email_mirror_by_realm' });
+      rateLimitHits.inc({ domain });
       throw new RateLimitedError(res.msBeforeNext / 1000);
     }
   }

@@ -46,6 +46,10 @@ describe('parseConfig', () => {
         [300, 120],
         [3600, 600],
       ],
+      email_change_by_user: [
+        [3600, 2],
+        [86400, 5],
+      ],
     });
     const rules = parseConfig({
       ...minimal,
@@ -62,6 +66,10 @@ describe('parseConfig', () => {
         [60, 50],
         [300, 120],
         [3600, 600],
+      ],
+      email_change_by_user: [
+        [3600, 2],
+        [86400, 5],
       ],
     });
     for (const bad of [

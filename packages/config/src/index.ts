@@ -14,6 +14,7 @@ export const RATE_LIMIT_DOMAINS = [
   'api_by_ip',
   'authenticate_by_username',
   'email_mirror_by_realm',
+  'email_change_by_user',
 ] as const;
 export type RateLimitDomain = (typeof RATE_LIMIT_DOMAINS)[number];
 type RateLimitRules = Record<RateLimitDomain, [seconds: number, requests: number][]>;
@@ -28,6 +29,11 @@ const DEFAULT_RATE_LIMITING_RULES: RateLimitRules = {
     [60, 50],
     [300, 120],
     [3600, 600],
+  ],
+  // Zulip's: confirmation mails a user may have sent to new addresses (PATCH /settings email).
+  email_change_by_user: [
+    [3600, 2],
+    [86400, 5],
   ],
 };
 

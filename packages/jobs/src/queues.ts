@@ -11,6 +11,9 @@ export type QueueName = (typeof QUEUE_NAMES)[number];
 export interface JobData {
   /** The `sequence`-th invitation email of an invitation (a resend is the next one). */
   'invitation-email': { invitationId: number; sequence: number };
+  /** A change of a user's own email address: the link to the new address (`confirm`), or
+   * the notice to the old one once it was confirmed (`notice`). */
+  'email-change-mail': { changeId: number; kind: 'confirm' | 'notice' };
   /** Members whose waiting period has passed join role:fullmembers (periodic). */
   'promote-full-members': Record<string, never>;
   /** Uploads no message links, older than the grace period, are deleted (periodic). */
@@ -65,6 +68,7 @@ export type JobName = keyof JobData;
 
 export const JOB_QUEUES: Record<JobName, QueueName> = {
   'invitation-email': 'mail',
+  'email-change-mail': 'mail',
   'promote-full-members': 'maintenance',
   'delete-unclaimed-uploads': 'maintenance',
   'prune-push-log': 'maintenance',

@@ -44,6 +44,7 @@ export const InviteStatus = { PENDING: 0, USED: 1, REVOKED: 2 } as const;
 export const ConfirmationType = {
   USER_REGISTRATION: 1,
   INVITATION: 2,
+  EMAIL_CHANGE: 3,
   MULTIUSE_INVITE: 6,
 } as const;
 
@@ -324,7 +325,12 @@ export async function accessConfirmationKey(
     where: { key },
     include: { preregistrationUser: true, multiuseInvite: true },
   });
-  if (!confirmation || confirmation.realmId !== realm.id)
+  // An email change's key is not an invitation's (Zulip filters by type: unknown to the caller).
+  if (
+    !confirmation ||
+    confirmation.realmId !== realm.id ||
+    confirmation.type === ConfirmationType.EMAIL_CHANGE
+  )
     throw new JsonableError(CONFIRMATION_LINK_INVALID);
   if (confirmation.expiryDate !== null && confirmation.expiryDate < new Date())
     throw new JsonableError(CONFIRMATION_LINK_EXPIRED);

@@ -1,12 +1,13 @@
 // PATCH /settings: the caller's own settings; each change sends a user_settings event (and a
 // realm_user event where others see it). Every setting of Zulip's catalogue is accepted
-// (lib/user-settings.ts).
+// (lib/user-settings.ts). A new `email` is only asked for (actions/email-change.ts).
 import { Router } from 'express';
-import { userEndpoint } from '@parley/auth';
+import { rateLimitEmailChange, userEndpoint } from '@parley/auth';
 import { runAction } from '@parley/db';
 import { JsonableError } from '@parley/errors';
 import { defineRoute, p, type Param } from '@parley/http';
 import * as schema from '../presenters/schemas';
+import { doStartEmailChange } from '../actions/email-change';
 import { doSetPresenceEnabled } from '../actions/presence';
 import {
   checkFullName,
@@ -40,6 +41,7 @@ const changeSettings = userEndpoint(
     humansOnly: true,
     params: {
       full_name: p.string().optional(),
+      email: p.string({ maxLength: 254 }).optional(),
       old_password: p.string().optional(),
       new_password: p.string().optional(),
       ...settingParams,
@@ -58,7 +60,14 @@ const changeSettings = userEndpoint(
         throw new JsonableError('Wrong password!');
       passwordHash = await passwordHashFor(params.new_password);
     }
+    // Zulip's: a new address is only asked for (a link is mailed to it), counted per user.
+    const newEmail = params.email?.trim();
+    const changingEmail = newEmail !== undefined && newEmail !== user.deliveryEmail;
     await runAction(async (ctx) => {
+      if (changingEmail) {
+        await doStartEmailChange(ctx, user, realm, newEmail);
+        await rateLimitEmailChange(user.id);
+      }
       // The organization's name_changes_disabled: like Zulip, the request is silently not
       // applied (clients hide the field); administrators may still rename themselves.
       if (fullName !== undefined && !(realm.nameChangesDisabled && !isAdmin(user)))
