@@ -10,6 +10,7 @@ import { resetConfig } from '@parley/config';
 import { AuditLogEvent, getPrisma, Role, type User } from '@parley/db';
 import { closeMail, closeQueues, type JobWorkers } from '@parley/jobs';
 import { startWorkers } from '../../worker/src/jobs';
+import { requeueUnsentEmailChangeMails, sendEmailChangeMail } from '../src/actions/email-change';
 import {
   app,
   as,
@@ -59,7 +60,8 @@ function linkIn(body: string): string {
   return match[1]!;
 }
 
-const open = (org: TestRealm, path: string) => request(app).get(path).set('Host', org.host);
+/** Confirms through the link's page: its button POSTs to the same address. */
+const open = (org: TestRealm, path: string) => request(app).post(path).set('Host', org.host);
 
 let counter = 0;
 const fresh = () => `new-${Date.now()}-${++counter}@example.org`;
@@ -83,6 +85,14 @@ describe('PATCH /settings with email', () => {
     );
     expect(mail!.subject).toContain('Verify your new email address');
     const link = linkIn(mail!.body);
+    // Opening the link shows a page; only its button's POST changes the address (mail
+    // scanners open links).
+    const page = await request(app).get(link).set('Host', org.host);
+    expect([page.status, page.type]).toEqual([200, 'text/html']);
+    expect(page.text).toContain('<form method="post">');
+    expect(
+      (await prisma().user.findUniqueOrThrow({ where: { id: member.id } })).deliveryEmail,
+    ).toBe(oldEmail);
 
     let answer: Record<string, unknown> = {};
     const published = await captureEvents(org.realm.id, async () => {
@@ -122,6 +132,11 @@ describe('PATCH /settings with email', () => {
     const admin = await createTestUser(org.realm, Role.ADMINISTRATOR);
     const change = (user: User, email: string) => as(user, org.host).patch('/settings', { email });
     expectError(await change(member, 'not-an-address'), 'Invalid address.');
+    expectError(await change(member, `${'a'.repeat(300)}@example.org`), 'Invalid address.');
+    expectError(
+      await change(member, 'nul\u0000@example.org'),
+      'Invalid email: null bytes are not allowed',
+    );
     expectError(await change(member, admin.deliveryEmail), 'Already has an account.');
     expectError(await change(member, admin.deliveryEmail.toUpperCase()), 'Already has an account.');
     await prisma().realm.update({
@@ -191,6 +206,10 @@ describe('PATCH /settings with email', () => {
     const elsewhere = await createTestRealm();
     expectError(await open(elsewhere, link), 'Invalid confirmation link.');
     expectError(await open(org, '/accounts/confirm_new_email/abc/'), 'Invalid confirmation link.');
+    expectError(
+      await open(org, `/accounts/confirm_new_email/${'a'.repeat(300)}/`),
+      'Invalid confirmation link.',
+    );
     // An email-change key is not an invitation's.
     const key = /([a-z2-7]{24})/.exec(link)![1]!;
     expectError(
@@ -202,5 +221,85 @@ describe('PATCH /settings with email', () => {
     expect(
       (await prisma().user.findUniqueOrThrow({ where: { id: member.id } })).deliveryEmail,
     ).toBe(member.deliveryEmail);
+  });
+  it('keeps only the latest link, and only while the address is the one it replaces', async () => {
+    const org = await createTestRealm();
+    const member = await createTestUser(org.realm, Role.MEMBER);
+    const owner = org.owner;
+    const first = fresh();
+    const second = fresh();
+    const linkTo = async (email: string) =>
+      linkIn(
+        (
+          await until(async () => mailsTo(email).length > 0 && mailsTo(email), `mail to ${email}`)
+        )[0]!.body,
+      );
+    expectSuccess(await as(member, org.host).patch('/settings', { email: first }));
+    const firstLink = await linkTo(first);
+    expectSuccess(await as(member, org.host).patch('/settings', { email: second }));
+    const secondLink = await linkTo(second);
+    const expired = 'The confirmation link has expired or been deactivated.';
+    // A newer request revokes the older link.
+    expectError(await open(org, firstLink), expired);
+    // An owner changes the address meanwhile: the link no longer replaces the current one.
+    await prisma().user.update({ where: { id: owner.id }, data: { canChangeUserEmails: true } });
+    const byOwner = fresh();
+    expectSuccess(await as(owner, org.host).patch(`/users/${member.id}`, { new_email: byOwner }));
+    expectError(await open(org, secondLink), expired);
+    expect(
+      (await prisma().user.findUniqueOrThrow({ where: { id: member.id } })).deliveryEmail,
+    ).toBe(byOwner);
+  });
+
+  it('checks the request again at confirmation: changes disabled, the account deactivated', async () => {
+    const org = await createTestRealm();
+    const member = await createTestUser(org.realm, Role.MEMBER);
+    const wanted = fresh();
+    expectSuccess(await as(member, org.host).patch('/settings', { email: wanted }));
+    const link = linkIn(
+      (await until(async () => mailsTo(wanted).length > 0 && mailsTo(wanted), 'the link'))[0]!.body,
+    );
+    await prisma().realm.update({
+      where: { id: org.realm.id },
+      data: { emailChangesDisabled: true },
+    });
+    expectError(await open(org, link), 'Email address changes are disabled in this organization.');
+    await prisma().realm.update({
+      where: { id: org.realm.id },
+      data: { emailChangesDisabled: false },
+    });
+    await prisma().user.update({ where: { id: member.id }, data: { isActive: false } });
+    expectError(await open(org, link), 'Account is deactivated', 401, 'USER_DEACTIVATED');
+    await prisma().user.update({ where: { id: member.id }, data: { isActive: true } });
+    expectSuccess(await open(org, link));
+  });
+
+  it('sends each mail once however often its job runs, and queues lost ones again', async () => {
+    const org = await createTestRealm();
+    const member = await createTestUser(org.realm, Role.MEMBER);
+    const wanted = fresh();
+    expectSuccess(await as(member, org.host).patch('/settings', { email: wanted }));
+    await until(async () => mailsTo(wanted).length > 0, 'the link');
+    const [row] = await prisma().$queryRaw<{ id: number }[]>`
+      SELECT id FROM email_change_status WHERE user_profile_id = ${member.id}`;
+    await sendEmailChangeMail({ changeId: row!.id, kind: 'confirm' });
+    await sendEmailChangeMail({ changeId: row!.id, kind: 'notice' });
+    expect(mailsTo(wanted)).toHaveLength(1);
+    expect(mailsTo(member.deliveryEmail)).toHaveLength(0);
+    // A request whose job never reached Redis (the API replica died after its commit): the
+    // sweep queues it once it is a minute old, and the worker sends it.
+    const lost = fresh();
+    const [made] = await prisma().$queryRaw<{ id: number }[]>`
+      INSERT INTO email_change_status (realm_id, user_profile_id, old_email, new_email, updated_at)
+      VALUES (${org.realm.id}, ${member.id}, ${member.deliveryEmail}, ${lost},
+        now() - interval '2 minutes')
+      RETURNING id`;
+    await prisma().$executeRaw`
+      INSERT INTO confirmation (realm_id, confirmation_key, type, email_change_status_id, expiry_date)
+      VALUES (${org.realm.id}, ${'x'.repeat(8) + String(made!.id).padStart(16, 'a')}, 3,
+        ${made!.id}, now() + interval '1 day')`;
+    expect(await requeueUnsentEmailChangeMails()).toBeGreaterThanOrEqual(1);
+    await until(async () => mailsTo(lost).length > 0, 'the lost mail');
+    expect(row!.id).toBeLessThan(made!.id);
   });
 });

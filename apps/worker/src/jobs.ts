@@ -7,7 +7,10 @@ import {
   sendMissedMessageEmails,
 } from '@parley/api/actions/email-notifications';
 import { notifyAddedMentions } from '@parley/api/actions/added-mention-notifications';
-import { sendEmailChangeMail } from '@parley/api/actions/email-change';
+import {
+  requeueUnsentEmailChangeMails,
+  sendEmailChangeMail,
+} from '@parley/api/actions/email-change';
 import { requeueUnsentInvitationEmails, sendInvitationEmail } from '@parley/api/actions/invites';
 import { registerE2eeDevice } from '@parley/api/actions/client-devices';
 import { registerWithBouncer } from '@parley/api/actions/push-devices';
@@ -125,6 +128,13 @@ export function startWorkers({
           if (count > 0) getLogger().info('invitation emails queued again', { count });
         },
         (error: unknown) => getLogger().warn('invitation email sweep failed', { error }),
+      ),
+      // Email-change mails whose job was lost between COMMIT and Redis.
+      requeueUnsentEmailChangeMails().then(
+        (count) => {
+          if (count > 0) getLogger().info('email change mails queued again', { count });
+        },
+        (error: unknown) => getLogger().warn('email change mail sweep failed', { error }),
       ),
       // Scheduled messages whose job was lost (a Redis that lost its data, an enqueue lost
       // between COMMIT and Redis): queued again; a job still known is left as it is.

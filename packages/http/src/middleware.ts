@@ -85,7 +85,7 @@ export function requestContext(): RequestHandler {
       logger.http('request', {
         ...(log ? {} : { request_id: requestId }),
         method: req.method,
-        path: req.originalUrl.split('?')[0],
+        path: loggablePath(req.originalUrl.split('?')[0]!),
         status: res.statusCode,
         duration_ms: Math.round(durationMs * 10) / 10,
         ...locals.logContext,
@@ -93,6 +93,19 @@ export function requestContext(): RequestHandler {
     });
     next();
   };
+}
+
+/** Paths whose segments are secrets (a confirmation link's key, a data export's random
+ * directory, which is all that guards its download), as the request log writes them. */
+const SECRET_SEGMENTS: [RegExp, string][] = [
+  [/^(\/accounts\/confirm_new_email\/)[^/]+/, '$1<key>'],
+  [/^(\/user_avatars\/exports\/[^/]+\/)[^/]+\/[^/]+/, '$1<secret>'],
+];
+
+export function loggablePath(path: string): string {
+  for (const [pattern, replacement] of SECRET_SEGMENTS)
+    if (pattern.test(path)) return path.replace(pattern, replacement);
+  return path;
 }
 
 /** Parses urlencoded, multipart and JSON bodies for every method (zulip-js posts multipart;

@@ -1,10 +1,18 @@
 // Changing one's own email address (Zulip's do_start_email_change_process and
 // confirm_email_change): PATCH /settings with `email` records the request and mails a link to
-// the new address; opening the link changes the address and tells the old one. Until then
-// nothing about the account changes.
+// the new address; confirming through the link changes the address and tells the old one.
+// Until then nothing about the account changes.
 import { realmUrl } from '@parley/auth';
 import { getConfig } from '@parley/config';
-import { runAction, type ActionContext, type Realm, type Tx, type User } from '@parley/db';
+import {
+  getPrisma,
+  lockUserRow,
+  runAction,
+  type ActionContext,
+  type Realm,
+  type Tx,
+  type User,
+} from '@parley/db';
 import { JsonableError, RealmDeactivatedError, UserDeactivatedError } from '@parley/errors';
 import { enqueueJob, sendMail } from '@parley/jobs';
 import {
@@ -22,7 +30,8 @@ import { doChangeEmail } from './users';
 /** Zulip's CONFIRMATION_LINK_DEFAULT_VALIDITY_DAYS, which email-change links use. */
 const LINK_VALIDITY_MS = 24 * 60 * 60 * 1000;
 
-const Status = { PENDING: 0, CONFIRMED: 1 } as const;
+/** A newer request revokes the pending ones before it: only the latest link works. */
+const Status = { PENDING: 0, CONFIRMED: 1, REVOKED: 2 } as const;
 
 interface ChangeRow {
   id: number;
@@ -62,8 +71,8 @@ async function checkEmailChange(tx: Tx, user: User, realm: Realm, email: string)
 }
 
 /** PATCH /settings `email`, inside the settings' transaction: checks, records the request
- * with its link (valid a day) and queues the mail to the new address once committed. The
- * caller has counted it against email_change_by_user. */
+ * with its link (valid a day), revokes the user's earlier pending requests and queues the mail
+ * to the new address once committed. The caller counts it against email_change_by_user. */
 export async function doStartEmailChange(
   ctx: ActionContext,
   user: User,
@@ -71,7 +80,12 @@ export async function doStartEmailChange(
   email: string,
 ): Promise<void> {
   const { tx } = ctx;
+  // Every change of an account's rows takes its user row first (one lock order).
+  await lockUserRow(ctx, user.id);
   await checkEmailChange(tx, user, realm, email);
+  await tx.$executeRaw`
+    UPDATE email_change_status SET status = ${Status.REVOKED}, updated_at = now()
+    WHERE user_profile_id = ${user.id} AND status = ${Status.PENDING}`;
   const [change] = await tx.$queryRaw<{ id: number }[]>`
     INSERT INTO email_change_status (realm_id, user_profile_id, old_email, new_email)
     VALUES (${realm.id}, ${user.id}, ${user.deliveryEmail}, ${email})
@@ -87,9 +101,10 @@ function queueMail(changeId: number, kind: 'confirm' | 'notice'): Promise<void> 
   return enqueueJob('email-change-mail', { changeId, kind }, `email-change-${kind}-${changeId}`);
 }
 
-/** GET /accounts/confirm_new_email/{key}/: Zulip's confirm_email_change. The link works once;
- * the request is checked again as when it was made (the address may have been taken since,
- * or changes disabled). */
+/** POST /accounts/confirm_new_email/{key}/: Zulip's confirm_email_change. The link works once,
+ * only while it is the user's latest request and their address is still the one it replaces
+ * (an administrator may have changed it since); the request is checked again as when it was
+ * made (the address may have been taken since, or changes disabled). */
 export async function confirmEmailChange(
   realm: Realm,
   key: string,
@@ -98,22 +113,27 @@ export async function confirmEmailChange(
   if (!isWellFormedKey(key)) throw new JsonableError(CONFIRMATION_LINK_INVALID);
   return runAction(async (ctx) => {
     const { tx } = ctx;
-    const [found] = await tx.$queryRaw<(ChangeRow & { expiry_date: Date | null })[]>`
-      SELECT s.*, c.expiry_date FROM confirmation c
+    const [link] = await tx.$queryRaw<{ id: number; user_profile_id: number }[]>`
+      SELECT s.id, s.user_profile_id FROM confirmation c
       JOIN email_change_status s ON s.id = c.email_change_status_id
       WHERE c.confirmation_key = ${key} AND c.realm_id = ${realm.id}
-        AND c.type = ${ConfirmationType.EMAIL_CHANGE}
-      FOR UPDATE OF s`;
-    if (!found) throw new JsonableError(CONFIRMATION_LINK_INVALID);
+        AND c.type = ${ConfirmationType.EMAIL_CHANGE}`;
+    if (!link) throw new JsonableError(CONFIRMATION_LINK_INVALID);
+    // The user row first, then the request's (the order of every change of the account), and
+    // both read again under their locks.
+    await lockUserRow(ctx, link.user_profile_id);
+    const [found] = await tx.$queryRaw<(ChangeRow & { expiry_date: Date | null })[]>`
+      SELECT s.*, c.expiry_date FROM email_change_status s
+      JOIN confirmation c ON c.email_change_status_id = s.id
+      WHERE s.id = ${link.id} FOR UPDATE OF s`;
+    const user = await tx.user.findUnique({ where: { id: link.user_profile_id } });
+    if (!found || !user) throw new JsonableError(CONFIRMATION_LINK_INVALID);
     if (
       found.status !== Status.PENDING ||
-      (found.expiry_date !== null && found.expiry_date < new Date())
+      (found.expiry_date !== null && found.expiry_date < new Date()) ||
+      user.deliveryEmail !== found.old_email
     )
       throw new JsonableError(CONFIRMATION_LINK_EXPIRED);
-    const user = await tx.user.findUnique({ where: { id: found.user_profile_id } });
-    if (!user) throw new JsonableError(CONFIRMATION_LINK_INVALID);
-    // The same lock as every other change of the account's row.
-    await tx.$queryRaw`SELECT 1 AS locked FROM user_profile WHERE id = ${user.id} FOR NO KEY UPDATE`;
     await checkEmailChange(tx, user, realm, found.new_email);
     await doChangeEmail(ctx, user, found.new_email, user.id);
     await tx.$executeRaw`
@@ -125,8 +145,9 @@ export async function confirmEmailChange(
 }
 
 /** The `email-change-mail` job: the link to the new address (`confirm`), or, once confirmed,
- * the notice to the old one (`notice`); each at most once (the row records it in the
- * transaction that sent it, so a retry after a failed send sends it then). */
+ * the notice to the old one (`notice`). The row records a sent mail in the transaction that
+ * sent it, so a job run twice sends it once; only a commit failing after the mail server took
+ * the mail sends it again on the retry. */
 export async function sendEmailChangeMail(job: {
   changeId: number;
   kind: 'confirm' | 'notice';
@@ -152,6 +173,24 @@ export async function sendEmailChangeMail(job: {
     },
     { timeout: 120_000 },
   );
+}
+
+/** The worker's sweep: mails whose job was lost (an enqueue lost between COMMIT and Redis, a
+ * Redis that lost its data) are queued again, a minute after their request or confirmation:
+ * links still valid, and notices of the last day. A job still known is left as it is. */
+export async function requeueUnsentEmailChangeMails(limit = 1000): Promise<number> {
+  const rows = await getPrisma().$queryRaw<{ id: number; kind: 'confirm' | 'notice' }[]>`
+    SELECT s.id, 'confirm' AS kind FROM email_change_status s
+    JOIN confirmation c ON c.email_change_status_id = s.id
+    WHERE s.status = ${Status.PENDING} AND NOT s.mail_sent
+      AND s.updated_at < now() - interval '1 minute' AND c.expiry_date > now()
+    UNION ALL
+    SELECT s.id, 'notice' AS kind FROM email_change_status s
+    WHERE s.status = ${Status.CONFIRMED} AND NOT s.notice_sent
+      AND s.updated_at < now() - interval '1 minute' AND s.updated_at > now() - interval '1 day'
+    ORDER BY id LIMIT ${limit}`;
+  for (const row of rows) await queueMail(row.id, row.kind);
+  return rows.length;
 }
 
 function confirmationMail(realm: Realm, change: ChangeRow, url: string) {

@@ -41,7 +41,8 @@ const changeSettings = userEndpoint(
     humansOnly: true,
     params: {
       full_name: p.string().optional(),
-      email: p.string({ maxLength: 254 }).optional(),
+      // No length limit here: a longer address is "Invalid address.", as in Zulip.
+      email: p.string().optional(),
       old_password: p.string().optional(),
       new_password: p.string().optional(),
       ...settingParams,
