@@ -79,6 +79,18 @@ describe('statuses', () => {
     expectSuccess(await setStatus(org.member, { status_text: '', emoji_name: '' }));
     expect(await statusOf(org.other, org.member)).toEqual({});
     expect(await registered(org.other)).not.toHaveProperty(String(org.member.id));
+    // zulip-flutter clears the emoji with all three fields empty (reaction_type too).
+    expectSuccess(
+      await setStatus(org.member, {
+        status_text: 'back soon',
+        emoji_name: 'car',
+        reaction_type: 'unicode_emoji',
+      }),
+    );
+    expectSuccess(
+      await setStatus(org.member, { emoji_name: '', emoji_code: '', reaction_type: '' }),
+    );
+    expect(await statusOf(org.other, org.member)).toEqual({ status_text: 'back soon' });
   });
 
   it('takes away as presence turned off, and Zulip’s custom and extra emoji', async () => {
@@ -138,7 +150,7 @@ describe('statuses', () => {
         { emoji_name: 'car', emoji_code: '1f4bb', reaction_type: 'realm_emoji' },
         'Invalid custom emoji.',
       ],
-      [{ emoji_name: 'car', reaction_type: 'emoji' }, 'Invalid reaction_type'],
+      [{ emoji_name: 'car', reaction_type: 'emoji' }, 'Invalid emoji type.'],
       [{ away: 'sometimes' }, 'away is not a boolean'],
       [{ status_text: 'a\u0000b' }, 'Invalid status_text: null bytes are not allowed'],
     ];

@@ -8,7 +8,7 @@ import { customEmojiFor } from '../lib/realm-emoji';
 import { codePoints } from '../lib/text';
 import { usersWhoCanAccess } from '../lib/users';
 import { doSetPresenceEnabled } from './presence';
-import { checkEmoji, type ReactionType } from './reactions';
+import { checkEmoji, REACTION_TYPES, type ReactionType } from './reactions';
 
 /** Zulip's limit on status_text, counted after trimming. */
 export const MAX_STATUS_TEXT_LENGTH = 60;
@@ -18,7 +18,7 @@ export interface StatusRequest {
   status_text?: string;
   emoji_name?: string;
   emoji_code?: string;
-  reaction_type?: ReactionType;
+  reaction_type?: string;
 }
 
 /** The parts to change, checked. An emoji named without its code or type gets them from the
@@ -44,8 +44,11 @@ export async function checkStatusChange(
   const change: StatusChange = { away, statusText };
   if (name === '') change.emoji = { name: '', code: '', type: 'unicode_emoji' };
   else if (name !== undefined) {
+    // Zulip's check_emoji_request: only the three types exist.
+    if (type !== undefined && !(REACTION_TYPES as readonly string[]).includes(type))
+      throw new JsonableError('Invalid emoji type.');
     const custom = await customEmojiFor(realm.id, name, code);
-    change.emoji = checkEmoji(name, code, type, custom, true);
+    change.emoji = checkEmoji(name, code, type as ReactionType | undefined, custom, true);
   } else if (code !== undefined || type !== undefined)
     throw new JsonableError(
       'Client must pass emoji_name if they pass either emoji_code or reaction_type.',

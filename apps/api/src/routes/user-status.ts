@@ -7,7 +7,6 @@ import { runAction, type Realm, type User } from '@parley/db';
 import { InsufficientPermissionError, JsonableError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
 import * as schema from '../presenters/schemas';
-import { REACTION_TYPES } from '../actions/reactions';
 import { checkStatusChange, doUpdateUserStatus, type StatusRequest } from '../actions/user-status';
 import { checkCanAccessUser } from '../lib/user-access';
 import { userStatusOf } from '../lib/user-status';
@@ -19,7 +18,9 @@ const statusParams = {
   status_text: p.string().optional(),
   emoji_name: p.string({ maxLength: 1000 }).optional(),
   emoji_code: p.string({ maxLength: 1000 }).optional(),
-  reaction_type: p.enum(REACTION_TYPES).optional(),
+  // Any string: clearing the emoji sends "" for all three (zulip-flutter does), and a wrong
+  // type for an emoji is "Invalid emoji type." (checkStatusChange), as in Zulip.
+  reaction_type: p.string({ maxLength: 1000 }).optional(),
 };
 
 const statusSchema = z.object({
