@@ -22,6 +22,7 @@ import { botRoutes } from './routes/bots';
 import { callPageRoutes, callRoutes } from './routes/calls';
 import { draftRoutes } from './routes/drafts';
 import { emailChangePageRoutes } from './routes/email-change';
+import { staticDataRoutes } from './routes/static-data';
 import { flagRoutes } from './routes/flags';
 import { inviteRoutes } from './routes/invites';
 import { linkifierRoutes } from './routes/linkifiers';
@@ -155,6 +156,8 @@ export function createApp(options: ApiAppOptions = {}): express.Express {
   app.use(callPageRoutes());
   // The link a new email address is sent (PATCH /settings), outside /api/v1 as in Zulip.
   app.use(emailChangePageRoutes());
+  // The emoji names at /register's server_emoji_data_url.
+  app.use(onlyForItsPaths(staticDataRoutes()));
   app.use(notFound);
   app.use(errorHandler);
   return app;

@@ -54,6 +54,19 @@ export function canonicalEmojiName(code: string): string | undefined {
   return codeToName.get(code);
 }
 
+/** Zulip's emoji_api.json (server_emoji_data_url): every Unicode emoji's names, canonical
+ * first, then its aliases. Clients (zulip-flutter) build their emoji picker from it. */
+export function emojiApiData(): { code_to_names: Record<string, string[]> } {
+  return {
+    code_to_names: Object.fromEntries(
+      Object.entries(EMOJI_NAMES).map(([code, { canonical_name, aliases }]) => [
+        code,
+        [canonical_name, ...aliases],
+      ]),
+    ),
+  };
+}
+
 // Zulip's EMOJI_REGEX, `:[\w\-\+]+:`, is Python's Unicode \w: letters and numbers of any
 // script and the underscore (names such as flag_türkiye, piñata, +1 and 100 exist).
 const NAMED = /:[\p{L}\p{N}_+-]+:/gu;

@@ -34,7 +34,7 @@ export {
   topicLinkSyntax,
   topicNarrowUrl,
 } from './link-syntax';
-export { canonicalEmojiName, emojiCodeForName, isEmojiCode } from './emoji';
+export { canonicalEmojiName, emojiApiData, emojiCodeForName, isEmojiCode } from './emoji';
 export { holdsMarkdown, parseFenceLine, type FenceLine } from './fences';
 export {
   checkLinkifier,

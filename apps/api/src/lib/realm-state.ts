@@ -25,6 +25,10 @@ import { serverThumbnailFormats } from './thumbnails';
 import { maxFileUploadSizeMib, uploadQuotaMib } from './upload-limits';
 import { availableVideoChatProviders } from './video-calls';
 
+/** Where server_emoji_data_url points, on every organization's host (Zulip's path; served by
+ * routes/static-data.ts). */
+export const EMOJI_DATA_PATH = '/static/generated/emoji/emoji_api.json';
+
 /** Limits and protocol constants sent with every registration (Zulip sends them with `realm`;
  * clients that fetch less still find them). The file size limit is the organization's. */
 export function alwaysSentLimits(
@@ -342,8 +346,7 @@ export function realmState(realm: Realm, groups: RealmGroups): Record<string, un
     settings_send_digest_emails: false,
     server_min_deactivated_realm_deletion_days: 14,
     server_max_deactivated_realm_deletion_days: null,
-    // Zulip's path for its emoji name table; Parley does not serve static files yet.
-    server_emoji_data_url: `${url}/static/generated/emoji/emoji_api.json`,
+    server_emoji_data_url: `${url}${EMOJI_DATA_PATH}`,
     server_report_message_types: REPORT_MESSAGE_TYPES,
     server_supported_permission_settings: SERVER_SUPPORTED_PERMISSION_SETTINGS,
     upgrade_text_for_wide_organization_logo:
