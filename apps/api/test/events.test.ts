@@ -435,6 +435,29 @@ describe('GET /events', () => {
       'BAD_EVENT_QUEUE_ID',
     );
   });
+
+  it('takes idle_queue_timeout, "mobile" or seconds, and says the lifespan it gave', async () => {
+    const c = client(org.owner, org.host);
+    const store = new QueueStore(getRedis(), getConfig().EVENT_SHARDS);
+    const lifespanOf = async (form: Record<string, unknown>) => {
+      const body = expectSuccess(await c.register({ fetch_event_types: [], ...form }));
+      const meta = await store.meta(body.queue_id as string);
+      expect(meta?.options.lifespan_secs).toBe(body.idle_queue_timeout_secs);
+      return body.idle_queue_timeout_secs;
+    };
+    expect(await lifespanOf({})).toBe(600);
+    // zulip-flutter sends the JSON string; twelve hours.
+    expect(await lifespanOf({ idle_queue_timeout: '"mobile"' })).toBe(43_200);
+    expect(await lifespanOf({ idle_queue_timeout: 3600 })).toBe(3600);
+    // Capped at a week, as lifespan_secs; it wins over the older name.
+    expect(await lifespanOf({ idle_queue_timeout: 10 ** 9 })).toBe(604_800);
+    expect(await lifespanOf({ idle_queue_timeout: 90, queue_lifespan_secs: 5000 })).toBe(90);
+    // Unquoted "mobile" is taken as the string, as other JSON-or-text parameters.
+    expect(await lifespanOf({ idle_queue_timeout: 'mobile' })).toBe(43_200);
+    for (const bad of ['desktop', '"weekly"', '1.5'])
+      expectError(await c.register({ idle_queue_timeout: bad }), 'Invalid idle_queue_timeout');
+    expectError(await c.register({ idle_queue_timeout: -5 }), 'idle_queue_timeout is too small');
+  });
 });
 
 describe('DELETE /events', () => {

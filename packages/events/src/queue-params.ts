@@ -35,7 +35,16 @@ export const queueParams = {
   slim_presence: p.json(z.boolean()).default(false),
   client_capabilities: p.json(z.record(z.string(), z.boolean())).default({}),
   lifespan_secs: p.int({ min: 0 }).optional().alias('queue_lifespan_secs'),
+  // Zulip's newer name for the lifespan (feature level 481, sent by zulip-flutter as the JSON
+  // string "mobile"): seconds, or "mobile" for a phone's long absences.
+  idle_queue_timeout: p
+    .jsonOrText(z.union([z.literal('mobile'), z.number().int().min(0)]))
+    .optional(),
 };
+
+/** What `idle_queue_timeout: "mobile"` asks for: twelve hours, what Zulip gives its mobile
+ * apps, so a phone in a pocket keeps its queue through a working day. */
+export const MOBILE_QUEUE_LIFESPAN_SECS = 12 * 60 * 60;
 
 export type QueueParamValues = ParamValues<typeof queueParams>;
 
@@ -53,7 +62,10 @@ export function queueOptionsFromParams(
   for (const term of narrow) {
     if (term.operator === '') throw new JsonableError('Invalid narrow operator: empty operator');
   }
-  const requested = params.lifespan_secs ?? DEFAULT_QUEUE_LIFESPAN_SECS;
+  const requested =
+    params.idle_queue_timeout === 'mobile'
+      ? MOBILE_QUEUE_LIFESPAN_SECS
+      : (params.idle_queue_timeout ?? params.lifespan_secs ?? DEFAULT_QUEUE_LIFESPAN_SECS);
   return {
     event_types: params.event_types ?? null,
     narrow,

@@ -38,6 +38,7 @@ defineRoute(registerRoutes, '/register', {
       response: z.looseObject({
         queue_id: z.string(),
         last_event_id: z.int(),
+        idle_queue_timeout_secs: z.int(),
         zulip_feature_level: z.int(),
         zulip_version: z.string(),
         zulip_merge_base: z.string(),
@@ -73,7 +74,13 @@ defineRoute(registerRoutes, '/register', {
         lastEventId = event.id;
       }
       if (raced.length > 0) await refreshAfterEvents(state, raced, user, realm, stateOptions);
-      return { ...state, queue_id: queueId, last_event_id: lastEventId };
+      return {
+        ...state,
+        queue_id: queueId,
+        last_event_id: lastEventId,
+        // How long the queue outlives its last poll (the lifespan asked for, capped).
+        idle_queue_timeout_secs: options.lifespan_secs,
+      };
     },
   ),
 });
