@@ -300,6 +300,18 @@ describe('PATCH /settings with email', () => {
         ${made!.id}, now() + interval '1 day')`;
     expect(await requeueUnsentEmailChangeMails()).toBeGreaterThanOrEqual(1);
     await until(async () => mailsTo(lost).length > 0, 'the lost mail');
+    // A request whose old address is no longer the account's cannot be confirmed: not mailed.
+    const stale = fresh();
+    const [old] = await prisma().$queryRaw<{ id: number }[]>`
+      INSERT INTO email_change_status (realm_id, user_profile_id, old_email, new_email)
+      VALUES (${org.realm.id}, ${member.id}, ${'former@example.org'}, ${stale})
+      RETURNING id`;
+    await prisma().$executeRaw`
+      INSERT INTO confirmation (realm_id, confirmation_key, type, email_change_status_id, expiry_date)
+      VALUES (${org.realm.id}, ${'y'.repeat(8) + String(old!.id).padStart(16, 'a')}, 3,
+        ${old!.id}, now() + interval '1 day')`;
+    await sendEmailChangeMail({ changeId: old!.id, kind: 'confirm' });
+    expect(mailsTo(stale)).toHaveLength(0);
     expect(row!.id).toBeLessThan(made!.id);
   });
 });

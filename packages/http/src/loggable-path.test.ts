@@ -6,6 +6,9 @@ describe('loggablePath', () => {
     expect(loggablePath('/accounts/confirm_new_email/abcdefghijklmnopqrstuvwx/')).toBe(
       '/accounts/confirm_new_email/<key>/',
     );
+    expect(loggablePath('/Accounts/Confirm_New_Email/abcdefghijklmnopqrstuvwx')).toBe(
+      '/Accounts/Confirm_New_Email/<key>',
+    );
     expect(loggablePath('/user_avatars/exports/7/Zr3x-q/zulip-export-1.tar.gz')).toBe(
       '/user_avatars/exports/7/<secret>',
     );

@@ -98,8 +98,9 @@ export function requestContext(): RequestHandler {
 /** Paths whose segments are secrets (a confirmation link's key, a data export's random
  * directory, which is all that guards its download), as the request log writes them. */
 const SECRET_SEGMENTS: [RegExp, string][] = [
-  [/^(\/accounts\/confirm_new_email\/)[^/]+/, '$1<key>'],
-  [/^(\/user_avatars\/exports\/[^/]+\/)[^/]+\/[^/]+/, '$1<secret>'],
+  // Case-insensitive: Express routes paths so.
+  [/^(\/accounts\/confirm_new_email\/)[^/]+/i, '$1<key>'],
+  [/^(\/user_avatars\/exports\/[^/]+\/)[^/]+\/[^/]+/i, '$1<secret>'],
 ];
 
 export function loggablePath(path: string): string {

@@ -154,15 +154,23 @@ export async function sendEmailChangeMail(job: {
 }): Promise<void> {
   await runAction(
     async ({ tx }) => {
-      const [change] = await tx.$queryRaw<(ChangeRow & { key: string; expiry_date: Date })[]>`
-        SELECT s.*, c.confirmation_key AS key, c.expiry_date FROM email_change_status s
+      const [change] = await tx.$queryRaw<
+        (ChangeRow & { key: string; expiry_date: Date; confirmable: boolean })[]
+      >`
+        SELECT s.*, c.confirmation_key AS key, c.expiry_date,
+          u.is_active AND u.delivery_email = s.old_email AND NOT r.deactivated AS confirmable
+        FROM email_change_status s
         JOIN confirmation c ON c.email_change_status_id = s.id
+        JOIN user_profile u ON u.id = s.user_profile_id
+        JOIN realm r ON r.id = s.realm_id
         WHERE s.id = ${job.changeId} FOR UPDATE OF s`;
       if (!change) return;
       const realm = await tx.realm.findUniqueOrThrow({ where: { id: change.realm_id } });
       if (job.kind === 'confirm') {
         if (change.mail_sent || change.status !== Status.PENDING) return;
-        if (change.expiry_date < new Date()) return;
+        // A link that could no longer be confirmed (the address changed meanwhile, the account
+        // or organization deactivated, the day passed) is not mailed.
+        if (change.expiry_date < new Date() || !change.confirmable) return;
         await sendMail(confirmationMail(realm, change, emailChangeUrl(realm, change.key)));
         await tx.$executeRaw`UPDATE email_change_status SET mail_sent = true WHERE id = ${change.id}`;
         return;
