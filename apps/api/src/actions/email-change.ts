@@ -52,7 +52,7 @@ export function emailChangeUrl(realm: Pick<Realm, 'stringId'>, key: string): str
 /** Zulip's validate_email_change_request, checked when asked and again when confirmed: the
  * account is active, the organization lets its members change addresses (administrators
  * always may), the address is valid and admitted by the organization's domains, and nobody
- * here has it. Returns the address as it will be stored. */
+ * here has it. */
 async function checkEmailChange(tx: Tx, user: User, realm: Realm, email: string): Promise<void> {
   if (!user.isActive) throw new UserDeactivatedError();
   if (realm.emailChangesDisabled && !isAdmin(user))
