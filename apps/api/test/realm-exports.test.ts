@@ -185,6 +185,14 @@ describe('/export/realm', () => {
         content: `public words [notes](${file.url})`,
       }),
     ).id as number;
+    const poll = expectSuccess(
+      await send(member, org.host, {
+        type: 'stream',
+        to: general.name,
+        topic: 'plans',
+        content: '/poll Where?',
+      }),
+    ).id as number;
     const privateFile = await uploadFile(org.host, org.owner, 'private.txt', Buffer.from('no'));
     const hidden = expectSuccess(
       await send(org.owner, org.host, {
@@ -287,6 +295,10 @@ describe('/export/realm', () => {
         .zerver_usermessage!.filter((um) => um.message_id === shared)
         .map((um) => um.user_profile_id),
     ).toEqual(expect.arrayContaining([org.owner.id, member.id]));
+    // A widget's submessages go with their message.
+    expect(messages.zerver_submessage!.map((sub) => [sub.message_id, sub.msg_type])).toEqual([
+      [poll, 'widget'],
+    ]);
     expect(json(files, 'attachment.json').zerver_attachment!.map((a) => a.path_id)).toEqual([
       file.pathId,
     ]);

@@ -323,4 +323,49 @@ describe('zulip-js', () => {
     const ids = lines.map((e) => e.id as number);
     expect(ids).toEqual([...ids].sort((a, b) => a - b));
   }, 40_000);
+  it('runs a poll: the widget comes with the message, votes through callEndpoint as events', async () => {
+    const realm = await getPrisma().realm.findUniqueOrThrow({ where: { stringId: '' } });
+    const user = await createTestUser(realm, Role.MEMBER, {
+      email: `${uniqueSubdomain('poll')}@example.com`,
+    });
+    const { lines, waitFor } = listenForEvents(user, ['message', 'submessage']);
+    await waitFor((e) => e.type === 'heartbeat', 'the first heartbeat');
+    const client = await zulipInit({
+      username: user.deliveryEmail,
+      apiKey: user.apiKey,
+      realm: realmUrl,
+    });
+    const sent = await client.messages.send({
+      type: 'private',
+      to: user.deliveryEmail,
+      content: '/poll Coffee?\nYes\nNo',
+    });
+    expect(sent.result).toBe('success');
+    const vote = JSON.stringify({ type: 'vote', key: 'canned,0', vote: 1 });
+    expect(
+      await client.callEndpoint('/submessage', 'POST', {
+        message_id: sent.id,
+        msg_type: 'widget',
+        content: vote,
+      }),
+    ).toMatchObject({ result: 'success' });
+    await waitFor((e) => e.type === 'submessage', 'the submessage event');
+    const message = lines.find((e) => e.type === 'message')!.message as {
+      id: number;
+      submessages: { msg_type: string; content: string }[];
+    };
+    expect(message.id).toBe(sent.id);
+    expect(message.submessages.map((s) => [s.msg_type, JSON.parse(s.content) as unknown])).toEqual([
+      [
+        'widget',
+        { widget_type: 'poll', extra_data: { question: 'Coffee?', options: ['Yes', 'No'] } },
+      ],
+    ]);
+    expect(lines.find((e) => e.type === 'submessage')).toMatchObject({
+      message_id: sent.id,
+      sender_id: user.id,
+      msg_type: 'widget',
+      content: vote,
+    });
+  }, 40_000);
 });

@@ -55,6 +55,7 @@ import type { Attachment } from '../lib/attachments';
 import { queueAddedMentionNotifications } from './added-mention-notifications';
 import { queuePushRemovalsOnCommit } from './push-notifications';
 import { doUpdateAttachmentLinks } from './uploads';
+import { isWidgetMessage } from './submessages';
 import { doAutoFollowOnMove, doMoveTopicPolicies } from './user-topics';
 
 export const PROPAGATE_MODES = ['change_one', 'change_later', 'change_all'] as const;
@@ -139,6 +140,8 @@ export async function checkUpdateMessage(
     throw new JsonableError('General chat cannot be marked as resolved');
   if (request.content !== undefined && streamId !== undefined)
     throw new JsonableError('Cannot change message content while changing channel');
+  if (request.content !== undefined && (await isWidgetMessage(message.id)))
+    throw new JsonableError('Widgets cannot be edited.');
   // Zulip checks it for any edit, moves included, so that the parameter means one thing.
   if (
     request.prevContentSha256 !== undefined &&

@@ -84,8 +84,11 @@ import {
   EMPTY_TOPIC_DISPLAY_NAME,
   presentMessage,
   type DisplayRecipient,
+  type PresentedSubmessage,
 } from '../presenters/messages';
 import { doUpdateAttachmentLinks } from './uploads';
+import { addWidgetSubmessage } from './submessages';
+import { widgetOf, type WidgetContent } from '../lib/widgets';
 import { truncateText } from '../lib/text';
 
 export const MAX_MESSAGE_LENGTH = 10000;
@@ -174,6 +177,8 @@ export interface PreparedMessage {
   emailCandidates: number[];
   /** What can_access_all_users_group hides from or grants to guests among the recipients. */
   access: AccessOnSend;
+  /** The widget a /poll or /todo message starts: its submessage is written with it. */
+  widget: WidgetContent | null;
 }
 
 type Viewer = { id: number; role: number };
@@ -261,6 +266,7 @@ export async function prepareMessage(
           emailCandidates: emailCandidates(sender, recipients, flags, addressee.kind === 'channel'),
         }),
     access: await access,
+    widget: widgetOf(content),
   };
 }
 
@@ -757,6 +763,7 @@ async function writesAlone(prepared: PreparedMessage): Promise<boolean> {
   // before that transaction commits.
   if (currentTransaction()) return false;
   if (prepared.recipientId === null || linkedPathIds(prepared.content).length > 0) return false;
+  if (prepared.widget !== null) return false;
   if (addressee.kind === 'direct') return true;
   if (addressee.stream.firstMessageId === null) return false;
   if (policyContext !== null && policyOnSend(sender, policyContext) !== null) return false;
@@ -848,7 +855,10 @@ export async function doSendMessage(
       where: { id: addressee.stream.id },
       data: { firstMessageId: message!.id },
     });
-  for (const { event, users } of messageNotifications(prepared, message!))
+  const submessages = prepared.widget
+    ? [await addWidgetSubmessage(message!, prepared.widget)]
+    : NO_SUBMESSAGES;
+  for (const { event, users } of messageNotifications(prepared, message!, submessages))
     sendEventOnCommit(ctx, event, users);
   if (prepared.pushRecipients.length > 0)
     queuePushNotifications(ctx, message!.id, prepared.pushRecipients);
@@ -1153,9 +1163,13 @@ async function publicStreamsViewers(
 /** One `message` event per distinct form: recipients differ in flags and in which addresses
  * they may see. Raw Markdown and the avatar's computability travel in internal_data for the
  * events tier's per-queue formatting. */
-function messageNotifications(prepared: PreparedMessage, message: Message): Notification[] {
+function messageNotifications(
+  prepared: PreparedMessage,
+  message: Message,
+  submessages: readonly PresentedSubmessage[] = NO_SUBMESSAGES,
+): Notification[] {
   const { flags, options } = prepared;
-  const forms = messageEventForms(prepared, message);
+  const forms = messageEventForms(prepared, message, submessages);
   // Guests learn of the people this message lets them see before they see it.
   const notifications: Notification[] = [...prepared.access.accessGrants];
   // This runs once per recipient, so recipients alike are found by identity, with no string
@@ -1214,6 +1228,7 @@ function messageNotifications(prepared: PreparedMessage, message: Message): Noti
 }
 
 const NO_INTERNAL_DATA: Record<string, unknown> = {};
+const NO_SUBMESSAGES: readonly PresentedSubmessage[] = [];
 const NO_FLAGS: readonly UserMessageFlag[] = [];
 
 /** The forms of one message for its recipients' events: rendered HTML, the empty topic as ""
@@ -1223,6 +1238,7 @@ const NO_FLAGS: readonly UserMessageFlag[] = [];
 function messageEventForms(
   prepared: PreparedMessage,
   message: Message,
+  submessages: readonly PresentedSubmessage[],
 ): (viewer: Viewer) => EventForm {
   const { realm, sender, addressee } = prepared;
   const form = (
@@ -1244,6 +1260,7 @@ function messageEventForms(
       allowEmptyTopicName: true,
       editHistoryPolicy: realm.editHistoryVisibilityPolicy,
       topicLinks: prepared.topicLinks,
+      submessages: [...submessages],
     });
     // Flags travel beside the message in the event, not inside it.
     delete presented.flags;

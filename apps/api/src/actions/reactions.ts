@@ -12,6 +12,7 @@ import {
 import { JsonableError, ReactionDoesNotExistError, ReactionExistsError } from '@parley/errors';
 import { canonicalEmojiName, emojiCodeForName, isEmojiCode } from '@parley/markdown';
 import { sendEventOnCommit } from '../lib/events';
+import { messageAudience } from '../lib/messages';
 
 export const REACTION_TYPES = ['unicode_emoji', 'realm_emoji', 'zulip_extra_emoji'] as const;
 export type ReactionType = (typeof REACTION_TYPES)[number];
@@ -93,31 +94,6 @@ function checkUnicodeEmoji(name: string | undefined, code: string): void {
     throw new JsonableError('Invalid emoji name.');
 }
 
-/** Users who can see the message: those with a copy, plus the subscribers of a channel that
- * shares its history. */
-async function audience(
-  ctx: ActionContext,
-  message: Message,
-  stream: Stream | null,
-): Promise<number[]> {
-  const ids = new Set(
-    (
-      await ctx.tx.userMessage.findMany({
-        where: { messageId: message.id },
-        select: { userId: true },
-      })
-    ).map((row) => row.userId),
-  );
-  if (stream?.historyPublicToSubscribers) {
-    for (const sub of await ctx.tx.subscription.findMany({
-      where: { recipientId: stream.recipientId!, active: true, isUserActive: true },
-      select: { userId: true },
-    }))
-      ids.add(sub.userId);
-  }
-  return [...ids];
-}
-
 function reactionEvent(op: 'add' | 'remove', user: User, message: Message, emoji: Emoji) {
   return {
     type: 'reaction',
@@ -174,7 +150,7 @@ export async function doAddReaction(
   sendEventOnCommit(
     ctx,
     reactionEvent('add', user, message, stored),
-    await audience(ctx, message, stream),
+    await messageAudience(ctx.tx, message, stream),
   );
 }
 
@@ -197,6 +173,6 @@ export async function doRemoveReaction(
   sendEventOnCommit(
     ctx,
     reactionEvent('remove', user, message, emoji),
-    await audience(ctx, message, stream),
+    await messageAudience(ctx.tx, message, stream),
   );
 }

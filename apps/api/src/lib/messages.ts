@@ -20,6 +20,7 @@ import {
   type DisplayRecipient,
   type DisplayRecipientUser,
   type PresentedReaction,
+  type PresentedSubmessage,
 } from '../presenters/messages';
 import { linkifiersForRealm } from './linkifiers';
 import { groupIdsOfUserSql } from './groups';
@@ -74,6 +75,32 @@ export async function accessMessage(
   const subscribed = (await subscriptionOf(user.id, stream, db)) !== null;
   checkReadable(perms, stream, subscribed, row !== null);
   return { message, flags: row?.flags ?? null, stream };
+}
+
+/** Zulip's event_recipient_ids_for_action_on_messages: who is told of an action on a message
+ * (a reaction, a submessage): those with a copy, plus the subscribers of a channel that shares
+ * its history. */
+export async function messageAudience(
+  db: Tx,
+  message: Pick<Message, 'id'>,
+  stream: Pick<Stream, 'historyPublicToSubscribers' | 'recipientId'> | null,
+): Promise<number[]> {
+  const ids = new Set(
+    (
+      await db.userMessage.findMany({
+        where: { messageId: message.id },
+        select: { userId: true },
+      })
+    ).map((row) => row.userId),
+  );
+  if (stream?.historyPublicToSubscribers) {
+    for (const sub of await db.subscription.findMany({
+      where: { recipientId: stream.recipientId!, active: true, isUserActive: true },
+      select: { userId: true },
+    }))
+      ids.add(sub.userId);
+  }
+  return [...ids];
 }
 
 /** Zulip's has_message_access for a channel message: a copy of the message is not enough once
@@ -243,6 +270,7 @@ interface MessageDisplayRow extends Message {
   /** For a 1:1 message the viewer received: the sender's personal recipient id. */
   senderRecipientId: number | null;
   reactions: PresentedReaction[];
+  submessages: PresentedSubmessage[];
   /** On one row of the result (null on the others): the users all the messages read together
    * show, senders and direct messages' participants. */
   users: MessageUser[] | null;
@@ -255,7 +283,8 @@ const MESSAGE_USER_JSON = `json_build_object('id', u.id, 'fullName', u.full_name
   'emailAddressVisibility', u.email_address_visibility, 'isMirrorDummy', u.is_mirror_dummy)`;
 
 /** Messages with everything their display needs: recipient, channel name, group members, the
- * viewer's recipient id for incoming 1:1 messages, reactions oldest first, and every user the
+ * viewer's recipient id for incoming 1:1 messages, reactions and submessages oldest first, and
+ * every user the
  * messages show, read once for all of them and given on one row only (one round trip fewer
  * than reading them apart; on every row, a page of 5,000 messages would repeat them 5,000
  * times). The ids are joined from `unnest`, which keeps the planned-once (generic) plan on
@@ -277,7 +306,11 @@ const displaySql = (wanted: string, { with: before = '', columns = '' } = {}) =>
       COALESCE((SELECT json_agg(json_build_object('emoji_name', x.emoji_name,
           'emoji_code', x.emoji_code, 'reaction_type', x.reaction_type,
           'user_id', x.user_profile_id) ORDER BY x.id)
-        FROM reaction x WHERE x.message_id = m.id), '[]') AS reactions
+        FROM reaction x WHERE x.message_id = m.id), '[]') AS reactions,
+      COALESCE((SELECT json_agg(json_build_object('msg_type', sm.msg_type,
+          'content', sm.content, 'message_id', sm.message_id, 'sender_id', sm.sender_id,
+          'id', sm.id) ORDER BY sm.id)
+        FROM submessage sm WHERE sm.message_id = m.id), '[]') AS submessages
     FROM ${wanted}
     JOIN message m ON m.id = wanted.id
     JOIN recipient r ON r.id = m.recipient_id
@@ -387,6 +420,7 @@ async function presentLoaded(
           topicLinks: topicLinks(row.subject, linkifiers),
           editHistoryPolicy: realm.editHistoryVisibilityPolicy,
           reactions: row.reactions,
+          submessages: row.submessages,
         }),
       },
     ];

@@ -243,6 +243,11 @@ export async function buildRealmExport(
         Prisma.sql`SELECT * FROM reaction WHERE message_id = ANY(${ids}::int[])`,
         'id',
       ],
+      [
+        'zerver_submessage',
+        Prisma.sql`SELECT * FROM submessage WHERE message_id = ANY(${ids}::int[])`,
+        'id',
+      ],
     ]);
   }
 

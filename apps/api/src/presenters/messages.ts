@@ -52,6 +52,8 @@ export interface MessageView {
   editHistoryPolicy: number;
   /** Reactions, oldest first (spec 2.9); none for a new message. */
   reactions?: PresentedReaction[];
+  /** Submessages, oldest first (a widget's description, then what its users added). */
+  submessages?: PresentedSubmessage[];
   /** Links the organization's linkifiers and plain URLs make of the topic. */
   topicLinks: TopicLink[];
 }
@@ -61,6 +63,14 @@ export interface PresentedReaction {
   emoji_code: string;
   reaction_type: string;
   user_id: number;
+}
+
+export interface PresentedSubmessage {
+  msg_type: string;
+  content: string;
+  message_id: number;
+  sender_id: number;
+  id: number;
 }
 
 export function topicName(subject: string, allowEmpty: boolean): string {
@@ -86,7 +96,7 @@ export function presentMessage(
     topic_links: isChannel ? view.topicLinks : [],
     is_me_message: isMeMessage(message.content),
     reactions: view.reactions ?? [],
-    submessages: [],
+    submessages: view.submessages ?? [],
     flags: view.flags,
     sender_full_name: view.senderAccessible ? sender.fullName : INACCESSIBLE_USER_NAME,
     sender_email:

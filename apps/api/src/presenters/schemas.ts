@@ -40,6 +40,15 @@ export const reaction = z.object({
   user_id: id,
 });
 
+/** A message's submessage (spec 2.3, experimental): a widget's description or an addition. */
+export const submessage = z.object({
+  msg_type: z.string(),
+  content: z.string(),
+  message_id: id,
+  sender_id: id,
+  id,
+});
+
 /** presenters/messages.ts presentMessage (spec 2.3). */
 export const message = z.object({
   id,
@@ -52,7 +61,7 @@ export const message = z.object({
   topic_links: z.array(z.object({ text: z.string(), url: z.string() })),
   is_me_message: z.boolean(),
   reactions: z.array(reaction),
-  submessages: z.array(z.unknown()),
+  submessages: z.array(submessage),
   flags: z.array(z.string()),
   sender_full_name: z.string(),
   sender_email: z.string(),

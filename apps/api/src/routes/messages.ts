@@ -1,6 +1,6 @@
 // Messages: POST /messages, GET /messages, GET/PATCH/DELETE /messages/{id},
 // GET /messages/{id}/history, GET /messages/{id}/read_receipts, POST /messages/{id}/report,
-// POST /messages/render,
+// POST /messages/render, POST /submessage,
 // GET /messages/matches_narrow.
 import { Router } from 'express';
 import { z } from 'zod';
@@ -36,6 +36,7 @@ import {
   type Emoji,
   type ReactionType,
 } from '../actions/reactions';
+import { doAddSubmessage, MAX_SUBMESSAGE_LENGTH } from '../actions/submessages';
 import { clientName, sentByHuman } from '../lib/clients';
 import { editHistorySnapshots } from '../lib/edit-history';
 import { fetchMessages, messagesMatchingNarrow } from '../lib/message-fetch';
@@ -244,6 +245,27 @@ defineRoute(messageRoutes, '/messages/:message_id/reactions', {
       await runAction(async (ctx) => {
         const { message, stream } = await accessMessage(user, path.message_id, ctx.tx);
         await doRemoveReaction(ctx, user, message, stream, emoji);
+      });
+      return {};
+    },
+  ),
+});
+
+// Zulip's process_submessage: votes, options and tasks of a message's widget.
+defineRoute(messageRoutes, '/submessage', {
+  POST: userEndpoint(
+    {
+      params: {
+        message_id: p.int({ min: 0 }),
+        msg_type: p.string({ maxLength: 100 }),
+        content: p.string({ maxLength: MAX_SUBMESSAGE_LENGTH }),
+      },
+      response: schema.empty,
+    },
+    async ({ user, params }) => {
+      await runAction(async (ctx) => {
+        const accessed = await accessMessage(user, params.message_id, ctx.tx, { lock: true });
+        await doAddSubmessage(ctx, user, accessed, params.msg_type, params.content);
       });
       return {};
     },
