@@ -297,6 +297,98 @@ describe('topic visibility', () => {
     });
   });
 
+  describe('automatic policies on participation (reactions, widgets)', () => {
+    const topicPolicies = async () =>
+      (
+        (await register(['user_topic'])).user_topics as {
+          topic_name: string;
+          visibility_policy: number;
+        }[]
+      ).map(({ topic_name, visibility_policy }) => [topic_name, visibility_policy]);
+
+    it('follows the topic of a message a user reacts to or votes on, when they asked for that', async () => {
+      const reacted = `reacted ${Math.random()}`;
+      const polled = `polled ${Math.random()}`;
+      const plain = expectSuccess(await post(reacted)).id as number;
+      const poll = expectSuccess(await post(polled, '/poll Which?\nA\nB')).id as number;
+      // Zulip's defaults (on initiation, unmute on send) leave both alone.
+      expectSuccess(
+        await as(user, org.host).post(`/messages/${plain}/reactions`, { emoji_name: 'smile' }),
+      );
+      expect(await topicPolicies()).toEqual([]);
+      expectSuccess(
+        await as(user, org.host).patch('/settings', { automatically_follow_topics_policy: 1 }),
+      );
+      const published = await captureEvents(org.realm.id, async () => {
+        expectSuccess(
+          await as(user, org.host).post(`/messages/${plain}/reactions`, { emoji_name: 'tada' }),
+        );
+      });
+      expect(published.map((entry) => entry.event.type)).toEqual([
+        'muted_topics',
+        'user_topic',
+        'reaction',
+      ]);
+      expectSuccess(
+        await as(user, org.host).post('/submessage', {
+          message_id: poll,
+          msg_type: 'widget',
+          content: JSON.stringify({ type: 'vote', key: 'canned,0', vote: 1 }),
+        }),
+      );
+      expect(await topicPolicies()).toEqual(
+        expect.arrayContaining([
+          [reacted, 3],
+          [polled, 3],
+        ]),
+      );
+      // Direct messages have no topic to follow.
+      const direct = expectSuccess(
+        await send(org.member, org.host, {
+          type: 'direct',
+          to: JSON.stringify([user.id]),
+          content: 'hi',
+        }),
+      ).id as number;
+      const onDirect = await captureEvents(org.realm.id, async () => {
+        expectSuccess(
+          await as(user, org.host).post(`/messages/${direct}/reactions`, { emoji_name: 'smile' }),
+        );
+      });
+      expect(onDirect.map((entry) => entry.event.type)).toEqual(['reaction']);
+    });
+
+    it('unmutes in a muted channel on participation, and never lowers a followed topic', async () => {
+      const topic = `muted participation ${Math.random()}`;
+      const id = expectSuccess(await post(topic)).id as number;
+      expectSuccess(
+        await as(user, org.host).patch('/settings', {
+          automatically_unmute_topics_in_muted_streams_policy: 1,
+        }),
+      );
+      // Not muted: nothing to unmute.
+      expectSuccess(
+        await as(user, org.host).post(`/messages/${id}/reactions`, { emoji_name: 'smile' }),
+      );
+      expect(await topicPolicies()).toEqual([]);
+      expectSuccess(
+        await as(user, org.host).patch(`/users/me/subscriptions/${org.general.id}`, {
+          property: 'is_muted',
+          value: true,
+        }),
+      );
+      expectSuccess(
+        await as(user, org.host).post(`/messages/${id}/reactions`, { emoji_name: 'tada' }),
+      );
+      expect(await topicPolicies()).toEqual([[topic, 2]]);
+      expectSuccess(await setPolicy(topic, 3));
+      expectSuccess(
+        await as(user, org.host).post(`/messages/${id}/reactions`, { emoji_name: 'heart' }),
+      );
+      expect(await topicPolicies()).toEqual([[topic, 3]]);
+    });
+  });
+
   describe('PATCH /users/me/subscriptions/muted_topics (legacy)', () => {
     const legacy = (form: Record<string, unknown>) =>
       as(user, org.host).patch('/users/me/subscriptions/muted_topics', form);

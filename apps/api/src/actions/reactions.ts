@@ -13,6 +13,7 @@ import { JsonableError, ReactionDoesNotExistError, ReactionExistsError } from '@
 import { canonicalEmojiName, emojiCodeForName, isEmojiCode } from '@parley/markdown';
 import { sendEventOnCommit } from '../lib/events';
 import { messageAudience } from '../lib/messages';
+import { doAutoFollowOnParticipation } from './user-topics';
 
 export const REACTION_TYPES = ['unicode_emoji', 'realm_emoji', 'zulip_extra_emoji'] as const;
 export type ReactionType = (typeof REACTION_TYPES)[number];
@@ -147,6 +148,8 @@ export async function doAddReaction(
     .catch((error: unknown) => {
       throw isUniqueViolation(error) ? new ReactionExistsError() : error;
     });
+  // Reacting is participating in the topic (before the reaction's event, as in Zulip).
+  await doAutoFollowOnParticipation(ctx, user, message, stream);
   sendEventOnCommit(
     ctx,
     reactionEvent('add', user, message, stored),

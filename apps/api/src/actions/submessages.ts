@@ -5,6 +5,7 @@ import { JsonableError } from '@parley/errors';
 import { sendEventOnCommit } from '../lib/events';
 import { messageAudience, type AccessedMessage } from '../lib/messages';
 import type { PresentedSubmessage } from '../presenters/messages';
+import { doAutoFollowOnParticipation } from './user-topics';
 import { checkSubmessageContent, widgetTypeOf, type WidgetContent } from '../lib/widgets';
 
 /** Zulip stores a submessage's content without a bound; a widget's events are short (a vote, a
@@ -63,6 +64,8 @@ export async function doAddSubmessage(
     throw new JsonableError('You cannot attach a submessage to this message.');
   checkSubmessageContent(content, widgetTypeOf(state!.widget), message.senderId === user.id);
   const [row] = await query(insertSubmessage, [message.id, user.id, msgType, content]);
+  // Voting or adding a task is participating in the topic.
+  await doAutoFollowOnParticipation(ctx, user, message, stream);
   sendEventOnCommit(
     ctx,
     {

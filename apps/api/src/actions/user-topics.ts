@@ -7,6 +7,7 @@ import {
   query,
   statement,
   type ActionContext,
+  type Message,
   type Stream,
   type User,
 } from '@parley/db';
@@ -82,6 +83,38 @@ export async function doSetUserTopicPolicy(
     [user.id],
   );
   return true;
+}
+
+/** Zulip's automatic topic policies on participation other than sending (a reaction, a
+ * vote or task in a widget; Zulip's visibility_policy_for_participation with
+ * should_change_visibility_policy): a subscriber whose settings say "on participation" follows
+ * the channel message's topic, or in a muted channel unmutes it. Policies only increase: a
+ * followed topic stays followed. Bots never change policies. */
+export async function doAutoFollowOnParticipation(
+  ctx: ActionContext,
+  user: User,
+  message: Pick<Message, 'subject'>,
+  stream: Stream | null,
+): Promise<void> {
+  if (stream === null || user.isBot) return;
+  const follow = user.automaticallyFollowTopicsPolicy === AutoPolicy.ON_PARTICIPATION;
+  const unmute = user.automaticallyUnmuteTopicsInMutedStreamsPolicy === AutoPolicy.ON_PARTICIPATION;
+  if (!follow && !unmute) return;
+  const subscription = await subscriptionOf(user.id, stream, ctx.tx);
+  if (!subscription) return;
+  const policy = follow
+    ? VisibilityPolicy.FOLLOWED
+    : subscription.isMuted
+      ? VisibilityPolicy.UNMUTED
+      : null;
+  if (policy === null) return;
+  const [current] = await query(currentPolicyForUpdate, [
+    user.id,
+    stream.recipientId!,
+    message.subject,
+  ]);
+  if (current?.visibility_policy === VisibilityPolicy.FOLLOWED) return;
+  await doSetUserTopicPolicy(ctx, user, stream, message.subject, policy);
 }
 
 /** Zulip's automatic topic policies on send: the sender may follow (or, in a muted channel,
