@@ -78,20 +78,21 @@ describe('widgets and submessages', () => {
     const published = await captureEvents(org.realm.id, async () => {
       expectSuccess(await post(org.guest, id, vote));
     });
-    const [widgetRow] = await submessagesOf(org.member, id);
     expect(published).toEqual([
       {
         event: {
           type: 'submessage',
           msg_type: 'widget',
           message_id: id,
-          submessage_id: widgetRow!.id + 1,
+          submessage_id: expect.any(Number) as number,
           sender_id: org.guest.id,
           content: JSON.stringify(vote),
         },
         users: sorted([org.owner.id, org.member.id, org.other.id, org.guest.id]),
       },
     ]);
+    const voteRow = (await submessagesOf(org.member, id))[1]!;
+    expect(published[0]!.event.submessage_id).toBe(voteRow.id);
     expectSuccess(await post(org.other, id, { type: 'new_option', idx: 1, option: 'Both' }));
     expectSuccess(await post(org.member, id, { type: 'question', question: 'Tabs?' }));
     expectError(
@@ -173,6 +174,11 @@ describe('widgets and submessages', () => {
       'whatever',
       'whatever',
     ]);
+    // Any submessage makes a message a widget, whose content stays.
+    expectError(
+      await as(org.member, org.host).patch(`/messages/${id}`, { content: 'edited' }),
+      'Widgets cannot be edited.',
+    );
   });
 
   it('refuses messages the user cannot read, and bad input', async () => {
@@ -202,12 +208,10 @@ describe('widgets and submessages', () => {
       }),
       'message_id is not an integer',
     );
-    const big = await post(
-      org.member,
-      id,
-      JSON.stringify({ type: 'question', question: 'q'.repeat(20_000) }),
+    expectError(
+      await post(org.member, id, { type: 'question', question: 'q'.repeat(20_000) }),
+      'content is too long (limit: 10000 characters)',
     );
-    expect(big.status).toBe(400);
   });
 
   it('keeps a widget message from being edited, but not from being moved or deleted', async () => {
@@ -220,6 +224,89 @@ describe('widgets and submessages', () => {
     expectSuccess(await post(org.other, id, { type: 'vote', key: 'canned,0', vote: 1 }));
     expectSuccess(await as(org.admin, org.host).delete(`/messages/${id}`));
     expect(await getPrisma().subMessage.count({ where: { messageId: id } })).toBe(0);
+  });
+
+  it('tells only those who can still read the message', async () => {
+    // Shared history: the subscribers, not a member who left.
+    const name = `shared ${Math.random()}`;
+    expectSuccess(
+      await as(org.member, org.host).post('/users/me/subscriptions', {
+        subscriptions: [{ name }],
+        principals: [org.member.id, org.other.id, org.admin.id],
+        invite_only: true,
+        history_public_to_subscribers: true,
+      }),
+    );
+    const shared = await sendTo(name, '/poll Shared?');
+    expectSuccess(
+      await as(org.admin, org.host).delete('/users/me/subscriptions', {
+        subscriptions: [name],
+      }),
+    );
+    const vote = { type: 'vote', key: 'canned,0', vote: 1 };
+    const toShared = await captureEvents(org.realm.id, async () => {
+      expectSuccess(await post(org.other, shared, vote));
+    });
+    expect(toShared.map((p) => p.users)).toEqual([sorted([org.member.id, org.other.id])]);
+    // Protected history: subscribers who received it; a newcomer did not.
+    const protectedName = `protected ${Math.random()}`;
+    expectSuccess(
+      await as(org.member, org.host).post('/users/me/subscriptions', {
+        subscriptions: [{ name: protectedName }],
+        principals: [org.member.id, org.other.id],
+        invite_only: true,
+        history_public_to_subscribers: false,
+      }),
+    );
+    const guarded = await sendTo(protectedName, '/poll Guarded?');
+    expectSuccess(
+      await as(org.member, org.host).post('/users/me/subscriptions', {
+        subscriptions: [{ name: protectedName }],
+        principals: [org.admin.id],
+      }),
+    );
+    const toProtected = await captureEvents(org.realm.id, async () => {
+      expectSuccess(await post(org.other, guarded, vote));
+    });
+    expect(toProtected.map((p) => p.users)).toEqual([sorted([org.member.id, org.other.id])]);
+    // Public: the subscribers and non-guests who received it, not a guest who left.
+    const open = `open ${Math.random()}`;
+    expectSuccess(
+      await as(org.member, org.host).post('/users/me/subscriptions', {
+        subscriptions: [{ name: open }],
+        principals: [org.member.id, org.other.id, org.guest.id, org.admin.id],
+      }),
+    );
+    const poll = await sendTo(open, '/poll Open?');
+    for (const leaver of [org.guest, org.admin])
+      expectSuccess(
+        await as(leaver, org.host).delete('/users/me/subscriptions', { subscriptions: [open] }),
+      );
+    const toPublic = await captureEvents(org.realm.id, async () => {
+      expectSuccess(await post(org.other, poll, vote));
+    });
+    expect(toPublic.map((p) => p.users)).toEqual([
+      sorted([org.member.id, org.other.id, org.admin.id]),
+    ]);
+  });
+
+  it('leaves messages of archived channels as they are', async () => {
+    const name = `archived ${Math.random()}`;
+    expectSuccess(
+      await as(org.member, org.host).post('/users/me/subscriptions', {
+        subscriptions: [{ name }],
+        principals: [org.member.id, org.other.id],
+      }),
+    );
+    const id = await sendTo(name, '/poll Still?');
+    const stream = await getPrisma().stream.findFirstOrThrow({
+      where: { realmId: org.realm.id, name },
+    });
+    expectSuccess(await as(org.owner, org.host).delete(`/streams/${stream.id}`));
+    expectError(
+      await post(org.other, id, { type: 'vote', key: 'canned,0', vote: 1 }),
+      'Invalid message(s)',
+    );
   });
 
   it('describes widgets in direct messages too, for their participants', async () => {

@@ -55,7 +55,7 @@ import type { Attachment } from '../lib/attachments';
 import { queueAddedMentionNotifications } from './added-mention-notifications';
 import { queuePushRemovalsOnCommit } from './push-notifications';
 import { doUpdateAttachmentLinks } from './uploads';
-import { isWidgetMessage } from './submessages';
+import { isWidgetMessage } from '../lib/widgets';
 import { doAutoFollowOnMove, doMoveTopicPolicies } from './user-topics';
 
 export const PROPAGATE_MODES = ['change_one', 'change_later', 'change_all'] as const;

@@ -87,7 +87,7 @@ import {
   type PresentedSubmessage,
 } from '../presenters/messages';
 import { doUpdateAttachmentLinks } from './uploads';
-import { addWidgetSubmessage } from './submessages';
+import { doAddWidgetSubmessage } from './submessages';
 import { widgetOf, type WidgetContent } from '../lib/widgets';
 import { truncateText } from '../lib/text';
 
@@ -751,7 +751,8 @@ export async function sendPreparedMessage(prepared: PreparedMessage): Promise<Se
 }
 
 /** Whether the send writes nothing beyond the message, its copies and its events: its
- * conversation exists, it links no uploads, it is not a channel's first message, and no topic
+ * conversation exists, it links no uploads, it starts no widget (/poll, /todo: a submessage
+ * to write), it is not a channel's first message, and no topic
  * policy changes: not the sender's, by their settings, nor a mentioned subscriber's who
  * follows topics where they are mentioned. Only a statement tells the latter, read only when
  * nothing else needs the transaction: a send that mentions users who already follow or muted
@@ -856,7 +857,7 @@ export async function doSendMessage(
       data: { firstMessageId: message!.id },
     });
   const submessages = prepared.widget
-    ? [await addWidgetSubmessage(message!, prepared.widget)]
+    ? [await doAddWidgetSubmessage(message!, prepared.widget)]
     : NO_SUBMESSAGES;
   for (const { event, users } of messageNotifications(prepared, message!, submessages))
     sendEventOnCommit(ctx, event, users);

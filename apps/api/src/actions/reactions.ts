@@ -153,7 +153,7 @@ export async function doAddReaction(
   sendEventOnCommit(
     ctx,
     reactionEvent('add', user, message, stored),
-    await messageAudience(ctx.tx, message, stream),
+    await messageAudience(message, stream),
   );
 }
 
@@ -176,6 +176,6 @@ export async function doRemoveReaction(
   sendEventOnCommit(
     ctx,
     reactionEvent('remove', user, message, emoji),
-    await messageAudience(ctx.tx, message, stream),
+    await messageAudience(message, stream),
   );
 }

@@ -6,6 +6,7 @@ import {
   getPrisma,
   query,
   RecipientType,
+  Role,
   statement,
   type Message,
   type Realm,
@@ -77,30 +78,42 @@ export async function accessMessage(
   return { message, flags: row?.flags ?? null, stream };
 }
 
-/** Zulip's event_recipient_ids_for_action_on_messages: who is told of an action on a message
- * (a reaction, a submessage): those with a copy, plus the subscribers of a channel that shares
- * its history. */
+/** Zulip's event_recipient_ids_for_action_on_messages for a channel message: its subscribers
+ * who may read it (all of them where the channel shares its history, else those with a copy),
+ * and in a public channel also the non-guests with a copy (who read it while subscribed, or
+ * reacted to it from its history). */
+const channelMessageAudience = statement<{ userId: number }, [number, number, boolean, boolean]>(`
+  WITH subscribers AS (
+    SELECT user_profile_id AS id FROM subscription
+    WHERE recipient_id = $2 AND active AND is_user_active
+  ), copies AS (
+    SELECT um.user_profile_id AS id, u.role FROM user_message um
+    JOIN user_profile u ON u.id = um.user_profile_id
+    WHERE um.message_id = $1
+  )
+  SELECT id AS "userId" FROM subscribers WHERE $3 OR id IN (SELECT id FROM copies)
+  UNION
+  SELECT id FROM copies WHERE $3 AND $4 AND role <> ${Role.GUEST}`);
+const messageCopyHolders = statement<{ userId: number }, [number]>(
+  `SELECT user_profile_id AS "userId" FROM user_message WHERE message_id = $1`,
+);
+
+/** Who is told of an action on a message (a reaction, a submessage): those who can still read
+ * it (Zulip's event_recipient_ids_for_action_on_messages). A direct message's participants
+ * are its copy holders; a channel's, see channelMessageAudience. */
 export async function messageAudience(
-  db: Tx,
   message: Pick<Message, 'id'>,
-  stream: Pick<Stream, 'historyPublicToSubscribers' | 'recipientId'> | null,
+  stream: Pick<Stream, 'historyPublicToSubscribers' | 'inviteOnly' | 'recipientId'> | null,
 ): Promise<number[]> {
-  const ids = new Set(
-    (
-      await db.userMessage.findMany({
-        where: { messageId: message.id },
-        select: { userId: true },
-      })
-    ).map((row) => row.userId),
-  );
-  if (stream?.historyPublicToSubscribers) {
-    for (const sub of await db.subscription.findMany({
-      where: { recipientId: stream.recipientId!, active: true, isUserActive: true },
-      select: { userId: true },
-    }))
-      ids.add(sub.userId);
-  }
-  return [...ids];
+  const rows = stream
+    ? await query(channelMessageAudience, [
+        message.id,
+        stream.recipientId!,
+        stream.historyPublicToSubscribers,
+        !stream.inviteOnly,
+      ])
+    : await query(messageCopyHolders, [message.id]);
+  return rows.map((row) => row.userId);
 }
 
 /** Zulip's has_message_access for a channel message: a copy of the message is not enough once
@@ -283,11 +296,10 @@ const MESSAGE_USER_JSON = `json_build_object('id', u.id, 'fullName', u.full_name
   'emailAddressVisibility', u.email_address_visibility, 'isMirrorDummy', u.is_mirror_dummy)`;
 
 /** Messages with everything their display needs: recipient, channel name, group members, the
- * viewer's recipient id for incoming 1:1 messages, reactions and submessages oldest first, and
- * every user the
- * messages show, read once for all of them and given on one row only (one round trip fewer
- * than reading them apart; on every row, a page of 5,000 messages would repeat them 5,000
- * times). The ids are joined from `unnest`, which keeps the planned-once (generic) plan on
+ * viewer's recipient id for incoming 1:1 messages, reactions and submessages oldest first (in
+ * presentSubmessage's form), and every user the messages show, read once for all of them and
+ * given on one row only (one round trip fewer than reading them apart; on every row, a page
+ * of 5,000 messages would repeat them 5,000 times). The ids are joined from `unnest`, which keeps the planned-once (generic) plan on
  * index lookups: with `m.id = ANY($1)` it merged the whole recipient table once that table was
  * large. Each user is read by a lookup of their own (a subquery per id): joined, the generic
  * plan hashed the whole user_profile table once it held a few thousand users (1 ms of a

@@ -2,6 +2,7 @@
 // a message whose first word is /poll or /todo gets a "widget" submessage describing it, and
 // the submessages that follow (votes, options, tasks) are checked for the widget's shape. The
 // server keeps no widget state: clients fold the submessages, in order, into what they show.
+import { query, statement, type Message } from '@parley/db';
 import { JsonableError } from '@parley/errors';
 
 export type WidgetType = 'poll' | 'todo';
@@ -196,6 +197,36 @@ export function checkSubmessageContent(
   }
   if (widgetType === 'poll') checkPollData(data, isAuthor);
   else if (widgetType === 'todo') checkTodoData(data, isAuthor);
+}
+
+/** Whether the message's sender has attached a submessage, and the content of its first
+ * widget submessage (which names the widget's type). */
+const submessageState = statement<
+  { senderStarted: boolean; widget: string | null },
+  [number, number]
+>(`
+  SELECT EXISTS (SELECT 1 FROM submessage WHERE message_id = $1 AND sender_id = $2)
+      AS "senderStarted",
+    (SELECT content FROM submessage WHERE message_id = $1 AND msg_type = 'widget'
+      ORDER BY id LIMIT 1) AS widget`);
+
+/** What decides who may add a submessage to `message`, and what it must look like. */
+export async function widgetStateOf(
+  message: Pick<Message, 'id' | 'senderId'>,
+): Promise<{ senderStarted: boolean; widgetType: string | null }> {
+  const [row] = await query(submessageState, [message.id, message.senderId]);
+  return { senderStarted: row!.senderStarted, widgetType: widgetTypeOf(row!.widget) };
+}
+
+const hasSubmessages = statement<{ exists: boolean }, [number]>(
+  `SELECT EXISTS (SELECT 1 FROM submessage WHERE message_id = $1) AS exists`,
+);
+
+/** Zulip's is_widget_message: every message with submessages is a widget, whose content
+ * cannot change ("Widgets cannot be edited."). */
+export async function isWidgetMessage(messageId: number): Promise<boolean> {
+  const [row] = await query(hasSubmessages, [messageId]);
+  return row!.exists;
 }
 
 /** Zulip's get_widget_type: the widget_type of a message's first widget submessage's content,

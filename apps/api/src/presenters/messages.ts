@@ -73,6 +73,39 @@ export interface PresentedSubmessage {
   id: number;
 }
 
+/** A submessage row as messages and events show it. */
+export interface SubmessageRow {
+  id: number;
+  messageId: number;
+  senderId: number;
+  msgType: string;
+  content: string;
+}
+
+export function presentSubmessage(row: SubmessageRow): PresentedSubmessage {
+  return {
+    msg_type: row.msgType,
+    content: row.content,
+    message_id: row.messageId,
+    sender_id: row.senderId,
+    id: row.id,
+  };
+}
+
+/** Zulip's submessage event (POST /submessage). */
+export function submessageEvent(
+  row: SubmessageRow,
+): { type: 'submessage' } & Record<string, unknown> {
+  return {
+    type: 'submessage' as const,
+    msg_type: row.msgType,
+    message_id: row.messageId,
+    submessage_id: row.id,
+    sender_id: row.senderId,
+    content: row.content,
+  };
+}
+
 export function topicName(subject: string, allowEmpty: boolean): string {
   return subject === '' && !allowEmpty ? EMPTY_TOPIC_DISPLAY_NAME : subject;
 }

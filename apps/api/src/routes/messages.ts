@@ -36,7 +36,7 @@ import {
   type Emoji,
   type ReactionType,
 } from '../actions/reactions';
-import { doAddSubmessage, MAX_SUBMESSAGE_LENGTH } from '../actions/submessages';
+import { checkAddSubmessage, doAddSubmessage, MAX_SUBMESSAGE_LENGTH } from '../actions/submessages';
 import { clientName, sentByHuman } from '../lib/clients';
 import { editHistorySnapshots } from '../lib/edit-history';
 import { fetchMessages, messagesMatchingNarrow } from '../lib/message-fetch';
@@ -265,7 +265,9 @@ defineRoute(messageRoutes, '/submessage', {
     async ({ user, params }) => {
       await runAction(async (ctx) => {
         const accessed = await accessMessage(user, params.message_id, ctx.tx, { lock: true });
-        await doAddSubmessage(ctx, user, accessed, params.msg_type, params.content);
+        await checkAddSubmessage(user, accessed, params.content);
+        const { message, stream } = accessed;
+        await doAddSubmessage(ctx, user, message, stream, params.msg_type, params.content);
       });
       return {};
     },
