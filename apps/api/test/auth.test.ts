@@ -276,6 +276,34 @@ describe('POST /fetch_api_key', () => {
     await clearFailedLogins(org.realm.id, user.deliveryEmail);
   });
 
+  it('dates a user an owner created through the API from their first login', async () => {
+    const email = `api-made-${Date.now()}@example.com`;
+    const created = expectSuccess(
+      await as(org.owner, org.host).post('/users', {
+        email,
+        password: 'pw-for-api-user',
+        full_name: 'Made By API',
+      }),
+    ).user_id as number;
+    const joined = new Date('2020-01-01T00:00:00Z');
+    await getPrisma().user.update({ where: { id: created }, data: { dateJoined: joined } });
+    const login = () =>
+      api
+        .post(org.host, '/fetch_api_key')
+        .type('form')
+        .send({ username: email, password: 'pw-for-api-user' });
+    expectSuccess(await login());
+    const first = await getPrisma().user.findUniqueOrThrow({ where: { id: created } });
+    expect(first.dateJoined.getTime()).toBeGreaterThan(joined.getTime());
+    expect(first.dateJoined.getTime()).toBe(first.lastLogin!.getTime());
+    // Only the first login.
+    await getPrisma().user.update({ where: { id: created }, data: { dateJoined: joined } });
+    expectSuccess(await login());
+    const second = await getPrisma().user.findUniqueOrThrow({ where: { id: created } });
+    expect(second.dateJoined).toEqual(joined);
+    expect(second.isImportedStub).toBe(false);
+  });
+
   it('turns an imported stub account into a regular one at its first login, and says so', async () => {
     const stub = await createTestUser(org.realm);
     const joined = new Date('2020-01-01T00:00:00Z');

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { getPrisma, Role, runAction, type User } from '@parley/db';
 import { isEmailDomain, realmBotDomain } from '@parley/auth';
@@ -46,6 +47,8 @@ async function addProfileField(
     },
   });
 }
+
+const md5 = (text: string) => createHash('md5').update(text.toLowerCase()).digest('hex');
 
 describe('GET /users/me', () => {
   it('returns the caller at the top level with max_message_id and profile_data', async () => {
@@ -486,6 +489,29 @@ describe('PATCH /users/{id} and /users/{email}', () => {
     ]);
   });
 
+  it("lets administrators administer owners too (Zulip's can_admin_user), all but the owner role and deactivation", async () => {
+    // An organization of its own: a second owner would change the other tests' only owner.
+    const org = await createTestRealm();
+    const admin = await createTestUser(org.realm, Role.ADMINISTRATOR);
+    const owner = await createTestUser(org.realm, Role.OWNER, { fullName: 'Second Owner' });
+    expectSuccess(
+      await as(admin, org.host).patch(`/users/${owner.id}`, { full_name: 'Renamed Owner' }),
+    );
+    expect((await prisma().user.findUniqueOrThrow({ where: { id: owner.id } })).fullName).toBe(
+      'Renamed Owner',
+    );
+    expectError(
+      await as(admin, org.host).patch(`/users/${owner.id}`, { role: Role.MEMBER }),
+      'Insufficient permission',
+    );
+    expectError(await as(admin, org.host).delete(`/users/${owner.id}`), 'Insufficient permission');
+    expectSuccess(await as(org.owner, org.host).delete(`/users/${owner.id}`));
+    expectSuccess(await as(admin, org.host).post(`/users/${owner.id}/reactivate`));
+    expect((await prisma().user.findUniqueOrThrow({ where: { id: owner.id } })).isActive).toBe(
+      true,
+    );
+  });
+
   it('changes roles with the owner rules', async () => {
     const target = await createTestUser(org.realm);
     const published = await captureEvents(org.realm.id, async () => {
@@ -656,6 +682,14 @@ describe('PATCH /users/{id} and /users/{email}', () => {
     expect(published.map((p) => p.event.person)).toEqual([
       { user_id: target.id, delivery_email: 'moved@example.com' },
       { user_id: target.id, new_email: 'moved@example.com' },
+      // The avatar URL hashes the new address.
+      {
+        user_id: target.id,
+        avatar_source: 'G',
+        avatar_url: expect.stringContaining(md5('moved@example.com')) as string,
+        avatar_url_medium: expect.stringMatching(/&s=500$/) as string,
+        avatar_version: 1,
+      },
     ]);
     expectError(
       await as(org.owner, org.host).patch(`/users/${target.id}`, {
@@ -1235,6 +1269,9 @@ describe('PATCH /settings', () => {
     const published = await captureEvents(org.realm.id, async () => {
       expectSuccess(await as(user, org.host).patch('/settings', { email_address_visibility: 2 }));
     });
+    // The dummy address is on the organization's host without its port.
+    const dummy = `user${user.id}@${org.host.split(':')[0]}`;
+    const gravatar = `https://secure.gravatar.com/avatar/${md5(dummy)}`;
     expectPublished(published, [
       {
         event: {
@@ -1250,6 +1287,29 @@ describe('PATCH /settings', () => {
           type: 'realm_user',
           op: 'update',
           person: { user_id: user.id, delivery_email: null },
+        },
+        users: [guest.id],
+      },
+      // The guest's API email for the user becomes the dummy one, and the avatar URL with it.
+      {
+        event: {
+          type: 'realm_user',
+          op: 'update',
+          person: { user_id: user.id, new_email: dummy },
+        },
+        users: [guest.id],
+      },
+      {
+        event: {
+          type: 'realm_user',
+          op: 'update',
+          person: {
+            user_id: user.id,
+            avatar_source: 'G',
+            avatar_url: `${gravatar}?d=identicon&version=1`,
+            avatar_url_medium: `${gravatar}?d=identicon&version=1&s=500`,
+            avatar_version: 1,
+          },
         },
         users: [guest.id],
       },

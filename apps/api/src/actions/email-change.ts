@@ -135,7 +135,7 @@ export async function confirmEmailChange(
     )
       throw new JsonableError(CONFIRMATION_LINK_EXPIRED);
     await checkEmailChange(tx, user, realm, found.new_email);
-    await doChangeEmail(ctx, user, found.new_email, user.id);
+    await doChangeEmail(ctx, realm, user, found.new_email, user.id);
     await tx.$executeRaw`
       UPDATE email_change_status SET status = ${Status.CONFIRMED}, updated_at = now()
       WHERE id = ${found.id}`;

@@ -33,7 +33,7 @@ import {
   type Viewer,
 } from '../lib/users';
 import { loadPermissions } from '../lib/streams';
-import { presentUserWithVisibility } from '../presenters/users';
+import { avatarPerson, presentUserWithVisibility } from '../presenters/users';
 import { presentBot } from '../presenters/bots';
 import { newUserSettingColumns, USER_SETTINGS, type SettingName } from '../lib/user-settings';
 import {
@@ -60,6 +60,8 @@ export interface NewUser {
   botOwnerId?: number | null;
   timezone?: string;
   isImportedStub?: boolean;
+  /** Created through the API: joins (date_joined) at the first login. */
+  dateJoinedAtFirstLogin?: boolean;
 }
 
 export function checkFullName(fullName: string): string {
@@ -236,6 +238,7 @@ export async function doCreateUser(
         passwordHash,
         timezone: user.timezone ?? '',
         isImportedStub: user.isImportedStub ?? false,
+        dateJoinedAtFirstLogin: user.dateJoinedAtFirstLogin ?? false,
         // The organization's chosen defaults, for people only (Zulip's copy_default_settings).
         ...(user.isBot ? {} : newUserSettingColumns(realm)),
         // Bots' addresses are public (they are how the bot is addressed).
@@ -438,6 +441,7 @@ export async function checkChangeEmail(
 
 export async function doChangeEmail(
   ctx: ActionContext,
+  realm: Realm,
   target: User,
   email: string,
   actingUserId: number,
@@ -461,6 +465,13 @@ export async function doChangeEmail(
   await sendByEmailVisibility(ctx, target, (visible) =>
     visible
       ? { type: 'realm_user', op: 'update', person: { user_id: target.id, new_email: email } }
+      : null,
+  );
+  // The avatar URL hashes the address (Zulip's notify_avatar_url_change).
+  const changed = { ...target, deliveryEmail: email };
+  await sendByEmailVisibility(ctx, target, (visible) =>
+    visible
+      ? { type: 'realm_user', op: 'update', person: avatarPerson(changed, true, realm) }
       : null,
   );
 }
@@ -490,6 +501,7 @@ export async function doChangeTimezone(
 
 export async function doChangeEmailVisibility(
   ctx: ActionContext,
+  realm: Realm,
   user: User,
   visibility: number,
 ): Promise<void> {
@@ -501,18 +513,33 @@ export async function doChangeEmailVisibility(
     data: { emailAddressVisibility: visibility },
   });
   sendUserSettingsUpdate(ctx, user, 'email_address_visibility', visibility);
-  // Viewers who gained access learn the address, those who lost it get null (spec 6).
+  // Viewers who gained access learn the address, those who lost it get null (spec 6); for
+  // both the API email changes (new_email), and with it the avatar URL, which hashes it
+  // (Zulip's send_user_email_update_event and notify_avatar_url_change).
   const changed = viewers.filter(
     (viewer) => canSeeDeliveryEmail(viewer, user) !== canSeeDeliveryEmail(viewer, updated),
+  );
+  const person = (fields: Record<string, unknown>) => ({
+    type: 'realm_user',
+    op: 'update',
+    person: { user_id: user.id, ...fields },
+  });
+  await sendByEmailVisibility(
+    ctx,
+    updated,
+    (visible) => person({ delivery_email: visible ? user.deliveryEmail : null }),
+    changed,
   );
   await sendByEmailVisibility(
     ctx,
     updated,
-    (visible) => ({
-      type: 'realm_user',
-      op: 'update',
-      person: { user_id: user.id, delivery_email: visible ? user.deliveryEmail : null },
-    }),
+    (visible) => person({ new_email: visible ? user.deliveryEmail : dummyEmail(user, realm) }),
+    changed,
+  );
+  await sendByEmailVisibility(
+    ctx,
+    updated,
+    (visible) => person(avatarPerson(user, visible, realm)),
     changed,
   );
 }
@@ -556,7 +583,10 @@ export interface DeactivationActions {
   delete_direct_messages?: boolean;
 }
 
-export async function checkDeactivateUser(tx: Tx, target: User): Promise<void> {
+export async function checkDeactivateUser(tx: Tx, actor: User, target: User): Promise<void> {
+  // Zulip's deactivate_user_backend: only owners deactivate owners (refused as the owner role
+  // is, spec 7's "insufficient permission").
+  if (isOwner(target) && !isOwner(actor)) throw new InsufficientPermissionError();
   if (!target.isActive) throw new JsonableError('User is already deactivated');
   if (await isLastOwner(tx, target))
     throw new JsonableError('Cannot deactivate the only organization owner');
@@ -809,11 +839,19 @@ export async function doRegenerateApiKey(
   return apiKey;
 }
 
-/** The first successful login of an imported stub account (spec 3). */
+/** A successful login. The first one of an imported stub account makes it a regular account
+ * (spec 3); it, or the first one of an account created through the API, is when the user
+ * joined (spec 2.2: date_joined). */
 export async function doCompleteFirstLogin(ctx: ActionContext, user: User): Promise<void> {
   const now = new Date();
   if (!user.isImportedStub) {
-    await ctx.tx.user.update({ where: { id: user.id }, data: { lastLogin: now } });
+    await ctx.tx.user.update({
+      where: { id: user.id },
+      data: {
+        lastLogin: now,
+        ...(user.dateJoinedAtFirstLogin ? { dateJoined: now, dateJoinedAtFirstLogin: false } : {}),
+      },
+    });
     return;
   }
   await ctx.tx.user.update({

@@ -14,7 +14,7 @@ import type { QueuedEvent } from '@parley/events';
 import { presentBot } from '../presenters/bots';
 import { presentLinkifier } from '../presenters/linkifiers';
 import { presentProfileField } from '../presenters/profile-fields';
-import { presentUser } from '../presenters/users';
+import { mediumAvatarUrl, presentUser } from '../presenters/users';
 import { ABSENT_FEATURE_SECTIONS } from './absent-features-state';
 import { applyUserStatusEvent, userStatusState } from './user-status';
 import { playgroundsOf } from './playgrounds';
@@ -309,14 +309,6 @@ export async function fetchInitialState(
   for (const [type, section] of Object.entries(ABSENT_FEATURE_SECTIONS))
     if (types.has(type)) Object.assign(state, section());
   return state;
-}
-
-/** Zulip's 500-pixel avatar for settings pages: Gravatar's `s` parameter (every Parley avatar
- * is a Gravatar URL so far). */
-function mediumAvatarUrl(url: string): string {
-  const medium = new URL(url);
-  medium.searchParams.set('s', '500');
-  return medium.toString();
 }
 
 type Person = Record<string, unknown> & { user_id: number };

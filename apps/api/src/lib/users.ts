@@ -70,11 +70,11 @@ export function apiEmailFor(
   return canSeeDeliveryEmail(viewer, target) ? target.deliveryEmail : dummyEmail(target, realm);
 }
 
-/** Zulip's UserProfile.can_admin_user: owners administer anyone, administrators everyone but
- * owners, and a bot's owner administers the bot. */
+/** Zulip's UserProfile.can_admin_user: administrators (owners included) administer everyone in
+ * the organization, owners too, and a bot's owner administers the bot. What only owners may do
+ * to owners (the owner role, deactivation) is checked where it is done. */
 export function canAdminUser(actor: User, target: User): boolean {
-  if (isOwner(actor)) return true;
-  if (isAdmin(actor)) return !isOwner(target);
+  if (isAdmin(actor)) return true;
   return target.isBot && target.botOwnerId === actor.id;
 }
 

@@ -41,6 +41,31 @@ export function avatarUrl(
   );
 }
 
+/** Zulip's 500-pixel avatar for settings pages: Gravatar's `s` parameter (every Parley avatar
+ * is a Gravatar URL so far). */
+export function mediumAvatarUrl(url: string): string {
+  const medium = new URL(url);
+  medium.searchParams.set('s', '500');
+  return medium.toString();
+}
+
+/** The avatar form of a realm_user update (spec 6) for viewers who can (or cannot) see the
+ * user's address: the URL hashes the address they see. */
+export function avatarPerson(
+  target: Pick<User, 'id' | 'deliveryEmail' | 'avatarVersion' | 'avatarSource'>,
+  emailVisible: boolean,
+  realm: Pick<Realm, 'stringId'>,
+): Record<string, unknown> {
+  const url = avatarUrl(target, emailVisible, realm);
+  return {
+    user_id: target.id,
+    avatar_source: target.avatarSource,
+    avatar_url: url,
+    avatar_url_medium: mediumAvatarUrl(url),
+    avatar_version: target.avatarVersion,
+  };
+}
+
 export function presentUser(
   target: User,
   viewer: Pick<User, 'id' | 'role'>,

@@ -77,7 +77,7 @@ const changeSettings = userEndpoint(
       for (const [name, value] of changes) {
         switch (name) {
           case 'email_address_visibility':
-            await doChangeEmailVisibility(ctx, user, value as number);
+            await doChangeEmailVisibility(ctx, realm, user, value as number);
             break;
           case 'timezone':
             await doChangeTimezone(ctx, realm, user, value as string);

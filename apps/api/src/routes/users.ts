@@ -129,6 +129,7 @@ defineRoute(userRoutes, '/users', {
           fullName: params.full_name,
           password: params.password,
           role: Role.MEMBER,
+          dateJoinedAtFirstLogin: true,
         });
         return doCreateUser(ctx, realm, fields, hash, user.id);
       });
@@ -161,7 +162,7 @@ defineRoute(userRoutes, '/users/me', {
   }),
   DELETE: userEndpoint({ humansOnly: true, response: schema.empty }, async ({ user }) => {
     await runAction(async (ctx) => {
-      await checkDeactivateUser(ctx.tx, user);
+      await checkDeactivateUser(ctx.tx, user, user);
       await doDeactivateUser(ctx, user, user.id);
     });
     return {};
@@ -224,7 +225,7 @@ defineRoute(userRoutes, '/users/:user', {
           : [];
         if (fullName !== undefined) await doChangeFullName(ctx, target, fullName, user.id);
         if (role !== undefined) await doChangeRole(ctx, target, role, user.id);
-        if (newEmail !== undefined) await doChangeEmail(ctx, target, newEmail, user.id);
+        if (newEmail !== undefined) await doChangeEmail(ctx, realm, target, newEmail, user.id);
         await doUpdateProfileData(ctx, target, profile);
       });
       return {};
@@ -245,7 +246,7 @@ defineRoute(userRoutes, '/users/:user', {
       if (target.isBot) throw new JsonableError('No such user');
       const actions = params.actions ?? {};
       const deactivated = await runAction(async (ctx) => {
-        await checkDeactivateUser(ctx.tx, target);
+        await checkDeactivateUser(ctx.tx, user, target);
         return doDeactivateUser(ctx, target, user.id, actions);
       });
       await doDeleteMessagesOf(deactivated, actions);
