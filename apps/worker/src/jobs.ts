@@ -27,6 +27,7 @@ import {
   requeueScheduledMessages,
 } from '@parley/api/actions/scheduled-messages';
 import { deleteOldUnclaimedUploads } from '@parley/api/actions/upload-cleanup';
+import { deleteExpiredMessages } from '@parley/api/actions/message-retention';
 import { deleteExpiredTusUploads } from '@parley/api/lib/tus-store';
 import { ensureThumbnails, requeuePendingThumbnails } from '@parley/api/actions/thumbnails';
 import {
@@ -81,6 +82,10 @@ export const JOB_HANDLERS: JobHandlers = {
     const expired = await deleteExpiredTusUploads();
     if (expired > 0) getLogger().info('abandoned resumable uploads deleted', { count: expired });
   },
+  'delete-expired-messages': async () => {
+    const deleted = await deleteExpiredMessages();
+    if (deleted > 0) getLogger().info('messages past their retention period deleted', { deleted });
+  },
   'prune-push-log': async () => {
     const deleted = await prunePushNotificationLog();
     if (deleted > 0) getLogger().info('push notification log pruned', { count: deleted });
@@ -102,6 +107,11 @@ export const FULL_MEMBER_PROMOTION_EVERY_MS = 3600_000;
 /** Zulip deletes unclaimed uploads once a day; each run here deletes at most one batch
  * (UPLOAD_CLEANUP_BATCH_SIZE), so hourly runs also work off a backlog within the day. */
 export const UPLOAD_CLEANUP_EVERY_MS = 3600_000;
+
+/** Zulip archives expired messages once a day; hourly, a message goes within an hour of its
+ * retention period's end, and a run with nothing expired costs one indexed query per channel
+ * with a period. */
+export const RETENTION_EVERY_MS = 3600_000;
 
 export interface WorkerOptions {
   concurrency?: number;
@@ -157,6 +167,9 @@ export function startWorkers({
       ),
       scheduleRepeatingJob('prune-push-log', {}, PUSH_LOG_PRUNE_EVERY_MS).catch((error: unknown) =>
         getLogger().warn('scheduling the push log pruning failed', { error }),
+      ),
+      scheduleRepeatingJob('delete-expired-messages', {}, RETENTION_EVERY_MS).catch(
+        (error: unknown) => getLogger().warn('scheduling message retention failed', { error }),
       ),
       scheduleRepeatingJob('delete-unclaimed-uploads', {}, UPLOAD_CLEANUP_EVERY_MS).catch(
         (error: unknown) => getLogger().warn('scheduling the upload clean-up failed', { error }),

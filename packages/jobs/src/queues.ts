@@ -18,6 +18,9 @@ export interface JobData {
   'promote-full-members': Record<string, never>;
   /** Uploads no message links, older than the grace period, are deleted (periodic). */
   'delete-unclaimed-uploads': Record<string, never>;
+  /** Messages past their channel's or organization's message_retention_days are deleted
+   * (periodic). */
+  'delete-expired-messages': Record<string, never>;
   /** Rows of the `log` push transport older than PUSH_LOG_RETENTION_HOURS go (periodic). */
   'prune-push-log': Record<string, never>;
   /** A scheduled message or reminder, at its time; `version` is the row's version when the
@@ -71,6 +74,7 @@ export const JOB_QUEUES: Record<JobName, QueueName> = {
   'email-change-mail': 'mail',
   'promote-full-members': 'maintenance',
   'delete-unclaimed-uploads': 'maintenance',
+  'delete-expired-messages': 'maintenance',
   'prune-push-log': 'maintenance',
   'deliver-scheduled-message': 'scheduled',
   'push-notifications': 'push',

@@ -12,6 +12,7 @@ import {
   type RoleValue,
   type Tx,
   type User,
+  Prisma,
   SYSTEM_GROUPS,
 } from '@parley/db';
 import type { ZulipEvent } from '@parley/events';
@@ -45,6 +46,11 @@ import { doRemoveAllClientDevices } from './client-devices';
 import { doForgetDrafts } from './drafts';
 import { doClearPushDevices } from './push-devices';
 import { systemGroupsForRole } from './system-groups';
+import {
+  doDeleteMessageBatch,
+  MESSAGE_DELETION_BATCH_SIZE,
+  type DeletedBatch,
+} from './bulk-message-deletion';
 
 // Django's EmailValidator accepts more, but every address it accepts has this shape.
 /** A local part, then a domain Zulip (Django) accepts: dotted, or "localhost". */
@@ -659,30 +665,10 @@ async function deactivateOne(
 
 // ---- Deleting a deactivated user's messages ----------------------------------------------------
 
-/** Messages deleted per transaction: a user's whole history does not fit in one (a batch also
- * deletes every copy, reaction and attachment link of its messages). */
-export const MESSAGE_DELETION_BATCH_SIZE = 1000;
-
 interface DeletionKinds {
   publicChannels: boolean;
   privateChannels: boolean;
   direct: boolean;
-}
-
-/** One delete_message event's worth of a batch: a topic of a channel, or a direct
- * conversation; with every user who had one of its messages. */
-interface DeletedGroup {
-  ids: number[];
-  isChannelMessage: boolean;
-  streamId: number | null;
-  topic: string;
-  users: number[];
-}
-
-interface DeletedBatch {
-  /** How many messages the batch took, and the highest id among them (where the next starts). */
-  taken: number;
-  last: number | null;
 }
 
 /** The optional deletions of DELETE /users/{id} (spec 4.16), for users whose deactivation has
@@ -705,7 +691,7 @@ export async function doDeleteMessagesOf(
     try {
       for (;;) {
         const batch = await runAction((ctx) =>
-          doDeleteMessageBatch(ctx, sender, kinds, after, batchSize),
+          doDeleteSenderBatch(ctx, sender, kinds, after, batchSize),
         );
         if (batch.taken < batchSize || batch.last === null) break;
         after = batch.last;
@@ -721,33 +707,20 @@ export async function doDeleteMessagesOf(
   }
 }
 
-/** Deletes the sender's next `limit` messages of the wanted kinds above id `after` and queues
- * one bulk delete_message event per topic or direct conversation. One statement whatever the
- * batch holds: its user_message rows, reactions and attachment links go by ON DELETE CASCADE,
- * and who had the messages is read from the statement's snapshot, which still shows them.
- * The channel test is a subquery rather than a join so that the batch walks the (sender_id,
- * id) index and stops after `limit` rows; a join has the planner read every remaining message
- * of the sender and sort them, batch after batch. Events name the rows the DELETE returned:
- * a message deleted meanwhile by someone else is not announced twice. */
-async function doDeleteMessageBatch(
+/** Deletes the sender's next `limit` messages of the wanted kinds above id `after` (see
+ * doDeleteMessageBatch). The channel test is a subquery rather than a join so that the batch
+ * walks the (sender_id, id) index and stops after `limit` rows; a join has the planner read
+ * every remaining message of the sender and sort them, batch after batch. */
+function doDeleteSenderBatch(
   ctx: ActionContext,
   sender: Pick<User, 'id' | 'realmId'>,
   kinds: DeletionKinds,
   after: number,
   limit: number,
 ): Promise<DeletedBatch> {
-  const rows = await ctx.tx.$queryRaw<
-    {
-      taken: number;
-      last: number | null;
-      ids: number[] | null;
-      is_channel_message: boolean | null;
-      stream_id: number | null;
-      topic: string | null;
-      users: number[] | null;
-    }[]
-  >`
-    WITH batch AS (
+  return doDeleteMessageBatch(
+    ctx,
+    Prisma.sql`
       SELECT m.id FROM message m
       WHERE m.sender_id = ${sender.id} AND m.id > ${after}
         AND CASE WHEN NOT m.is_channel_message THEN ${kinds.direct}::boolean
@@ -757,42 +730,8 @@ async function doDeleteMessageBatch(
               AND CASE WHEN s.invite_only THEN ${kinds.privateChannels}::boolean
                 ELSE ${kinds.publicChannels}::boolean END)
         END
-      ORDER BY m.id LIMIT ${limit}
-    ), gone AS (
-      DELETE FROM message m USING batch WHERE m.id = batch.id
-      RETURNING m.id, m.recipient_id, m.subject, m.is_channel_message
-    ), grouped AS (
-      SELECT recipient_id, subject, is_channel_message, array_agg(id ORDER BY id) AS ids
-      FROM gone GROUP BY recipient_id, subject, is_channel_message
-    )
-    SELECT b.taken, b.last, g.ids, g.is_channel_message, s.id AS stream_id, g.subject AS topic,
-      ARRAY(SELECT DISTINCT um.user_profile_id FROM user_message um
-            WHERE um.message_id = ANY(g.ids)) AS users
-    FROM (SELECT count(*)::int AS taken, max(id) AS last FROM batch) b
-    LEFT JOIN (grouped g LEFT JOIN stream s
-               ON g.is_channel_message AND s.recipient_id = g.recipient_id) ON true`;
-  // The statement always answers one row; it carries no group when nothing was deleted.
-  const groups: DeletedGroup[] = rows
-    .filter((row) => row.ids !== null)
-    .map((row) => ({
-      ids: row.ids!,
-      isChannelMessage: row.is_channel_message!,
-      streamId: row.stream_id,
-      topic: row.topic!,
-      users: row.users!,
-    }));
-  for (const group of groups) sendEventOnCommit(ctx, deleteMessagesEvent(group), group.users);
-  return { taken: rows[0]!.taken, last: rows[0]!.last };
-}
-
-/** Zulip's bulk form: every id of one topic or one direct conversation, sorted. */
-function deleteMessagesEvent(group: DeletedGroup): ZulipEvent {
-  return {
-    type: 'delete_message',
-    message_ids: group.ids,
-    message_type: group.isChannelMessage ? 'stream' : 'private',
-    ...(group.isChannelMessage ? { stream_id: group.streamId, topic: group.topic } : {}),
-  };
+      ORDER BY m.id LIMIT ${limit}`,
+  );
 }
 
 /** Zulip's reactivate_user_backend: a bot comes back only with an active owner. */
