@@ -361,6 +361,11 @@ describe('POST /messages to a channel', () => {
     );
     expectError(await post({ type: 'stream', to: 'general', content: 'x' }), 'Missing topic');
     expectError(await post({ type: 'stream', topic: 't', content: 'x' }), 'Missing channel');
+    // Zulip's check_stream_name on a name sent empty.
+    expectError(
+      await post({ type: 'stream', to: '  ', topic: 't', content: 'x' }),
+      "Channel name can't be empty.",
+    );
     expectError(
       await post({ type: 'stream', to: 'general', topic: 'a\u0007', content: 'x' }),
       'Invalid character in topic, at position 2!',

@@ -114,7 +114,8 @@ describe('custom emoji', () => {
       ]);
       expectError(
         await as(org.admin, org.host).delete('/realm/emoji/wave2'),
-        'Emoji does not exist',
+        "Emoji 'wave2' does not exist",
+        404,
       );
       expectSuccess(await add(org.other, 'wave2'));
       expectSuccess(await as(org.admin, org.host).delete('/realm/emoji/wave2'));

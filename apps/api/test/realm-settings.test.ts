@@ -919,7 +919,7 @@ describe('the stored settings decide permissions', () => {
     await setGroup(org, 'can_resolve_topics_group', 'role:nobody');
     expectError(
       await as(org.member, org.host).patch(`/messages/${id}`, { topic: 'topic b' }),
-      "You don't have permission to resolve topics.",
+      "You don't have permission to resolve topics in this channel.",
     );
     // The time limit for moving within a channel.
     await setGroup(org, 'can_move_messages_between_topics_group', 'role:members');

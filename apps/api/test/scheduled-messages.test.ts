@@ -293,7 +293,7 @@ describe('PATCH /scheduled_messages/{scheduled_message_id}', () => {
     );
     expectError(
       await edit(id, { type: 'channel', to: org.general.id }),
-      'Topic required when updating scheduled message type to stream.',
+      'Topic required when updating scheduled message type to channel.',
     );
     expectSuccess(await edit(id, { type: 'direct', to: [org.other.id] }));
     const [direct] = await list();

@@ -817,6 +817,18 @@ describe('DELETE /users/{id}, DELETE /users/me and reactivation', () => {
       fullName: `Deleted user ${target.id}`,
     });
     expect(await prisma().message.findUnique({ where: { id: message.id } })).toBeNull();
+    // The picture goes: the avatar form with the next version.
+    expect(
+      published.find(
+        (p) => p.event.type === 'realm_user' && 'avatar_version' in (p.event.person as object),
+      )?.event.person,
+    ).toEqual({
+      user_id: target.id,
+      avatar_source: 'G',
+      avatar_url: expect.stringContaining(`version=${target.avatarVersion + 1}`) as string,
+      avatar_url_medium: expect.stringContaining('&s=500') as string,
+      avatar_version: target.avatarVersion + 1,
+    });
     expect(published.find((p) => p.event.type === 'delete_message')).toEqual({
       event: { type: 'delete_message', message_ids: [message.id], message_type: 'private' },
       users: ids([org.owner, target]),

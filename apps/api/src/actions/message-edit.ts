@@ -286,7 +286,7 @@ function checkCanResolveTopic(perms: Permissions, realm: Realm, stream: Stream):
     !perms.groups.has(stream.canResolveTopicsGroupId) &&
     !canAdministerChannel(perms, stream)
   )
-    throw new JsonableError("You don't have permission to resolve topics.");
+    throw new JsonableError("You don't have permission to resolve topics in this channel.");
 }
 
 /** Moving between channels: the organization's can_move_messages_between_channels_group

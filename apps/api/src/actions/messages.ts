@@ -393,7 +393,9 @@ async function resolveChannel(
     if (!found) throw new StreamWithIDDoesNotExistError(target);
   } else if (typeof target === 'string') {
     const name = target.trim();
-    if (name === '') throw new JsonableError('Missing channel');
+    // Zulip's check_stream_name on the name sent (an absent `to` is the route's "Missing
+    // channel").
+    if (name === '') throw new JsonableError("Channel name can't be empty.");
     [found] = await query(channelForSendByName, [realm.id, sender.id, name, topic, policyWanted]);
     if (!found) throw new StreamDoesNotExistError(name);
   } else {

@@ -10,7 +10,7 @@ import {
   type Realm,
   type User,
 } from '@parley/db';
-import { InsufficientPermissionError, JsonableError } from '@parley/errors';
+import { InsufficientPermissionError, JsonableError, ResourceNotFoundError } from '@parley/errors';
 import { emojiCodeForName } from '@parley/markdown';
 import { sendEventOnCommit } from '../lib/events';
 import { hasRealmPermission } from '../lib/realm-permissions';
@@ -98,7 +98,7 @@ export async function doRemoveRealmEmoji(ctx: ActionContext, actor: User, name: 
   const emoji = await ctx.tx.realmEmoji.findFirst({
     where: { realmId: actor.realmId, name, deactivated: false },
   });
-  if (!emoji) throw new JsonableError('Emoji does not exist');
+  if (!emoji) throw new ResourceNotFoundError(`Emoji '${name}' does not exist`);
   if (actor.role > Role.ADMINISTRATOR && emoji.authorId !== actor.id)
     throw new JsonableError('Must be an organization administrator or emoji author');
   await ctx.tx.realmEmoji.update({ where: { id: emoji.id }, data: { deactivated: true } });

@@ -654,6 +654,19 @@ async function deactivateOne(
       { type: 'realm_user', op: 'update', person: { user_id: target.id, is_deleted: true } },
       viewerIds,
     );
+    // The picture goes (spec 2.2): the avatar form, with the new version.
+    const realm = await tx.realm.findUniqueOrThrow({ where: { id: target.realmId } });
+    const scrubbed = { ...target, avatarSource: 'G', avatarVersion: target.avatarVersion + 1 };
+    await sendByEmailVisibility(
+      ctx,
+      target,
+      (visible) => ({
+        type: 'realm_user',
+        op: 'update',
+        person: avatarPerson(scrubbed, visible, realm),
+      }),
+      viewers,
+    );
   }
   sendEventOnCommit(
     ctx,

@@ -125,8 +125,7 @@ defineRoute(messageRoutes, '/messages', {
       const isChannel = params.type === 'stream' || params.type === 'channel';
       let target: SendTarget;
       if (isChannel) {
-        if (params.to === undefined || params.to.trim() === '')
-          throw new JsonableError('Missing channel');
+        if (params.to === undefined) throw new JsonableError('Missing channel');
         if (params.topic === undefined) throw new JsonableError('Missing topic');
         target = { kind: 'channel', to: params.to, topic: checkTopic(params.topic) };
       } else {

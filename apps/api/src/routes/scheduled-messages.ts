@@ -99,7 +99,7 @@ defineRoute(scheduledMessageRoutes, '/scheduled_messages/:scheduled_message_id',
       if (newType !== undefined && to === undefined)
         throw new JsonableError('Recipient required when updating type of scheduled message.');
       if (newType === 'stream' && topic === undefined)
-        throw new JsonableError('Topic required when updating scheduled message type to stream.');
+        throw new JsonableError('Topic required when updating scheduled message type to channel.');
       const deliverAt = seconds === undefined ? undefined : checkDeliveryTime(seconds);
       const client = clientName(req, undefined);
       await runAction((ctx) =>
