@@ -29,6 +29,7 @@ import { linkifierRoutes } from './routes/linkifiers';
 import { messageRoutes } from './routes/messages';
 import { mutedUserRoutes } from './routes/muted-users';
 import { emojiImageRoutes, emojiUploadRoutes, realmEmojiRoutes } from './routes/realm-emoji';
+import { avatarImageRoutes, avatarRoutes, avatarUploadRoutes } from './routes/avatars';
 import { presenceRoutes } from './routes/presence';
 import { userStatusRoutes } from './routes/user-status';
 import { playgroundRoutes } from './routes/playgrounds';
@@ -69,13 +70,14 @@ export interface ApiAppOptions {
  * own bodies after authentication (tus streams its own), then every resource's. */
 export function apiRouters(): { uploads: Router[]; resources: Router[] } {
   return {
-    uploads: [uploadPostRoutes, emojiUploadRoutes, tusRoutes],
+    uploads: [uploadPostRoutes, emojiUploadRoutes, avatarUploadRoutes, tusRoutes],
     resources: [
       serverRoutes,
       authRoutes,
       // Before userRoutes: /users/me/apns_device_token is not a user's path.
       pushDeviceRoutes,
       clientDeviceRoutes,
+      avatarRoutes,
       userRoutes,
       botRoutes,
       settingsRoutes,
@@ -150,7 +152,7 @@ export function createApp(options: ApiAppOptions = {}): express.Express {
   );
   for (const router of options.mount ?? []) app.use('/api/v1', router);
   app.use('/api/v1', apiRouter());
-  app.use(servedUploadRoutes(), emojiImageRoutes(), exportTarballRoutes());
+  app.use(servedUploadRoutes(), emojiImageRoutes(), avatarImageRoutes(), exportTarballRoutes());
   // Video call pages browsers open and Zoom's redirect and webhook, outside /api/v1 as in
   // Zulip.
   app.use(callPageRoutes());

@@ -28,6 +28,7 @@ import {
 } from '@parley/api/actions/scheduled-messages';
 import { deleteOldUnclaimedUploads } from '@parley/api/actions/upload-cleanup';
 import { deleteExpiredMessages } from '@parley/api/actions/message-retention';
+import { resizeAvatar } from '@parley/api/actions/avatars';
 import { deleteExpiredTusUploads } from '@parley/api/lib/tus-store';
 import { ensureThumbnails, requeuePendingThumbnails } from '@parley/api/actions/thumbnails';
 import {
@@ -90,6 +91,7 @@ export const JOB_HANDLERS: JobHandlers = {
     const deleted = await prunePushNotificationLog();
     if (deleted > 0) getLogger().info('push notification log pruned', { count: deleted });
   },
+  'avatar-resize': resizeAvatar,
   thumbnail: async ({ attachmentId }) => {
     await ensureThumbnails(attachmentId);
   },

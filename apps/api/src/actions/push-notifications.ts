@@ -405,7 +405,8 @@ export async function sendPushNotifications({
             id: sender.id,
             fullName: sender.fullName,
             email: apiEmailFor(user, sender, realm),
-            avatarUrl: avatarUrl(sender, visible, realm),
+            // Zulip's absolute_avatar_url: an uploaded avatar's is relative to the organization.
+            avatarUrl: new URL(avatarUrl(sender, visible, realm), realmUrl(realm)).toString(),
           },
     };
     const recipient = {

@@ -96,7 +96,7 @@ export async function requeuePendingThumbnails({
   return pending.length;
 }
 
-type Sharp = typeof import('sharp');
+export type Sharp = typeof import('sharp');
 
 /** Loads a module once and keeps it; a load that fails is not kept, so the next call tries
  * again (a library installed or fixed since works without a restart). */
@@ -116,7 +116,7 @@ export function cachedLoader<T>(load: () => Promise<T>): () => Promise<T> {
 
 /** sharp, loaded on first use: only the worker thumbnails, so the API process never loads
  * the native library (and its bundle runs without it). */
-const loadSharp = cachedLoader(() =>
+export const loadSharp = cachedLoader(() =>
   import('sharp').then((module) => {
     const sharp = ((module as unknown as { default?: Sharp }).default ?? module) as Sharp;
     // Thumbnails are made once per upload; libvips' operation cache would only hold memory.

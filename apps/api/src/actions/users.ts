@@ -482,6 +482,37 @@ export async function doChangeEmail(
   );
 }
 
+/** Zulip's do_change_avatar_fields: the avatar's source ('U' uploaded, with the random name of
+ * its files; 'G' Gravatar) and a new version, audited, and told with the avatar form of
+ * realm_user update to those who can access the user (the Gravatar URL hashes the address each
+ * viewer sees), and as realm_bot update for a bot. */
+export async function doChangeAvatarFields(
+  ctx: ActionContext,
+  realm: Realm,
+  user: User,
+  source: 'G' | 'U',
+  hash: string | null,
+  actingUserId: number,
+): Promise<User> {
+  const updated = await ctx.tx.user.update({
+    where: { id: user.id },
+    data: { avatarSource: source, avatarHash: hash, avatarVersion: { increment: 1 } },
+  });
+  await audit(ctx, user, AuditLogEvent.USER_AVATAR_SOURCE_CHANGED, actingUserId, {
+    avatar_source: source,
+  });
+  // An uploaded avatar's URL is the same for every viewer.
+  if (source === 'U') await sendPersonUpdate(ctx, updated, avatarPerson(updated, true, realm));
+  else
+    await sendByEmailVisibility(ctx, updated, (visible) => ({
+      type: 'realm_user',
+      op: 'update',
+      person: avatarPerson(updated, visible, realm),
+    }));
+  if (updated.isBot) await sendBotUpdate(ctx, updated, avatarPerson(updated, true, realm));
+  return updated;
+}
+
 // ---- Settings -------------------------------------------------------------------------------
 
 export async function doChangeTimezone(

@@ -14,7 +14,7 @@ import type { QueuedEvent } from '@parley/events';
 import { presentBot } from '../presenters/bots';
 import { presentLinkifier } from '../presenters/linkifiers';
 import { presentProfileField } from '../presenters/profile-fields';
-import { mediumAvatarUrl, presentUser } from '../presenters/users';
+import { avatarUrl, presentUser } from '../presenters/users';
 import { ABSENT_FEATURE_SECTIONS } from './absent-features-state';
 import { applyUserStatusEvent, userStatusState } from './user-status';
 import { playgroundsOf } from './playgrounds';
@@ -203,8 +203,7 @@ export async function fetchInitialState(
       : users.filter((target) => !canAccessUser(accessible, user, target));
     // The user's own avatar never leaves the URL to the client (Zulip forces
     // client_gravatar off here).
-    const ownAvatar = presentUser(user, user, realm, { clientGravatar: false })
-      .avatar_url as string;
+    const ownAvatar = avatarUrl(user, true, realm);
     Object.assign(state, {
       realm_users: [
         ...seen.filter((u) => u.isActive).map(present),
@@ -223,7 +222,7 @@ export async function fetchInitialState(
       avatar_source: user.avatarSource,
       avatar_version: user.avatarVersion,
       avatar_url: ownAvatar,
-      avatar_url_medium: mediumAvatarUrl(ownAvatar),
+      avatar_url_medium: avatarUrl(user, true, realm, { medium: true }),
       ...realmUserPermissions(realm, membership!),
     });
   }

@@ -269,6 +269,7 @@ export type MessageUser = Pick<
   | 'deliveryEmail'
   | 'avatarSource'
   | 'avatarVersion'
+  | 'avatarHash'
   | 'isBot'
   | 'emailAddressVisibility'
   | 'isMirrorDummy'
@@ -292,7 +293,7 @@ interface MessageDisplayRow extends Message {
 /** What a message shows of user `u`, as JSON with MessageUser's field names. */
 const MESSAGE_USER_JSON = `json_build_object('id', u.id, 'fullName', u.full_name,
   'deliveryEmail', u.delivery_email, 'avatarSource', u.avatar_source,
-  'avatarVersion', u.avatar_version, 'isBot', u.is_bot,
+  'avatarVersion', u.avatar_version, 'avatarHash', u.avatar_hash, 'isBot', u.is_bot,
   'emailAddressVisibility', u.email_address_visibility, 'isMirrorDummy', u.is_mirror_dummy)`;
 
 /** Messages with everything their display needs: recipient, channel name, group members, the

@@ -2,7 +2,10 @@
 import type { Realm, User } from '@parley/db';
 import { avatarUrl } from './users';
 
-export function presentBot(bot: User, realm: Pick<Realm, 'stringId'>): Record<string, unknown> {
+export function presentBot(
+  bot: User,
+  realm: Pick<Realm, 'id' | 'stringId'>,
+): Record<string, unknown> {
   return {
     user_id: bot.id,
     email: bot.deliveryEmail,

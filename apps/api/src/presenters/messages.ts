@@ -112,7 +112,7 @@ export function topicName(subject: string, allowEmpty: boolean): string {
 
 export function presentMessage(
   message: Message,
-  realm: Pick<Realm, 'stringId'>,
+  realm: Pick<Realm, 'id' | 'stringId'>,
   view: MessageView,
 ): Record<string, unknown> {
   const { sender } = view;

@@ -28,40 +28,49 @@ function gravatarUrl(hashSource: string, version: number): string {
   return `https://secure.gravatar.com/avatar/${hash}?d=identicon&version=${version}`;
 }
 
-/** The avatar URL `viewer` gets. Hidden addresses are never hashed into the URL (an md5 of an
- * email is not a secret), the dummy address is. */
+export type AvatarOwner = Pick<
+  User,
+  'id' | 'deliveryEmail' | 'avatarVersion' | 'avatarSource' | 'avatarHash'
+>;
+
+/** The avatar URL a viewer gets (`medium`: Zulip's 500-pixel one, for settings pages). An
+ * uploaded avatar ('U') is served here, under the organization's user_avatars/ (relative, as
+ * Zulip's local uploads); otherwise Gravatar's, whose URL hashes the address the viewer sees:
+ * hidden addresses are never hashed into it (an md5 of an email is not a secret), the dummy
+ * address is. */
 export function avatarUrl(
-  target: Pick<User, 'id' | 'deliveryEmail' | 'avatarVersion'>,
+  target: AvatarOwner,
   emailVisible: boolean,
-  realm: Pick<Realm, 'stringId'>,
+  realm: Pick<Realm, 'id' | 'stringId'>,
+  { medium = false }: { medium?: boolean } = {},
 ): string {
-  return gravatarUrl(
+  if (target.avatarSource === 'U' && target.avatarHash !== null)
+    return `${uploadedAvatarPath(realm.id, target.avatarHash, medium)}?version=${target.avatarVersion}`;
+  const url = gravatarUrl(
     emailVisible ? target.deliveryEmail : dummyEmail(target, realm),
     target.avatarVersion,
   );
+  return medium ? `${url}&s=500` : url;
 }
 
-/** Zulip's 500-pixel avatar for settings pages: Gravatar's `s` parameter (every Parley avatar
- * is a Gravatar URL so far). */
-export function mediumAvatarUrl(url: string): string {
-  const medium = new URL(url);
-  medium.searchParams.set('s', '500');
-  return medium.toString();
+/** Where an uploaded avatar is served: `/user_avatars/{realm_id}/{hash}.png`, or
+ * `{hash}-medium.png` (Zulip's names). */
+export function uploadedAvatarPath(realmId: number, hash: string, medium: boolean): string {
+  return `/user_avatars/${realmId}/${hash}${medium ? '-medium' : ''}.png`;
 }
 
 /** The avatar form of a realm_user update (spec 6) for viewers who can (or cannot) see the
- * user's address: the URL hashes the address they see. */
+ * user's address (a Gravatar URL hashes the address they see). */
 export function avatarPerson(
-  target: Pick<User, 'id' | 'deliveryEmail' | 'avatarVersion' | 'avatarSource'>,
+  target: AvatarOwner,
   emailVisible: boolean,
-  realm: Pick<Realm, 'stringId'>,
+  realm: Pick<Realm, 'id' | 'stringId'>,
 ): Record<string, unknown> {
-  const url = avatarUrl(target, emailVisible, realm);
   return {
     user_id: target.id,
     avatar_source: target.avatarSource,
-    avatar_url: url,
-    avatar_url_medium: mediumAvatarUrl(url),
+    avatar_url: avatarUrl(target, emailVisible, realm),
+    avatar_url_medium: avatarUrl(target, emailVisible, realm, { medium: true }),
     avatar_version: target.avatarVersion,
   };
 }
@@ -69,7 +78,7 @@ export function avatarPerson(
 export function presentUser(
   target: User,
   viewer: Pick<User, 'id' | 'role'>,
-  realm: Pick<Realm, 'stringId'>,
+  realm: Pick<Realm, 'id' | 'stringId'>,
   options: PresentUserOptions,
 ): Record<string, unknown> {
   return presentUserWithVisibility(target, canSeeDeliveryEmail(viewer, target), realm, options);
@@ -80,7 +89,7 @@ export function presentUser(
 export function presentUserWithVisibility(
   target: User,
   visible: boolean,
-  realm: Pick<Realm, 'stringId'>,
+  realm: Pick<Realm, 'id' | 'stringId'>,
   options: PresentUserOptions,
 ): Record<string, unknown> {
   const user: Record<string, unknown> = {
