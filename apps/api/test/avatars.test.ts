@@ -1,10 +1,9 @@
-// Uploaded avatars (Zulip's POST and DELETE /users/me/avatar): the image is served at once, as
-// uploaded, then in Zulip's two sizes once the worker's job made them; every change is told
-// with the avatar form of realm_user update.
+// Uploaded avatars (Zulip's POST and DELETE /users/me/avatar): the image is resized in the
+// request to Zulip's two square sizes, served publicly under a random name; every change is
+// told with the avatar form of realm_user update, and replaced files go.
 import request from 'supertest';
 import sharp from 'sharp';
 import { getPrisma, Role, type User } from '@parley/db';
-import { resizeAvatar } from '../src/actions/avatars';
 import {
   api,
   app,
@@ -54,8 +53,12 @@ describe('uploaded avatars', () => {
       });
   const hashOf = (url: string) => /\/([0-9a-f]{40})\.png\?/.exec(url)![1]!;
 
-  it('serves an upload at once, then its two square sizes, and tells everyone', async () => {
-    const jpeg = await picture(300, 200, 'jpeg');
+  it('serves an upload in its two square sizes, without its metadata, and tells everyone', async () => {
+    // A photo with its camera's EXIF data.
+    const jpeg = await sharp(await picture(300, 200, 'jpeg'))
+      .withExif({ IFD0: { Make: 'Secret Camera' } })
+      .jpeg()
+      .toBuffer();
     let url = '';
     const published = await captureEvents(org.realm.id, async () => {
       url = expectSuccess(await upload(user, [jpeg, 'me.jpg'])).avatar_url as string;
@@ -80,24 +83,18 @@ describe('uploaded avatars', () => {
       },
     ]);
 
-    // Before the worker resized it: the image as uploaded, to anyone (no credentials).
-    const early = await fetchImage(url);
-    expect(early.status).toBe(200);
-    expect(early.headers['content-type']).toBe('image/jpeg');
-    expect(Buffer.compare(early.body as Buffer, jpeg)).toBe(0);
-
-    await resizeAvatar({ realmId: org.realm.id, hash });
+    // To anyone (no credentials), resized, as PNG without the upload's metadata.
     for (const [path, size] of [
       [url, 100],
       [person.avatar_url_medium, 500],
     ] as const) {
       const resized = await fetchImage(path);
+      expect(resized.status).toBe(200);
       expect(resized.headers['content-type']).toBe('image/png');
-      expect(await sharp(resized.body as Buffer).metadata()).toMatchObject({
-        format: 'png',
-        width: size,
-        height: size,
-      });
+      const metadata = await sharp(resized.body as Buffer).metadata();
+      expect(metadata).toMatchObject({ format: 'png', width: size, height: size });
+      expect(metadata.exif).toBeUndefined();
+      expect((resized.body as Buffer).includes('Secret Camera')).toBe(false);
     }
 
     // Everywhere the user is shown.
@@ -122,6 +119,7 @@ describe('uploaded avatars', () => {
       .avatar_url as string;
     expect(hashOf(second)).not.toBe(hashOf(first));
     expect((await fetchImage(first)).status).toBe(404);
+    expect((await fetchImage(first.replace('.png?', '-medium.png?'))).status).toBe(404);
     expect((await fetchImage(second)).status).toBe(200);
 
     const before = await prisma().user.findUniqueOrThrow({ where: { id: user.id } });
@@ -165,6 +163,23 @@ describe('uploaded avatars', () => {
     expect(shown).toMatchObject({ avatar_url: url });
   });
 
+  it("removes a deleted profile's uploaded picture", async () => {
+    const leaving = await createTestUser(org.realm);
+    const url = expectSuccess(await upload(leaving, [await picture(30, 30), 'l.png']))
+      .avatar_url as string;
+    expect((await fetchImage(url)).status).toBe(200);
+    expectSuccess(
+      await as(org.owner, org.host).delete(`/users/${leaving.id}`, {
+        actions: { delete_profile: true },
+      }),
+    );
+    expect((await fetchImage(url)).status).toBe(404);
+    expect(await prisma().user.findUniqueOrThrow({ where: { id: leaving.id } })).toMatchObject({
+      avatarSource: 'G',
+      avatarHash: null,
+    });
+  });
+
   it('refuses what Zulip refuses', async () => {
     expectError(await upload(user), 'You must upload exactly one avatar.');
     const png = await picture(10, 10);
@@ -172,10 +187,22 @@ describe('uploaded avatars', () => {
       await upload(user, [png, 'a.png'], [png, 'b.png']),
       'You must upload exactly one avatar.',
     );
+    const avatarBefore = await prisma().user.findUniqueOrThrow({ where: { id: user.id } });
     expectError(
       await upload(user, [Buffer.from('not an image at all'), 'a.png']),
       'Could not decode image; did you upload an image file?',
     );
+    // A valid PNG header over a body that does not decode.
+    const truncated = (await picture(40, 40)).subarray(0, 60);
+    expectError(
+      await upload(user, [truncated, 'a.png']),
+      'Could not decode image; did you upload an image file?',
+    );
+    // Nothing changed.
+    expect(await prisma().user.findUniqueOrThrow({ where: { id: user.id } })).toMatchObject({
+      avatarSource: avatarBefore.avatarSource,
+      avatarVersion: avatarBefore.avatarVersion,
+    });
     await prisma().realm.update({
       where: { id: org.realm.id },
       data: { avatarChangesDisabled: true },

@@ -8,6 +8,7 @@ import { dirname } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { Queue } from 'bullmq';
 import request from 'supertest';
+import sharp from 'sharp';
 import { extract } from 'tar-stream';
 import { getConfig } from '@parley/config';
 import { getPrisma, Role, runAction, type User } from '@parley/db';
@@ -21,6 +22,7 @@ import { doAddSubscriptions } from '../src/actions/subscriptions';
 import { uploadFilePath } from '../src/lib/upload-store';
 import { ExportStatus } from '../src/lib/realm-exports';
 import {
+  api,
   app,
   as,
   captureEvents,
@@ -193,6 +195,17 @@ describe('/export/realm', () => {
         content: '/poll Where?',
       }),
     ).id as number;
+    const picture = await sharp({
+      create: { width: 8, height: 8, channels: 3, background: { r: 1, g: 2, b: 3 } },
+    })
+      .png()
+      .toBuffer();
+    const avatarUrl = expectSuccess(
+      await api
+        .post(org.host, '/users/me/avatar')
+        .auth(member.deliveryEmail, member.apiKey)
+        .attach('picture', picture, 'picture.png'),
+    ).avatar_url as string;
     const privateFile = await uploadFile(org.host, org.owner, 'private.txt', Buffer.from('no'));
     const hidden = expectSuccess(
       await send(org.owner, org.host, {
@@ -295,6 +308,13 @@ describe('/export/realm', () => {
         .zerver_usermessage!.filter((um) => um.message_id === shared)
         .map((um) => um.user_profile_id),
     ).toEqual(expect.arrayContaining([org.owner.id, member.id]));
+    // Uploaded avatars, both sizes.
+    const avatarHash = /\/([0-9a-f]{40})\.png/.exec(avatarUrl)![1]!;
+    expect(JSON.parse(files.get('avatars/records.json')!.toString())).toEqual([
+      { path: `${avatarHash}.png`, user_profile_id: member.id },
+      { path: `${avatarHash}-medium.png`, user_profile_id: member.id },
+    ]);
+    expect(files.has(`avatars/${avatarHash}-medium.png`)).toBe(true);
     // A widget's submessages go with their message.
     expect(messages.zerver_submessage!.map((sub) => [sub.message_id, sub.msg_type])).toEqual([
       [poll, 'widget'],

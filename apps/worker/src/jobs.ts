@@ -28,7 +28,6 @@ import {
 } from '@parley/api/actions/scheduled-messages';
 import { deleteOldUnclaimedUploads } from '@parley/api/actions/upload-cleanup';
 import { deleteExpiredMessages } from '@parley/api/actions/message-retention';
-import { resizeAvatar } from '@parley/api/actions/avatars';
 import { deleteExpiredTusUploads } from '@parley/api/lib/tus-store';
 import { ensureThumbnails, requeuePendingThumbnails } from '@parley/api/actions/thumbnails';
 import {
@@ -91,7 +90,6 @@ export const JOB_HANDLERS: JobHandlers = {
     const deleted = await prunePushNotificationLog();
     if (deleted > 0) getLogger().info('push notification log pruned', { count: deleted });
   },
-  'avatar-resize': resizeAvatar,
   thumbnail: async ({ attachmentId }) => {
     await ensureThumbnails(attachmentId);
   },
@@ -110,10 +108,10 @@ export const FULL_MEMBER_PROMOTION_EVERY_MS = 3600_000;
  * (UPLOAD_CLEANUP_BATCH_SIZE), so hourly runs also work off a backlog within the day. */
 export const UPLOAD_CLEANUP_EVERY_MS = 3600_000;
 
-/** Zulip archives expired messages once a day; hourly, a message goes within an hour of its
- * retention period's end, and a run with nothing expired costs one indexed query per channel
- * with a period. */
-export const RETENTION_EVERY_MS = 3600_000;
+/** Zulip archives expired messages once a day, and so does Parley: a run looks up each scope
+ * with a period through the (realm_id, date_sent) index, which holds every old message of the
+ * organization, kept ones included, so it is not an hourly cost. */
+export const RETENTION_EVERY_MS = 24 * 3600_000;
 
 export interface WorkerOptions {
   concurrency?: number;

@@ -64,8 +64,6 @@ export interface JobData {
   /** The thumbnails of an uploaded image (Zulip's `thumbnail` queue), then the messages that
    * show its loading placeholder. */
   thumbnail: { attachmentId: number };
-  /** A user's uploaded avatar, resized to Zulip's two sizes (served as uploaded until then). */
-  'avatar-resize': { realmId: number; hash: string };
   /** A data export an administrator asked for (POST /export/realm), made and stored. */
   'realm-export': { exportId: number };
 }
@@ -89,7 +87,6 @@ export const JOB_QUEUES: Record<JobName, QueueName> = {
   'e2ee-push-registration': 'push',
   // Its own queue, as in Zulip: decoding large images must not hold up mail or pushes.
   thumbnail: 'thumbnail',
-  'avatar-resize': 'thumbnail',
   // Zulip's deferred_work: minutes of work that must not hold up mail or pushes.
   'realm-export': 'maintenance',
 };

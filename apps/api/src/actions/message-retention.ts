@@ -1,4 +1,4 @@
-// Message retention (Zulip's retention.py archive_messages, a daily cron there, a periodic job
+// Message retention (Zulip's retention.py archive_messages, a daily cron there, a daily job
 // here): a channel's messages older than its message_retention_days (or the organization's,
 // when the channel's is null) are deleted, and direct messages older than the organization's;
 // -1 keeps them forever. Zulip moves them to an archive it empties after 30 days; Parley has no

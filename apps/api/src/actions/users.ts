@@ -6,6 +6,7 @@ import {
   isRoleValue,
   RecipientType,
   Role,
+  lockUserRow,
   runAction,
   type ActionContext,
   type Realm,
@@ -34,7 +35,8 @@ import {
   type Viewer,
 } from '../lib/users';
 import { loadPermissions } from '../lib/streams';
-import { avatarPerson, presentUserWithVisibility } from '../presenters/users';
+import { avatarPerson, avatarUrl, presentUserWithVisibility } from '../presenters/users';
+import { removeAvatarFiles } from '../lib/avatars';
 import { presentBot } from '../presenters/bots';
 import { newUserSettingColumns, USER_SETTINGS, type SettingName } from '../lib/user-settings';
 import {
@@ -509,7 +511,8 @@ export async function doChangeAvatarFields(
       op: 'update',
       person: avatarPerson(updated, visible, realm),
     }));
-  if (updated.isBot) await sendBotUpdate(ctx, updated, avatarPerson(updated, true, realm));
+  if (updated.isBot)
+    await sendBotUpdate(ctx, updated, { avatar_url: avatarUrl(updated, true, realm) });
   return updated;
 }
 
@@ -651,7 +654,13 @@ async function deactivateOne(
 ): Promise<void> {
   const { tx } = ctx;
   const deleted = actions.delete_profile === true;
-  await tx.user.update({
+  // The uploaded picture as committed, read with the row locked (an upload racing this one
+  // would otherwise leave its files behind).
+  if (deleted) await lockUserRow(ctx, target.id);
+  const uploaded = deleted
+    ? (await tx.user.findUniqueOrThrow({ where: { id: target.id } })).avatarHash
+    : null;
+  const updated = await tx.user.update({
     where: { id: target.id },
     data: {
       isActive: false,
@@ -660,11 +669,13 @@ async function deactivateOne(
             isDeleted: true,
             fullName: `Deleted user ${target.id}`,
             avatarSource: 'G',
+            avatarHash: null,
             avatarVersion: { increment: 1 },
           }
         : {}),
     },
   });
+  if (uploaded !== null) ctx.onCommit(() => removeAvatarFiles(target.realmId, uploaded));
   await tx.subscription.updateMany({ where: { userId: target.id }, data: { isUserActive: false } });
   await sendSubscriberActivityEvents(ctx, target, 'peer_remove');
   await audit(ctx, target, AuditLogEvent.USER_DEACTIVATED, actingUserId, { actions });
@@ -687,14 +698,13 @@ async function deactivateOne(
     );
     // The picture goes (spec 2.2): the avatar form, with the new version.
     const realm = await tx.realm.findUniqueOrThrow({ where: { id: target.realmId } });
-    const scrubbed = { ...target, avatarSource: 'G', avatarVersion: target.avatarVersion + 1 };
     await sendByEmailVisibility(
       ctx,
       target,
       (visible) => ({
         type: 'realm_user',
         op: 'update',
-        person: avatarPerson(scrubbed, visible, realm),
+        person: avatarPerson(updated, visible, realm),
       }),
       viewers,
     );

@@ -633,7 +633,22 @@ function applyRealmUser(state: State, event: QueuedEvent, user: User): void {
   const found = find();
   if (!found) return;
   const target = found.list[found.index]!;
-  const { custom_profile_field: field, new_email: newEmail, ...fields } = person;
+  const {
+    custom_profile_field: field,
+    new_email: newEmail,
+    // The avatar form's source and medium URL belong to the user's own state, not to the
+    // user objects (Zulip's apply_event).
+    avatar_source: avatarSource,
+    avatar_url_medium: avatarUrlMedium,
+    ...fields
+  } = person;
+  if (person.user_id === user.id && avatarSource !== undefined && 'avatar_source' in state)
+    Object.assign(state, {
+      avatar_source: avatarSource,
+      avatar_url: fields.avatar_url,
+      avatar_url_medium: avatarUrlMedium,
+      avatar_version: fields.avatar_version,
+    });
   Object.assign(target, fields);
   if (newEmail !== undefined) target.email = newEmail;
   if (field) {

@@ -1,7 +1,8 @@
 // What a data export holds (Zulip's zerver/lib/export.py, in its layout): a gzipped tarball of
 // one directory with realm.json (the organization's tables, by Zulip's table names),
 // messages-NNNNNN.json (1,000 messages each, with their copies), attachment.json, the files of
-// those attachments under uploads/ and the custom emoji images under emoji/, and stats.json.
+// those attachments under uploads/, the custom emoji images under emoji/, the uploaded avatars
+// under avatars/, and stats.json.
 // Rows are PostgreSQL's JSON of Parley's own rows, whose columns mostly carry Zulip's names;
 // passwords, API keys, OAuth tokens and the organization's JWT key are never exported (nor the
 // full-text search column, which an import rebuilds).
@@ -15,6 +16,7 @@
 // dummy address (user{id}@{organization's email domain}, as the API shows it).
 import { realmEmailDomain } from '@parley/auth';
 import { getPrisma, Prisma, RecipientType, type Realm } from '@parley/db';
+import { avatarStorePath } from './avatars';
 import { emojiStorePath } from './realm-emoji';
 import { consentingUserIds, ExportType, type ExportTypeValue } from './realm-exports';
 import { GzippedTarball } from './tarball';
@@ -294,6 +296,24 @@ export async function buildRealmExport(
     emojiRecords.push({ path: row.fileName, file_name: row.fileName, name: row.name });
   }
   await tarball.add('emoji/records.json', Buffer.from(JSON.stringify(emojiRecords)));
+
+  // Uploaded avatars (public images, as in Zulip's export): both sizes of each.
+  const uploaded = await getPrisma().user.findMany({
+    where: { realmId, avatarSource: 'U', avatarHash: { not: null } },
+    select: { id: true, avatarHash: true },
+    orderBy: { id: 'asc' },
+  });
+  const avatarRecords: { path: string; user_profile_id: number }[] = [];
+  for (const user of uploaded)
+    for (const size of ['small', 'medium'] as const) {
+      const path = avatarStorePath(realmId, user.avatarHash!, size);
+      const data = await readUpload(path);
+      if (!data) continue;
+      const name = path.slice(path.lastIndexOf('/') + 1);
+      await tarball.add(`avatars/${name}`, data);
+      avatarRecords.push({ path: name, user_profile_id: user.id });
+    }
+  await tarball.add('avatars/records.json', Buffer.from(JSON.stringify(avatarRecords)));
   await tarball.add('stats.json', Buffer.from(JSON.stringify(stats, null, 2)));
 
   const { bytes, sha256 } = await tarball.finish();

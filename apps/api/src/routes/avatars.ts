@@ -1,6 +1,6 @@
 // A user's own avatar: POST and DELETE /users/me/avatar (Zulip's set_avatar_backend and
-// delete_avatar_backend), and the uploaded images at /user_avatars/{realm_id}/{hash}.png
-// (public, as Zulip serves them).
+// delete_avatar_backend), and the uploaded images at /user_avatars/{realm_id}/{hash}.png and
+// {hash}-medium.png (public, as Zulip serves them).
 import { Router } from 'express';
 import { z } from 'zod';
 import { userEndpoint } from '@parley/auth';
@@ -11,8 +11,9 @@ import {
   doDeleteAvatar,
   doUploadAvatar,
   MAX_AVATAR_FILE_BYTES,
-  servedAvatar,
 } from '../actions/avatars';
+import { avatarStorePath } from '../lib/avatars';
+import { sendStoredUpload } from '../lib/upload-store';
 import { uploadedFiles, uploadLimits } from './uploads';
 
 const avatarAnswer = z.object({ avatar_url: z.string() });
@@ -48,24 +49,23 @@ defineRoute(avatarRoutes, '/users/me/avatar', {
 });
 
 /** The uploaded avatars, outside /api/v1: their names are random, so anyone may load them
- * (email clients, notifications). */
+ * (email clients, notifications), as in Zulip. */
 export function avatarImageRoutes(): Router {
   const router = Router();
   router.get('/user_avatars/:realm_id/:file_name', async (req, res) => {
     const { realm_id: realmId, file_name: fileName } = req.params;
     const name = /^([0-9a-f]{40})(-medium)?\.png$/.exec(fileName);
     if (!/^\d{1,10}$/.test(realmId) || !name) throw new ResourceNotFoundError('File not found');
-    const found = await servedAvatar(Number(realmId), name[1]!, name[2] !== undefined);
-    if (!found) throw new ResourceNotFoundError('File not found');
-    res
-      .set({
-        'Content-Type': found.contentType,
+    await sendStoredUpload(
+      res,
+      avatarStorePath(Number(realmId), name[1]!, name[2] === undefined ? 'small' : 'medium'),
+      {
+        'Content-Type': 'image/png',
         'X-Content-Type-Options': 'nosniff',
-        // The URL carries the avatar's version; the image as uploaded is replaced by its
-        // resized form under the same URL, so not for long.
-        'Cache-Control': 'public, max-age=3600',
-      })
-      .send(found.bytes);
+        // The URL carries the avatar's version and each upload has its own name.
+        'Cache-Control': 'public, max-age=86400',
+      },
+    );
   });
   return router;
 }
