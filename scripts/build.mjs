@@ -6,7 +6,8 @@
 // worker) is a native library that cannot be bundled: it stays external, and the package with
 // its runtime dependencies (among them the prebuilt libvips for the building platform) is
 // copied into <outdir>/node_modules, where the bundles' require('sharp') finds it. The runtime
-// image copies dist/ whole, so it carries sharp; the API loads it only if it thumbnails.
+// image copies dist/ whole, so it carries sharp; the API loads it only to resize an uploaded
+// avatar.
 import {
   copyFileSync,
   cpSync,

@@ -133,6 +133,12 @@ describe('uploaded avatars', () => {
       avatar_version: before.avatarVersion + 1,
     });
     expect((await fetchImage(second)).status).toBe(404);
+    expect((await fetchImage(second.replace('.png?', '-medium.png?'))).status).toBe(404);
+    // Back to Gravatar: its URL hashes the address each viewer sees.
+    for (const { event } of published)
+      expect((event.person as { avatar_url: string }).avatar_url).toMatch(
+        /^https:\/\/secure\.gravatar\.com\/avatar\/[0-9a-f]{32}\?d=identicon&version=\d+$/,
+      );
     const after = await prisma().user.findUniqueOrThrow({ where: { id: user.id } });
     expect(after).toMatchObject({ avatarSource: 'G', avatarHash: null });
     // Nothing uploaded: nothing changes.
@@ -174,6 +180,7 @@ describe('uploaded avatars', () => {
       }),
     );
     expect((await fetchImage(url)).status).toBe(404);
+    expect((await fetchImage(url.replace('.png?', '-medium.png?'))).status).toBe(404);
     expect(await prisma().user.findUniqueOrThrow({ where: { id: leaving.id } })).toMatchObject({
       avatarSource: 'G',
       avatarHash: null,
@@ -198,6 +205,21 @@ describe('uploaded avatars', () => {
       await upload(user, [truncated, 'a.png']),
       'Could not decode image; did you upload an image file?',
     );
+    // Formats other than PNG, JPEG, GIF and WebP never reach the image library.
+    const tiff = await sharp(await picture(10, 10))
+      .tiff()
+      .toBuffer();
+    expectError(
+      await upload(user, [tiff, 'a.tiff']),
+      'Could not decode image; did you upload an image file?',
+    );
+    // A decompression bomb: a small GIF claiming a 20,000-pixel square canvas.
+    const gif = await sharp(await picture(10, 10))
+      .gif()
+      .toBuffer();
+    gif.writeUInt16LE(20_000, 6);
+    gif.writeUInt16LE(20_000, 8);
+    expectError(await upload(user, [gif, 'a.gif']), 'Image size exceeds limit.');
     // Nothing changed.
     expect(await prisma().user.findUniqueOrThrow({ where: { id: user.id } })).toMatchObject({
       avatarSource: avatarBefore.avatarSource,

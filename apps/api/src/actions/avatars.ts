@@ -5,7 +5,8 @@
 // name (user_profile.avatar_hash); the previous upload's go once the change commits.
 import { randomBytes } from 'node:crypto';
 import { lockUserRow, runAction, type ActionContext, type Realm, type User } from '@parley/db';
-import { JsonableError } from '@parley/errors';
+import { JsonableError, UserDeactivatedError } from '@parley/errors';
+import { imageSize } from 'image-size';
 import { avatarStorePath, removeAvatarFiles, type AvatarSize } from '../lib/avatars';
 import { IMAGE_BOMB_TOTAL_PIXELS } from '../lib/thumbnails';
 import { storeUpload } from '../lib/upload-store';
@@ -20,7 +21,9 @@ export const MAX_AVATAR_FILE_BYTES = 5 * 1024 * 1024;
 /** Zulip's DEFAULT_AVATAR_SIZE and MEDIUM_AVATAR_SIZE. */
 const AVATAR_SIZES: Record<AvatarSize, number> = { small: 100, medium: 500 };
 
-/** The formats sharp may decode an avatar as (Zulip blocks every other libvips loader). */
+/** The formats an avatar may be, by image-size's name and by sharp's (Zulip blocks every other
+ * libvips loader). */
+const AVATAR_TYPES = new Set(['png', 'jpg', 'gif', 'webp']);
 const AVATAR_FORMATS = new Set(['png', 'jpeg', 'gif', 'webp']);
 
 const BAD_IMAGE = 'Could not decode image; did you upload an image file?';
@@ -35,6 +38,19 @@ export function checkChangeAvatar(user: User, realm: Realm): void {
  * anything is decoded), then each size is cropped to a centred square, its first frame only,
  * turned as its EXIF orientation says, as PNG without metadata. */
 async function resizedAvatars(bytes: Buffer): Promise<Record<AvatarSize, Buffer>> {
+  // The type from the bytes' signature first, so that sharp never parses anything but the
+  // four formats (libvips would pick a TIFF, SVG or HEIF loader by itself).
+  let header: { type?: string; width?: number; height?: number };
+  try {
+    header = imageSize(bytes);
+  } catch {
+    header = {};
+  }
+  if (header.type === undefined || !AVATAR_TYPES.has(header.type))
+    throw new JsonableError(BAD_IMAGE);
+  // A GIF's canvas (its logical screen) may be far larger than its first frame.
+  if ((header.width ?? 0) * (header.height ?? 0) > IMAGE_BOMB_TOTAL_PIXELS)
+    throw new JsonableError('Image size exceeds limit.');
   const sharp = await loadSharp();
   let metadata: Awaited<ReturnType<ReturnType<typeof sharp>['metadata']>>;
   try {
@@ -47,16 +63,20 @@ async function resizedAvatars(bytes: Buffer): Promise<Record<AvatarSize, Buffer>
   if (metadata.width * metadata.height > IMAGE_BOMB_TOTAL_PIXELS)
     throw new JsonableError('Image size exceeds limit.');
   try {
-    const decoded = sharp(bytes, {
+    // One decode (its first frame only: sharp's default), for the medium size; the small one
+    // is made from that, so the API holds one decoded image per upload at a time.
+    const medium = await sharp(bytes, {
       limitInputPixels: IMAGE_BOMB_TOTAL_PIXELS,
       failOn: 'error',
-    }).rotate();
-    const resize = (size: number) =>
-      decoded.clone().resize(size, size, { fit: 'cover' }).png().toBuffer();
-    const [small, medium] = await Promise.all([
-      resize(AVATAR_SIZES.small),
-      resize(AVATAR_SIZES.medium),
-    ]);
+    })
+      .rotate()
+      .resize(AVATAR_SIZES.medium, AVATAR_SIZES.medium, { fit: 'cover' })
+      .png()
+      .toBuffer();
+    const small = await sharp(medium)
+      .resize(AVATAR_SIZES.small, AVATAR_SIZES.small)
+      .png()
+      .toBuffer();
     return { small, medium };
   } catch {
     // sharp's errors while decoding mean a corrupt or truncated image.
@@ -68,7 +88,10 @@ async function resizedAvatars(bytes: Buffer): Promise<Record<AvatarSize, Buffer>
  * be behind another replica's change, and the files to remove are the current ones. */
 async function lockedAvatar(ctx: ActionContext, user: User): Promise<User> {
   await lockUserRow(ctx, user.id);
-  return ctx.tx.user.findUniqueOrThrow({ where: { id: user.id } });
+  const current = await ctx.tx.user.findUniqueOrThrow({ where: { id: user.id } });
+  // Deactivated since the request was authenticated (a deleted profile keeps no picture).
+  if (!current.isActive) throw new UserDeactivatedError();
+  return current;
 }
 
 /** POST /users/me/avatar: the upload, resized, becomes the user's avatar ('U'). Returns its
@@ -80,11 +103,11 @@ export async function doUploadAvatar(
 ): Promise<string> {
   const images = await resizedAvatars(file.buffer);
   const hash = randomBytes(20).toString('hex');
-  for (const size of ['small', 'medium'] as const)
-    await storeUpload(avatarStorePath(realm.id, hash, size), images[size], 'image/png');
   let previous: string | null = null;
   let updated: User;
   try {
+    for (const size of ['small', 'medium'] as const)
+      await storeUpload(avatarStorePath(realm.id, hash, size), images[size], 'image/png');
     updated = await runAction(async (ctx) => {
       const current = await lockedAvatar(ctx, user);
       previous = current.avatarHash;

@@ -114,8 +114,8 @@ export function cachedLoader<T>(load: () => Promise<T>): () => Promise<T> {
   };
 }
 
-/** sharp, loaded on first use: only the worker thumbnails, so the API process never loads
- * the native library (and its bundle runs without it). */
+/** sharp, loaded on first use: the worker thumbnails; the API process loads it only when an
+ * avatar is uploaded (actions/avatars.ts), never for anything else. */
 export const loadSharp = cachedLoader(() =>
   import('sharp').then((module) => {
     const sharp = ((module as unknown as { default?: Sharp }).default ?? module) as Sharp;
