@@ -8,6 +8,7 @@ import {
   api,
   app,
   as,
+  bytes,
   captureEvents,
   createTestRealm,
   createTestUser,
@@ -42,15 +43,7 @@ describe('uploaded avatars', () => {
     return req;
   };
   const fetchImage = (url: string) =>
-    request(app)
-      .get(url)
-      .set('Host', org.host)
-      .buffer(true)
-      .parse((res, done) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () => done(null, Buffer.concat(chunks)));
-      });
+    request(app).get(url).set('Host', org.host).buffer(true).parse(bytes);
   const hashOf = (url: string) => /\/([0-9a-f]{40})\.png\?/.exec(url)![1]!;
 
   it('serves an upload in its two square sizes, without its metadata, and tells everyone', async () => {

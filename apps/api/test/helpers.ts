@@ -249,6 +249,16 @@ function compareStreamIds(a: string, b: string): number {
   return am === bm ? Number(as_ - bs) : am < bm ? -1 : 1;
 }
 
+/** A supertest parser that keeps the answer's bytes as a Buffer (`.buffer(true).parse(bytes)`),
+ * whatever its content type. */
+export function bytes(res: Response, done: (error: Error | null, body: Buffer) => void): void {
+  // In Node the answer being parsed is its stream.
+  const stream = res as unknown as NodeJS.ReadableStream;
+  const chunks: Buffer[] = [];
+  stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+  stream.on('end', () => done(null, Buffer.concat(chunks)));
+}
+
 export function expectSuccess(res: Response): Record<string, unknown> {
   if (res.status !== 200 || res.body.result !== 'success') {
     throw new Error(`expected success, got ${res.status}: ${JSON.stringify(res.body)}`);

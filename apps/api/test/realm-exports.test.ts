@@ -25,6 +25,7 @@ import {
   api,
   app,
   as,
+  bytes,
   captureEvents,
   createChannel,
   createTestRealm,
@@ -105,15 +106,7 @@ const json = (files: Map<string, Buffer>, path: string) =>
   JSON.parse(files.get(path)!.toString()) as Record<string, Record<string, unknown>[]>;
 
 async function download(host: string, url: string) {
-  return request(app)
-    .get(new URL(url).pathname)
-    .set('Host', host)
-    .buffer(true)
-    .parse((res, callback) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => callback(null, Buffer.concat(chunks)));
-    });
+  return request(app).get(new URL(url).pathname).set('Host', host).buffer(true).parse(bytes);
 }
 
 describe('/export/realm', () => {

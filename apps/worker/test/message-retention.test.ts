@@ -6,6 +6,7 @@ import { closeQueues, repeatingJobSchedule, type JobWorkers } from '@parley/jobs
 import { deleteExpiredMessages } from '@parley/api/actions/message-retention';
 import { as, captureEvents, expectSuccess } from '../../api/test/helpers';
 import { createMessageOrg, send, type MessageOrg } from '../../api/test/message-helpers';
+import { until } from '../../api/test/until';
 import { JOB_HANDLERS, RETENTION_EVERY_MS, startWorkers } from '../src/jobs';
 
 const prisma = () => getPrisma();
@@ -50,7 +51,10 @@ async function remaining(ids: number[]): Promise<number[]> {
   return rows.map((row) => row.id);
 }
 
-async function createChannel(name: string, retention: number | string | null): Promise<number> {
+async function channelWithRetention(
+  name: string,
+  retention: number | string | null,
+): Promise<number> {
   expectSuccess(
     await as(org.owner, org.host).post('/users/me/subscriptions', {
       subscriptions: [{ name }],
@@ -64,7 +68,7 @@ async function createChannel(name: string, retention: number | string | null): P
 describe('message retention', () => {
   it("deletes a channel's messages past its period, and tells who had them", async () => {
     const name = `kept 30 days ${Math.random()}`;
-    const streamId = await createChannel(name, 30);
+    const streamId = await channelWithRetention(name, 30);
     // The Notification Bot's notice of the channel's creation is its first message: old too.
     const notice = (await prisma().stream.findUniqueOrThrow({ where: { id: streamId } }))
       .firstMessageId!;
@@ -116,8 +120,8 @@ describe('message retention', () => {
   it("applies the organization's period to direct messages and channels that inherit it", async () => {
     const inheriting = `inherits ${Math.random()}`;
     const forever = `forever ${Math.random()}`;
-    await createChannel(inheriting, null);
-    await createChannel(forever, 'unlimited');
+    await channelWithRetention(inheriting, null);
+    await channelWithRetention(forever, 'unlimited');
     const oldInherited = await inChannel(100, inheriting);
     const oldForever = await inChannel(100, forever);
     const oldDirect = await direct(100);
@@ -145,7 +149,7 @@ describe('message retention', () => {
 
   it('works through a backlog in batches', async () => {
     const name = `backlog ${Math.random()}`;
-    await createChannel(name, 1);
+    await channelWithRetention(name, 1);
     const old: number[] = [];
     for (let i = 0; i < 5; i++) old.push(await inChannel(3, name, `topic ${i % 2}`));
     expect(await deleteExpiredMessages({ batchSize: 2 })).toBeGreaterThanOrEqual(5);
@@ -156,12 +160,11 @@ describe('message retention', () => {
     const workers: JobWorkers = startWorkers({ concurrency: 1, sweepIntervalMs: 60_000 });
     try {
       await workers.ready();
-      let schedule: Awaited<ReturnType<typeof repeatingJobSchedule>>;
-      for (let attempt = 0; attempt < 200 && !schedule; attempt += 1) {
-        schedule = await repeatingJobSchedule('delete-expired-messages');
-        if (!schedule) await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-      expect(schedule?.every).toBe(RETENTION_EVERY_MS);
+      const schedule = await until(
+        () => repeatingJobSchedule('delete-expired-messages'),
+        'the retention schedule',
+      );
+      expect(schedule.every).toBe(RETENTION_EVERY_MS);
     } finally {
       await workers.close();
     }
