@@ -836,6 +836,15 @@ describe('DELETE /users/{id}, DELETE /users/me and reactivation', () => {
     const shown = expectSuccess(await as(org.owner, org.host).get(`/users/${target.id}`))
       .user as Record<string, unknown>;
     expect(shown).toMatchObject({ is_deleted: true, is_active: false });
+    // A deleted profile is a placeholder for good, as Zulip's.
+    expectError(
+      await as(org.owner, org.host).post(`/users/${target.id}/reactivate`),
+      'Cannot activate a placeholder account; ask the user to sign up, instead.',
+    );
+    expect(await prisma().user.findUniqueOrThrow({ where: { id: target.id } })).toMatchObject({
+      isActive: false,
+      isMirrorDummy: true,
+    });
     expectError(
       await as(org.owner, org.host).delete(`/users/${target.id}`, { actions: { explode: true } }),
       'Argument "explode" at actions is unexpected',

@@ -667,6 +667,8 @@ async function deactivateOne(
       ...(deleted
         ? {
             isDeleted: true,
+            // Zulip's replacement account is a placeholder (display_recipient shows it).
+            isMirrorDummy: true,
             fullName: `Deleted user ${target.id}`,
             avatarSource: 'G',
             avatarHash: null,
@@ -790,6 +792,12 @@ function doDeleteSenderBatch(
 
 /** Zulip's reactivate_user_backend: a bot comes back only with an active owner. */
 export async function checkReactivateUser(tx: Tx, target: User): Promise<void> {
+  // A deleted profile is what Zulip's do_delete_user leaves: a placeholder, which nobody can
+  // bring back (its owner signs up anew).
+  if (target.isDeleted || target.isMirrorDummy)
+    throw new JsonableError(
+      'Cannot activate a placeholder account; ask the user to sign up, instead.',
+    );
   if (!target.isBot || !target.botOwnerId) return;
   const owner = await tx.user.findUnique({ where: { id: target.botOwnerId } });
   if (owner && !owner.isActive)
