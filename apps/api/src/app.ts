@@ -18,7 +18,7 @@ import { registerApiMetrics } from './metrics';
 import { alertWordRoutes } from './routes/alert-words';
 import { authRoutes } from './routes/auth';
 import { botStorageRoutes } from './routes/bot-storage';
-import { botRoutes } from './routes/bots';
+import { botRoutes, botUploadRoutes } from './routes/bots';
 import { callPageRoutes, callRoutes } from './routes/calls';
 import { draftRoutes } from './routes/drafts';
 import { emailChangePageRoutes } from './routes/email-change';
@@ -70,7 +70,7 @@ export interface ApiAppOptions {
  * own bodies after authentication (tus streams its own), then every resource's. */
 export function apiRouters(): { uploads: Router[]; resources: Router[] } {
   return {
-    uploads: [uploadPostRoutes, emojiUploadRoutes, avatarUploadRoutes, tusRoutes],
+    uploads: [uploadPostRoutes, emojiUploadRoutes, avatarUploadRoutes, botUploadRoutes, tusRoutes],
     resources: [
       serverRoutes,
       authRoutes,

@@ -446,7 +446,7 @@ describe('bots', () => {
     );
     expectError(
       await as(org.owner, org.host).post('/bots', { full_name: 'One again', short_name: 'one' }),
-      'Email is already in use.',
+      'Username already in use',
     );
     expectError(
       await as(org.owner, org.host).post('/bots', { full_name: 'X', short_name: 'bad name!' }),

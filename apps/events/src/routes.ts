@@ -2,7 +2,6 @@
 import { Router, type RequestHandler } from 'express';
 import { resolveRealm, userEndpoint } from '@parley/auth';
 import { getConfig } from '@parley/config';
-import { Role } from '@parley/db';
 import { BadEventQueueIdError, JsonableError } from '@parley/errors';
 import {
   deleteEventsSpec,
@@ -53,7 +52,7 @@ export function eventsHandlers(service: EventsService): EventsHandlers {
           const queueId = await store.create(
             user.id,
             realm.id,
-            queueOptionsFromParams(params, { isGuest: user.role === Role.GUEST }),
+            queueOptionsFromParams(params, user),
           );
           return { events: [], queue_id: queueId };
         }

@@ -29,7 +29,7 @@ const narrowTerm = z.union([
 export const queueParams = {
   event_types: p.json(z.array(z.string())).optional(),
   narrow: p.json(z.array(narrowTerm)).default([]),
-  all_public_streams: p.json(z.boolean()).default(false),
+  all_public_streams: p.json(z.boolean()).optional(),
   apply_markdown: p.json(z.boolean()).default(false),
   client_gravatar: p.json(z.boolean()).default(true),
   slim_presence: p.json(z.boolean()).default(false),
@@ -48,17 +48,33 @@ export const MOBILE_QUEUE_LIFESPAN_SECS = 12 * 60 * 60;
 
 export type QueueParamValues = ParamValues<typeof queueParams>;
 
+/** What of the registering user the options depend on: its role (a guest may not follow
+ * every public channel), and a bot's defaults (its user_profile row's fields). */
+export interface QueueRegistrant {
+  role: number;
+  defaultAllPublicStreams: boolean;
+  defaultEventsRegisterStreamId: number | null;
+}
+
+/** Zulip's ROLE_GUEST. */
+const GUEST_ROLE = 600;
+
 /** Validated queue options; `user` decides whether all_public_streams is allowed (guests
- * cannot see every public channel, Zulip: "User not authorized for this query"). */
+ * cannot see every public channel, Zulip: "User not authorized for this query"), and a bot's
+ * defaults fill in what the registration leaves out (Zulip's _default_all_public_streams and
+ * _default_narrow): all_public_streams, and a narrow to its default channel, by id so that a
+ * renamed channel still matches. */
 export function queueOptionsFromParams(
   params: QueueParamValues,
-  user: { isGuest: boolean },
+  user: QueueRegistrant,
 ): QueueOptions {
-  if (params.all_public_streams && user.isGuest)
+  if (params.all_public_streams && user.role === GUEST_ROLE)
     throw new JsonableError('User not authorized for this query');
   const narrow: NarrowTerm[] = params.narrow.map((term) =>
     Array.isArray(term) ? { operator: term[0], operand: term[1] } : term,
   );
+  if (narrow.length === 0 && user.defaultEventsRegisterStreamId !== null)
+    narrow.push({ operator: 'channel', operand: user.defaultEventsRegisterStreamId });
   for (const term of narrow) {
     if (term.operator === '') throw new JsonableError('Invalid narrow operator: empty operator');
   }
@@ -69,7 +85,7 @@ export function queueOptionsFromParams(
   return {
     event_types: params.event_types ?? null,
     narrow,
-    all_public_streams: params.all_public_streams,
+    all_public_streams: params.all_public_streams ?? user.defaultAllPublicStreams,
     apply_markdown: params.apply_markdown,
     client_gravatar: params.client_gravatar,
     slim_presence: params.slim_presence,

@@ -94,6 +94,38 @@ async function lockedAvatar(ctx: ActionContext, user: User): Promise<User> {
   return current;
 }
 
+/** Resizes an upload and stores its files under a new random name, which it returns: a bad
+ * image is refused before anything changes. */
+export async function prepareAvatar(realm: Realm, file: UploadedFile): Promise<string> {
+  const images = await resizedAvatars(file.buffer);
+  const hash = randomBytes(20).toString('hex');
+  try {
+    for (const size of ['small', 'medium'] as const)
+      await storeUpload(avatarStorePath(realm.id, hash, size), images[size], 'image/png');
+  } catch (error) {
+    await removeAvatarFiles(realm.id, hash);
+    throw error;
+  }
+  return hash;
+}
+
+/** In the caller's action: a prepared upload becomes a bot's avatar (Zulip's patch_bot_backend
+ * with a file), read with its row locked. Returns the previous upload's name, whose files go
+ * once the change commits. A deleted bot keeps no picture. */
+export async function doSetBotAvatar(
+  ctx: ActionContext,
+  realm: Realm,
+  bot: User,
+  hash: string,
+  actingUserId: number,
+): Promise<string | null> {
+  await lockUserRow(ctx, bot.id);
+  const current = await ctx.tx.user.findUniqueOrThrow({ where: { id: bot.id } });
+  if (current.isDeleted) throw new JsonableError('No such bot');
+  await doChangeAvatarFields(ctx, realm, current, 'U', hash, actingUserId);
+  return current.avatarHash;
+}
+
 /** POST /users/me/avatar: the upload, resized, becomes the user's avatar ('U'). Returns its
  * URL. */
 export async function doUploadAvatar(
@@ -101,13 +133,10 @@ export async function doUploadAvatar(
   realm: Realm,
   file: UploadedFile,
 ): Promise<string> {
-  const images = await resizedAvatars(file.buffer);
-  const hash = randomBytes(20).toString('hex');
+  const hash = await prepareAvatar(realm, file);
   let previous: string | null = null;
   let updated: User;
   try {
-    for (const size of ['small', 'medium'] as const)
-      await storeUpload(avatarStorePath(realm.id, hash, size), images[size], 'image/png');
     updated = await runAction(async (ctx) => {
       const current = await lockedAvatar(ctx, user);
       previous = current.avatarHash;

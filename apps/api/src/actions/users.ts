@@ -38,6 +38,7 @@ import { loadPermissions } from '../lib/streams';
 import { avatarPerson, avatarUrl, presentUserWithVisibility } from '../presenters/users';
 import { removeAvatarFiles } from '../lib/avatars';
 import { presentBot } from '../presenters/bots';
+import { botDefaultStreamNames } from '../lib/bots';
 import { newUserSettingColumns, USER_SETTINGS, type SettingName } from '../lib/user-settings';
 import {
   doAddSubscriptions,
@@ -70,6 +71,14 @@ export interface NewUser {
   isImportedStub?: boolean;
   /** Created through the API: joins (date_joined) at the first login. */
   dateJoinedAtFirstLogin?: boolean;
+  /** An uploaded picture's files, already stored (actions/avatars prepareAvatar). */
+  avatarHash?: string | null;
+  /** A bot's default channels (ids) and default_all_public_streams. */
+  botDefaults?: {
+    sendingStreamId: number | null;
+    eventsRegisterStreamId: number | null;
+    allPublicStreams: boolean;
+  };
 }
 
 export function checkFullName(fullName: string): string {
@@ -138,7 +147,7 @@ export async function passwordHashFor(password: string | null): Promise<string |
 // ---- Events ----------------------------------------------------------------------------------
 
 /** realm_user update with a person form every viewer sees alike. */
-async function sendPersonUpdate(
+export async function sendPersonUpdate(
   ctx: ActionContext,
   target: User,
   person: Record<string, unknown>,
@@ -247,6 +256,14 @@ export async function doCreateUser(
         timezone: user.timezone ?? '',
         isImportedStub: user.isImportedStub ?? false,
         dateJoinedAtFirstLogin: user.dateJoinedAtFirstLogin ?? false,
+        ...(user.avatarHash ? { avatarSource: 'U', avatarHash: user.avatarHash } : {}),
+        ...(user.botDefaults
+          ? {
+              defaultSendingStreamId: user.botDefaults.sendingStreamId,
+              defaultEventsRegisterStreamId: user.botDefaults.eventsRegisterStreamId,
+              defaultAllPublicStreams: user.botDefaults.allPublicStreams,
+            }
+          : {}),
         // The organization's chosen defaults, for people only (Zulip's copy_default_settings).
         ...(user.isBot ? {} : newUserSettingColumns(realm)),
         // Bots' addresses are public (they are how the bot is addressed).
@@ -303,7 +320,11 @@ export async function doCreateUser(
     if (created.botOwnerId) recipients.add(created.botOwnerId);
     sendEventOnCommit(
       ctx,
-      { type: 'realm_bot', op: 'add', bot: presentBot(created, realm) },
+      {
+        type: 'realm_bot',
+        op: 'add',
+        bot: presentBot(created, realm, await botDefaultStreamNames([created], tx)),
+      },
       recipients,
     );
   }
@@ -863,7 +884,7 @@ export async function doCompleteFirstLogin(ctx: ActionContext, user: User): Prom
 }
 
 /** realm_bot update to the bot's owner and the administrators. */
-async function sendBotUpdate(
+export async function sendBotUpdate(
   ctx: ActionContext,
   bot: User,
   fields: Record<string, unknown>,

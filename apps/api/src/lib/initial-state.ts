@@ -12,6 +12,7 @@ import {
 } from '@parley/db';
 import type { QueuedEvent } from '@parley/events';
 import { presentBot } from '../presenters/bots';
+import { botDefaultStreamNames } from './bots';
 import { presentLinkifier } from '../presenters/linkifiers';
 import { presentProfileField } from '../presenters/profile-fields';
 import { avatarUrl, presentUser } from '../presenters/users';
@@ -231,7 +232,8 @@ export async function fetchInitialState(
     const bots = (users ?? (await query(botsOfRealm, [realm.id]))).filter(
       (bot) => bot.isBot && (isAdmin(user) || bot.botOwnerId === user.id),
     );
-    state.realm_bots = bots.map((bot) => presentBot(bot, realm));
+    const streamNames = await botDefaultStreamNames(bots);
+    state.realm_bots = bots.map((bot) => presentBot(bot, realm, streamNames));
   }
   // The legacy top-level copies of the settings went at feature level 439.
   if (types.has('user_settings')) state.user_settings = presentUserSettings(user);

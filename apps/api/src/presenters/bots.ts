@@ -2,9 +2,11 @@
 import type { Realm, User } from '@parley/db';
 import { avatarUrl } from './users';
 
+/** `streamNames`: the names of the bots' default channels (lib/bots botDefaultStreamNames). */
 export function presentBot(
   bot: User,
   realm: Pick<Realm, 'id' | 'stringId'>,
+  streamNames: ReadonlyMap<number, string>,
 ): Record<string, unknown> {
   return {
     user_id: bot.id,
@@ -14,10 +16,17 @@ export function presentBot(
     is_active: bot.isActive,
     api_key: bot.apiKey,
     avatar_url: avatarUrl(bot, true, realm),
-    default_sending_stream: null,
-    default_events_register_stream: null,
-    default_all_public_streams: false,
+    default_sending_stream: streamNameOf(bot.defaultSendingStreamId, streamNames),
+    default_events_register_stream: streamNameOf(bot.defaultEventsRegisterStreamId, streamNames),
+    default_all_public_streams: bot.defaultAllPublicStreams,
     owner_id: bot.botOwnerId,
     services: [],
   };
+}
+
+export function streamNameOf(
+  id: number | null,
+  streamNames: ReadonlyMap<number, string>,
+): string | null {
+  return id === null ? null : (streamNames.get(id) ?? null);
 }

@@ -4,7 +4,6 @@ import { Router } from 'express';
 import { z } from 'zod';
 import { userEndpoint } from '@parley/auth';
 import { getConfig } from '@parley/config';
-import { Role } from '@parley/db';
 import {
   getRedis,
   parseQueueId,
@@ -45,7 +44,7 @@ defineRoute(registerRoutes, '/register', {
       }),
     },
     async ({ user, realm, params }) => {
-      const options = queueOptionsFromParams(params, { isGuest: user.role === Role.GUEST });
+      const options = queueOptionsFromParams(params, user);
       const store = new QueueStore(getRedis(), getConfig().EVENT_SHARDS);
       const queueId = await store.create(user.id, realm.id, options);
       const fetchTypes = params.fetch_event_types ?? params.event_types ?? [...STATE_TYPES];
