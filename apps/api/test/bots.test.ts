@@ -7,6 +7,7 @@ import sharp from 'sharp';
 import { getConfig } from '@parley/config';
 import { getPrisma, Role, type User } from '@parley/db';
 import { getRedis, QueueStore } from '@parley/events';
+import { ensureSystemBot } from '../src/actions/system-bots';
 import {
   api,
   app,
@@ -236,6 +237,121 @@ describe('PATCH /bots/{id}', () => {
     );
   });
 
+  it('keeps system bots, deleted bots, guests and bots out, and owners in charge of bots that create users', async () => {
+    const bot = await createBot(org, owner, 'kept');
+    const notificationBot = await ensureSystemBot(org.realm, 'notification');
+    for (const request of [
+      as(org.owner, org.host).patch(`/bots/${notificationBot.id}`, { full_name: 'Mine' }),
+      as(org.owner, org.host).delete(`/bots/${notificationBot.id}`),
+      as(org.owner, org.host).post(`/bots/${notificationBot.id}/api_key/regenerate`),
+    ])
+      expectError(await request, 'No such bot');
+    const guest = await createTestUser(org.realm, Role.GUEST);
+    expectError(
+      await as(guest, org.host).patch(`/bots/${bot.id}`, { full_name: 'Mine' }),
+      'Not allowed for guest users',
+    );
+    expectError(
+      await as(bot, org.host).post(`/bots/${bot.id}/api_key/regenerate`),
+      'This endpoint does not accept bot requests.',
+    );
+    await prisma().user.update({ where: { id: bot.id }, data: { canCreateUsers: true } });
+    expectError(
+      await as(admin, org.host).patch(`/bots/${bot.id}`, { full_name: 'Creator' }),
+      'Must be an organization owner',
+      400,
+      'UNAUTHORIZED_PRINCIPAL',
+    );
+    expectSuccess(await as(org.owner, org.host).patch(`/bots/${bot.id}`, { full_name: 'Creator' }));
+    await prisma().user.update({ where: { id: bot.id }, data: { canCreateUsers: false } });
+
+    // An owner-role bot steps down whatever the number of human owners; a case-only rename is
+    // a rename; an impossible owner id is no such user; `|15` would read as a mention.
+    expectSuccess(await as(org.owner, org.host).patch(`/bots/${bot.id}`, { role: Role.OWNER }));
+    expectSuccess(await as(org.owner, org.host).patch(`/bots/${bot.id}`, { role: Role.MEMBER }));
+    expectSuccess(await as(owner, org.host).patch(`/bots/${bot.id}`, { full_name: 'creator' }));
+    expectError(
+      await as(owner, org.host).patch(`/bots/${bot.id}`, { bot_owner_id: 99_999_999_999 }),
+      'Failed to change owner, no such user',
+    );
+    expectError(
+      await as(owner, org.host).patch(`/bots/${bot.id}`, { full_name: 'Agent|15' }),
+      'Invalid format!',
+    );
+    expect(await prisma().user.findUniqueOrThrow({ where: { id: bot.id } })).toMatchObject({
+      fullName: 'creator',
+      role: Role.MEMBER,
+    });
+    // Deleted with its owner's profile, the bot is no bot to manage any more.
+    const keeper = await createTestUser(org.realm);
+    const orphan = await createBot(org, keeper, 'gone');
+    expectSuccess(
+      await as(org.owner, org.host).delete(`/users/${keeper.id}`, {
+        actions: { delete_profile: true },
+      }),
+    );
+    expectError(
+      await as(org.owner, org.host).post(`/bots/${orphan.id}/api_key/regenerate`),
+      'No such bot',
+    );
+  });
+
+  it('takes multipart fields like form fields, and a bad image changes nothing', async () => {
+    const bot = await createBot(org, owner, 'formed');
+    const res = await api
+      .patch(org.host, `/bots/${bot.id}`)
+      .auth(admin.deliveryEmail, admin.apiKey)
+      .field('role', String(Role.MODERATOR))
+      .field('bot_owner_id', String(other.id))
+      .attach('file', await picture(), 'bot.png');
+    expect(expectSuccess(res)).toMatchObject({ bot_owner: other.deliveryEmail });
+    expect(await prisma().user.findUniqueOrThrow({ where: { id: bot.id } })).toMatchObject({
+      role: Role.MODERATOR,
+      botOwnerId: other.id,
+      avatarSource: 'U',
+    });
+    const before = await prisma().user.findUniqueOrThrow({ where: { id: bot.id } });
+    expectError(
+      await api
+        .patch(org.host, `/bots/${bot.id}`)
+        .auth(admin.deliveryEmail, admin.apiKey)
+        .field('full_name', 'Renamed')
+        .attach('file', Buffer.from('not an image at all'), 'bot.gif'),
+      'Could not decode image; did you upload an image file?',
+    );
+    expect(await prisma().user.findUniqueOrThrow({ where: { id: bot.id } })).toEqual(before);
+  });
+
+  it('sends a bot in a private default channel only to its owner, and sends to its default channel', async () => {
+    const bot = await createBot(org, owner, 'secret');
+    await createChannel(org.realm, owner, 'secrets', [owner, bot], { inviteOnly: true });
+    expectSuccess(
+      await as(owner, org.host).patch(`/bots/${bot.id}`, { default_sending_stream: 'secrets' }),
+    );
+    const published = await captureEvents(org.realm.id, async () => {
+      expectSuccess(await as(owner, org.host).patch(`/bots/${bot.id}`, { full_name: 'Quiet' }));
+    });
+    expect(published.find((p) => p.event.type === 'realm_bot')!.users).toEqual([owner.id]);
+    // A message without `to` goes to the bot's default channel (Zulip's legacy addressing).
+    const fresh = await prisma().user.findUniqueOrThrow({ where: { id: bot.id } });
+    const { id } = expectSuccess(
+      await as(fresh, org.host).post('/messages', {
+        type: 'stream',
+        topic: 'report',
+        content: 'nightly',
+      }),
+    );
+    const message = await prisma().message.findUniqueOrThrow({ where: { id: id as number } });
+    const recipient = await prisma().recipient.findUniqueOrThrow({
+      where: { id: message.recipientId },
+    });
+    expect(recipient.typeId).toBe(fresh.defaultSendingStreamId);
+    expectError(
+      await as(owner, org.host).post('/messages', { type: 'stream', topic: 't', content: 'x' }),
+      'Missing channel',
+    );
+  });
+
   it("takes a new avatar as a file, one at a time, and drops the replaced one's files", async () => {
     const bot = await createBot(org, owner, 'pictured');
     const patchWith = (...names: string[]) => {
@@ -318,6 +434,10 @@ describe('DELETE /bots/{id} and POST /bots/{id}/api_key/regenerate', () => {
       user_id: bot.id,
       is_active: false,
     });
+    expect(published.find((p) => p.event.type === 'realm_bot')).toEqual({
+      event: { type: 'realm_bot', op: 'update', bot: { user_id: bot.id, is_active: false } },
+      users: [org.owner.id, owner.id].sort((a, b) => a - b),
+    });
     expectError(
       await as(bot, org.host).get('/users/me'),
       'Account is deactivated',
@@ -328,13 +448,42 @@ describe('DELETE /bots/{id} and POST /bots/{id}/api_key/regenerate', () => {
     expectError(await as(owner, org.host).delete(`/bots/${owner.id}`), 'No such bot');
   });
 
+  it("tells the bot lists when its owner's deletion deletes the bot's profile too", async () => {
+    const org = await createTestRealm();
+    const owner = await createTestUser(org.realm);
+    const bot = await createBot(org, owner, 'orphan');
+    const published = await captureEvents(org.realm.id, async () => {
+      expectSuccess(
+        await as(org.owner, org.host).delete(`/users/${owner.id}`, {
+          actions: { delete_profile: true },
+        }),
+      );
+    });
+    const updates = published
+      .filter((p) => p.event.type === 'realm_bot')
+      .map((p) => p.event.bot as Record<string, unknown>);
+    expect(updates).toContainEqual({
+      user_id: bot.id,
+      full_name: `Deleted user ${bot.id}`,
+      avatar_url: expect.stringContaining(`version=${bot.avatarVersion + 1}`) as string,
+    });
+    expect(updates).toContainEqual({ user_id: bot.id, is_active: false });
+  });
+
   it('gives the bot a new key: the old one stops working', async () => {
     const org = await createTestRealm();
     const owner = await createTestUser(org.realm);
     const bot = await createBot(org, owner, 'rekeyed');
-    const { api_key: apiKey } = expectSuccess(
-      await as(owner, org.host).post(`/bots/${bot.id}/api_key/regenerate`),
-    );
+    let apiKey: unknown;
+    const published = await captureEvents(org.realm.id, async () => {
+      apiKey = expectSuccess(
+        await as(owner, org.host).post(`/bots/${bot.id}/api_key/regenerate`),
+      ).api_key;
+    });
+    expect(published.find((p) => p.event.type === 'realm_bot')?.event.bot).toEqual({
+      user_id: bot.id,
+      api_key: apiKey,
+    });
     expect(apiKey).toMatch(/^[A-Za-z0-9]{32}$/);
     expect(apiKey).not.toBe(bot.apiKey);
     expect((await as(bot, org.host).get('/users/me')).status).toBe(401);

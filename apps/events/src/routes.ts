@@ -52,7 +52,12 @@ export function eventsHandlers(service: EventsService): EventsHandlers {
           const queueId = await store.create(
             user.id,
             realm.id,
-            queueOptionsFromParams(params, user),
+            queueOptionsFromParams(params, {
+              // Zulip applies a bot's defaults in /register only.
+              role: user.role,
+              defaultAllPublicStreams: false,
+              defaultEventsRegisterStreamId: null,
+            }),
           );
           return { events: [], queue_id: queueId };
         }

@@ -189,8 +189,11 @@ describe('events replicas sharing shards', () => {
       10_000,
       'the survivor to hold every shard',
     );
-    // The lease lapses LEASE_MS after the last renewal; the survivor checks every LEASE_MS/3.
-    expect(Date.now() - killedAt).toBeLessThan(2 * LEASE_MS + 1000);
+    // The lease lapses LEASE_MS after the last renewal and the survivor checks every LEASE_MS/3:
+    // about 2 × LEASE_MS on an idle machine. The bound leaves room for a loaded CI machine (seen:
+    // 3.8 s with the suite running beside other work) while still telling a lease handover from
+    // the 10 s of waitUntil.
+    expect(Date.now() - killedAt).toBeLessThan(5 * LEASE_MS);
 
     await Promise.all(pollers);
     for (const user of users) {

@@ -3,6 +3,7 @@
 // realm_bot update; a new owner reaches everyone who can see the bot as a realm_user update.
 import {
   AuditLogEvent,
+  lockUserRow,
   type ActionContext,
   type Realm,
   type RoleValue,
@@ -10,8 +11,8 @@ import {
 } from '@parley/db';
 import { JsonableError } from '@parley/errors';
 import { sendEventOnCommit } from '../lib/events';
-import { activeAdminIds, isAdmin } from '../lib/users';
-import { botDefaultStreamNames } from '../lib/bots';
+import { isAdmin } from '../lib/users';
+import { botAudience, botDefaultStreamNames } from '../lib/bots';
 import { presentBot } from '../presenters/bots';
 import { auditRealmChange } from './audit';
 import { doSetBotAvatar } from './avatars';
@@ -20,6 +21,7 @@ import {
   checkChangeRole,
   doChangeFullName,
   doChangeRole,
+  doDeactivateUser,
   sendBotUpdate,
   sendPersonUpdate,
 } from './users';
@@ -50,7 +52,7 @@ export async function doChangeBotOwner(
     { old_value: bot.botOwnerId, new_value: owner.id },
     { modifiedUserId: bot.id },
   );
-  const updateFor = new Set(await activeAdminIds(realm.id, ctx.tx));
+  const updateFor = await botAudience(updated, ctx.tx);
   if (previous && !isAdmin(previous)) {
     sendEventOnCommit(ctx, { type: 'realm_bot', op: 'delete', bot: { user_id: bot.id } }, [
       previous.id,
@@ -152,6 +154,8 @@ export async function doUpdateBot(
   botId: number,
   changes: BotChanges,
 ): Promise<{ bot: User; owner: User | null; replacedAvatar: string | null }> {
+  // One change of the bot at a time: each reads the row the one before left.
+  await lockUserRow(ctx, botId);
   const current = () => ctx.tx.user.findUniqueOrThrow({ where: { id: botId } });
   let bot = await current();
   // The web app sends the name unchanged with every save; that is no change.
@@ -165,7 +169,11 @@ export async function doUpdateBot(
   }
   let owner: User | null = null;
   if (changes.ownerId !== undefined) {
-    owner = await ctx.tx.user.findFirst({ where: { id: changes.ownerId, realmId: realm.id } });
+    const { ownerId } = changes;
+    owner =
+      Number.isSafeInteger(ownerId) && ownerId > 0 && ownerId <= 2 ** 31 - 1
+        ? await ctx.tx.user.findFirst({ where: { id: ownerId, realmId: realm.id } })
+        : null;
     if (!owner) throw new JsonableError('Failed to change owner, no such user');
     if (!owner.isActive) throw new JsonableError('Failed to change owner, user is deactivated');
     if (owner.isBot) throw new JsonableError("Failed to change owner, bots can't own other bots");
@@ -215,4 +223,16 @@ export async function checkBotUsernameAvailable(
     select: { id: true },
   });
   if (taken) throw new JsonableError('Username already in use');
+}
+
+/** DELETE /bots/{id}: Zulip's do_deactivate_user, which leaves a deactivated bot as it is
+ * (read locked, so two requests deactivate it once). */
+export async function doDeactivateBot(
+  ctx: ActionContext,
+  bot: User,
+  actingUserId: number,
+): Promise<void> {
+  await lockUserRow(ctx, bot.id);
+  const current = await ctx.tx.user.findUniqueOrThrow({ where: { id: bot.id } });
+  if (current.isActive) await doDeactivateUser(ctx, current, actingUserId);
 }

@@ -34,9 +34,9 @@ import {
   MAX_WELCOME_MESSAGE_CUSTOM_TEXT_LENGTH,
   multiuseInviteUrl,
   parseInviteeEmails,
-  requireMemberOrAdmin,
   type PreregistrationUser,
 } from '../lib/invites';
+import { requireMemberOrAdmin } from '../lib/users';
 import { hasRealmPermission } from '../lib/realm-permissions';
 import { checkCanAddMembersToGroups } from '../lib/user-group-permissions';
 import { checkEmail, isAdmin } from '../lib/users';

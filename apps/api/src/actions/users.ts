@@ -24,7 +24,6 @@ import { generateApiKey, hashPassword } from '../lib/credentials';
 import { sendEventOnCommit } from '../lib/events';
 import { presentInaccessibleUser } from '../lib/user-access';
 import {
-  activeAdminIds,
   activeUsersByAccessTo,
   canSeeDeliveryEmail,
   checkEmail,
@@ -38,7 +37,7 @@ import { loadPermissions } from '../lib/streams';
 import { avatarPerson, avatarUrl, presentUserWithVisibility } from '../presenters/users';
 import { removeAvatarFiles } from '../lib/avatars';
 import { presentBot } from '../presenters/bots';
-import { botDefaultStreamNames } from '../lib/bots';
+import { botAudience, botDefaultStreamNames } from '../lib/bots';
 import { newUserSettingColumns, USER_SETTINGS, type SettingName } from '../lib/user-settings';
 import {
   doAddSubscriptions,
@@ -88,6 +87,8 @@ export function checkFullName(fullName: string): string {
   // Control characters and the characters Zulip's check_full_name refuses.
   // eslint-disable-next-line no-control-regex
   if (/[\0-\x1f\x7f*`\\>"@]/.test(trimmed)) throw new JsonableError('Invalid characters in name!');
+  // Zulip's check_full_name: `|15` at the end would read as a mention's user id.
+  if (/\|\d+$/.test(trimmed)) throw new JsonableError('Invalid format!');
   return trimmed;
 }
 
@@ -108,7 +109,7 @@ async function checkEmailAvailable(tx: Tx, realm: Realm, email: string): Promise
 export async function checkBotNameAvailable(tx: Tx, realm: Realm, fullName: string) {
   const [taken] = await tx.$queryRaw<{ id: number }[]>`
     SELECT id FROM user_profile WHERE realm_id = ${realm.id} AND is_active
-      AND lower(full_name) = lower(${fullName.trim()}) LIMIT 1`;
+      AND full_name = ${fullName.trim()} LIMIT 1`;
   if (taken) throw new JsonableError('Name is already in use.');
 }
 
@@ -316,8 +317,7 @@ export async function doCreateUser(
   if (!created.isBot && options.history !== false) await addNewUserHistory(created.id, realm.id);
   if (!created.isBot) await sendExportConsent(ctx, created, created.allowPrivateDataExport);
   if (created.isBot) {
-    const recipients = new Set(await activeAdminIds(realm.id, tx));
-    if (created.botOwnerId) recipients.add(created.botOwnerId);
+    const recipients = await botAudience(created, tx);
     sendEventOnCommit(
       ctx,
       {
@@ -446,7 +446,10 @@ export async function doChangeRole(
   await sendPersonUpdate(ctx, target, { role });
 }
 
+/** Whether the user is the organization's only (human) owner: a bot with the owner role
+ * never is (Zulip's patch_bot_backend demotes one freely). */
 async function isLastOwner(tx: Tx, user: User): Promise<boolean> {
+  if (user.isBot) return false;
   const owners = await tx.user.count({
     where: { realmId: user.realmId, role: Role.OWNER, isActive: true, isBot: false },
   });
@@ -731,6 +734,12 @@ async function deactivateOne(
       }),
       viewers,
     );
+    // Its owner's and the administrators' bot lists show the same.
+    if (target.isBot)
+      await sendBotUpdate(ctx, updated, {
+        full_name: updated.fullName,
+        avatar_url: avatarUrl(updated, true, realm),
+      });
   }
   sendEventOnCommit(
     ctx,
@@ -819,7 +828,16 @@ export async function checkReactivateUser(tx: Tx, target: User): Promise<void> {
     throw new JsonableError(
       'Cannot activate a placeholder account; ask the user to sign up, instead.',
     );
-  if (!target.isBot || !target.botOwnerId) return;
+  if (!target.isBot) return;
+  // Zulip's check_bot_name_available on activation.
+  const [namesake] = await tx.$queryRaw<{ id: number }[]>`
+    SELECT id FROM user_profile WHERE realm_id = ${target.realmId} AND is_active
+      AND full_name = ${target.fullName.trim()} LIMIT 1`;
+  if (namesake)
+    throw new JsonableError(
+      `There is already an active bot named "${target.fullName}" in this organization. To reactivate this bot, you must rename or deactivate the other one first.`,
+    );
+  if (!target.botOwnerId) return;
   const owner = await tx.user.findUnique({ where: { id: target.botOwnerId } });
   if (owner && !owner.isActive)
     throw new JsonableError('Cannot reactivate a bot whose owner is deactivated.');
@@ -883,14 +901,13 @@ export async function doCompleteFirstLogin(ctx: ActionContext, user: User): Prom
   await sendPersonUpdate(ctx, user, { is_imported_stub: false });
 }
 
-/** realm_bot update to the bot's owner and the administrators. */
+/** realm_bot update to whoever sees the bot (lib/bots botAudience). */
 export async function sendBotUpdate(
   ctx: ActionContext,
   bot: User,
   fields: Record<string, unknown>,
 ): Promise<void> {
-  const recipients = new Set(await activeAdminIds(bot.realmId, ctx.tx));
-  if (bot.botOwnerId) recipients.add(bot.botOwnerId);
+  const recipients = await botAudience(bot, ctx.tx);
   sendEventOnCommit(
     ctx,
     { type: 'realm_bot', op: 'update', bot: { user_id: bot.id, ...fields } },

@@ -1,36 +1,35 @@
-// Reading bots (Zulip's get_owned_bot_dicts): the caller's own, or all of the organization's
-// for administrators; and reaching one bot to manage it (Zulip's access_bot_by_id).
-import { getPrisma, type Realm, type Tx, type User } from '@parley/db';
-import {
-  InsufficientPermissionError,
-  JsonableError,
-  OrganizationOwnerRequiredError,
-} from '@parley/errors';
-import { canAdminUser, isAdmin, isOwner } from './users';
+// Reading bots: the caller's own (GET /bots); who hears of a bot's changes; its default
+// channels' names.
+import { getPrisma, type Tx, type User } from '@parley/db';
+import { humanAdminIds } from './users';
 
-export async function getBotsVisibleTo(user: User, realm: Pick<Realm, 'id'>): Promise<User[]> {
+/** GET /bots (Zulip's get_bots_backend): the caller's own active bots, oldest first, whatever
+ * the caller's role (administrators see every bot in /register's realm_bots). */
+export async function getOwnedActiveBots(user: User): Promise<User[]> {
   return getPrisma().user.findMany({
-    where: { realmId: realm.id, isBot: true, ...(isAdmin(user) ? {} : { botOwnerId: user.id }) },
-    orderBy: { id: 'asc' },
+    where: { realmId: user.realmId, isBot: true, isActive: true, botOwnerId: user.id },
+    orderBy: [{ dateJoined: 'asc' }, { id: 'asc' }],
   });
 }
 
-/** A bot of the actor's organization that the actor administers (its owner, or an
- * administrator); deactivated bots included. A bot that may create users is an owner's to
- * manage. */
-export async function accessBotById(
-  actor: User,
-  botId: number,
+/** Who is told of changes to a bot (Zulip's bot_owner_user_ids): its owner and the human
+ * administrators, or only its owner when one of its default channels is private. */
+export async function botAudience(
+  bot: Pick<
+    User,
+    'realmId' | 'botOwnerId' | 'defaultSendingStreamId' | 'defaultEventsRegisterStreamId'
+  >,
   db: Tx = getPrisma(),
-): Promise<User> {
-  const target =
-    Number.isSafeInteger(botId) && botId >= 0 && botId <= 2 ** 31 - 1
-      ? await db.user.findFirst({ where: { id: botId, realmId: actor.realmId } })
-      : null;
-  if (!target || !target.isBot) throw new JsonableError('No such bot');
-  if (!canAdminUser(actor, target)) throw new InsufficientPermissionError();
-  if (target.canCreateUsers && !isOwner(actor)) throw new OrganizationOwnerRequiredError();
-  return target;
+): Promise<Set<number>> {
+  const defaults = [bot.defaultSendingStreamId, bot.defaultEventsRegisterStreamId].filter(
+    (id): id is number => id !== null,
+  );
+  const isPrivate =
+    defaults.length > 0 &&
+    (await db.stream.count({ where: { id: { in: defaults }, inviteOnly: true } })) > 0;
+  const audience = new Set(isPrivate ? [] : await humanAdminIds(bot.realmId, db));
+  if (bot.botOwnerId !== null) audience.add(bot.botOwnerId);
+  return audience;
 }
 
 /** The names of the bots' default channels, by id (bot objects carry names, as Zulip's). */

@@ -21,7 +21,7 @@ import {
 import { checkEmail } from './users';
 import { emailRefusalMessage, type EmailRefusal } from './realm-domains';
 import { canAddSubscribers, hasContentAccess, loadPermissions, subscriptionOf } from './streams';
-import { isAdmin, isGuest, isOwner } from './users';
+import { isAdmin, isOwner } from './users';
 
 // Row types of the invitation tables (@parley/db re-exports only the older models' types).
 export type PreregistrationUser = Prisma.PreregistrationUserGetPayload<object>;
@@ -158,12 +158,6 @@ export function checkInviteRole(user: User, invitedAs: number, requireAdmin: boo
 export function checkInviteAs(user: User, invitedAs: number): void {
   checkInviteRole(user, invitedAs, invitedAs <= Role.ADMINISTRATOR);
   if (invitedAs < user.role) throw new InsufficientPermissionError();
-}
-
-/** Zulip's require_member_or_admin, which every invitation endpoint has. */
-export function requireMemberOrAdmin(user: User): void {
-  if (isGuest(user)) throw new JsonableError('Not allowed for guest users');
-  if (user.isBot) throw new JsonableError('This endpoint does not accept bot requests.');
 }
 
 /** Zulip's access_streams_for_invite: each channel must be one the inviter can read, and a

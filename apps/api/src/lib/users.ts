@@ -78,6 +78,12 @@ export function canAdminUser(actor: User, target: User): boolean {
   return target.isBot && target.botOwnerId === actor.id;
 }
 
+/** Zulip's require_member_or_admin: no guests, no bots (invitations, bot management). */
+export function requireMemberOrAdmin(user: User): void {
+  if (isGuest(user)) throw new JsonableError('Not allowed for guest users');
+  if (user.isBot) throw new JsonableError('This endpoint does not accept bot requests.');
+}
+
 export function requireAdmin(actor: User): void {
   if (!isAdmin(actor)) throw new InsufficientPermissionError();
 }

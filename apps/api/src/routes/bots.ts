@@ -21,17 +21,17 @@ import {
   checkFullName,
   checkRole,
   doCreateUser,
-  doDeactivateUser,
   doRegenerateApiKey,
 } from '../actions/users';
-import { checkBotUsernameAvailable, doUpdateBot } from '../actions/bots';
+import { checkBotUsernameAvailable, doDeactivateBot, doUpdateBot } from '../actions/bots';
 import { MAX_AVATAR_FILE_BYTES, prepareAvatar } from '../actions/avatars';
 import { removeAvatarFiles } from '../lib/avatars';
-import { accessBotById, botDefaultStreamNames, getBotsVisibleTo } from '../lib/bots';
+import { botDefaultStreamNames, getOwnedActiveBots } from '../lib/bots';
 import { inRealmSetting } from '../lib/realm-state';
 import { accessStreamByName, loadPermissions } from '../lib/streams';
 import { membershipOf } from '../lib/user-groups-state';
-import { apiEmailFor, isAdmin, isGuest, isOwner } from '../lib/users';
+import { accessBotById, apiEmailFor, isAdmin, isOwner, requireMemberOrAdmin } from '../lib/users';
+import { isSystemBot } from '../actions/system-bots';
 import { presentBot, streamNameOf } from '../presenters/bots';
 import { avatarUrl } from '../presenters/users';
 import { uploadedFiles, uploadLimits } from './uploads';
@@ -45,9 +45,14 @@ const BotType = { GENERIC: 1, INCOMING_WEBHOOK: 2, OUTGOING_WEBHOOK: 3, EMBEDDED
 
 const botPath = { bot: p.string({ maxLength: 20 }) };
 
-function botIdOf(raw: string): number {
+/** Zulip's access_bot_by_id for the path's bot: the organization's system bots are not
+ * there (Zulip keeps them in an organization of their own), nor is a deleted bot (Zulip's
+ * placeholder for it is no bot). */
+function accessBot(actor: User, raw: string): Promise<User> {
   if (!/^\d{1,10}$/.test(raw)) throw new JsonableError('No such bot');
-  return Number(raw);
+  return accessBotById(actor, Number(raw), {
+    hidden: (bot) => isSystemBot(bot) || bot.isDeleted,
+  });
 }
 
 /** The one avatar file of a bot request, if any (Zulip: "You may only upload one file at a
@@ -77,11 +82,18 @@ const defaultParams = {
 
 defineRoute(botRoutes, '/bots', {
   GET: userEndpoint(
-    { response: z.object({ bots: z.array(schema.bot) }) },
+    { response: z.object({ bots: z.array(schema.bot.extend({ username: z.string() })) }) },
     async ({ user, realm }) => {
-      const bots = await getBotsVisibleTo(user, realm);
+      requireMemberOrAdmin(user);
+      const bots = await getOwnedActiveBots(user);
       const streamNames = await botDefaultStreamNames(bots);
-      return { bots: bots.map((bot) => presentBot(bot, realm, streamNames)) };
+      // Zulip's keys (username is the bot's address) with those of realm_bot's objects.
+      return {
+        bots: bots.map((bot) => ({
+          username: bot.deliveryEmail,
+          ...presentBot(bot, realm, streamNames),
+        })),
+      };
     },
   ),
 });
@@ -92,10 +104,10 @@ defineRoute(
   {
     POST: userEndpoint(
       {
-        humansOnly: true,
         uploads: () => uploadLimits(MAX_AVATAR_FILE_BYTES),
         params: {
-          full_name: p.string({ maxLength: 100 }),
+          // checkFullName bounds it, with Zulip's "Name too long!".
+          full_name: p.string(),
           short_name: p.string({ maxLength: 60 }),
           bot_type: p.int().default(BotType.GENERIC),
           ...defaultParams,
@@ -110,7 +122,7 @@ defineRoute(
         }),
       },
       async ({ user, realm, params, req }) => {
-        if (isGuest(user)) throw new InsufficientPermissionError();
+        requireMemberOrAdmin(user);
         // Zulip's check_bot_creation_policy: can_create_bots_group for any bot, or
         // can_create_write_only_bots_group for incoming webhooks.
         const membership = await membershipOf(user.id);
@@ -192,7 +204,7 @@ defineRoute(
         uploads: () => uploadLimits(MAX_AVATAR_FILE_BYTES),
         path: botPath,
         params: {
-          full_name: p.string({ maxLength: 100 }).optional(),
+          full_name: p.string().optional(),
           role: p.json(z.number().int()).optional(),
           bot_owner_id: p.json(z.number().int()).optional(),
           ...defaultParams,
@@ -210,7 +222,8 @@ defineRoute(
         }),
       },
       async ({ user, realm, path, params, req }) => {
-        const bot = await accessBotById(user, botIdOf(path.bot));
+        requireMemberOrAdmin(user);
+        const bot = await accessBot(user, path.bot);
         const fullName =
           params.full_name === undefined ? undefined : checkFullName(params.full_name);
         const role = params.role === undefined ? undefined : checkRole(params.role);
@@ -268,9 +281,8 @@ defineRoute(
 
 defineRoute(botRoutes, '/bots/:bot', {
   DELETE: userEndpoint({ path: botPath, response: schema.empty }, async ({ user, path }) => {
-    const bot = await accessBotById(user, botIdOf(path.bot));
-    // Zulip's do_deactivate_user leaves a deactivated bot as it is.
-    if (bot.isActive) await runAction((ctx) => doDeactivateUser(ctx, bot, user.id));
+    const bot = await accessBot(user, path.bot);
+    await runAction((ctx) => doDeactivateBot(ctx, bot, user.id));
     return {};
   }),
 });
@@ -279,7 +291,8 @@ defineRoute(botRoutes, '/bots/:bot/api_key/regenerate', {
   POST: userEndpoint(
     { path: botPath, response: z.object({ api_key: z.string() }) },
     async ({ user, path }) => {
-      const bot = await accessBotById(user, botIdOf(path.bot));
+      requireMemberOrAdmin(user);
+      const bot = await accessBot(user, path.bot);
       const apiKey = await runAction((ctx) => doRegenerateApiKey(ctx, bot, user.id));
       return { api_key: apiKey };
     },

@@ -28,8 +28,8 @@ import {
   accessMultiuseInviteById,
   INVITE_AS,
   invitesControlledBy,
-  requireMemberOrAdmin,
 } from '../lib/invites';
+import { requireMemberOrAdmin } from '../lib/users';
 import { id, MAX_LIST } from '../lib/channel-params';
 import { presentInvite, presentMultiuseInvite } from '../presenters/invites';
 

@@ -125,9 +125,13 @@ defineRoute(messageRoutes, '/messages', {
       const isChannel = params.type === 'stream' || params.type === 'channel';
       let target: SendTarget;
       if (isChannel) {
-        if (params.to === undefined) throw new JsonableError('Missing channel');
+        // A bot's default channel stands in for a missing one (Zulip's Addressee.legacy_build).
+        const to =
+          params.to ??
+          (user.defaultSendingStreamId === null ? undefined : String(user.defaultSendingStreamId));
+        if (to === undefined) throw new JsonableError('Missing channel');
         if (params.topic === undefined) throw new JsonableError('Missing topic');
-        target = { kind: 'channel', to: params.to, topic: checkTopic(params.topic) };
+        target = { kind: 'channel', to, topic: checkTopic(params.topic) };
       } else {
         if (params.to === undefined) throw new JsonableError('Message must have recipients');
         target = { kind: 'direct', to: params.to };
