@@ -8,6 +8,8 @@ import { getConfig } from '@parley/config';
 import { getPrisma, Role, type User } from '@parley/db';
 import { getRedis, QueueStore } from '@parley/events';
 import { ensureSystemBot } from '../src/actions/system-bots';
+import { applyEvent, type StateOptions } from '../src/lib/initial-state';
+import type { QueuedEvent } from '@parley/events';
 import {
   api,
   app,
@@ -235,6 +237,17 @@ describe('PATCH /bots/{id}', () => {
     expect((await prisma().user.findUniqueOrThrow({ where: { id: bot.id } })).fullName).toBe(
       'Bot guarded',
     );
+  });
+
+  it("applies a realm_bot delete to /register's realm_bots, as Zulip's apply_event", () => {
+    const state = { realm_bots: [{ user_id: 1 }, { user_id: 2 }] };
+    applyEvent(
+      state,
+      { id: 0, type: 'realm_bot', op: 'delete', bot: { user_id: 1 } } as QueuedEvent,
+      owner,
+      {} as StateOptions,
+    );
+    expect(state.realm_bots).toEqual([{ user_id: 2 }]);
   });
 
   it('keeps system bots, deleted bots, guests and bots out, and owners in charge of bots that create users', async () => {

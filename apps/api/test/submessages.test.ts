@@ -72,6 +72,91 @@ describe('widgets and submessages', () => {
     expect(raw.content).toBe('/poll Lunch?\nPizza\n- Tacos');
   });
 
+  it("stores a sender's widget_content (a zform of choices) as the widget, instead of a /poll", async () => {
+    const zform = {
+      widget_type: 'zform',
+      extra_data: {
+        type: 'choices',
+        heading: 'Which planet is largest?',
+        choices: [
+          { type: 'multiple_choice', short_name: 'A', long_name: 'Jupiter', reply: 'answer q1 A' },
+          { type: 'multiple_choice', short_name: 'B', long_name: 'Mars', reply: 'answer q1 B' },
+        ],
+      },
+    };
+    let id = 0;
+    const published = await captureEvents(org.realm.id, async () => {
+      id = expectSuccess(
+        await send(org.member, org.host, {
+          type: 'stream',
+          to: 'general',
+          topic: 'quiz',
+          content: '/poll not this one',
+          widget_content: JSON.stringify(zform),
+        }),
+      ).id as number;
+    });
+    const [widget] = await submessagesOf(org.other, id);
+    expect(widget).toMatchObject({ msg_type: 'widget', sender_id: org.member.id });
+    expect(JSON.parse(widget!.content)).toEqual(zform);
+    const event = published.find((p) => p.event.type === 'message')!.event;
+    expect((event.message as { submessages: Submessage[] }).submessages).toEqual([widget]);
+
+    const refused = async (widgetContent: string, msg: string) =>
+      expectError(
+        await send(org.member, org.host, {
+          type: 'stream',
+          to: 'general',
+          topic: 'quiz',
+          content: 'x',
+          widget_content: widgetContent,
+        }),
+        msg,
+      );
+    await refused('{', 'Widgets: API programmer sent invalid JSON content');
+    // What Zulip's Python bots send with a plain reply.
+    expectSuccess(
+      await send(org.member, org.host, {
+        type: 'stream',
+        to: 'general',
+        topic: 'quiz',
+        content: 'plain',
+        widget_content: 'null',
+      }),
+    );
+    await refused('[]', 'Widgets: widget_content is not a dict');
+    await refused('{"extra_data": {}}', 'Widgets: widget_type is not in widget_content');
+    await refused('{"widget_type": "zform"}', 'Widgets: extra_data is not in widget_content');
+    await refused(
+      '{"widget_type": "zform", "extra_data": []}',
+      'Widgets: extra_data is not a dict',
+    );
+    await refused(
+      '{"widget_type": "poll", "extra_data": {}}',
+      'Widgets: unknown widget type: poll',
+    );
+    await refused(
+      '{"widget_type": "zform", "extra_data": {}}',
+      'Widgets: zform is missing type field',
+    );
+    await refused(
+      '{"widget_type": "zform", "extra_data": {"type": "buttons"}}',
+      'Widgets: unknown zform type: buttons',
+    );
+    await refused(
+      '{"widget_type": "zform", "extra_data": {"type": "choices", "choices": []}}',
+      'Widgets: heading key is missing from extra_data',
+    );
+    await refused(
+      '{"widget_type": "zform", "extra_data": {"type": "choices", "heading": "h", "choices": [{"short_name": "A", "long_name": "a"}]}}',
+      'Widgets: reply key is missing from extra_data["choices"][0]',
+    );
+    await refused(
+      '{"widget_type": "zform", "extra_data": {"type": "choices", "heading": 1, "choices": []}}',
+      'Widgets: extra_data["heading"] is not a string',
+    );
+  });
+
   it('takes votes and options from readers, questions only from the author, and tells everyone who can see the message', async () => {
     const id = await sendTo('general', '/poll Tabs or spaces?\nTabs\nSpaces');
     const vote = { type: 'vote', key: 'canned,0', vote: 1 };

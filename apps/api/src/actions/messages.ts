@@ -177,7 +177,8 @@ export interface PreparedMessage {
   emailCandidates: number[];
   /** What can_access_all_users_group hides from or grants to guests among the recipients. */
   access: AccessOnSend;
-  /** The widget a /poll or /todo message starts: its submessage is written with it. */
+  /** The widget a /poll or /todo message starts, or the sender's `widget_content`: its
+   * submessage is written with it. */
   widget: WidgetContent | null;
 }
 
@@ -266,7 +267,7 @@ export async function prepareMessage(
           emailCandidates: emailCandidates(sender, recipients, flags, addressee.kind === 'channel'),
         }),
     access: await access,
-    widget: widgetOf(content),
+    widget: options.widgetContent ?? widgetOf(content),
   };
 }
 
@@ -657,6 +658,9 @@ export interface SendOptions {
   type?: MessageTypeValue;
   /** No mobile or email notification of it (Zulip's disable_external_notifications). */
   disableExternalNotifications?: boolean;
+  /** A widget the sender describes (`widget_content`, checked by checkWidgetContent): it
+   * stands instead of a /poll or /todo the content may start. */
+  widgetContent?: WidgetContent;
 }
 
 export interface SentMessage {

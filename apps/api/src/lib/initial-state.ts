@@ -380,7 +380,9 @@ export function applyEvent(
       const index = bots.findIndex((b) => b.user_id === bot.user_id);
       if (event.op === 'add' && index === -1) bots.push(bot);
       else if (event.op === 'update' && index !== -1) Object.assign(bots[index]!, bot);
-      else if (event.op === 'remove' && index !== -1) bots.splice(index, 1);
+      // Zulip's op is delete (a bot handed to another owner leaves its old owner's list).
+      else if ((event.op === 'delete' || event.op === 'remove') && index !== -1)
+        bots.splice(index, 1);
       return;
     }
     case 'user_settings': {

@@ -7,9 +7,11 @@ import { JsonableError } from '@parley/errors';
 
 export type WidgetType = 'poll' | 'todo';
 
+/** A widget submessage's description: a /poll or /todo message's, or a bot's zform
+ * (`widget_content` of POST /messages, checkWidgetContent). */
 export interface WidgetContent {
-  widget_type: WidgetType;
-  extra_data: PollExtraData | TodoExtraData;
+  widget_type: WidgetType | 'zform';
+  extra_data: PollExtraData | TodoExtraData | Record<string, unknown>;
 }
 
 interface PollExtraData {
@@ -243,4 +245,73 @@ export function widgetTypeOf(firstWidgetContent: string | null): string | null {
     // Not JSON: no widget type, as in Zulip.
   }
   return null;
+}
+
+/** Zulip's check_dict: these keys, each passing its check; others may be there too. */
+function checkDict(name: string, value: unknown, keys: [string, Check][]): void {
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new JsonableError(`${name} is not a dict`);
+  const record = value as Record<string, unknown>;
+  for (const [key, check] of keys) {
+    if (!(key in record)) throw new JsonableError(`${key} key is missing from ${name}`);
+    check(`${name}["${key}"]`, record[key]);
+  }
+}
+
+const listOf =
+  (item: Check): Check =>
+  (name, value) => {
+    if (!Array.isArray(value)) throw new JsonableError(`${name} is not a list`);
+    value.forEach((element, index) => item(`${name}[${index}]`, element));
+  };
+
+const zformChoice: Check = (name, value) =>
+  checkDict(name, value, [
+    ['short_name', isString],
+    ['long_name', isString],
+    ['reply', isString],
+  ]);
+
+/** POST /messages' `widget_content` (Zulip's check_message with check_widget_content): JSON
+ * describing a widget, today only a zform of choices (the buttons bots such as Zulip's trivia
+ * quiz offer). Its errors start with "Widgets: ". JSON null is no widget: Zulip's Python
+ * client sends every None as `null`, and its bots library passes widget_content=None with
+ * every plain reply. */
+export function checkWidgetContent(raw: string): WidgetContent | null {
+  let content: unknown;
+  try {
+    content = JSON.parse(raw);
+  } catch {
+    throw new JsonableError('Widgets: API programmer sent invalid JSON content');
+  }
+  if (content === null) return null;
+  try {
+    return checkedWidgetContent(content);
+  } catch (error) {
+    if (error instanceof JsonableError) throw new JsonableError(`Widgets: ${error.message}`);
+    throw error;
+  }
+}
+
+function checkedWidgetContent(content: unknown): WidgetContent {
+  if (typeof content !== 'object' || content === null || Array.isArray(content))
+    throw new JsonableError('widget_content is not a dict');
+  const record = content as Record<string, unknown>;
+  if (!('widget_type' in record)) throw new JsonableError('widget_type is not in widget_content');
+  if (!('extra_data' in record)) throw new JsonableError('extra_data is not in widget_content');
+  const { widget_type: widgetType, extra_data: extraData } = record;
+  if (typeof extraData !== 'object' || extraData === null || Array.isArray(extraData))
+    throw new JsonableError('extra_data is not a dict');
+  const extra = extraData as Record<string, unknown>;
+  if (widgetType !== 'zform') throw new JsonableError(`unknown widget type: ${String(widgetType)}`);
+  if (!('type' in extra)) throw new JsonableError('zform is missing type field');
+  if (extra.type !== 'choices')
+    throw new JsonableError(`unknown zform type: ${String(extra.type)}`);
+  checkDict('extra_data', extra, [
+    ['type', isString],
+    ['heading', isString],
+    ['choices', listOf(zformChoice)],
+  ]);
+  // Stored as sent, keys Zulip does not check included (Zulip stores the parsed dict).
+  return { widget_type: 'zform', extra_data: extra };
 }

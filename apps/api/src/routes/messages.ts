@@ -37,6 +37,7 @@ import {
   type ReactionType,
 } from '../actions/reactions';
 import { checkAddSubmessage, doAddSubmessage, MAX_SUBMESSAGE_LENGTH } from '../actions/submessages';
+import { checkWidgetContent } from '../lib/widgets';
 import { clientName, sentByHuman } from '../lib/clients';
 import { editHistorySnapshots } from '../lib/edit-history';
 import { fetchMessages, messagesMatchingNarrow } from '../lib/message-fetch';
@@ -116,11 +117,15 @@ defineRoute(messageRoutes, '/messages', {
         queue_id: p.string({ maxLength: 100 }).optional(),
         local_id: p.string({ maxLength: 100 }).optional(),
         read_by_sender: p.bool().optional(),
+        // JSON text describing a widget (Zulip's check_widget_content).
+        widget_content: p.string({ maxLength: MAX_SUBMESSAGE_LENGTH }).optional(),
       },
       response: z.object({ id: schema.id, automatic_new_visibility_policy: z.int().optional() }),
     },
     async ({ req, user, realm, params }) => {
       const content = checkContent(params.content);
+      const widgetContent =
+        params.widget_content === undefined ? undefined : checkWidgetContent(params.widget_content);
       const client = clientName(req, undefined);
       const isChannel = params.type === 'stream' || params.type === 'channel';
       let target: SendTarget;
@@ -140,6 +145,7 @@ defineRoute(messageRoutes, '/messages', {
       const prepared = await prepareMessage(realm, user, target, content, {
         client,
         readBySender: params.read_by_sender ?? sentByHuman(client),
+        ...(widgetContent ? { widgetContent } : {}),
         ...(params.queue_id !== undefined && params.local_id !== undefined
           ? { localEcho: { queueId: params.queue_id, localId: params.local_id } }
           : {}),
