@@ -370,6 +370,64 @@ describe('DELETE /messages/{id}', () => {
 });
 
 describe('review findings on messages', () => {
+  it('renames a whole topic of a protected channel, moving what the renamer never received too; the time limit spares only moderators', async () => {
+    const org = await createMessageOrg();
+    const patch = (user: User, id: number, form: Record<string, unknown>) =>
+      as(user, org.host).patch(`/messages/${id}`, form);
+    const channel = 'protected';
+    expectSuccess(
+      await as(org.member, org.host).post('/users/me/subscriptions', {
+        subscriptions: [{ name: channel }],
+        principals: [org.member.id, org.other.id],
+        invite_only: true,
+        history_public_to_subscribers: false,
+      }),
+    );
+    const before = await post(org, org.member, 'old', 'before other joined', channel);
+    const stream = await prisma().stream.findFirstOrThrow({
+      where: { realmId: org.realm.id, name: channel },
+    });
+    // Other never received `before` (removed, as if they joined after it).
+    await prisma().userMessage.deleteMany({ where: { userId: org.other.id, messageId: before } });
+    const mine = await post(org, org.other, 'old', 'after', channel);
+    expectSuccess(await patch(org.other, mine, { topic: 'renamed', propagate_mode: 'change_all' }));
+    expect((await prisma().message.findUniqueOrThrow({ where: { id: before } })).subject).toBe(
+      'renamed',
+    );
+
+    // The channel's can_move_messages_within_channel_group lets its members rename, within the
+    // organization's time limit like everyone but moderators.
+    await prisma().realm.update({
+      where: { id: org.realm.id },
+      data: { moveMessagesWithinStreamLimitSeconds: 60 },
+    });
+    const nobody = await prisma().userGroup.findFirstOrThrow({
+      where: { realmId: org.realm.id, name: SYSTEM_GROUPS.NOBODY },
+    });
+    await prisma().realm.update({
+      where: { id: org.realm.id },
+      data: { canMoveMessagesBetweenTopicsGroupId: nobody.id },
+    });
+    const membersGroup = await prisma().userGroup.findFirstOrThrow({
+      where: { realmId: org.realm.id, name: SYSTEM_GROUPS.MEMBERS },
+    });
+    await prisma().stream.update({
+      where: { id: stream.id },
+      data: { canMoveMessagesWithinChannelGroupId: membersGroup.id },
+    });
+    const old = await post(org, org.member, 'aged', 'old news', channel);
+    await prisma().message.update({
+      where: { id: old },
+      data: { dateSent: new Date(Date.now() - 3600_000) },
+    });
+    expectError(
+      await patch(org.other, old, { topic: 'fresh' }),
+      "The time limit for editing this message's topic has passed.",
+    );
+    const fresh = await post(org, org.member, 'new', 'new news', channel);
+    expectSuccess(await patch(org.other, fresh, { topic: 'fresher' }));
+  });
+
   it("stops access to a private channel's messages once the user leaves it", async () => {
     const org = await createMessageOrg();
     expectSuccess(

@@ -767,6 +767,17 @@ describe('wildcard mentions in large channels', () => {
       'STREAM_WILDCARD_MENTION_NOT_ALLOWED',
     );
     expectSuccess(await post(org.admin, 'hey @**all**'));
+    // An edit that adds the wildcard is held to the same rule (Zulip's check_update_message).
+    const plain = expectSuccess(await post(org.member, 'hey')).id as number;
+    expectError(
+      await as(org.member, org.host).patch(`/messages/${plain}`, { content: 'hey @**all**' }),
+      'You do not have permission to use channel wildcard mentions in this channel.',
+      400,
+      'STREAM_WILDCARD_MENTION_NOT_ALLOWED',
+    );
+    expectSuccess(
+      await as(org.member, org.host).patch(`/messages/${plain}`, { content: 'hey @_**all**' }),
+    );
     // Silent wildcards and small channels are fine.
     expectSuccess(await post(org.member, 'hey @_**all**'));
     expectSuccess(

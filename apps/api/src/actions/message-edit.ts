@@ -160,19 +160,21 @@ export async function checkUpdateMessage(
   const resolution = checkedTopic === undefined ? null : resolutionOf(message.subject, topic!);
   const resolving = resolution !== null;
   let target: Stream | null = null;
-  if (streamId !== undefined) {
+  if (streamId !== undefined)
     ({ stream: target } = await accessStreamById(perms, streamId, {
       db: tx,
       allowArchived: false,
     }));
+  // Zulip's check_update_message: the topic's permission first, then the channel's.
+  if (checkedTopic !== undefined) {
+    // Resolving has no time limit.
+    if (resolving) checkCanResolveTopic(perms, realm, stream!, target);
+    else checkCanMoveWithinChannel(perms, realm, stream!, target, age);
+  }
+  if (target !== null) {
     checkCanMoveBetweenChannels(perms, realm, stream!, age);
     if (!perms.groups.has(target.canSendMessageGroupId))
       throw new JsonableError('You do not have permission to post in this channel.');
-  }
-  if (checkedTopic !== undefined) {
-    // Resolving has no time limit.
-    if (resolving) checkCanResolveTopic(perms, realm, stream!);
-    else checkCanMoveWithinChannel(perms, realm, stream!, target, age);
   }
   if (checkedTopic !== undefined || target !== null) {
     const newStream = target ?? stream!;
@@ -248,10 +250,11 @@ function resolutionOf(old: string, topic: string): 'resolved' | 'unresolved' | n
   return null;
 }
 
-/** Renaming topics: the organization's can_move_messages_between_topics_group (Zulip's
- * default: everyone), the channel's own group, or its administrators; within the
- * organization's move_messages_within_stream_limit_seconds unless moderator or in the
- * channel's group. */
+/** Renaming topics (Zulip's can_edit_topic): the organization's
+ * can_move_messages_between_topics_group (Zulip's default: everyone), or, in the original
+ * channel or the one moved to, its can_move_messages_within_channel_group or its
+ * administrators; within the organization's move_messages_within_stream_limit_seconds unless
+ * moderator (Zulip exempts nobody else). */
 function checkCanMoveWithinChannel(
   perms: Permissions,
   realm: Realm,
@@ -259,32 +262,35 @@ function checkCanMoveWithinChannel(
   target: Stream | null,
   age: number,
 ): void {
-  const channelGroup = [stream, target].some(
-    (s) => s && perms.groups.has(s.canMoveMessagesWithinChannelGroupId),
-  );
+  const canMoveWithin = (s: Stream) =>
+    canAdministerChannel(perms, s) || perms.groups.has(s.canMoveMessagesWithinChannelGroupId);
   if (
-    !channelGroup &&
-    !canAdministerChannel(perms, stream) &&
-    !inRealmGroups(realm, 'can_move_messages_between_topics_group', perms.groups)
+    !inRealmGroups(realm, 'can_move_messages_between_topics_group', perms.groups) &&
+    !canMoveWithin(stream) &&
+    !(target !== null && target.id !== stream.id && canMoveWithin(target))
   )
     throw new JsonableError("You don't have permission to edit this message");
   const limit = realm.moveMessagesWithinStreamLimitSeconds;
-  if (
-    !channelGroup &&
-    !isModerator(perms.user) &&
-    limit !== null &&
-    age > limit + EDIT_LIMIT_BUFFER_SECONDS
-  )
+  if (!isModerator(perms.user) && limit !== null && age > limit + EDIT_LIMIT_BUFFER_SECONDS)
     throw new JsonableError("The time limit for editing this message's topic has passed.");
 }
 
 /** Zulip's can_resolve_topics: the organization's can_resolve_topics_group (everyone by
- * default), the channel's own group, or its administrators. */
-function checkCanResolveTopic(perms: Permissions, realm: Realm, stream: Stream): void {
+ * default), or the can_resolve_topics_group of the original channel or the one moved to. */
+function checkCanResolveTopic(
+  perms: Permissions,
+  realm: Realm,
+  stream: Stream,
+  target: Stream | null,
+): void {
   if (
     !inRealmGroups(realm, 'can_resolve_topics_group', perms.groups) &&
     !perms.groups.has(stream.canResolveTopicsGroupId) &&
-    !canAdministerChannel(perms, stream)
+    !(
+      target !== null &&
+      target.id !== stream.id &&
+      perms.groups.has(target.canResolveTopicsGroupId)
+    )
   )
     throw new JsonableError("You don't have permission to resolve topics in this channel.");
 }
@@ -465,9 +471,13 @@ async function topicMessagesToMove(tx: Tx, user: User, edit: CheckedEdit): Promi
   const { message, stream } = edit;
   const later =
     edit.propagateMode === 'change_later' ? Prisma.sql`AND id > ${message.id}` : Prisma.empty;
-  const visible = stream!.historyPublicToSubscribers
-    ? Prisma.empty
-    : Prisma.sql`AND id IN (SELECT message_id FROM user_message WHERE user_profile_id = ${user.id})`;
+  // Only a move to another channel is limited to what the user can see (Zulip's
+  // update_messages_for_topic_edit: nobody gains access to messages by moving them); a rename
+  // within the channel takes the whole topic along.
+  const visible =
+    edit.target === null || stream!.historyPublicToSubscribers
+      ? Prisma.empty
+      : Prisma.sql`AND id IN (SELECT message_id FROM user_message WHERE user_profile_id = ${user.id})`;
   const rows = await tx.$queryRaw<{ id: number }[]>`
     SELECT id FROM message
     WHERE recipient_id = ${message.recipientId} AND upper(subject) = upper(${message.subject})

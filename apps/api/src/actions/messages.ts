@@ -938,6 +938,40 @@ function checkWildcardMention(
   }
 }
 
+const activeSubscriberCount = statement<{ count: number }, [number]>(`
+  SELECT count(*)::int AS count FROM subscription
+  WHERE recipient_id = $1 AND active AND is_user_active`);
+
+const activeTopicParticipantCount = statement<{ count: number }, [number, string]>(`
+  SELECT count(DISTINCT m.sender_id)::int AS count
+  FROM message m JOIN user_profile u ON u.id = m.sender_id
+  WHERE m.recipient_id = $1 AND upper(m.subject) = upper($2) AND u.is_active`);
+
+/** An edit's wildcard mention (Zulip's check_update_message with
+ * stream_wildcard_mention_allowed and topic_wildcard_mention_allowed): as at sending, a
+ * wildcard reaching more than the threshold (the channel's active subscribers, the topic's
+ * active participants) needs the organization's can_mention_many_users_group. */
+export async function checkEditWildcardMention(
+  realm: Realm,
+  senderGroups: Set<number>,
+  rendered: Rendered,
+  conversation: { recipientId: number; topic: string },
+): Promise<void> {
+  const { wildcard } = rendered.mentions;
+  if (wildcard === null || inRealmGroups(realm, 'can_mention_many_users_group', senderGroups))
+    return;
+  if (wildcard === 'channel') {
+    const [row] = await query(activeSubscriberCount, [conversation.recipientId]);
+    if (row!.count > WILDCARD_MENTION_THRESHOLD) throw new StreamWildcardMentionNotAllowedError();
+  } else {
+    const [row] = await query(activeTopicParticipantCount, [
+      conversation.recipientId,
+      conversation.topic,
+    ]);
+    if (row!.count > WILDCARD_MENTION_THRESHOLD) throw new TopicWildcardMentionNotAllowedError();
+  }
+}
+
 /** A message's recipients, compactly: a channel of a thousand members is one row of arrays,
  * not a thousand rows to parse, with the few recipients that differ named apart. */
 interface Recipients {

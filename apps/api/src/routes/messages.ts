@@ -12,6 +12,7 @@ import * as schema from '../presenters/schemas';
 import { isForWelcomeBot, replyFromWelcomeBot } from '../actions/onboarding';
 import {
   checkContent,
+  checkEditWildcardMention,
   checkTopic,
   sendPreparedMessage,
   prepareMessage,
@@ -403,6 +404,11 @@ defineRoute(messageRoutes, '/messages/:message_id', {
             ? null
             : // Only the sender edits content: their mentions are resolved as at sending.
               await renderContent(realm.id, edit.content, tx, { realm, user });
+        if (rendered && message.isChannelMessage)
+          await checkEditWildcardMention(realm, await groupIdsOfUser(user.id), rendered, {
+            recipientId: message.recipientId,
+            topic: message.subject,
+          });
         if (rendered && rendered.mentions.groupIds.size > 0)
           await checkGroupMentionsAllowed(
             user,
