@@ -390,6 +390,8 @@ describe('GET /messages', () => {
       await get(org.member, { anchor: 'newest', num_before: -1 }),
       'num_before is too small',
     );
+    // Zeros are no range: clients send them with message_ids (Zulip counts non-zero values).
+    expectSuccess(await get(org.member, { message_ids: [1], num_before: 0, num_after: 0 }));
     const combo = await get(org.member, { anchor: 'newest', message_ids: [1] });
     expectError(
       combo,
@@ -455,7 +457,9 @@ describe('GET /messages', () => {
     );
     expectError(
       await get(org.member, { anchor: 'newest', narrow: [['id', 'abc']] }),
-      'Invalid message ID',
+      'Invalid narrow operator: Invalid message ID',
+      400,
+      'BAD_NARROW',
     );
   });
 

@@ -193,7 +193,8 @@ export async function buildNarrow(
       case 'id': {
         const id = Number(term.operand);
         if (!Number.isInteger(id) || id < 0 || id > 2 ** 31 - 1 || /\D/.test(String(term.operand)))
-          throw new JsonableError('Invalid message ID');
+          // Zulip's by_id: BadNarrowOperatorError.
+          bad('Invalid message ID');
         condition = Prisma.sql`m.id = ${id}`;
         break;
       }

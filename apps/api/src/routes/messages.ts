@@ -98,9 +98,11 @@ defineRoute(messageRoutes, '/messages', {
         numAfter: params.num_after ?? 0,
         narrow: normalizeNarrow(params.narrow),
         messageIds: params.message_ids,
+        // Zulip's get_messages_backend counts only non-zero numbers as a range (clients send
+        // num_before=0&num_after=0 with message_ids).
         rangeGiven:
-          params.num_before !== undefined ||
-          params.num_after !== undefined ||
+          (params.num_before ?? 0) > 0 ||
+          (params.num_after ?? 0) > 0 ||
           params.anchor !== undefined ||
           params.use_first_unread_anchor,
         applyMarkdown: params.apply_markdown,
