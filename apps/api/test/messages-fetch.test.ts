@@ -224,6 +224,55 @@ describe('GET /messages', () => {
     expect(await fetchIds(org.member, { narrow: [{ operator: 'with', operand: ids.g1 }] })).toEqual(
       [ids.g1, ids.g2],
     );
+    // A permalink names the topic as it was: `with` puts the message's conversation now in its
+    // place (Zulip's update_narrow_terms_containing_with_operator), and reads its history.
+    expect(
+      await fetchIds(org.member, {
+        narrow: [
+          ['channel', 'general'],
+          ['topic', 'an old name'],
+          ['with', String(ids.g1)],
+        ],
+      }),
+    ).toEqual([ids.g1, ids.g2]);
+    expect(await fetchIds(org.member, { narrow: [['with', String(ids.d1)]] })).toEqual([
+      ids.d1,
+      ids.d2,
+    ]);
+    // A message out of reach leaves a narrow that names a conversation as it is, and refuses
+    // one that does not.
+    expect(
+      await fetchIds(org.member, {
+        narrow: [
+          ['channel', 'general'],
+          ['topic', 'lunch'],
+          ['with', '99999999'],
+        ],
+      }),
+    ).toEqual([ids.g1, ids.g2]);
+    expectError(
+      await as(org.member, org.host).get('/messages', {
+        anchor: 'newest',
+        num_before: 10,
+        narrow: JSON.stringify([['with', '99999999']]),
+      }),
+      "Invalid narrow operator: Invalid 'with' operator",
+      400,
+      'BAD_NARROW',
+    );
+    expectError(
+      await as(org.member, org.host).get('/messages', {
+        anchor: 'newest',
+        num_before: 10,
+        narrow: JSON.stringify([
+          ['with', String(ids.g1)],
+          ['with', String(ids.g2)],
+        ]),
+      }),
+      "Invalid narrow operator combination: Duplicate 'with' operators.",
+      400,
+      'BAD_NARROW',
+    );
     const unread = await fetchIds(org.other, {
       narrow: [
         ['is', 'unread'],

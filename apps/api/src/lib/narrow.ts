@@ -17,7 +17,7 @@ import {
 } from '@parley/db';
 import { BadNarrowError, JsonableError } from '@parley/errors';
 import { EMPTY_TOPIC_DISPLAY_NAME } from '../presenters/messages';
-import { channelHistoryReadable } from './messages';
+import { accessMessage, channelHistoryReadable } from './messages';
 import { subscribedSql, type ContentAccessStream, type Permissions } from './streams';
 import { escapeRegExp } from './text';
 import { accessUserByEmail, accessUserById, isGuest } from './users';
@@ -95,6 +95,57 @@ function bad(desc: string): never {
   throw new BadNarrowError(`Invalid narrow operator: ${desc}`, desc);
 }
 
+/** The terms that name a conversation, which `with` replaces. */
+const CONVERSATION_OPERATORS = new Set(['channel', 'topic', 'dm']);
+
+/** Zulip's can_narrow_define_conversation: a direct-message term, or a channel and a topic. */
+function definesConversation(terms: NarrowTerm[]): boolean {
+  const has = (operator: string) => terms.some((term) => term.operator === operator);
+  return has('dm') || (has('channel') && has('topic'));
+}
+
+/** Zulip's update_narrow_terms_containing_with_operator: `with` (the web app's permalinks)
+ * means the conversation its message is in now, which may have moved since the link was made.
+ * For a message the viewer can read, the narrow's own conversation terms give way to it (a
+ * channel message's channel and topic, so its history is read as any channel's); for one they
+ * cannot (deleted, or out of reach), the rest of the narrow stands if it names a
+ * conversation. */
+async function withTermsResolved(viewer: User, terms: NarrowTerm[], db: Tx): Promise<NarrowTerm[]> {
+  const withs = terms.filter((term) => term.operator === 'with');
+  if (withs.length === 0) return terms;
+  if (withs.length > 1)
+    throw new BadNarrowError(
+      "Invalid narrow operator combination: Duplicate 'with' operators.",
+      "Duplicate 'with' operators.",
+    );
+  const [withTerm] = withs;
+  const rest = terms.filter((term) => term !== withTerm);
+  const raw = withTerm!.operand;
+  const id =
+    typeof raw === 'number' ? raw : /^\s*[-+]?\d+\s*$/.test(String(raw)) ? Number(raw) : NaN;
+  if (Array.isArray(raw) || !Number.isInteger(id)) bad("Invalid 'with' operator");
+  let accessed: Awaited<ReturnType<typeof accessMessage>> | null = null;
+  if (id >= 1 && id <= 2 ** 31 - 1)
+    accessed = await accessMessage(viewer, id, db).catch((error: unknown) => {
+      if (error instanceof JsonableError) return null;
+      throw error;
+    });
+  if (accessed === null) {
+    if (definesConversation(rest)) return rest;
+    bad("Invalid 'with' operator");
+  }
+  const others = rest.filter((term) => !CONVERSATION_OPERATORS.has(term.operator));
+  const { message, stream } = accessed;
+  if (message.isChannelMessage && stream)
+    return [
+      { operator: 'channel', operand: stream.id, negated: false },
+      { operator: 'topic', operand: message.subject, negated: false },
+      ...others,
+    ];
+  // A direct message's conversation: `with` itself selects it (withCondition).
+  return [withTerm!, ...others];
+}
+
 /** Builds the narrow's condition, resolving channel and user operands in the organization. */
 export async function buildNarrow(
   viewer: User,
@@ -103,6 +154,7 @@ export async function buildNarrow(
   terms: NarrowTerm[],
   db: Tx = getPrisma(),
 ): Promise<BuiltNarrow> {
+  terms = await withTermsResolved(viewer, terms, db);
   const conditions: Prisma.Sql[] = [];
   let readsMessage = false;
   let includeHistory = false;
