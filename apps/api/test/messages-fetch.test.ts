@@ -496,6 +496,34 @@ describe('GET /messages', () => {
       400,
       'BAD_NARROW',
     );
+    // A topic, or channels:public, or not being a DM, is a channel narrow too.
+    for (const narrow of [
+      [
+        ['topic', 'lunch'],
+        ['is', 'dm'],
+      ],
+      [
+        ['channels', 'public'],
+        ['dm-including', String(org.other.id)],
+      ],
+      [
+        { operator: 'is', operand: 'dm', negated: true },
+        { operator: 'dm', operand: [org.other.id] },
+      ],
+    ])
+      expectError(
+        await get(org.member, { anchor: 'newest', narrow }),
+        'Invalid narrow operator: No message can be both a channel message and direct message',
+        400,
+        'BAD_NARROW',
+      );
+    // Zulip's underscore spelling of group-pm-with.
+    expectSuccess(
+      await get(org.member, {
+        anchor: 'newest',
+        narrow: [['group_pm_with', org.other.deliveryEmail]],
+      }),
+    );
     expectError(
       await get(org.member, { anchor: 'newest', narrow: 'general' }),
       'narrow is not valid JSON',

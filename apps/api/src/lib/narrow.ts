@@ -56,6 +56,7 @@ const ALIASES: Record<string, string> = {
   subject: 'topic',
   'pm-with': 'dm',
   pm_with: 'dm',
+  group_pm_with: 'group-pm-with',
   'dm-with': 'dm-including',
 };
 
@@ -163,13 +164,19 @@ export async function buildNarrow(
   // A positive channel term's recipient (see channelRecipientId).
   let channelRecipientId: number | null = null;
   const positive = (term: NarrowTerm) => !term.negated;
+  // Zulip's check_not_both_channel_and_dm_narrow: what only channel messages match (a channel,
+  // channels, a topic, not is:dm) with what only direct messages match.
+  const isDm = (t: NarrowTerm) =>
+    t.operator === 'is' && ['dm', 'private'].includes(String(t.operand));
   if (
-    terms.some((t) => positive(t) && t.operator === 'channel') &&
     terms.some(
       (t) =>
-        positive(t) &&
-        (t.operator === 'dm' ||
-          (t.operator === 'is' && ['dm', 'private'].includes(String(t.operand)))),
+        (positive(t) && ['channel', 'channels', 'topic'].includes(t.operator)) ||
+        (t.negated && isDm(t)),
+    ) &&
+    terms.some(
+      (t) =>
+        positive(t) && (['dm', 'dm-including', 'group-pm-with'].includes(t.operator) || isDm(t)),
     )
   )
     bad('No message can be both a channel message and direct message');
