@@ -428,6 +428,24 @@ describe('review findings on messages', () => {
     expectSuccess(await patch(org.other, fresh, { topic: 'fresher' }));
   });
 
+  it('refuses even a content edit of a message left in a named topic of a general-chat-only channel', async () => {
+    const org = await createMessageOrg();
+    const id = await post(org, org.member, 'named', 'before the policy');
+    // PATCH /streams refuses the policy while other topics exist (as Zulip does); a message
+    // sent meanwhile, racing the change, is one left behind.
+    await prisma().stream.update({
+      where: { id: org.general.id },
+      data: { topicsPolicy: 'empty_topic_only' },
+    });
+    expectError(
+      await as(org.member, org.host).patch(`/messages/${id}`, { content: 'after' }),
+      'Only the general chat topic is allowed in this channel.',
+    );
+    expectSuccess(
+      await as(org.member, org.host).patch(`/messages/${id}`, { content: 'after', topic: '' }),
+    );
+  });
+
   it("stops access to a private channel's messages once the user leaves it", async () => {
     const org = await createMessageOrg();
     expectSuccess(

@@ -50,7 +50,13 @@ import {
   type EditHistoryEntry,
 } from '../presenters/messages';
 import { streamUpdateEvent } from '../presenters/streams';
-import { checkCanCreateTopic, checkContent, checkTopic, checkTopicPolicy } from './messages';
+import {
+  checkCanCreateTopic,
+  checkContent,
+  checkEmptyTopicOnly,
+  checkTopic,
+  checkTopicPolicy,
+} from './messages';
 import type { Attachment } from '../lib/attachments';
 import { queueAddedMentionNotifications } from './added-mention-notifications';
 import { queuePushRemovalsOnCommit } from './push-notifications';
@@ -176,6 +182,8 @@ export async function checkUpdateMessage(
     if (!perms.groups.has(target.canSendMessageGroupId))
       throw new JsonableError('You do not have permission to post in this channel.');
   }
+  if (checkedTopic === undefined && target === null && stream)
+    checkEmptyTopicOnly(realm, stream, message.subject);
   if (checkedTopic !== undefined || target !== null) {
     const newStream = target ?? stream!;
     const newTopic = checkedTopic ?? message.subject;

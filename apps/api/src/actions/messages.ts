@@ -117,13 +117,22 @@ export function checkTopic(raw: string): string {
 
 /** The channel's topics_policy, else the organization's (mandatory_topics is Zulip's older
  * form of disable_empty_topic). */
+function topicsPolicyOf(realm: Realm, stream: Stream): string {
+  if (stream.topicsPolicy !== 'inherit') return stream.topicsPolicy;
+  return realm.mandatoryTopics ? 'disable_empty_topic' : 'allow_empty_topic';
+}
+
+/** A channel whose policy is empty_topic_only takes no other topic: Zulip's
+ * build_message_edit_request refuses even a content edit of a message left in another topic. */
+export function checkEmptyTopicOnly(realm: Realm, stream: Stream, topic: string): void {
+  if (topicsPolicyOf(realm, stream) === 'empty_topic_only' && topic !== '')
+    throw new JsonableError(
+      `Only the ${EMPTY_TOPIC_DISPLAY_NAME} topic is allowed in this channel.`,
+    );
+}
+
 export function checkTopicPolicy(realm: Realm, stream: Stream, topic: string): void {
-  const policy =
-    stream.topicsPolicy === 'inherit'
-      ? realm.mandatoryTopics
-        ? 'disable_empty_topic'
-        : 'allow_empty_topic'
-      : stream.topicsPolicy;
+  const policy = topicsPolicyOf(realm, stream);
   if (policy === 'disable_empty_topic' && topic === '')
     throw new JsonableError(
       `Sending messages to the ${EMPTY_TOPIC_DISPLAY_NAME} topic is not allowed in this channel.`,
