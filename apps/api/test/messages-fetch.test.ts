@@ -188,6 +188,18 @@ describe('GET /messages', () => {
     expect(
       await fetchIds(org.member, { narrow: [{ operator: 'dm', operand: [org.other.id] }] }),
     ).toEqual([ids.d1, ids.d2]);
+    // Nobody is no conversation, and an empty address no user (Zulip's by_dm).
+    expect(await fetchIds(org.member, { narrow: [{ operator: 'dm', operand: [] }] })).toEqual([]);
+    expectError(
+      await as(org.member, org.host).get('/messages', {
+        anchor: 'newest',
+        num_before: 5,
+        narrow: JSON.stringify([['dm', '']]),
+      }),
+      'Invalid narrow operator: unknown user in ',
+      400,
+      'BAD_NARROW',
+    );
     expect(await fetchIds(org.other, { narrow: [['pm-with', org.member.deliveryEmail]] })).toEqual([
       ids.d1,
       ids.d2,

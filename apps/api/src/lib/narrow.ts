@@ -365,14 +365,14 @@ async function dmCondition(
   value: NarrowTerm['operand'],
   db: Tx,
 ): Promise<Prisma.Sql> {
+  // As Zulip's by_dm: a list of nobody matches nothing; an address list is split on commas,
+  // and an empty address is an unknown user.
   const items = Array.isArray(value)
     ? value
     : typeof value === 'number'
       ? [value]
-      : value
-          .split(',')
-          .map((email) => email.trim())
-          .filter((email) => email !== '');
+      : value.split(',').map((email) => email.trim());
+  if (items.length === 0) return FALSE;
   const ids = new Set<number>();
   for (const item of items) {
     const user = await userOperand(viewer, realm, item, db).catch(() =>
