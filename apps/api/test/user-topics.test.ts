@@ -154,6 +154,16 @@ describe('topic visibility', () => {
     const mutedIds = ids(await fetch([{ operator: 'is', operand: 'muted' }]));
     expect(mutedIds).toContain(quiet);
     expect(mutedIds).not.toContain(loud);
+    // in:home leaves the muted channel out even beside a term naming it (Zulip's by_in), and
+    // lets the unmuted topic in.
+    const home = ids(
+      await fetch([
+        { operator: 'channel', operand: 'general' },
+        { operator: 'in', operand: 'home' },
+      ]),
+    );
+    expect(home).not.toContain(quiet);
+    expect(home).toContain(loud);
     const unread = (await register(['message', 'update_message_flags'])).unread_msgs as {
       count: number;
     };

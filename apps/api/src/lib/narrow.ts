@@ -235,15 +235,10 @@ export async function buildNarrow(
       case 'in': {
         const where = String(term.operand);
         if (where !== 'home' && where !== 'all') bad(`unknown 'in' operand ${where}`);
-        // Zulip's exclude_muting_conditions: a narrow to one channel ignores that the channel
-        // is muted, but not its muted topics.
-        condition =
-          where === 'all'
-            ? TRUE
-            : Prisma.sql`NOT ${mutedCondition(
-                viewer.id,
-                terms.some((t) => positive(t) && t.operator === 'channel'),
-              )}`;
+        // Zulip's by_in: exclude_muting_conditions for the narrow [in:home] alone, so muted
+        // channels stay out even beside a channel term (which only the first-unread anchor
+        // lets through).
+        condition = where === 'all' ? TRUE : Prisma.sql`NOT ${mutedCondition(viewer.id, false)}`;
         break;
       }
       case 'has':
