@@ -370,7 +370,7 @@ describe('DELETE /messages/{id}', () => {
 });
 
 describe('review findings on messages', () => {
-  it('renames a whole topic of a protected channel, moving what the renamer never received too; the time limit spares only moderators', async () => {
+  it('renames a whole topic of a protected channel, moving what the renamer never received too (not to another channel); the time limit binds the channel movers too', async () => {
     const org = await createMessageOrg();
     const patch = (user: User, id: number, form: Record<string, unknown>) =>
       as(user, org.host).patch(`/messages/${id}`, form);
@@ -394,6 +394,16 @@ describe('review findings on messages', () => {
     expect((await prisma().message.findUniqueOrThrow({ where: { id: before } })).subject).toBe(
       'renamed',
     );
+    // Moved to another channel, though, only what the mover received goes along: nobody gains
+    // access to messages by moving them.
+    const later = await post(org, org.other, 'renamed', 'mine too', channel);
+    expectSuccess(
+      await patch(org.other, later, { stream_id: org.general.id, propagate_mode: 'change_all' }),
+    );
+    const recipientOf = async (id: number) =>
+      (await prisma().message.findUniqueOrThrow({ where: { id } })).recipientId;
+    expect(await recipientOf(before)).toBe(stream.recipientId);
+    expect(await recipientOf(mine)).not.toBe(stream.recipientId);
 
     // The channel's can_move_messages_within_channel_group lets its members rename, within the
     // organization's time limit like everyone but moderators.

@@ -251,6 +251,26 @@ describe('GET /messages', () => {
       ids.d1,
       ids.d2,
     ]);
+    // A message the viewer cannot read (Otto is not in #secret) is as one that does not exist.
+    expect(
+      await fetchIds(org.other, {
+        narrow: [
+          ['channel', 'general'],
+          ['topic', 'lunch'],
+          ['with', String(ids.s1)],
+        ],
+      }),
+    ).toEqual([ids.g1, ids.g2]);
+    expectError(
+      await as(org.other, org.host).get('/messages', {
+        anchor: 'newest',
+        num_before: 10,
+        narrow: JSON.stringify([['with', String(ids.s1)]]),
+      }),
+      "Invalid narrow operator: Invalid 'with' operator",
+      400,
+      'BAD_NARROW',
+    );
     // A message out of reach leaves a narrow that names a conversation as it is, and refuses
     // one that does not.
     expect(

@@ -473,7 +473,8 @@ async function moveAlong(
     WHERE id = ANY(${ids}::int[])`;
 }
 
-/** change_later / change_all: ids of the topic's other messages the user can see. */
+/** change_later / change_all: ids of the topic's other messages that move along (all of them,
+ * unless they change channel: see `visible`). */
 async function topicMessagesToMove(tx: Tx, user: User, edit: CheckedEdit): Promise<number[]> {
   if (edit.propagateMode === 'change_one' || !edit.message.isChannelMessage) return [];
   const { message, stream } = edit;

@@ -131,16 +131,14 @@ export function checkEmptyTopicOnly(realm: Realm, stream: Stream, topic: string)
     );
 }
 
+/** The topic a message may go to: none but general chat where the policy is
+ * empty_topic_only, not general chat where it is disable_empty_topic. */
 export function checkTopicPolicy(realm: Realm, stream: Stream, topic: string): void {
-  const policy = topicsPolicyOf(realm, stream);
-  if (policy === 'disable_empty_topic' && topic === '')
+  if (topicsPolicyOf(realm, stream) === 'disable_empty_topic' && topic === '')
     throw new JsonableError(
       `Sending messages to the ${EMPTY_TOPIC_DISPLAY_NAME} topic is not allowed in this channel.`,
     );
-  if (policy === 'empty_topic_only' && topic !== '')
-    throw new JsonableError(
-      `Only the ${EMPTY_TOPIC_DISPLAY_NAME} topic is allowed in this channel.`,
-    );
+  checkEmptyTopicOnly(realm, stream, topic);
 }
 
 /** Where a message goes, as the client named it (`to` raw, as sent). */
@@ -951,15 +949,18 @@ const activeSubscriberCount = statement<{ count: number }, [number]>(`
   SELECT count(*)::int AS count FROM subscription
   WHERE recipient_id = $1 AND active AND is_user_active`);
 
-const activeTopicParticipantCount = statement<{ count: number }, [number, string]>(`
-  SELECT count(DISTINCT m.sender_id)::int AS count
-  FROM message m JOIN user_profile u ON u.id = m.sender_id
-  WHERE m.recipient_id = $1 AND upper(m.subject) = upper($2) AND u.is_active`);
+/** Zulip's participants_for_topic: who sent a message in the topic or reacted to one. */
+const topicParticipantCount = statement<{ count: number }, [number, string]>(`
+  WITH topic AS (SELECT id, sender_id FROM message
+    WHERE recipient_id = $1 AND upper(subject) = upper($2))
+  SELECT count(*)::int AS count FROM (
+    SELECT sender_id FROM topic
+    UNION SELECT r.user_profile_id FROM reaction r JOIN topic ON topic.id = r.message_id) p`);
 
 /** An edit's wildcard mention (Zulip's check_update_message with
  * stream_wildcard_mention_allowed and topic_wildcard_mention_allowed): as at sending, a
  * wildcard reaching more than the threshold (the channel's active subscribers, the topic's
- * active participants) needs the organization's can_mention_many_users_group. */
+ * participants) needs the organization's can_mention_many_users_group. */
 export async function checkEditWildcardMention(
   realm: Realm,
   senderGroups: Set<number>,
@@ -973,7 +974,7 @@ export async function checkEditWildcardMention(
     const [row] = await query(activeSubscriberCount, [conversation.recipientId]);
     if (row!.count > WILDCARD_MENTION_THRESHOLD) throw new StreamWildcardMentionNotAllowedError();
   } else {
-    const [row] = await query(activeTopicParticipantCount, [
+    const [row] = await query(topicParticipantCount, [
       conversation.recipientId,
       conversation.topic,
     ]);

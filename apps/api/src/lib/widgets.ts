@@ -274,9 +274,9 @@ const zformChoice: Check = (name, value) =>
 
 /** POST /messages' `widget_content` (Zulip's check_message with check_widget_content): JSON
  * describing a widget, today only a zform of choices (the buttons bots such as Zulip's trivia
- * quiz offer). Its errors start with "Widgets: ". JSON null is no widget: Zulip's Python
- * client sends every None as `null`, and its bots library passes widget_content=None with
- * every plain reply. */
+ * quiz offer). Its errors start with "Widgets: ". JSON null is no widget, a choice of ours
+ * (Zulip answers "widget_content is not a dict"): Zulip's Python client sends every None as
+ * `null`, and its bots library passes widget_content=None with every plain reply. */
 export function checkWidgetContent(raw: string): WidgetContent | null {
   let content: unknown;
   try {

@@ -406,7 +406,7 @@ defineRoute(messageRoutes, '/messages/:message_id', {
             ? null
             : // Only the sender edits content: their mentions are resolved as at sending.
               await renderContent(realm.id, edit.content, tx, { realm, user });
-        if (rendered && message.isChannelMessage)
+        if (rendered && message.isChannelMessage && rendered.mentions.wildcard !== null)
           await checkEditWildcardMention(realm, await groupIdsOfUser(user.id), rendered, {
             recipientId: message.recipientId,
             topic: message.subject,
