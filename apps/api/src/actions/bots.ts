@@ -1,6 +1,7 @@
 // Managing a bot beyond what every user has (Zulip's zerver/actions/bots.py): its owner and
-// its defaults. Each change is audited and reaches the bot's owner and the administrators as a
-// realm_bot update; a new owner reaches everyone who can see the bot as a realm_user update.
+// its defaults. Each change is audited and reaches whoever sees the bot (lib/bots botAudience)
+// as a realm_bot update; a new owner reaches everyone who can see the bot as a realm_user
+// update.
 import {
   AuditLogEvent,
   lockUserRow,

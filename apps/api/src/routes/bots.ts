@@ -1,8 +1,9 @@
 // Bots (Zulip's add_bot_backend, get_bots_backend, patch_bot_backend, deactivate_bot_backend
 // and regenerate_bot_api_key): POST /bots creates one owned by the caller; GET /bots lists the
-// caller's bots (all of the organization's for administrators); PATCH and DELETE /bots/{id}
-// and POST /bots/{id}/api_key/regenerate manage one, for its owner or an administrator. POST
-// and PATCH take an avatar as a file (multipart), so they are parsed with the uploads.
+// caller's own active bots (administrators too; /register's realm_bots has every bot for
+// them); PATCH and DELETE /bots/{id} and POST /bots/{id}/api_key/regenerate manage one, for its
+// owner or an administrator. POST and PATCH take an avatar as a file (multipart), so they are
+// parsed with the uploads.
 import { Router } from 'express';
 import { z } from 'zod';
 import { Role, runAction, type Realm, type User } from '@parley/db';
