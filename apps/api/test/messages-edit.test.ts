@@ -573,6 +573,59 @@ describe('review findings on messages', () => {
     expect(moved).not.toHaveProperty('last_edit_timestamp');
   });
 
+  it("tells the old channel's readers of a move: the update if they still can read, else a delete", async () => {
+    const org = await createMessageOrg();
+    const id = await post(org, org.member, 'travel', 'x');
+    // The administrator joins #general after the message: no copy, but #general shows it.
+    expectSuccess(
+      await as(org.admin, org.host).post('/users/me/subscriptions', {
+        subscriptions: [{ name: 'general' }],
+      }),
+    );
+    const toSecret = await captureEvents(org.realm.id, async () => {
+      expectSuccess(
+        await as(org.member, org.host).patch(`/messages/${id}`, { stream_id: org.secret.id }),
+      );
+    });
+    const audience = (published: typeof toSecret, type: string) =>
+      sorted(published.filter((p) => p.event.type === type).flatMap((p) => p.users));
+    expect(audience(toSecret, 'delete_message')).toEqual(
+      sorted([org.owner.id, org.other.id, org.guest.id, org.admin.id]),
+    );
+    expect(audience(toSecret, 'update_message')).toEqual([org.member.id]);
+
+    // Into a public channel, members whose copies go keep reading: they get the update.
+    const other = await post(org, org.member, 'travel', 'y');
+    expectSuccess(
+      await as(org.other, org.host).post('/users/me/subscriptions', {
+        subscriptions: [{ name: 'open' }],
+      }),
+    );
+    const open = await prisma().stream.findFirstOrThrow({
+      where: { realmId: org.realm.id, name: 'open' },
+    });
+    const toOpen = await captureEvents(org.realm.id, async () => {
+      expectSuccess(
+        await as(org.member, org.host).patch(`/messages/${other}`, { stream_id: open.id }),
+      );
+    });
+    expect(audience(toOpen, 'delete_message')).toEqual([org.guest.id]);
+    expect(audience(toOpen, 'update_message')).toEqual(
+      sorted([org.owner.id, org.member.id, org.other.id, org.admin.id]),
+    );
+    const readOnly = toOpen.find(
+      (p) => p.event.type === 'update_message' && p.users.includes(org.owner.id),
+    )!;
+    expect(readOnly.event.flags).toEqual(['read']);
+    expect(
+      (
+        expectSuccess(await as(org.owner, org.host).get(`/messages/${other}`)).message as {
+          stream_id: number;
+        }
+      ).stream_id,
+    ).toBe(open.id);
+  });
+
   it('refuses text that is not valid Unicode, and oversized narrows, with a 400', async () => {
     const org = await createMessageOrg();
     // A JSON body can carry a lone surrogate, which no database text column takes.

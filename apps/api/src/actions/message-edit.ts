@@ -407,8 +407,10 @@ export async function doUpdateMessage(
     if (links.linked !== message.hasAttachment)
       await tx.message.update({ where: { id: message.id }, data: { hasAttachment: links.linked } });
   }
-  const lostAccess = target ? await moveUserMessages(tx, ids, target) : [];
-  await sendUpdateEvents(ctx, user, edit, rendered, ids, timestamp, lostAccess);
+  const { leaving, lostAccess } = target
+    ? await moveUserMessages(tx, ids, stream!, target)
+    : { leaving: [], lostAccess: [] };
+  await sendUpdateEvents(ctx, user, edit, rendered, ids, timestamp, { leaving, lostAccess });
   const movedAll = await movedAllVisible(user, edit);
   const newStream = target ?? stream!;
   const newTopic = edit.topic ?? message.subject;
@@ -564,10 +566,17 @@ async function updateAlertWordFlags(tx: Tx, message: Message, content: string): 
       AND (user_profile_id = ANY(${alerted}::int[])) <> ((flags & ${bit}) <> 0)`;
 }
 
-/** A channel move: users not subscribed to the new channel lose their copies (they get a
- * delete_message instead); in a channel with protected history every subscriber gets a read
- * copy, as Zulip does. Returns who lost access, with the ids they lost. */
-async function moveUserMessages(tx: Tx, ids: number[], target: Stream): Promise<number[]> {
+/** A channel move: users not subscribed to the new channel lose their copies; in a channel
+ * with protected history every subscriber gets a read copy, as Zulip does. Returns who could
+ * read the messages and is not subscribed to the new channel (`leaving`: whose copies went, and
+ * the old channel's subscribers if its history is shared) and, of them, who can no longer read
+ * them (`lostAccess`: a delete_message instead of the update). */
+async function moveUserMessages(
+  tx: Tx,
+  ids: number[],
+  original: Stream,
+  target: Stream,
+): Promise<{ leaving: number[]; lostAccess: number[] }> {
   const subscribers = (
     await tx.subscription.findMany({
       where: { recipientId: target.recipientId!, active: true },
@@ -585,15 +594,20 @@ async function moveUserMessages(tx: Tx, ids: number[], target: Stream): Promise<
       ),
       skipDuplicates: true,
     });
+  const staying = new Set(subscribers);
+  const leaving = new Set(removed.map((r) => r.user_profile_id));
+  if (original.historyPublicToSubscribers)
+    for (const sub of await subscribersWithRoles(tx, original))
+      if (!staying.has(sub.userId)) leaving.add(sub.userId);
   // In a public channel with shared history members keep reading the messages: only guests
   // (who see only their own channels) lose them.
-  const losers = [...new Set(removed.map((r) => r.user_profile_id))];
-  if (target.inviteOnly || !target.historyPublicToSubscribers) return losers;
+  if (target.inviteOnly || !target.historyPublicToSubscribers)
+    return { leaving: [...leaving], lostAccess: [...leaving] };
   const guests = await tx.user.findMany({
-    where: { id: { in: losers }, role: Role.GUEST },
+    where: { id: { in: [...leaving] }, role: Role.GUEST },
     select: { id: true },
   });
-  return guests.map((guest) => guest.id);
+  return { leaving: [...leaving], lostAccess: guests.map((guest) => guest.id) };
 }
 
 async function sendUpdateEvents(
@@ -603,7 +617,7 @@ async function sendUpdateEvents(
   rendered: Rendered | null,
   ids: number[],
   timestamp: number,
-  lostAccess: number[],
+  { leaving, lostAccess }: { leaving: number[]; lostAccess: number[] },
 ): Promise<void> {
   const { tx } = ctx;
   const { message, stream, target } = edit;
@@ -634,8 +648,12 @@ async function sendUpdateEvents(
       is_me_message: isMeMessage(edit.content),
     });
 
-  // Everyone with a copy, with their own flags; in channels with shared history also the
-  // subscribers without one (their flags are ["read"]).
+  // Everyone with a copy, with their own flags; without one (flags ["read"]), as Zulip's
+  // do_update_message: the subscribers of the channel the messages were in, if its history is
+  // shared (their clients show the messages there), and after a move whoever could read them
+  // and still can, subscribed to the new channel or not. Parley also tells the new channel's subscribers when
+  // its history is shared, except guests new to the messages (Zulip leaves them out: their
+  // clients never saw the topic). Who lost access gets a delete_message instead.
   const rows = await tx.userMessage.findMany({
     where: { messageId: message.id },
     select: { userId: true, flags: true },
@@ -646,15 +664,18 @@ async function sendUpdateEvents(
     byFlags.set(key, [...(byFlags.get(key) ?? []), userId]);
   };
   for (const row of rows) add(flagNames(row.flags), row.userId);
-  const channel = target ?? stream;
-  if (channel?.historyPublicToSubscribers) {
-    const holders = new Set(rows.map((r) => r.userId));
-    const subs = await tx.subscription.findMany({
-      where: { recipientId: channel.recipientId!, active: true, isUserActive: true },
-      select: { userId: true },
-    });
-    for (const sub of subs) if (!holders.has(sub.userId)) add(['read'], sub.userId);
+  const withoutCopy = new Set(leaving);
+  const original = stream?.historyPublicToSubscribers ? await subscribersWithRoles(tx, stream) : [];
+  for (const sub of original) withoutCopy.add(sub.userId);
+  if (target?.historyPublicToSubscribers) {
+    const before = new Set(original.map((sub) => sub.userId));
+    for (const sub of await subscribersWithRoles(tx, target))
+      if (sub.role !== Role.GUEST || before.has(sub.userId)) withoutCopy.add(sub.userId);
   }
+  const holders = new Set(rows.map((r) => r.userId));
+  const lost = new Set(lostAccess);
+  for (const userId of withoutCopy)
+    if (!holders.has(userId) && !lost.has(userId)) add(['read'], userId);
   for (const [flags, users] of byFlags)
     sendEventOnCommit(ctx, { ...event, flags: JSON.parse(flags) as string[] }, users);
   if (lostAccess.length > 0)
@@ -669,6 +690,18 @@ async function sendUpdateEvents(
       },
       lostAccess,
     );
+}
+
+/** A channel's active subscribers whose accounts are active, with their roles. */
+async function subscribersWithRoles(
+  tx: Tx,
+  stream: Stream,
+): Promise<{ userId: number; role: number }[]> {
+  const subs = await tx.subscription.findMany({
+    where: { recipientId: stream.recipientId!, active: true, isUserActive: true },
+    select: { userId: true, user: { select: { role: true } } },
+  });
+  return subs.map((sub) => ({ userId: sub.userId, role: sub.user.role }));
 }
 
 // ---- Deleting -----------------------------------------------------------------------------------
