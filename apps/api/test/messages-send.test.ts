@@ -238,12 +238,18 @@ describe('POST /messages to a channel', () => {
   });
 
   it('sets wildcard flags: channel wildcards for all, topic wildcards for participants', async () => {
-    expectSuccess(
+    const hi = expectSuccess(
       await send(org.other, org.host, {
         type: 'stream',
         to: 'general',
         topic: 'wild',
         content: 'hi',
+      }),
+    );
+    // Reacting makes a participant too (Zulip's participants_for_topic).
+    expectSuccess(
+      await as(org.guest, org.host).post(`/messages/${hi.id as number}/reactions`, {
+        emoji_name: 'wave',
       }),
     );
     const all = expectSuccess(
@@ -265,7 +271,8 @@ describe('POST /messages to a channel', () => {
     );
     const flags = await flagsOf(topic.id as number);
     expect(flags[org.other.id]).toEqual(['topic_wildcard_mentioned']);
-    expect(flags[org.guest.id]).toEqual([]);
+    expect(flags[org.guest.id]).toEqual(['topic_wildcard_mentioned']);
+    expect(flags[org.owner.id]).toEqual([]);
     const fetched = expectSuccess(
       await as(org.other, org.host).get(`/messages/${topic.id as number}`),
     );
@@ -273,6 +280,18 @@ describe('POST /messages to a channel', () => {
       'topic_wildcard_mentioned',
       'wildcard_mentioned',
     ]);
+    // The sender of a topic's first message is its participant: their message is.
+    const first = expectSuccess(
+      await send(org.owner, org.host, {
+        type: 'stream',
+        to: 'general',
+        topic: 'fresh',
+        content: '@**topic** anyone?',
+      }),
+    );
+    const fresh = await flagsOf(first.id as number);
+    expect(fresh[org.owner.id]).toEqual(['topic_wildcard_mentioned']);
+    expect(fresh[org.other.id]).toEqual([]);
   });
 
   it('treats "(no topic)" and the display name as the empty topic, and truncates long topics', async () => {

@@ -983,6 +983,43 @@ describe('the stored settings decide permissions', () => {
     expectSuccess(await send(org.member, org.host, form));
   });
 
+  it("can_mention_many_users_group for @**topic**: the topic's posters, reactors and sender", async () => {
+    const posters = await Promise.all(
+      Array.from({ length: 13 }, () => createTestUser(org.realm, Role.MEMBER)),
+    );
+    expectSuccess(
+      await as(org.owner, org.host).post('/users/me/subscriptions', {
+        subscriptions: [{ name: 'general' }],
+        principals: posters.map((u) => u.id),
+      }),
+    );
+    let first = 0;
+    for (const poster of posters) {
+      const sent = expectSuccess(
+        await send(poster, org.host, {
+          type: 'stream',
+          to: 'general',
+          topic: 'many',
+          content: 'me',
+        }),
+      );
+      first ||= sent.id as number;
+    }
+    const react = (user: User) =>
+      as(user, org.host).post(`/messages/${first}/reactions`, { emoji_name: 'wave' });
+    const form = { type: 'stream', to: 'general', topic: 'many', content: 'hi @**topic**' };
+    // 13 posters, a reactor and the sender: 15, the most Zulip allows.
+    expectSuccess(await react(org.other));
+    expectSuccess(await send(org.member, org.host, form));
+    expectSuccess(await react(org.owner));
+    expectError(
+      await send(org.member, org.host, form),
+      'You do not have permission to use topic wildcard mentions in this topic.',
+      400,
+      'TOPIC_WILDCARD_MENTION_NOT_ALLOWED',
+    );
+  });
+
   it('direct_message_permission_group and direct_message_initiator_group', async () => {
     const dm = (from: User, to: User) =>
       send(from, org.host, { type: 'private', to: JSON.stringify([to.id]), content: 'hi' });

@@ -56,6 +56,7 @@ import {
   checkEmptyTopicOnly,
   checkTopic,
   checkTopicPolicy,
+  topicParticipantIds,
 } from './messages';
 import type { Attachment } from '../lib/attachments';
 import { queueAddedMentionNotifications } from './added-mention-notifications';
@@ -380,14 +381,11 @@ export async function doUpdateMessage(
       },
     });
   };
-  // @topic reaches those who posted in the topic, as on send: read before a move takes the
-  // topic's messages elsewhere.
+  // @topic reaches the topic's participants and the message's sender, as on send (Zulip's
+  // get_recipient_info): read before a move takes the topic's messages elsewhere.
   const topicParticipants =
     rendered?.mentions.wildcard === 'topic' && message.isChannelMessage
-      ? (
-          await tx.$queryRaw<{ sender_id: number }[]>`SELECT DISTINCT sender_id FROM message
-            WHERE recipient_id = ${message.recipientId} AND upper(subject) = upper(${message.subject})`
-        ).map((row) => row.sender_id)
+      ? [...(await topicParticipantIds(message.recipientId, message.subject)), message.senderId]
       : null;
   await update(message, true);
   if (others.length > 0) await moveAlong(tx, user, others, edit, { now, timestamp, moved });

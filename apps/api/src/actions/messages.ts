@@ -227,17 +227,27 @@ export async function prepareMessage(
   const groups = [...mentionData.groupsByName.values()].filter((group) =>
     rendered.mentions.groupIds.has(group.id),
   );
-  const flags = await recipientFlags(
+  // Zulip's get_recipient_info: read only for a topic wildcard, and the sender counts (their
+  // message is not in the topic yet).
+  const topicParticipants =
+    rendered.mentions.wildcard === 'topic' && addressee.kind === 'channel'
+      ? new Set([
+          ...(await topicParticipantIds(addressee.stream.recipientId!, addressee.topic)),
+          sender.id,
+        ])
+      : NO_PARTICIPANTS;
+  const flags = recipientFlags(
     sender,
     addressee,
     recipients,
     content,
     rendered,
     groups,
+    topicParticipants,
     options,
   );
   if (addressee.kind === 'channel')
-    checkWildcardMention(realm, resolved.senderGroups, rendered, recipients.ids, flags);
+    checkWildcardMention(realm, resolved.senderGroups, rendered, recipients.ids, topicParticipants);
   // After the wildcard check, as Zulip orders them.
   assertGroupMentionsAllowed(sender, resolved.senderGroups, groups);
   const viewers = recipients.ids.map((id, index) => ({ id, role: recipients.roles[index]! }));
@@ -932,17 +942,14 @@ function checkWildcardMention(
   senderGroups: Set<number>,
   rendered: Rendered,
   recipients: number[],
-  flags: ReadonlyMap<number, readonly UserMessageFlag[]>,
+  topicParticipants: ReadonlySet<number>,
 ): void {
   if (inRealmGroups(realm, 'can_mention_many_users_group', senderGroups)) return;
   const { wildcard } = rendered.mentions;
   if (wildcard === 'channel' && recipients.length > WILDCARD_MENTION_THRESHOLD)
     throw new StreamWildcardMentionNotAllowedError();
-  if (wildcard === 'topic') {
-    const reached = [...flags.values()].filter((f) => f.includes('topic_wildcard_mentioned'));
-    if (reached.length > WILDCARD_MENTION_THRESHOLD)
-      throw new TopicWildcardMentionNotAllowedError();
-  }
+  if (wildcard === 'topic' && topicParticipants.size > WILDCARD_MENTION_THRESHOLD)
+    throw new TopicWildcardMentionNotAllowedError();
 }
 
 const activeSubscriberCount = statement<{ count: number }, [number]>(`
@@ -950,12 +957,17 @@ const activeSubscriberCount = statement<{ count: number }, [number]>(`
   WHERE recipient_id = $1 AND active AND is_user_active`);
 
 /** Zulip's participants_for_topic: who sent a message in the topic or reacted to one. */
-const topicParticipantCount = statement<{ count: number }, [number, string]>(`
+const topicParticipantsStatement = statement<{ id: number }, [number, string]>(`
   WITH topic AS (SELECT id, sender_id FROM message
     WHERE recipient_id = $1 AND upper(subject) = upper($2))
-  SELECT count(*)::int AS count FROM (
-    SELECT sender_id FROM topic
-    UNION SELECT r.user_profile_id FROM reaction r JOIN topic ON topic.id = r.message_id) p`);
+  SELECT sender_id AS id FROM topic
+  UNION SELECT r.user_profile_id FROM reaction r JOIN topic ON topic.id = r.message_id`);
+
+export async function topicParticipantIds(recipientId: number, topic: string): Promise<number[]> {
+  return (await query(topicParticipantsStatement, [recipientId, topic])).map((row) => row.id);
+}
+
+const NO_PARTICIPANTS: ReadonlySet<number> = new Set();
 
 /** An edit's wildcard mention (Zulip's check_update_message with
  * stream_wildcard_mention_allowed and topic_wildcard_mention_allowed): as at sending, a
@@ -974,11 +986,9 @@ export async function checkEditWildcardMention(
     const [row] = await query(activeSubscriberCount, [conversation.recipientId]);
     if (row!.count > WILDCARD_MENTION_THRESHOLD) throw new StreamWildcardMentionNotAllowedError();
   } else {
-    const [row] = await query(topicParticipantCount, [
-      conversation.recipientId,
-      conversation.topic,
-    ]);
-    if (row!.count > WILDCARD_MENTION_THRESHOLD) throw new TopicWildcardMentionNotAllowedError();
+    const participants = await topicParticipantIds(conversation.recipientId, conversation.topic);
+    if (participants.length > WILDCARD_MENTION_THRESHOLD)
+      throw new TopicWildcardMentionNotAllowedError();
   }
 }
 
@@ -1137,24 +1147,20 @@ function recipientsOf(row: RecipientsRow): Recipients {
  * `mentionedGroups` (the groups mentioned with notification, read with their members), the
  * wildcard flags for everyone a wildcard reaches (a topic wildcard: those who have posted in
  * the topic), has_alert_word for those with one of their alert words in it. */
-async function recipientFlags(
+function recipientFlags(
   sender: User,
   addressee: Addressee,
   recipients: Recipients,
   content: string,
   rendered: Rendered,
   mentionedGroups: readonly NamedGroup[],
+  topicParticipants: ReadonlySet<number>,
   options: SendOptions,
-): Promise<ReadonlyMap<number, readonly UserMessageFlag[]>> {
+): ReadonlyMap<number, readonly UserMessageFlag[]> {
   const { mentions } = rendered;
   const isChannel = addressee.kind === 'channel';
   const mentioned = new Set(mentions.userIds);
   for (const group of mentionedGroups) for (const id of group.members) mentioned.add(id);
-  let topicParticipants = new Set<number>();
-  if (mentions.wildcard === 'topic' && addressee.kind === 'channel') {
-    const posters = await query(topicPosters, [addressee.stream.recipientId!, addressee.topic]);
-    topicParticipants = new Set(posters.map((p) => p.senderId));
-  }
   const text = recipients.alertWords.size > 0 ? searchableText(content) : '';
   const flags = new Map<number, UserMessageFlag[]>();
   // Recipients with the same flags share one list (a channel's members nearly all have the
@@ -1189,10 +1195,6 @@ async function recipientFlags(
 }
 
 const NO_ALERT_WORDS: readonly string[] = [];
-
-const topicPosters = statement<{ senderId: number }, [number, string]>(`
-  SELECT DISTINCT sender_id AS "senderId" FROM message
-  WHERE recipient_id = $1 AND upper(subject) = upper($2)`);
 
 const activeViewers = statement<Viewer, [number[], number]>(`
   SELECT id, role FROM user_profile
