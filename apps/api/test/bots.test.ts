@@ -252,7 +252,18 @@ describe('PATCH /bots/{id}', () => {
 
   it('keeps system bots, deleted bots, guests and bots out, and owners in charge of bots that create users', async () => {
     const bot = await createBot(org, owner, 'kept');
+    // Nobody's bot list shows a system bot (Zulip's are in an organization of their own), nor
+    // hears of its creation.
+    const created = await captureEvents(org.realm.id, async () => {
+      await ensureSystemBot(org.realm, 'welcome');
+    });
+    expect(created.filter((p) => p.event.type === 'realm_bot')).toEqual([]);
     const notificationBot = await ensureSystemBot(org.realm, 'notification');
+    const listed = expectSuccess(
+      await as(org.owner, org.host).post('/register', { fetch_event_types: '["realm_bot"]' }),
+    ).realm_bots as { user_id: number }[];
+    expect(listed.map((b) => b.user_id)).toContain(bot.id);
+    expect(listed.map((b) => b.user_id)).not.toContain(notificationBot.id);
     for (const request of [
       as(org.owner, org.host).patch(`/bots/${notificationBot.id}`, { full_name: 'Mine' }),
       as(org.owner, org.host).delete(`/bots/${notificationBot.id}`),

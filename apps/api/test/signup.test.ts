@@ -10,7 +10,8 @@ import { closeMail, closeQueues, enqueueJob, type JobWorkers } from '@parley/job
 import { startWorkers } from '../../worker/src/jobs';
 import { requeueUnsentInvitationEmails, sendInvitationEmail } from '../src/actions/invites';
 import { initialDirectMessageContent } from '../src/actions/onboarding';
-import { ensureSystemBot, SYSTEM_BOTS } from '../src/actions/system-bots';
+import { ensureSystemBot } from '../src/actions/system-bots';
+import { SYSTEM_BOTS } from '../src/lib/system-bots';
 import { verifyPassword } from '../src/lib/credentials';
 import { generateConfirmationKey } from '../src/lib/invites';
 import {

@@ -29,7 +29,8 @@ import {
   prepareMessage,
   sendPreparedMessage,
 } from './messages';
-import { ensureSystemBot, isSystemBot } from './system-bots';
+import { ensureSystemBot } from './system-bots';
+import { isSystemBot } from '../lib/system-bots';
 import { doUploadFile } from './uploads';
 
 /** GET /streams/{id}/email_address: the address `user` may hand out, whose mail is posted by

@@ -8,7 +8,8 @@ import { getLogger } from '@parley/logger';
 import { isAdmin } from '../lib/users';
 import { sendSignupAnnouncement } from './announcements';
 import type { PreparedMessage } from './messages';
-import { SYSTEM_BOTS, sendBotDirectMessage } from './system-bots';
+import { sendBotDirectMessage } from './system-bots';
+import { SYSTEM_BOTS } from '../lib/system-bots';
 
 /** What Welcome Bot says it understands, as inline code: all of it, or without `help` when
  * answering `help`. */

@@ -14,24 +14,7 @@ import {
   type SendTarget,
 } from './messages';
 import { checkCreateUser, doCreateUser } from './users';
-
-export const SYSTEM_BOTS = {
-  notification: { email: 'notification-bot@zulip.com', fullName: 'Notification Bot' },
-  welcome: { email: 'welcome-bot@zulip.com', fullName: 'Welcome Bot' },
-  // The default sender of mail to a channel's address (Zulip's EMAIL_GATEWAY_BOT).
-  emailGateway: { email: 'emailgateway@zulip.com', fullName: 'Email Gateway' },
-} as const;
-
-export type SystemBot = keyof typeof SYSTEM_BOTS;
-
-/** Whether `user` is one of the organization's system bots (owned by nobody). */
-export function isSystemBot(user: Pick<User, 'isBot' | 'botOwnerId' | 'email'>): boolean {
-  return (
-    user.isBot &&
-    user.botOwnerId === null &&
-    Object.values(SYSTEM_BOTS).some((bot) => bot.email === user.email)
-  );
-}
+import { SYSTEM_BOTS, type SystemBot } from '../lib/system-bots';
 
 /** The organization's `kind` bot, created the first time it is needed. */
 export async function ensureSystemBot(realm: Realm, kind: SystemBot): Promise<User> {

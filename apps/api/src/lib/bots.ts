@@ -2,6 +2,7 @@
 // channels' names.
 import { getPrisma, type Tx, type User } from '@parley/db';
 import { humanAdminIds } from './users';
+import { isSystemBot } from './system-bots';
 
 /** GET /bots (Zulip's get_bots_backend): the caller's own active bots, oldest first, whatever
  * the caller's role (administrators see every bot in /register's realm_bots). */
@@ -17,10 +18,17 @@ export async function getOwnedActiveBots(user: User): Promise<User[]> {
 export async function botAudience(
   bot: Pick<
     User,
-    'realmId' | 'botOwnerId' | 'defaultSendingStreamId' | 'defaultEventsRegisterStreamId'
+    | 'realmId'
+    | 'isBot'
+    | 'botOwnerId'
+    | 'email'
+    | 'defaultSendingStreamId'
+    | 'defaultEventsRegisterStreamId'
   >,
   db: Tx = getPrisma(),
 ): Promise<Set<number>> {
+  // No bot list shows the system bots (/register's realm_bots).
+  if (isSystemBot(bot)) return new Set();
   const defaults = [bot.defaultSendingStreamId, bot.defaultEventsRegisterStreamId].filter(
     (id): id is number => id !== null,
   );

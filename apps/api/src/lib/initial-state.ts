@@ -13,6 +13,7 @@ import {
 import type { QueuedEvent } from '@parley/events';
 import { presentBot } from '../presenters/bots';
 import { botDefaultStreamNames } from './bots';
+import { isSystemBot } from './system-bots';
 import { presentLinkifier } from '../presenters/linkifiers';
 import { presentProfileField } from '../presenters/profile-fields';
 import { avatarUrl, presentUser } from '../presenters/users';
@@ -228,9 +229,10 @@ export async function fetchInitialState(
     });
   }
   if (types.has('realm_bot')) {
-    // Administrators see every bot, others their own.
+    // Administrators see every bot, others their own; the system bots are nobody's to manage
+    // (Zulip keeps them in an organization of their own).
     const bots = (users ?? (await query(botsOfRealm, [realm.id]))).filter(
-      (bot) => bot.isBot && (isAdmin(user) || bot.botOwnerId === user.id),
+      (bot) => bot.isBot && (isAdmin(user) || bot.botOwnerId === user.id) && !isSystemBot(bot),
     );
     const streamNames = await botDefaultStreamNames(bots);
     state.realm_bots = bots.map((bot) => presentBot(bot, realm, streamNames));

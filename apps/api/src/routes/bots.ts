@@ -32,7 +32,7 @@ import { inRealmSetting } from '../lib/realm-state';
 import { accessStreamByName, loadPermissions } from '../lib/streams';
 import { membershipOf } from '../lib/user-groups-state';
 import { accessBotById, apiEmailFor, isAdmin, isOwner, requireMemberOrAdmin } from '../lib/users';
-import { isSystemBot } from '../actions/system-bots';
+import { isSystemBot } from '../lib/system-bots';
 import { presentBot, streamNameOf } from '../presenters/bots';
 import { avatarUrl } from '../presenters/users';
 import { uploadedFiles, uploadLimits } from './uploads';
