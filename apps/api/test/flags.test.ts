@@ -1,4 +1,6 @@
 import { bitmaskToFlags, getPrisma, Role, type User } from '@parley/db';
+import type { QueuedEvent } from '@parley/events';
+import { applyEvent, type StateOptions } from '../src/lib/initial-state';
 import { createMessageOrg, send, type MessageOrg } from './message-helpers';
 import { as, captureEvents, createTestUser, expectError, expectSuccess } from './helpers';
 
@@ -53,13 +55,15 @@ describe('POST /messages/flags', () => {
       },
     ]);
     expect(await flagsOf(org.other.id, a)).toEqual(['read', 'mentioned']);
-    // Nothing left to change: no event.
+    // Nothing left to change: the event says so (Zulip sends it whatever changed).
     const again = await captureEvents(org.realm.id, async () => {
       expect(
         expectSuccess(await flags(org.other, { messages: [a], op: 'add', flag: 'read' })).messages,
       ).toEqual([]);
     });
-    expect(again).toEqual([]);
+    expect(again.map((p) => p.event)).toEqual([
+      expect.objectContaining({ type: 'update_message_flags', messages: [] }),
+    ]);
   });
 
   it("marks unread with message_details for the client's unread state", async () => {
@@ -86,14 +90,46 @@ describe('POST /messages/flags', () => {
     );
   });
 
-  it('keeps messages of unsubscribed channels read', async () => {
+  it('writes no row for a change a message without one already has (Zulip: read, historical)', async () => {
+    const late = await createTestUser(org.realm, Role.MEMBER);
+    for (const [op, flag] of [
+      ['add', 'read'],
+      ['remove', 'starred'],
+      ['remove', 'collapsed'],
+    ])
+      expect(
+        expectSuccess(await flags(late, { messages: [a, secretId, 99999999], op, flag })).messages,
+      ).toEqual([]);
+    expect(await prisma().userMessage.count({ where: { userId: late.id } })).toBe(0);
+    // So reading a channel's history does not put the reader among its read receipts.
+    expect(
+      expectSuccess(await as(org.member, org.host).get(`/messages/${a}/read_receipts`)).user_ids,
+    ).not.toContain(late.id);
+  });
+
+  it('keeps messages of unsubscribed channels read, even unreadable ones', async () => {
     const late = await createTestUser(org.realm, Role.MEMBER);
     expectSuccess(await flags(late, { messages: [b], op: 'add', flag: 'starred' }));
-    const body = expectSuccess(await flags(late, { messages: [b], op: 'remove', flag: 'read' }));
+    const body = expectSuccess(
+      await flags(late, { messages: [b, secretId], op: 'remove', flag: 'read' }),
+    );
     expect(body).toMatchObject({
       messages: [],
-      ignored_because_not_subscribed_channels: [org.general.id],
+      ignored_because_not_subscribed_channels: [org.general.id, org.secret.id].sort(
+        (x, y) => x - y,
+      ),
     });
+    // A subscriber marks an old message they never received unread: a historical row.
+    const joined = await createTestUser(org.realm, Role.MEMBER);
+    expectSuccess(
+      await as(joined, org.host).post('/users/me/subscriptions', {
+        subscriptions: [{ name: 'general' }],
+      }),
+    );
+    expect(
+      expectSuccess(await flags(joined, { messages: [b], op: 'remove', flag: 'read' })).messages,
+    ).toEqual([b]);
+    expect(await flagsOf(joined.id, b)).toEqual(['historical']);
   });
 
   it('refuses flags users cannot set and bad input', async () => {
@@ -107,7 +143,16 @@ describe('POST /messages/flags', () => {
     );
     expectError(
       await flags(org.other, { messages: [a], op: 'toggle', flag: 'read' }),
-      'Invalid op',
+      "Invalid message flag operation: 'toggle'",
+    );
+    // The flag is checked first; flags the API never shows are unknown.
+    expectError(
+      await flags(org.other, { messages: [a], op: 'toggle', flag: 'is_private' }),
+      "Invalid flag: 'is_private'",
+    );
+    expectError(
+      await flags(org.other, { messages: [a], op: 'add', flag: 'active_mobile_push_notification' }),
+      "Invalid flag: 'active_mobile_push_notification'",
     );
     expectError(
       await flags(org.other, { messages: 'a', op: 'add', flag: 'read' }),
@@ -120,7 +165,7 @@ describe('POST /messages/flags', () => {
       'REQUEST_VARIABLE_MISSING',
     );
     expectError(
-      await flags(org.other, { messages: [99999999], op: 'add', flag: 'read' }),
+      await flags(org.other, { messages: [99999999], op: 'add', flag: 'starred' }),
       'Invalid message(s)',
     );
   });
@@ -190,8 +235,22 @@ describe('mark as read, and unread_msgs in /register', () => {
       await as(org.other, org.host).post('/mark_stream_as_read', { stream_id: org.general.id }),
     );
     expect((await register()).streams).toEqual([]);
-    expect(expectSuccess(await as(org.other, org.host).post('/mark_all_as_read'))).toMatchObject({
-      complete: true,
+    const all = await captureEvents(org.realm.id, async () => {
+      expect(expectSuccess(await as(org.other, org.host).post('/mark_all_as_read'))).toMatchObject({
+        complete: true,
+      });
+    });
+    // Zulip's event names no messages: clients reload their unread state.
+    expect(all.find((p) => p.event.type === 'update_message_flags')).toEqual({
+      event: {
+        type: 'update_message_flags',
+        op: 'add',
+        operation: 'add',
+        flag: 'read',
+        messages: [],
+        all: true,
+      },
+      users: [org.other.id],
     });
     expect((await register()).count).toBe(0);
     expectError(
@@ -205,6 +264,42 @@ describe('mark as read, and unread_msgs in /register', () => {
       await as(org.other, org.host).post('/mark_stream_as_read', { stream_id: org.secret.id }),
       'Invalid channel ID',
     );
+  });
+
+  it("folds a racing mark_all_as_read into /register's unread_msgs: nothing is unread", async () => {
+    const org = await createMessageOrg();
+    const state = {
+      unread_msgs: {
+        count: 2,
+        pms: [{ other_user_id: 3, sender_id: 3, unread_message_ids: [5] }],
+        streams: [{ stream_id: 1, topic: 't', unread_message_ids: [6] }],
+        huddles: [],
+        mentions: [6],
+        old_unreads_missing: false,
+      },
+    };
+    applyEvent(
+      state,
+      {
+        id: 0,
+        type: 'update_message_flags',
+        op: 'add',
+        operation: 'add',
+        flag: 'read',
+        messages: [],
+        all: true,
+      } as QueuedEvent,
+      org.other,
+      {} as StateOptions,
+    );
+    expect(state.unread_msgs).toEqual({
+      count: 0,
+      pms: [],
+      streams: [],
+      huddles: [],
+      mentions: [],
+      old_unreads_missing: false,
+    });
   });
 
   it('applies a flag to a narrowed window of messages', async () => {
@@ -234,5 +329,30 @@ describe('mark as read, and unread_msgs in /register', () => {
       found_oldest: true,
       found_newest: false,
     });
+    // Too wide a window is narrowed, not refused ("the server may decrease this").
+    expect(
+      expectSuccess(
+        await as(org.other, org.host).post('/messages/flags/narrow', {
+          anchor: 'newest',
+          num_before: 6000,
+          num_after: 6000,
+          narrow: [['channel', 'general']],
+          op: 'add',
+          flag: 'read',
+        }),
+      ),
+    ).toMatchObject({ processed_count: 3, found_oldest: true, found_newest: true });
+    expectError(
+      await as(org.other, org.host).post('/messages/flags/narrow', {
+        anchor: 'newest',
+        num_before: 1,
+        num_after: 0,
+        op: 'add',
+        flag: 'read',
+      }),
+      "Missing 'narrow' argument",
+      400,
+      'REQUEST_VARIABLE_MISSING',
+    );
   });
 });

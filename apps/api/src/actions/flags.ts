@@ -22,11 +22,21 @@ import { isTopicMuted, loadMuting } from '../lib/user-topics';
 export const EDITABLE_FLAGS = ['read', 'starred', 'collapsed'] as const;
 export type EditableFlag = (typeof EDITABLE_FLAGS)[number];
 
-export function checkFlag(flag: string): EditableFlag {
-  if ((EDITABLE_FLAGS as readonly string[]).includes(flag)) return flag as EditableFlag;
-  if ((USER_MESSAGE_FLAGS as readonly string[]).includes(flag) || flag === 'wildcard_mentioned')
+/** Flags the API never shows (Zulip's NON_API_FLAGS): unknown to clients, so invalid. */
+const NON_API_FLAGS: readonly string[] = ['is_private', 'active_mobile_push_notification'];
+
+/** Zulip's checks, in its order: the flag, whether it is editable, then the operation. */
+export function checkFlagRequest(flag: string, op: string): [EditableFlag, 'add' | 'remove'] {
+  if (
+    NON_API_FLAGS.includes(flag) ||
+    !((USER_MESSAGE_FLAGS as readonly string[]).includes(flag) || flag === 'wildcard_mentioned')
+  )
+    throw new JsonableError(`Invalid flag: '${flag}'`);
+  if (!(EDITABLE_FLAGS as readonly string[]).includes(flag))
     throw new JsonableError(`Flag not editable: '${flag}'`);
-  throw new JsonableError(`Invalid flag: '${flag}'`);
+  if (op !== 'add' && op !== 'remove')
+    throw new JsonableError(`Invalid message flag operation: '${op}'`);
+  return [flag as EditableFlag, op];
 }
 
 export interface FlagResult {
@@ -35,6 +45,10 @@ export interface FlagResult {
   ignoredChannels?: number[];
 }
 
+/** Zulip's do_update_message_flags. A message the user has no row for counts as read and
+ * historical: ids already in the wanted state are dropped unchecked (marking read never
+ * writes a row), the others must be readable and get a historical row. Marking unread skips
+ * channels the user is not subscribed to. The event goes out even when nothing changed. */
 export async function doUpdateMessageFlags(
   ctx: ActionContext,
   user: User,
@@ -44,41 +58,49 @@ export async function doUpdateMessageFlags(
   messageIds: number[],
 ): Promise<FlagResult> {
   const { tx } = ctx;
-  const ids = [...new Set(messageIds)];
+  let ids = [...new Set(messageIds)];
+  let ignoredChannels: number[] | undefined;
+  if (flag === 'read' && op === 'remove')
+    ({ target: ids, ignoredChannels } = await withoutUnsubscribedChannels(tx, user, ids));
   const rows = await tx.userMessage.findMany({
     where: { userId: user.id, messageId: { in: ids } },
     select: { messageId: true },
   });
   const held = new Set(rows.map((row) => row.messageId));
-  // Messages the user may read but never received get a historical row (Zulip's
-  // create_historical_user_messages); any other id is invalid.
-  const historical = await readableHistory(
-    tx,
-    user,
-    ids.filter((m) => !held.has(m)),
-  );
-  if (historical.length > 0)
-    await tx.userMessage.createMany({
-      data: historical.map((messageId) => ({
-        userId: user.id,
-        messageId,
-        flags: flagsToBitmask(['read', 'historical']),
-      })),
-      skipDuplicates: true,
-    });
-
-  let target = ids;
-  let ignoredChannels: number[] | undefined;
-  if (flag === 'read' && op === 'remove') {
-    ({ target, ignoredChannels } = await withoutUnsubscribedChannels(tx, user, ids));
+  const bit = flagBit(flag);
+  const rowless = (HISTORICAL_FLAGS & bit) !== 0n;
+  const created: number[] = [];
+  if (rowless !== (op === 'add')) {
+    const missing = ids.filter((m) => !held.has(m));
+    await readableHistory(tx, user, missing);
+    if (missing.length > 0)
+      await tx.userMessage.createMany({
+        data: missing.map((messageId) => ({
+          userId: user.id,
+          messageId,
+          flags: op === 'add' ? HISTORICAL_FLAGS | bit : HISTORICAL_FLAGS & ~bit,
+        })),
+        skipDuplicates: true,
+      });
+    created.push(...missing);
   }
-  const changed = await applyFlag(tx, user.id, op, flag, target);
+  const updated = await applyFlag(
+    tx,
+    user.id,
+    op,
+    flag,
+    ids.filter((m) => held.has(m)),
+  );
+  const changed = [...updated, ...created].sort((a, b) => a - b);
   // Read elsewhere: the phone's notification goes away (Zulip's
   // do_clear_mobile_push_notifications_for_ids).
   if (flag === 'read' && op === 'add') await doClearMobilePushNotifications(ctx, user.id, changed);
-  await sendFlagsEvent(ctx, user, realm, op, flag, changed);
+  await sendFlagsEvent(ctx, user, realm, op, flag, changed, { evenIfNone: true });
   return { messages: changed, ...(ignoredChannels ? { ignoredChannels } : {}) };
 }
+
+/** The flags Zulip assumes for a message the user may read but has no row for. */
+const HISTORICAL_FLAGS = flagsToBitmask(['read', 'historical']);
 
 /** Messages the user never received but may read through channel history, checked per
  * channel rather than per message; any other id makes the whole request invalid. */
@@ -128,7 +150,7 @@ async function withoutUnsubscribedChannels(
   ids: number[],
 ): Promise<{ target: number[]; ignoredChannels: number[] }> {
   const messages = await tx.message.findMany({
-    where: { id: { in: ids }, isChannelMessage: true },
+    where: { id: { in: ids }, realmId: user.realmId, isChannelMessage: true },
     select: { id: true, recipientId: true },
   });
   const streams = await tx.stream.findMany({
@@ -160,9 +182,23 @@ export async function doMarkAsRead(
   await sendFlagsEvent(ctx, user, realm, 'add', 'read', changed);
 }
 
-/** POST /mark_all_as_read. */
-export async function doMarkAllAsRead(ctx: ActionContext, user: User, realm: Realm): Promise<void> {
-  await doMarkAsRead(ctx, user, realm, Prisma.sql`TRUE`);
+/** POST /mark_all_as_read: the event names no messages and says `all` (Zulip's
+ * do_mark_all_as_read: clients reload their unread state). */
+export async function doMarkAllAsRead(ctx: ActionContext, user: User): Promise<void> {
+  const changed = await applyFlag(ctx.tx, user.id, 'add', 'read', Prisma.sql`TRUE`);
+  await doClearMobilePushNotifications(ctx, user.id, changed);
+  sendEventOnCommit(
+    ctx,
+    {
+      type: 'update_message_flags',
+      op: 'add',
+      operation: 'add',
+      flag: 'read',
+      messages: [],
+      all: true,
+    },
+    [user.id],
+  );
 }
 
 /** POST /mark_stream_as_read: every message of a channel the user may access. */
@@ -214,8 +250,9 @@ export async function sendFlagsEvent(
   op: 'add' | 'remove',
   flag: EditableFlag,
   changed: number[],
+  { evenIfNone = false }: { evenIfNone?: boolean } = {},
 ): Promise<void> {
-  if (changed.length === 0) return;
+  if (changed.length === 0 && !evenIfNone) return;
   const event: Record<string, unknown> & { type: string } = {
     type: 'update_message_flags',
     op,

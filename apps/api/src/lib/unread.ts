@@ -177,6 +177,11 @@ export function applyUnreadEvent(state: UnreadState, event: QueuedEvent, user: U
     markUnread(state, event, user);
     return;
   }
+  // POST /mark_all_as_read names no messages: everything is read.
+  if (event.type === 'update_message_flags' && event.flag === 'read' && event.all === true) {
+    Object.assign(state, { streams: [], pms: [], huddles: [], mentions: [], count: 0 });
+    return;
+  }
   const removed =
     event.type === 'delete_message'
       ? ((event.message_ids as number[] | undefined) ?? [event.message_id as number])

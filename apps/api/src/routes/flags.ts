@@ -7,7 +7,7 @@ import { runAction } from '@parley/db';
 import { defineRoute, p } from '@parley/http';
 import * as schema from '../presenters/schemas';
 import {
-  checkFlag,
+  checkFlagRequest,
   doMarkAllAsRead,
   doMarkChannelAsRead,
   doMarkTopicAsRead,
@@ -35,16 +35,16 @@ const messageIds = p.json(
 defineRoute(flagRoutes, '/messages/flags', {
   POST: userEndpoint(
     {
-      params: { messages: messageIds, op: p.enum(['add', 'remove']), flag: p.string() },
+      params: { messages: messageIds, op: p.string(), flag: p.string() },
       response: z.object({
         messages: schema.ids,
         ignored_because_not_subscribed_channels: schema.ids.optional(),
       }),
     },
     async ({ user, realm, params }) => {
-      const flag = checkFlag(params.flag);
+      const [flag, op] = checkFlagRequest(params.flag, params.op);
       const result = await runAction((ctx) =>
-        doUpdateMessageFlags(ctx, user, realm, params.op, flag, params.messages),
+        doUpdateMessageFlags(ctx, user, realm, op, flag, params.messages),
       );
       return {
         messages: result.messages,
@@ -56,6 +56,19 @@ defineRoute(flagRoutes, '/messages/flags', {
   ),
 });
 
+/** Zulip's MAX_MESSAGES_PER_UPDATE: one request's window, so that its transaction stays small. */
+const MAX_MESSAGES_PER_UPDATE = 5000;
+
+/** The window a flags-by-narrow request may cover: "the server may decrease" num_before and
+ * num_after (Zulip clamps rather than refuses), keeping at least half for num_before. */
+function clampedRange(before: number, after: number): { numBefore: number; numAfter: number } {
+  const numBefore = Math.min(
+    before,
+    Math.max(MAX_MESSAGES_PER_UPDATE - after, MAX_MESSAGES_PER_UPDATE / 2),
+  );
+  return { numBefore, numAfter: Math.min(after, MAX_MESSAGES_PER_UPDATE - numBefore) };
+}
+
 defineRoute(flagRoutes, '/messages/flags/narrow', {
   POST: userEndpoint(
     {
@@ -64,8 +77,8 @@ defineRoute(flagRoutes, '/messages/flags/narrow', {
         include_anchor: p.bool().default(true),
         num_before: p.int({ min: 0 }),
         num_after: p.int({ min: 0 }),
-        narrow: p.json(narrowSchema).default([]),
-        op: p.enum(['add', 'remove']),
+        narrow: p.json(narrowSchema),
+        op: p.string(),
         flag: p.string(),
       },
       response: z.object({
@@ -79,13 +92,14 @@ defineRoute(flagRoutes, '/messages/flags/narrow', {
       }),
     },
     async ({ user, realm, params }) => {
-      const flag = checkFlag(params.flag);
+      const [flag, op] = checkFlagRequest(params.flag, params.op);
+      const { numBefore, numAfter } = clampedRange(params.num_before, params.num_after);
       const window = await fetchMessages(user, realm, {
         anchor: params.anchor,
         useFirstUnreadAnchor: false,
         includeAnchor: params.include_anchor,
-        numBefore: params.num_before,
-        numAfter: params.num_after,
+        numBefore,
+        numAfter,
         narrow: normalizeNarrow(params.narrow),
         messageIds: undefined,
         rangeGiven: true,
@@ -95,7 +109,7 @@ defineRoute(flagRoutes, '/messages/flags/narrow', {
       });
       const ids = (window.messages as { id: number }[]).map((m) => m.id);
       const result = await runAction((ctx) =>
-        doUpdateMessageFlags(ctx, user, realm, params.op, flag, ids),
+        doUpdateMessageFlags(ctx, user, realm, op, flag, ids),
       );
       return {
         processed_count: ids.length,
@@ -113,8 +127,8 @@ defineRoute(flagRoutes, '/messages/flags/narrow', {
 });
 
 defineRoute(flagRoutes, '/mark_all_as_read', {
-  POST: userEndpoint({ response: z.object({ complete: z.boolean() }) }, async ({ user, realm }) => {
-    await runAction((ctx) => doMarkAllAsRead(ctx, user, realm));
+  POST: userEndpoint({ response: z.object({ complete: z.boolean() }) }, async ({ user }) => {
+    await runAction((ctx) => doMarkAllAsRead(ctx, user));
     return { complete: true };
   }),
 });
