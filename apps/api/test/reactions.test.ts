@@ -46,7 +46,7 @@ describe('message reactions', () => {
           emoji_code: '1f642',
           reaction_type: 'unicode_emoji',
           user_id: org.other.id,
-          user: { user_id: org.other.id, full_name: 'Otto Other' },
+          user: { user_id: org.other.id, email: org.other.email, full_name: 'Otto Other' },
         },
         users: sorted([org.owner.id, org.member.id, org.other.id, org.guest.id]),
       },
@@ -117,9 +117,11 @@ describe('message reactions', () => {
       'Invalid emoji code.',
     );
     expectError(
-      await react(org.other, { emoji_name: 'smile', emoji_code: '1f916' }),
+      await react(org.other, { emoji_name: 'smile', emoji_code: '1f600' }),
       'Invalid emoji name.',
     );
+    // Beside someone's 1f916 (robot) reaction it is a vote for theirs, under its name.
+    expectSuccess(await react(org.other, { emoji_name: 'smile', emoji_code: '1f916' }));
     expectError(
       await react(org.other, {
         emoji_name: 'party',
@@ -130,7 +132,7 @@ describe('message reactions', () => {
     );
     expectError(
       await react(org.other, { emoji_name: 'smile', reaction_type: 'other' }),
-      'Invalid reaction_type',
+      'Invalid emoji type.',
     );
     expectError(
       await react(org.other, {}),
@@ -235,6 +237,66 @@ describe('message reactions', () => {
       400,
       'REACTION_DOES_NOT_EXIST',
     );
+  });
+
+  it('lets users vote for a reaction whose custom emoji was deactivated since, and remove it', async () => {
+    const message = expectSuccess(
+      await send(org.member, org.host, { type: 'stream', to: 'general', topic: 'v', content: 'v' }),
+    ).id as number;
+    const emoji = await getPrisma().realmEmoji.create({
+      data: {
+        realmId: org.realm.id,
+        name: 'party_parrot',
+        fileName: 'x.png',
+        authorId: org.owner.id,
+      },
+    });
+    const vote = {
+      emoji_name: 'party_parrot',
+      emoji_code: String(emoji.id),
+      reaction_type: 'realm_emoji',
+    };
+    expectSuccess(await react(org.member, vote, message));
+    await getPrisma().realmEmoji.update({ where: { id: emoji.id }, data: { deactivated: true } });
+    // A new reaction with it is refused.
+    expectError(await react(org.other, vote), 'This custom emoji has been deactivated.');
+    // Joining the existing reaction is a vote, not a new use of the emoji.
+    expectSuccess(await react(org.other, vote, message));
+    // Removing names the emoji by code and type, unchecked; the event names it as stored.
+    const removed = await captureEvents(org.realm.id, async () => {
+      expectSuccess(
+        await unreact(
+          org.other,
+          { emoji_code: String(emoji.id), reaction_type: 'realm_emoji' },
+          message,
+        ),
+      );
+    });
+    expect(removed[0]!.event).toMatchObject({ op: 'remove', emoji_name: 'party_parrot' });
+    // Without reaction_type, removing means a Unicode emoji (Zulip's default).
+    expectError(
+      await unreact(org.member, { emoji_code: String(emoji.id) }, message),
+      "Reaction doesn't exist.",
+      400,
+      'REACTION_DOES_NOT_EXIST',
+    );
+  });
+
+  it('refuses reactions in archived channels, as any change to their messages', async () => {
+    const message = expectSuccess(
+      await send(org.member, org.host, { type: 'stream', to: 'general', topic: 'a', content: 'a' }),
+    ).id as number;
+    expectSuccess(await react(org.other, { emoji_name: 'smile' }, message));
+    await getPrisma().stream.update({ where: { id: org.general.id }, data: { deactivated: true } });
+    try {
+      expectError(await react(org.member, { emoji_name: 'smile' }, message), 'Invalid message(s)');
+      expectError(await unreact(org.other, { emoji_name: 'smile' }, message), 'Invalid message(s)');
+    } finally {
+      await getPrisma().stream.update({
+        where: { id: org.general.id },
+        data: { deactivated: false },
+      });
+    }
   });
 
   it('gives a historical copy to members reacting to public history', async () => {

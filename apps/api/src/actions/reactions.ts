@@ -7,6 +7,7 @@ import {
   type ActionContext,
   type Message,
   type Stream,
+  type Tx,
   type User,
 } from '@parley/db';
 import { JsonableError, ReactionDoesNotExistError, ReactionExistsError } from '@parley/errors';
@@ -95,6 +96,90 @@ function checkUnicodeEmoji(name: string | undefined, code: string): void {
     throw new JsonableError('Invalid emoji name.');
 }
 
+/** Zulip's get_emoji_data: what an emoji name means in the organization now (an active
+ * custom emoji, Zulip's own, then the Unicode names and aliases). */
+function emojiDataFor(
+  name: string,
+  customEmoji: readonly CustomEmoji[],
+): { code: string; type: ReactionType } {
+  const custom = customEmoji.find((emoji) => emoji.name === name && !emoji.deactivated);
+  if (custom) return { code: String(custom.id), type: 'realm_emoji' };
+  if (name === 'zulip') return { code: 'zulip', type: 'zulip_extra_emoji' };
+  const code = emojiCodeForName(name);
+  if (code === undefined) throw new JsonableError(`Emoji '${name}' does not exist`);
+  return { code, type: 'unicode_emoji' };
+}
+
+/** Zulip's check_emoji_request: whether a new reaction may use this emoji. */
+function checkEmojiRequest(
+  name: string,
+  code: string,
+  type: string,
+  customEmoji: readonly CustomEmoji[],
+): void {
+  if (type === 'realm_emoji') {
+    const emoji = customEmoji.find((e) => String(e.id) === code);
+    if (!emoji) throw new JsonableError('Invalid custom emoji.');
+    if (emoji.name !== name) throw new JsonableError('Invalid custom emoji name.');
+    if (emoji.deactivated) throw new JsonableError('This custom emoji has been deactivated.');
+  } else if (type === 'zulip_extra_emoji') {
+    if (code !== 'zulip') throw new JsonableError('Invalid emoji code.');
+    if (name !== code) throw new JsonableError('Invalid emoji name.');
+  } else if (type === 'unicode_emoji') {
+    checkUnicodeEmoji(name, code);
+  } else throw new JsonableError('Invalid emoji type.');
+}
+
+export interface ReactionRequest {
+  name?: string;
+  code?: string;
+  type?: string;
+}
+
+/** Zulip's check_add_reaction, after the message's access: whichever of the code and type is
+ * missing comes from the name (which must then exist); joining someone else's reaction is a vote for it, under its
+ * name and without checking the emoji again (it may be a custom emoji deactivated since);
+ * only a new reaction's emoji is checked. */
+export async function checkAddReaction(
+  tx: Tx,
+  user: User,
+  message: Message,
+  request: ReactionRequest & { name: string },
+  customEmoji: readonly CustomEmoji[],
+): Promise<Emoji> {
+  const data =
+    request.code === undefined || request.type === undefined
+      ? emojiDataFor(request.name, customEmoji)
+      : null;
+  const code = request.code ?? data!.code;
+  const type = request.type ?? data!.type;
+  const same = await tx.reaction.findMany({
+    where: { messageId: message.id, emojiCode: code, reactionType: type },
+    orderBy: { id: 'asc' },
+    select: { userId: true, emojiName: true },
+  });
+  if (same.some((reaction) => reaction.userId === user.id)) throw new ReactionExistsError();
+  if (!same[0]) checkEmojiRequest(request.name, code, type, customEmoji);
+  return { name: same[0]?.emojiName ?? request.name, code, type: type as ReactionType };
+}
+
+/** Zulip's remove_reaction: the code from the name when missing, the type unicode_emoji when
+ * missing, and no check of the emoji (the reaction was valid when it was added). */
+export function checkRemoveReaction(
+  request: ReactionRequest,
+  customEmoji: readonly CustomEmoji[],
+): { code: string; type: string } {
+  let code = request.code;
+  if (code === undefined) {
+    if (request.name === undefined)
+      throw new JsonableError(
+        'At least one of the following arguments must be present: emoji_name, emoji_code',
+      );
+    code = emojiDataFor(request.name, customEmoji).code;
+  }
+  return { code, type: request.type ?? 'unicode_emoji' };
+}
+
 function reactionEvent(op: 'add' | 'remove', user: User, message: Message, emoji: Emoji) {
   return {
     type: 'reaction',
@@ -105,7 +190,7 @@ function reactionEvent(op: 'add' | 'remove', user: User, message: Message, emoji
     reaction_type: emoji.type,
     user_id: user.id,
     // Deprecated, kept for older mobile clients (feature level 339).
-    user: { user_id: user.id, full_name: user.fullName },
+    user: { user_id: user.id, email: user.email, full_name: user.fullName },
   };
 }
 
@@ -157,25 +242,27 @@ export async function doAddReaction(
   );
 }
 
+/** Removes the user's reaction; the event names it as stored. */
 export async function doRemoveReaction(
   ctx: ActionContext,
   user: User,
   message: Message,
   stream: Stream | null,
-  emoji: Emoji,
+  { code, type }: { code: string; type: string },
 ): Promise<void> {
-  const removed = await ctx.tx.reaction.deleteMany({
-    where: {
-      messageId: message.id,
-      userId: user.id,
-      emojiCode: emoji.code,
-      reactionType: emoji.type,
-    },
-  });
-  if (removed.count === 0) throw new ReactionDoesNotExistError();
+  const [removed] = await ctx.tx.$queryRaw<{ emoji_name: string }[]>`
+    DELETE FROM reaction
+    WHERE message_id = ${message.id} AND user_profile_id = ${user.id}
+      AND emoji_code = ${code} AND reaction_type = ${type}
+    RETURNING emoji_name`;
+  if (!removed) throw new ReactionDoesNotExistError();
   sendEventOnCommit(
     ctx,
-    reactionEvent('remove', user, message, emoji),
+    reactionEvent('remove', user, message, {
+      name: removed.emoji_name,
+      code,
+      type: type as ReactionType,
+    }),
     await messageAudience(message, stream),
   );
 }

@@ -5,7 +5,7 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { userEndpoint } from '@parley/auth';
-import { afterAnswer, runAction, type User } from '@parley/db';
+import { afterAnswer, runAction } from '@parley/db';
 import { JsonableError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
 import * as schema from '../presenters/schemas';
@@ -30,19 +30,17 @@ import { sendMoveNotices } from '../actions/move-notices';
 import { MAX_REPORT_DESCRIPTION_LENGTH, REPORT_TYPE_KEYS } from '../lib/message-reports';
 import { readReceipts } from '../lib/read-receipts';
 import {
-  checkEmoji,
+  checkAddReaction,
+  checkRemoveReaction,
   doAddReaction,
   doRemoveReaction,
-  REACTION_TYPES,
-  type Emoji,
-  type ReactionType,
 } from '../actions/reactions';
 import { checkAddSubmessage, doAddSubmessage, MAX_SUBMESSAGE_LENGTH } from '../actions/submessages';
 import { checkWidgetContent } from '../lib/widgets';
 import { clientName, sentByHuman } from '../lib/clients';
 import { editHistorySnapshots } from '../lib/edit-history';
 import { fetchMessages, messagesMatchingNarrow } from '../lib/message-fetch';
-import { accessMessage, presentReadableMessage } from '../lib/messages';
+import { accessMessage, InvalidMessageError, presentReadableMessage } from '../lib/messages';
 import { narrowSchema, normalizeNarrow } from '../lib/narrow';
 import { attachmentObject } from '../lib/attachments';
 import { customEmojiFor } from '../lib/realm-emoji';
@@ -217,20 +215,18 @@ defineRoute(messageRoutes, '/messages/render', {
 const reactionParams = {
   emoji_name: p.string({ maxLength: 100 }).optional(),
   emoji_code: p.string({ maxLength: 100 }).optional(),
-  reaction_type: p.enum(REACTION_TYPES).optional(),
+  reaction_type: p.string({ maxLength: 30 }).optional(),
 };
 
-/** The emoji a reaction request names (spec 4.15), checked against Zulip's rules. */
-async function reactionEmoji(
-  user: User,
-  params: { emoji_name?: string; emoji_code?: string; reaction_type?: ReactionType },
-  adding: boolean,
-): Promise<Emoji> {
-  const custom = await customEmojiFor(user.realmId, params.emoji_name, params.emoji_code);
-  return checkEmoji(params.emoji_name, params.emoji_code, params.reaction_type, custom, adding);
-}
+/** A reaction request's emoji, as sent (checked by checkAddReaction / checkRemoveReaction). */
+const reactionRequest = (params: {
+  emoji_name?: string;
+  emoji_code?: string;
+  reaction_type?: string;
+}) => ({ name: params.emoji_name, code: params.emoji_code, type: params.reaction_type });
 
 defineRoute(messageRoutes, '/messages/:message_id/reactions', {
+  // Zulip's order: the message (not in an archived channel), then the emoji.
   POST: userEndpoint(
     {
       path: messagePath,
@@ -238,9 +234,17 @@ defineRoute(messageRoutes, '/messages/:message_id/reactions', {
       response: schema.empty,
     },
     async ({ user, path, params }) => {
-      const emoji = await reactionEmoji(user, params, true);
       await runAction(async (ctx) => {
         const { message, flags, stream } = await accessMessage(user, path.message_id, ctx.tx);
+        if (stream?.deactivated) throw new InvalidMessageError();
+        const custom = await customEmojiFor(
+          user.realmId,
+          params.emoji_name,
+          params.emoji_code,
+          ctx.tx,
+        );
+        const request = { ...reactionRequest(params), name: params.emoji_name };
+        const emoji = await checkAddReaction(ctx.tx, user, message, request, custom);
         await doAddReaction(ctx, user, message, stream, flags !== null, emoji);
       });
       return {};
@@ -249,13 +253,16 @@ defineRoute(messageRoutes, '/messages/:message_id/reactions', {
   DELETE: userEndpoint(
     { path: messagePath, params: reactionParams, response: schema.empty },
     async ({ user, path, params }) => {
-      if (params.emoji_name === undefined && params.emoji_code === undefined)
-        throw new JsonableError(
-          'At least one of the following arguments must be present: emoji_name, emoji_code',
-        );
-      const emoji = await reactionEmoji(user, params, false);
       await runAction(async (ctx) => {
         const { message, stream } = await accessMessage(user, path.message_id, ctx.tx);
+        if (stream?.deactivated) throw new InvalidMessageError();
+        const custom = await customEmojiFor(
+          user.realmId,
+          params.emoji_name,
+          params.emoji_code,
+          ctx.tx,
+        );
+        const emoji = checkRemoveReaction(reactionRequest(params), custom);
         await doRemoveReaction(ctx, user, message, stream, emoji);
       });
       return {};
