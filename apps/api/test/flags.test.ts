@@ -210,7 +210,8 @@ describe('mark as read, and unread_msgs in /register', () => {
       count: 5,
       pms: [{ other_user_id: org.member.id, sender_id: org.member.id, unread_message_ids: [d1] }],
       streams: [
-        { stream_id: org.general.id, topic: 'Lunch', unread_message_ids: [g1, g2] },
+        // The bucket is spelled as its newest message (Zulip reads newest first).
+        { stream_id: org.general.id, topic: 'lunch', unread_message_ids: [g1, g2] },
         { stream_id: org.general.id, topic: 'other', unread_message_ids: [g3] },
       ],
       huddles: [
@@ -264,6 +265,71 @@ describe('mark as read, and unread_msgs in /register', () => {
       await as(org.other, org.host).post('/mark_stream_as_read', { stream_id: org.secret.id }),
       'Invalid channel ID',
     );
+  });
+
+  it('leaves channels the user left out, sorts buckets, and names the empty topic as the client asks', async () => {
+    const org = await createMessageOrg();
+    const post = async (user: User, form: Record<string, unknown>) =>
+      expectSuccess(await send(user, org.host, form)).id as number;
+    expectSuccess(
+      await as(org.member, org.host).post('/users/me/subscriptions', {
+        subscriptions: [{ name: 'zebra' }, { name: 'left' }],
+        principals: [org.other.id],
+      }),
+    );
+    const zebra = await post(org.member, { type: 'stream', to: 'zebra', topic: 'z', content: 'z' });
+    const left = await post(org.member, { type: 'stream', to: 'left', topic: 'l', content: 'l' });
+    const beta = await post(org.member, {
+      type: 'stream',
+      to: 'general',
+      topic: 'Beta',
+      content: 'b',
+    });
+    const empty = await post(org.member, {
+      type: 'stream',
+      to: 'general',
+      topic: '',
+      content: 'e',
+    });
+    const alpha = await post(org.member, {
+      type: 'stream',
+      to: 'general',
+      topic: 'alpha',
+      content: 'a',
+    });
+    expectSuccess(
+      await as(org.other, org.host).delete('/users/me/subscriptions', {
+        subscriptions: ['left'],
+      }),
+    );
+    // Each new channel's announcement is left aside.
+    const streamsOf = async (capabilities: Record<string, boolean>) =>
+      (
+        expectSuccess(
+          await as(org.other, org.host).post('/register', {
+            fetch_event_types: ['message', 'update_message_flags'],
+            client_capabilities: capabilities,
+          }),
+        ).unread_msgs as {
+          streams: { stream_id: number; topic: string; unread_message_ids: number[] }[];
+        }
+      ).streams.filter((bucket) => bucket.topic !== 'channel events');
+    const zebraId = (
+      await getPrisma().stream.findFirstOrThrow({ where: { realmId: org.realm.id, name: 'zebra' } })
+    ).id;
+    expect(await streamsOf({})).toEqual([
+      { stream_id: org.general.id, topic: 'alpha', unread_message_ids: [alpha] },
+      { stream_id: org.general.id, topic: 'Beta', unread_message_ids: [beta] },
+      { stream_id: org.general.id, topic: 'general chat', unread_message_ids: [empty] },
+      { stream_id: zebraId, topic: 'z', unread_message_ids: [zebra] },
+    ]);
+    expect((await streamsOf({ empty_topic_name: true })).map((s) => s.topic)).toEqual([
+      '',
+      'alpha',
+      'Beta',
+      'z',
+    ]);
+    expect(JSON.stringify(await streamsOf({}))).not.toContain(String(left));
   });
 
   it("folds a racing mark_all_as_read into /register's unread_msgs: nothing is unread", async () => {

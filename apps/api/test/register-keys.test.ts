@@ -565,9 +565,10 @@ describe('unread_msgs folding of raced events', () => {
       huddles: [{ user_ids_string: '1,8,9', unread_message_ids: [12] }],
       mentions: [11],
     });
+    // Sorted by the other user, as Zulip's aggregate_pms.
     expect(state.unread_msgs.pms).toEqual([
-      { other_user_id: 7, sender_id: 7, unread_message_ids: [10] },
       { other_user_id: 1, sender_id: 1, unread_message_ids: [13] },
+      { other_user_id: 7, sender_id: 7, unread_message_ids: [10] },
     ]);
     applyEvent(state, event({ type: 'delete_message', message_ids: [10, 11] }), user, options);
     expect(state.unread_msgs).toMatchObject({ count: 2, mentions: [] });

@@ -289,7 +289,7 @@ export async function fetchInitialState(
   if (types.has('alert_words')) state.alert_words = await alertWordsOf(user.id);
   // Zulip sends unread_msgs to clients that follow both messages and their flags.
   if (types.has('message') && types.has('update_message_flags'))
-    state.unread_msgs = await fetchUnreadMsgs(user);
+    state.unread_msgs = await fetchUnreadMsgs(user, { emptyTopicName: options.emptyTopicName });
   if (types.has('starred_messages')) state.starred_messages = await starredMessageIds(user.id);
   if (types.has('recent_private_conversations'))
     state.recent_private_conversations = await recentPrivateConversations(user.id);

@@ -4,6 +4,7 @@
 import { flagBit, query, RecipientType, statement, type User } from '@parley/db';
 import type { QueuedEvent } from '@parley/events';
 import { isTopicMuted, loadMuting, type Muting } from './user-topics';
+import { EMPTY_TOPIC_DISPLAY_NAME } from '../presenters/messages';
 
 /** Zulip's MAX_UNREAD_MESSAGES: beyond it old_unreads_missing is set. */
 const MAX_UNREAD_MESSAGES = 50_000;
@@ -32,10 +33,12 @@ export interface UnreadState {
 }
 
 /** What count and mentions must leave out: muted conversations (Zulip counts them in
- * `streams` but not in `count`). Kept beside the state for folding raced events in. */
+ * `streams` but not in `count`); and whether the client shows the empty topic by its own
+ * name. Kept beside the state for folding raced events in. */
 interface MutedUnread {
   muting: Muting;
   ids: Set<number>;
+  emptyTopicName: boolean;
 }
 const mutedUnread = new WeakMap<UnreadState, MutedUnread>();
 
@@ -55,13 +58,21 @@ const unreadRowsOf = statement<UnreadRow, [number]>(`
     JOIN message m ON m.id = um.message_id
     JOIN recipient r ON r.id = m.recipient_id
   WHERE um.user_profile_id = $1 AND (um.flags & ${flagBit('read')}) = 0
+    AND NOT EXISTS (SELECT FROM subscription s WHERE s.user_profile_id = $1
+      AND s.recipient_id = m.recipient_id AND NOT s.active)
   ORDER BY um.message_id DESC
   LIMIT ${MAX_UNREAD_MESSAGES + 1}`);
 const groupMembersOf = statement<{ recipient_id: number; ids: number[] }, [number[]]>(`
   SELECT recipient_id, array_agg(user_profile_id ORDER BY user_profile_id) AS ids
   FROM subscription WHERE recipient_id = ANY($1::int[]) GROUP BY recipient_id`);
 
-export async function fetchUnreadMsgs(user: User): Promise<UnreadState> {
+/** Zulip's get_raw_unread_data and aggregate_unread_data: channels the user left are left
+ * out; buckets sorted by channel and topic, conversation, group; the empty topic under its
+ * display name for clients without the empty_topic_name capability. */
+export async function fetchUnreadMsgs(
+  user: User,
+  { emptyTopicName }: { emptyTopicName: boolean },
+): Promise<UnreadState> {
   const muting = await loadMuting(user);
   const rows = await query(unreadRowsOf, [user.id]);
   const missing = rows.length > MAX_UNREAD_MESSAGES;
@@ -87,7 +98,7 @@ export async function fetchUnreadMsgs(user: User): Promise<UnreadState> {
     old_unreads_missing: missing,
   };
   const mutedIds = new Set<number>();
-  mutedUnread.set(state, { muting, ids: mutedIds });
+  mutedUnread.set(state, { muting, ids: mutedIds, emptyTopicName });
   for (const row of kept) {
     const muted =
       row.recipient_type === RecipientType.STREAM &&
@@ -105,16 +116,41 @@ export async function fetchUnreadMsgs(user: User): Promise<UnreadState> {
       addHuddle(state, ids.join(','), row.message_id);
     }
   }
-  state.count = countOf(state);
+  arrange(state);
   return state;
 }
 
-function addStream(state: UnreadState, streamId: number, topic: string, id: number): void {
+/** A topic's bucket takes its newest message's spelling (messages come oldest first). */
+function addStream(state: UnreadState, streamId: number, stored: string, id: number): void {
+  const topic =
+    stored === '' && !mutedUnread.get(state)?.emptyTopicName ? EMPTY_TOPIC_DISPLAY_NAME : stored;
   const entry = state.streams.find(
     (s) => s.stream_id === streamId && s.topic.toLowerCase() === topic.toLowerCase(),
   );
-  if (entry) entry.unread_message_ids.push(id);
-  else state.streams.push({ stream_id: streamId, topic, unread_message_ids: [id] });
+  if (entry) {
+    entry.unread_message_ids.push(id);
+    entry.topic = topic;
+  } else state.streams.push({ stream_id: streamId, topic, unread_message_ids: [id] });
+}
+
+/** Zulip's order: ids ascending in each bucket; buckets by channel and lowercased topic, by
+ * the other user, by the group's ids. */
+function arrange(state: UnreadState): void {
+  for (const list of [state.streams, state.pms, state.huddles])
+    for (const entry of list) entry.unread_message_ids.sort((a, b) => a - b);
+  const byKey =
+    <T>(key: (entry: T) => string | number) =>
+    (a: T, b: T) => {
+      const [x, y] = [key(a), key(b)];
+      return x < y ? -1 : x > y ? 1 : 0;
+    };
+  state.streams.sort(
+    (a, b) => a.stream_id - b.stream_id || byKey<typeof a>((e) => e.topic.toLowerCase())(a, b),
+  );
+  state.pms.sort((a, b) => a.other_user_id - b.other_user_id);
+  state.huddles.sort(byKey((entry) => entry.user_ids_string));
+  state.mentions.sort((a, b) => a - b);
+  state.count = countOf(state);
 }
 
 function addPrivate(state: UnreadState, other: number, id: number): void {
@@ -170,7 +206,7 @@ export function applyUnreadEvent(state: UnreadState, event: QueuedEvent, user: U
       (!muted && flags.some((f) => f.endsWith('wildcard_mentioned')))
     )
       state.mentions.push(message.id);
-    state.count = countOf(state);
+    arrange(state);
     return;
   }
   if (event.type === 'update_message_flags' && event.flag === 'read' && event.op === 'remove') {
@@ -233,8 +269,5 @@ function markUnread(state: UnreadState, event: QueuedEvent, user: User): void {
     }
     if (detail.mentioned) state.mentions.push(id);
   }
-  for (const list of [state.streams, state.pms, state.huddles])
-    for (const entry of list) entry.unread_message_ids.sort((a, b) => a - b);
-  state.mentions.sort((a, b) => a - b);
-  state.count = countOf(state);
+  arrange(state);
 }
