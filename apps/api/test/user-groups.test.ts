@@ -454,7 +454,8 @@ describe('user groups', () => {
           }),
         );
       });
-      expect(published.map((p) => p.event)).toEqual([
+      const groupEvents = published.filter((p) => p.event.type === 'user_group');
+      expect(groupEvents.map((p) => p.event)).toEqual([
         {
           type: 'user_group',
           op: 'add_members',
@@ -463,10 +464,41 @@ describe('user groups', () => {
         },
         { type: 'user_group', op: 'remove_members', group_id: id, user_ids: [org.member.id] },
       ]);
-      expect(published.every((p) => JSON.stringify(p.users) === JSON.stringify(allUsers()))).toBe(
+      expect(groupEvents.every((p) => JSON.stringify(p.users) === JSON.stringify(allUsers()))).toBe(
         true,
       );
       expect(await memberIds(id)).toEqual([org.other.id, org.guest.id].sort((a, b) => a - b));
+      // The Notification Bot tells those someone else added; not the member who left.
+      const noticesIn = (captured: typeof published) => {
+        const notices = new Map<number, { users: number[]; content: string }>();
+        for (const p of captured.filter((p) => p.event.type === 'message')) {
+          const message = p.event.message as { id: number; sender_id: number; content: string };
+          expect(message.sender_id).toBe(org.notificationBot.id);
+          const seen = notices.get(message.id);
+          notices.set(message.id, {
+            users: [...(seen?.users ?? []), ...p.users].sort((x, y) => x - y),
+            content: message.content,
+          });
+        }
+        return [...notices.values()];
+      };
+      const name = (await groupById(id))!.name;
+      const added = `<p><span class="user-mention silent" data-user-id="${org.member.id}">${org.member.fullName}</span> added you to the group <span class="user-group-mention silent" data-user-group-id="${id}">${name}</span>.</p>`;
+      expect(noticesIn(published)).toEqual(
+        [org.other.id, org.guest.id].map((to) => ({
+          users: [to, org.notificationBot.id].sort((x, y) => x - y),
+          content: added,
+        })),
+      );
+      const removal = await captureEvents(org.realm.id, async () => {
+        expectSuccess(await members(org.owner, id, { delete: [org.other.id] }));
+      });
+      expect(noticesIn(removal)).toEqual([
+        {
+          users: [org.other.id, org.notificationBot.id].sort((x, y) => x - y),
+          content: expect.stringContaining('removed you from the group') as string,
+        },
+      ]);
     });
 
     it('shows private channels the group administers to new members, and hides them again', async () => {
@@ -485,7 +517,9 @@ describe('user groups', () => {
       const added = await captureEvents(org.realm.id, async () => {
         expectSuccess(await members(org.owner, id, { add: [org.other.id] }));
       });
-      const toOther = added.filter((p) => p.users.includes(org.other.id) && p.users.length === 1);
+      const toOther = added.filter(
+        (p) => p.users.includes(org.other.id) && p.users.length === 1 && p.event.type !== 'message',
+      );
       expect(toOther.map((p) => [p.event.type, p.event.op])).toEqual([
         ['stream', 'create'],
         ['subscription', 'peer_add'],

@@ -46,6 +46,7 @@ import { activeUserIds } from '../lib/users';
 import { metadataAudience, subscribersOf } from '../lib/streams';
 import { STREAM_GROUP_SETTINGS } from '../presenters/streams';
 import { announceAudienceChange } from './streams';
+import { sendGroupMembershipNotices, type GroupMembershipChange } from './group-notices';
 
 /** Zulip's NamedUserGroup.MAX_NAME_LENGTH and INVALID_NAME_PREFIXES. */
 export const MAX_GROUP_NAME_LENGTH = 100;
@@ -680,6 +681,25 @@ async function checkAddMembers(
   );
   await sendGroupEvent(ctx, realm.id, { op: 'add_members', group_id: group.id, user_ids: members });
   await channels();
+  await noticeOnCommit(ctx, realm, actor, group, 'added', members);
+}
+
+/** The Notification Bot tells each changed member, once the change has committed. */
+async function noticeOnCommit(
+  ctx: ActionContext,
+  realm: Realm,
+  actor: User,
+  group: NamedGroup,
+  change: GroupMembershipChange,
+  members: number[],
+): Promise<void> {
+  const bots = await ctx.tx.user.findMany({
+    where: { id: { in: members }, isBot: true },
+    select: { id: true },
+  });
+  const botIds = new Set(bots.map((bot) => bot.id));
+  const recipients = members.map((id) => ({ id, isBot: botIds.has(id) }));
+  ctx.onCommit(() => sendGroupMembershipNotices(realm, actor, group.name, change, recipients));
 }
 
 /** Leaving needs can_leave_group or can_remove_members_group; removing others the latter. */
@@ -720,6 +740,7 @@ async function checkRemoveMembers(
     user_ids: members,
   });
   await channels();
+  await noticeOnCommit(ctx, realm, actor, group, 'removed', members);
 }
 
 // ---- Subgroups ---------------------------------------------------------------------------------
