@@ -316,6 +316,30 @@ describe('POST /users', () => {
     );
   });
 
+  it("tells everyone of a new user's system groups", async () => {
+    await prisma().user.update({ where: { id: org.owner.id }, data: { canCreateUsers: true } });
+    const email = `joins${Date.now()}@example.com`;
+    const published = await captureEvents(org.realm.id, async () => {
+      expectSuccess(
+        await as(org.owner, org.host).post('/users', { email, password: 'x', full_name: 'J' }),
+      );
+    });
+    const created = await prisma().user.findFirstOrThrow({
+      where: { realmId: org.realm.id, deliveryEmail: email },
+    });
+    const members = await prisma().userGroup.findFirstOrThrow({
+      where: { realmId: org.realm.id, name: 'role:members' },
+    });
+    expect(
+      published.filter((p) => p.event.type === 'user_group').map((p) => p.event),
+    ).toContainEqual({
+      type: 'user_group',
+      op: 'add_members',
+      group_id: members.id,
+      user_ids: [created.id],
+    });
+  });
+
   it('creates one user when two requests race for the same address', async () => {
     const email = `race${Date.now()}@example.com`;
     const answers = await Promise.all(
@@ -517,9 +541,27 @@ describe('PATCH /users/{id} and /users/{email}', () => {
     const published = await captureEvents(org.realm.id, async () => {
       expectSuccess(await as(admin, org.host).patch(`/users/${target.id}`, { role: 300 }));
     });
+    // Then the system groups it left and joined, to everyone (Zulip's do_change_user_role).
+    const systemGroup = async (name: string) =>
+      (await prisma().userGroup.findFirstOrThrow({ where: { realmId: org.realm.id, name } })).id;
+    const group = (op: string, id: number) => ({
+      type: 'user_group',
+      op,
+      group_id: id,
+      user_ids: [target.id],
+    });
     expect(published.map((p) => p.event)).toEqual([
       { type: 'realm_user', op: 'update', person: { user_id: target.id, role: 300 } },
+      ...[await systemGroup('role:members'), await systemGroup('role:fullmembers')]
+        .sort((x, y) => x - y)
+        .map((id) => group('remove_members', id)),
+      group('add_members', await systemGroup('role:moderators')),
     ]);
+    const everyone = await prisma().user.findMany({
+      where: { realmId: org.realm.id, isActive: true },
+      select: { id: true },
+    });
+    expect(published[1]!.users).toEqual(everyone.map((u) => u.id).sort((x, y) => x - y));
     // Moving to the moderators' system group.
     const groups = await prisma().userGroupMembership.findMany({
       where: { userId: target.id },

@@ -28,6 +28,7 @@ import {
   canSeeDeliveryEmail,
   checkEmail,
   dummyEmail,
+  activeUserIds,
   humanAdminIds,
   isOwner,
   usersWhoCanAccess,
@@ -276,7 +277,8 @@ export async function doCreateUser(
       throw isUniqueViolation(error) ? new JsonableError('Email is already in use.') : error;
     });
   await tx.recipient.create({ data: { type: RecipientType.PERSONAL, typeId: created.id } });
-  await addToSystemGroups(tx, realm.id, created.id, user.role);
+  const joined = await addToSystemGroups(tx, realm.id, created.id, user.role);
+  await sendSystemGroupChanges(ctx, created, [], joined);
   await audit(ctx, created, AuditLogEvent.USER_CREATED, actingUserId ?? created.id, {
     role: user.role,
   });
@@ -353,16 +355,17 @@ async function subscribeToDefaultStreams(
   );
 }
 
+/** Makes the user a direct member of their role's system groups; returns those groups. */
 async function addToSystemGroups(
   tx: Tx,
   realmId: number,
   userId: number,
   role: RoleValue,
-): Promise<void> {
+): Promise<number[]> {
   // Members join "full members" only once their account is as old as the organization's
   // waiting period (Zulip's update_users_in_full_members_system_group; PATCH /realm applies a
   // new period to everyone).
-  await tx.$executeRaw`
+  const rows = await tx.$queryRaw<{ user_group_id: number }[]>`
     INSERT INTO user_group_membership (user_group_id, user_profile_id)
     SELECT g.id, ${userId}::int FROM user_group g
     WHERE g.realm_id = ${realmId} AND g.is_system_group
@@ -371,7 +374,34 @@ async function addToSystemGroups(
         SELECT 1 FROM user_profile u JOIN realm r ON r.id = u.realm_id
         WHERE u.id = ${userId}::int
           AND (r.waiting_period_threshold = 0
-            OR u.date_joined <= now() - make_interval(days => r.waiting_period_threshold))))`;
+            OR u.date_joined <= now() - make_interval(days => r.waiting_period_threshold))))
+    RETURNING user_group_id`;
+  return rows.map((row) => row.user_group_id);
+}
+
+/** user_group remove_members, then add_members, for each system group the user left or
+ * joined directly, to everyone active (Zulip's do_change_user_role and do_create_user). */
+async function sendSystemGroupChanges(
+  ctx: ActionContext,
+  user: Pick<User, 'id' | 'realmId'>,
+  left: number[],
+  joined: number[],
+): Promise<void> {
+  const ascending = (x: number, y: number) => x - y;
+  const gone = left.filter((id) => !joined.includes(id)).sort(ascending);
+  const added = joined.filter((id) => !left.includes(id)).sort(ascending);
+  if (gone.length === 0 && added.length === 0) return;
+  const audience = await activeUserIds(user.realmId, ctx.tx);
+  for (const [op, groups] of [
+    ['remove_members', gone],
+    ['add_members', added],
+  ] as const)
+    for (const groupId of groups)
+      sendEventOnCommit(
+        ctx,
+        { type: 'user_group', op, group_id: groupId, user_ids: [user.id] },
+        audience,
+      );
 }
 
 // ---- Profile ----------------------------------------------------------------------------------
@@ -432,10 +462,12 @@ export async function doChangeRole(
     },
     select: { id: true },
   });
-  await tx.userGroupMembership.deleteMany({
-    where: { userId: target.id, userGroupId: { in: systemGroups.map((g) => g.id) } },
-  });
-  await addToSystemGroups(tx, target.realmId, target.id, role);
+  const left = await tx.$queryRaw<{ user_group_id: number }[]>`
+    DELETE FROM user_group_membership
+    WHERE user_profile_id = ${target.id}
+      AND user_group_id = ANY(${systemGroups.map((g) => g.id)}::int[])
+    RETURNING user_group_id`;
+  const joined = await addToSystemGroups(tx, target.realmId, target.id, role);
   await sendChannelVisibilityChanges(ctx, permsBefore, await loadPermissions({ ...target, role }));
   await audit(ctx, target, AuditLogEvent.USER_ROLE_CHANGED, actingUserId, {
     old_value: target.role,
@@ -444,6 +476,13 @@ export async function doChangeRole(
   // Only the person's role changes for others; what the user may now see of others (email
   // visibility is role-based) reaches their client with its next registration.
   await sendPersonUpdate(ctx, target, { role });
+  // After the role's update, as Zulip's do_change_user_role.
+  await sendSystemGroupChanges(
+    ctx,
+    target,
+    left.map((row) => row.user_group_id),
+    joined,
+  );
 }
 
 /** Whether the user is the organization's only (human) owner: a bot with the owner role
