@@ -138,6 +138,28 @@ describe('POST /drafts', () => {
     expectError(await create([channelDraft({ to: [-3] })]), 'Invalid channel ID');
     // The member subscribed to the private channel may draft there.
     expectSuccess(await create([channelDraft({ to: [org.secret.id] })], org.member));
+    // Not in an archived channel (Zulip's access_stream_by_id requires an active one).
+    await getPrisma().stream.update({ where: { id: org.secret.id }, data: { deactivated: true } });
+    try {
+      expectError(
+        await create([channelDraft({ to: [org.secret.id] })], org.member),
+        'Invalid channel ID',
+      );
+    } finally {
+      await getPrisma().stream.update({
+        where: { id: org.secret.id },
+        data: { deactivated: false },
+      });
+    }
+  });
+
+  it('tells the clients of an empty batch too, as Zulip does', async () => {
+    const published = await captureEvents(org.realm.id, async () => {
+      expect(expectSuccess(await create([])).ids).toEqual([]);
+    });
+    expect(published).toEqual([
+      { event: { type: 'drafts', op: 'add', drafts: [] }, users: [user.id] },
+    ]);
   });
 
   it('refuses unknown and deactivated users in a direct draft', async () => {

@@ -773,6 +773,11 @@ describe('user groups', () => {
       ]);
       expectError(await deactivate(org.member, id), 'User group is deactivated.');
       expectError(await members(org.member, 999999, { add: [org.other.id] }), 'Invalid user group');
+      // Zulip's deactivate_user_group has no guest check of its own: a guest may not manage it.
+      expectError(
+        await deactivate(org.guest, await createGroup(org.owner)),
+        'Insufficient permission',
+      );
     });
 
     it('refuses groups in use, listing every objection', async () => {

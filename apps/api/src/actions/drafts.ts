@@ -61,7 +61,10 @@ export async function checkDraft(
       throw new JsonableError('Must specify exactly 1 channel ID for channel messages');
     const streamId = input.to[0]!;
     if (!isId(streamId)) throw new JsonableError('Invalid channel ID');
-    const { stream } = await accessStreamById(await loadPermissions(user), streamId);
+    // Zulip's access_stream_by_id requires an active channel by default.
+    const { stream } = await accessStreamById(await loadPermissions(user), streamId, {
+      allowArchived: false,
+    });
     return { type: 'stream', toIds: [stream.id], topic, content, lastEditTime };
   }
   if (input.type === 'private' && input.to.length > 0) {
@@ -96,10 +99,8 @@ export async function doCreateDrafts(
   const rows = [];
   for (const draft of drafts)
     rows.push(await ctx.tx.draft.create({ data: { userId: user.id, ...draft } }));
-  if (rows.length > 0)
-    sendEventOnCommit(ctx, { type: 'drafts', op: 'add', drafts: rows.map(presentDraft) }, [
-      user.id,
-    ]);
+  // Even for an empty list, as Zulip's do_create_drafts.
+  sendEventOnCommit(ctx, { type: 'drafts', op: 'add', drafts: rows.map(presentDraft) }, [user.id]);
   return rows.map((row) => row.id);
 }
 

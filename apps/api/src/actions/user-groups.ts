@@ -460,7 +460,6 @@ export async function checkDeactivateUserGroup(
   groupId: number,
 ): Promise<void> {
   const { tx } = ctx;
-  checkNotGuest(actor);
   const group = await accessUserGroupForUpdate(tx, realm, actor, groupId, 'can_manage_group');
   const objections: Record<string, unknown>[] = [];
   const supergroups = await tx.groupGroupMembership.findMany({
