@@ -568,7 +568,10 @@ describe('channel visibility and role changes', () => {
       expectSuccess(await as(org.owner, org.host).patch(`/users/${org.other.id}`, { role: 200 }));
     });
     const toOther = promoted.filter(
-      (p) => p.users.includes(org.other.id) && p.event.type !== 'realm_user',
+      (p) =>
+        p.users.includes(org.other.id) &&
+        p.event.type !== 'realm_user' &&
+        p.event.type !== 'user_group',
     );
     expect(toOther.map((p) => p.event.op)).toEqual(['create', 'peer_add']);
     expect(toOther[0]!.event.streams).toEqual([

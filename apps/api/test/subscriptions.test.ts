@@ -806,6 +806,41 @@ describe('GET /users/{user_id}/subscriptions/{stream_id}', () => {
     expectError(await status(org.guest, org.member.id, s.id), 'Invalid channel ID');
     expectError(await status(org.other, 99999999, s.id), 'No such user');
     expectError(await status(org.other, org.member.id, 0), 'stream_id is too small');
+    // Zulip's access_user_by_id: people only, active ones.
+    expectError(await status(org.other, org.notificationBot.id, s.id), 'No such user');
+    const gone = await createTestUser(org.realm, Role.MEMBER);
+    await prisma().user.update({ where: { id: gone.id }, data: { isActive: false } });
+    expectError(await status(org.other, gone.id, s.id), 'User is deactivated');
+    // Changing one's settings needs the channel's content: an administrator outside a private
+    // channel gets Zulip's 'Invalid channel ID'.
+    expectError(
+      await as(org.admin, org.host).patch(`/users/me/subscriptions/${priv.id}`, {
+        property: 'pin_to_top',
+        value: true,
+      }),
+      'Invalid channel ID',
+    );
+  });
+
+  it("lists a bot its owner's channels with include_owner_subscribed, private ones too", async () => {
+    const org = await createOrg();
+    expectSuccess(await subscribe(org.member, org.host, ['owners-private'], { invite_only: true }));
+    const priv = await streamNamed(org.realm.id, 'owners-private');
+    const created = expectSuccess(
+      await as(org.member, org.host).post('/bots', {
+        full_name: 'Owned Bot',
+        short_name: `owned${Date.now()}`,
+      }),
+    );
+    const bot = await prisma().user.findUniqueOrThrow({ where: { id: created.user_id as number } });
+    const listed = expectSuccess(
+      await as(bot, org.host).get('/streams', {
+        include_public: false,
+        include_subscribed: false,
+        include_owner_subscribed: true,
+      }),
+    ).streams as { stream_id: number }[];
+    expect(listed.map((stream) => stream.stream_id)).toContain(priv.id);
   });
 });
 

@@ -382,7 +382,8 @@ export async function listChannels(
     if (params.include_public && !isGuest(user) && !stream.inviteOnly) return true;
     if (params.include_web_public && stream.isWebPublic && !stream.deactivated) return true;
     if (params.include_subscribed && isSubscribed(stream)) return true;
-    return ownerSubscribed.has(stream.recipientId!) && hasMetadataAccess(perms, stream, false);
+    // Every channel the bot's owner is in, as Zulip's get_streams_for_user.
+    return ownerSubscribed.has(stream.recipientId!);
   };
   return all.filter(wanted);
 }

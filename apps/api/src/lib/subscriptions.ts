@@ -84,6 +84,7 @@ export async function resolvePrincipals(
   return users;
 }
 
+/** The user a path names, as Zulip's access_user_by_id (for_admin false): a person, active. */
 export async function userByPathSegment(actor: User, realm: Realm, segment: string): Promise<User> {
   if (segment === 'me') return actor;
   if (!/^\d{1,10}$/.test(segment) || Number(segment) > 2 ** 31 - 1)
@@ -91,7 +92,8 @@ export async function userByPathSegment(actor: User, realm: Realm, segment: stri
   const target = await getPrisma().user.findFirst({
     where: { id: Number(segment), realmId: realm.id },
   });
-  if (!target) throw new JsonableError('No such user');
+  if (!target || target.isBot) throw new JsonableError('No such user');
+  if (!target.isActive) throw new JsonableError('User is deactivated');
   return target;
 }
 

@@ -455,10 +455,9 @@ async function changeOwnSubscription(
 ): Promise<void> {
   await runAction(async (ctx) => {
     const perms = await loadPermissions(user);
-    const { stream, subscription } = await accessStreamById(perms, streamId, {
-      requireContentAccess: false,
-      db: ctx.tx,
-    });
+    // Zulip's access_stream_by_id: a private channel one is not in is 'Invalid channel ID',
+    // even to an administrator.
+    const { stream, subscription } = await accessStreamById(perms, streamId, { db: ctx.tx });
     if (!subscription) throw new JsonableError(`Not subscribed to channel ID ${streamId}`);
     await doChangeSubscriptionProperty(
       ctx,
