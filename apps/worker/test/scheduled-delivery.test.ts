@@ -154,7 +154,7 @@ describe('delivery', () => {
         type: 'direct',
         to: [org.other.id],
         content,
-        scheduled_delivery_timestamp: inSeconds(1),
+        scheduled_delivery_timestamp: inSeconds(2),
       }),
     ).scheduled_message_id as number;
     await until(async () => (await rowOf(id)).delivered, 'the delivery');
@@ -173,7 +173,7 @@ describe('delivery', () => {
         type: 'direct',
         to: [bot.id],
         content,
-        scheduled_delivery_timestamp: inSeconds(1),
+        scheduled_delivery_timestamp: inSeconds(2),
       }),
     ).scheduled_message_id as number;
     await until(async () => (await rowOf(id)).delivered, 'the delivery');
@@ -215,7 +215,9 @@ describe('delivery', () => {
 
   it('sends nothing for a deleted scheduled message', async () => {
     const content = unique('Never mind');
-    const id = await scheduleChannel(content, inSeconds(1));
+    // Far enough ahead for the deletion to come first on a loaded machine (inSeconds(1) may be
+    // a few milliseconds away: it counts from the current whole second).
+    const id = await scheduleChannel(content, inSeconds(4));
     expectSuccess(await as(user, org.host).delete(`/scheduled_messages/${id}`));
     await until(() => jobCompleted(id, 1), 'the job to run');
     expect(await messagesWith(content)).toEqual([]);
@@ -224,7 +226,8 @@ describe('delivery', () => {
   it('sends an edited message at its new time, with its new content, once', async () => {
     const content = unique('First draft');
     const edited = unique('Second draft');
-    const id = await scheduleChannel(content, inSeconds(1));
+    // The first time far enough ahead for the edit to come first (see the deletion above).
+    const id = await scheduleChannel(content, inSeconds(4));
     const at = inSeconds(3);
     expectSuccess(
       await as(user, org.host).patch(`/scheduled_messages/${id}`, {
@@ -256,7 +259,7 @@ describe('delivery', () => {
       id = expectSuccess(
         await as(user, org.host).post('/reminders', {
           message_id: about,
-          scheduled_delivery_timestamp: inSeconds(1),
+          scheduled_delivery_timestamp: inSeconds(2),
           note: 'check the launch',
         }),
       ).reminder_id as number;
@@ -385,7 +388,7 @@ describe('failure', () => {
         failureMessage: 'Not authorized',
       },
     });
-    const at = inSeconds(1);
+    const at = inSeconds(2);
     expectSuccess(
       await as(user, org.host).patch(`/scheduled_messages/${row.id}`, {
         scheduled_delivery_timestamp: at,
@@ -400,7 +403,7 @@ describe('failure', () => {
 describe('the sweep', () => {
   it('queues again a message whose job was lost, without sending it twice', async () => {
     const content = unique('Lost and found');
-    const at = inSeconds(1);
+    const at = inSeconds(2);
     const row = await committedButNotQueued(content, at);
     await requeueScheduledMessages();
     await requeueScheduledMessages();
@@ -414,7 +417,7 @@ describe('the sweep', () => {
 describe('a delivery job that failed for good', () => {
   it('is replaced by the sweep, and the message is sent once', async () => {
     const content = unique('Failed once');
-    const at = inSeconds(1);
+    const at = inSeconds(2);
     const row = await committedButNotQueued(content, at);
     // The row's job, run and failed with its one attempt used up (as after retries while the
     // database was away): its data names no message, so the handler throws.
