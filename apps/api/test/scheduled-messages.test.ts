@@ -182,8 +182,14 @@ describe('POST /scheduled_messages', () => {
     expectError(await schedule(channelMessage({ type: 'letter' })), 'Invalid type');
     const { topic: _topic, ...noTopic } = channelMessage();
     expectError(await schedule(noTopic), 'Missing topic');
+    // `to` is JSON (Zulip's Json[int | list[int]]), read before the topic is looked at.
+    expectError(await schedule(channelMessage({ to: 'general' })), 'to is not valid JSON');
     expectError(
-      await schedule(channelMessage({ to: 'general' })),
+      await schedule({ ...noTopic, to: JSON.stringify([org.general.id, 1]) }),
+      'Invalid data type for channel ID',
+    );
+    expectError(
+      await schedule(channelMessage({ to: '"general"' })),
       'Invalid data type for channel ID',
     );
     expectError(
@@ -204,7 +210,8 @@ describe('POST /scheduled_messages', () => {
       await schedule({ ...direct, to: String(org.other.id) }),
       'Invalid data type for recipients',
     );
-    expectError(await schedule({ ...direct, to: 'someone' }), 'Invalid data type for recipients');
+    expectError(await schedule({ ...direct, to: 'someone' }), 'to is not valid JSON');
+    expectError(await schedule({ ...direct, to: '[3,' }), 'to is not valid JSON');
     expectError(
       await schedule({ ...direct, to: [org.other.email] }),
       'Recipient list may only contain user IDs',
@@ -283,6 +290,22 @@ describe('PATCH /scheduled_messages/{scheduled_message_id}', () => {
     ).scheduled_message_id as number;
     expectSuccess(await edit(direct, { topic: 'nothing' }));
     expect((await rowOf(direct)).subject).toBe('');
+    // A new topic alone is not checked as a send: its channel's rules apply at delivery
+    // (Zulip's edit_scheduled_message), but its characters are, and it is truncated.
+    await getPrisma().stream.update({ where: { id: org.general.id }, data: { deactivated: true } });
+    try {
+      expectSuccess(await edit(id, { topic: 't'.repeat(70) }));
+      expect((await rowOf(id)).subject).toBe(`${'t'.repeat(57)}...`);
+      expectError(
+        await edit(id, { topic: 'bell\u0007' }),
+        'Invalid character in topic, at position 5!',
+      );
+    } finally {
+      await getPrisma().stream.update({
+        where: { id: org.general.id },
+        data: { deactivated: false },
+      });
+    }
   });
 
   it('changes the recipient and the type, which needs a recipient (and a topic for a channel)', async () => {

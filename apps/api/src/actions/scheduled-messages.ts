@@ -240,7 +240,7 @@ export async function checkEditScheduledMessage(
   const type = edit.type ?? (row.type as 'stream' | 'private');
   let message: Partial<CheckedMessage> = {};
   const retarget = edit.type !== undefined || edit.to !== undefined;
-  if (retarget || edit.content !== undefined || (edit.topic !== undefined && type === 'stream')) {
+  if (retarget || edit.content !== undefined) {
     const target = retarget
       ? readTarget(type, edit.to!, edit.topic ?? row.subject)
       : row.type === 'stream'
@@ -256,6 +256,10 @@ export async function checkEditScheduledMessage(
       humanClient,
     );
     message = checked;
+  } else if (edit.topic !== undefined && type === 'stream') {
+    // A new topic alone is only checked for its characters and truncated (Zulip's
+    // edit_scheduled_message): the channel's rules apply at delivery.
+    message = { subject: checkTopic(edit.topic) };
   }
   const updated = await ctx.tx.scheduledMessage.update({
     where: { id },

@@ -15,7 +15,6 @@ import {
 } from '@parley/db';
 import { JsonableError, ResourceNotFoundError } from '@parley/errors';
 import type { QueuedEvent } from '@parley/events';
-import { parseJsonOrText } from '@parley/http';
 import { channelMessageUrl, messageLinkSyntax, silentMentionSyntax } from '@parley/markdown';
 import { directMessageLink, unusedFence } from './quoting';
 import { truncateText } from './text';
@@ -92,16 +91,17 @@ export function extractRecipientIds(to: unknown): number[] {
   return [...new Set(to as number[])];
 }
 
-/** `to` as Zulip reads it: one channel id, or a JSON list of user ids. */
+/** `to` as Zulip reads it (Json[int | list[int]]): JSON, one channel id (alone or in a list)
+ * or a list of user ids. */
 export function readTarget(type: 'stream' | 'private', to: string, topic: string): ScheduledTarget {
-  if (type === 'stream') {
-    const text = to.trim();
-    let value: unknown = null;
-    if (/^-?\d+$/.test(text)) value = Number(text);
-    return { type, streamId: extractStreamId(value), topic };
+  let value: unknown;
+  try {
+    value = JSON.parse(to);
+  } catch {
+    throw new JsonableError('to is not valid JSON');
   }
-  // Text that is not JSON is refused as not a list.
-  return { type, userIds: extractRecipientIds(parseJsonOrText(to)) };
+  if (type === 'stream') return { type, streamId: extractStreamId(value), topic };
+  return { type, userIds: extractRecipientIds(value) };
 }
 
 /** Zulip's normalize_note_text. */

@@ -59,13 +59,15 @@ defineRoute(scheduledMessageRoutes, '/scheduled_messages', {
     async ({ req, user, realm, params }) => {
       const type = recipientType(params.type);
       const deliverAt = checkDeliveryTime(params.scheduled_delivery_timestamp);
+      // The recipient is read first, as Zulip's extract_stream_id precedes its topic check.
+      const target = readTarget(type, params.to, params.topic ?? '');
       if (type === 'stream' && params.topic === undefined) throw new JsonableError('Missing topic');
       const client = clientName(req, undefined);
       const id = await checkScheduleMessage(
         realm,
         user,
         {
-          target: readTarget(type, params.to, params.topic ?? ''),
+          target,
           content: params.content,
           deliverAt,
           readBySender: params.read_by_sender,
