@@ -261,6 +261,21 @@ describe('mark as read, and unread_msgs in /register', () => {
       }),
       "No such topic 'nope'",
     );
+    // A topic is the user's when they received some of it (Zulip's
+    // user_message_exists_for_topic): a subscriber who joined after it has none.
+    const late = await createTestUser(org.realm, Role.MEMBER);
+    expectSuccess(
+      await as(late, org.host).post('/users/me/subscriptions', {
+        subscriptions: [{ name: 'general' }],
+      }),
+    );
+    expectError(
+      await as(late, org.host).post('/mark_topic_as_read', {
+        stream_id: org.general.id,
+        topic_name: 'lunch',
+      }),
+      "No such topic 'lunch'",
+    );
     expectError(
       await as(org.other, org.host).post('/mark_stream_as_read', { stream_id: org.secret.id }),
       'Invalid channel ID',

@@ -228,9 +228,11 @@ export async function doMarkTopicAsRead(
   topicName: string,
 ): Promise<void> {
   const { stream } = await accessStreamById(await loadPermissions(user), streamId, { db: ctx.tx });
+  // Zulip's user_message_exists_for_topic: the topic as the user received it.
   const [exists] = await ctx.tx.$queryRaw<{ id: number }[]>`
-    SELECT id FROM message WHERE recipient_id = ${stream.recipientId}
-      AND upper(subject) = upper(${topic}) LIMIT 1`;
+    SELECT m.id FROM user_message um JOIN message m ON m.id = um.message_id
+    WHERE um.user_profile_id = ${user.id} AND m.recipient_id = ${stream.recipientId}
+      AND upper(m.subject) = upper(${topic}) LIMIT 1`;
   if (!exists) throw new JsonableError(`No such topic '${topicName}'`);
   await doMarkAsRead(
     ctx,
