@@ -143,10 +143,34 @@ describe('POST /channels/create', () => {
       400,
       'UNAUTHORIZED_PRINCIPAL',
     );
+    // With protected history, everyone must be able to start topics (Zulip's
+    // validate_can_create_topic_group_setting_for_protected_history_streams).
+    const members = await prisma().userGroup.findFirstOrThrow({
+      where: { realmId: org.realm.id, name: 'role:members' },
+    });
+    expectError(
+      await create({
+        name: 'sealed',
+        subscribers: [],
+        invite_only: true,
+        can_create_topic_group: members.id,
+      }),
+      'Unsupported parameter combination: history_public_to_subscribers, can_create_topic_group',
+    );
+    expectSuccess(
+      await create({
+        name: 'shared',
+        subscribers: [],
+        invite_only: true,
+        history_public_to_subscribers: true,
+        can_create_topic_group: members.id,
+      }),
+    );
     // Nothing was created by the refused requests.
     const names = (
       await prisma().stream.findMany({ where: { realmId: org.realm.id }, select: { name: true } })
     ).map((s) => s.name);
-    for (const name of ['g', 'x', 'ghosts', 'foldered', 'kept']) expect(names).not.toContain(name);
+    for (const name of ['g', 'x', 'ghosts', 'foldered', 'kept', 'sealed'])
+      expect(names).not.toContain(name);
   });
 });

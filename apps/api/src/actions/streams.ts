@@ -15,6 +15,7 @@ import {
 } from '@parley/db';
 import {
   ChannelExistsError,
+  IncompatibleParametersError,
   InsufficientPermissionError,
   JsonableError,
   OrganizationOwnerRequiredError,
@@ -149,6 +150,20 @@ export async function checkChannelCreation(
   if (settings.messageRetentionDays !== undefined && !isOwner(perms.user))
     throw new OrganizationOwnerRequiredError();
   await checkPolicyPermissions(tx, perms, settings.topicsPolicy, settings.groups);
+  // Zulip's validate_can_create_topic_group_setting_for_protected_history_streams: where new
+  // subscribers cannot read earlier messages, everyone (and only that group, alone) may start
+  // topics.
+  const topicGroup = settings.groups.can_create_topic_group;
+  if (
+    settings.inviteOnly &&
+    settings.historyPublicToSubscribers !== true &&
+    topicGroup !== undefined &&
+    topicGroup !== (await systemGroupIds(realm.id)).get(SYSTEM_GROUPS.EVERYONE)
+  )
+    throw new IncompatibleParametersError([
+      'history_public_to_subscribers',
+      'can_create_topic_group',
+    ]);
 }
 
 /** Realm-level gates on some channel settings: the organization's can_set_topics_policy_group
