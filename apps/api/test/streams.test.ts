@@ -346,6 +346,36 @@ describe('PATCH /streams/{stream_id}', () => {
     );
   });
 
+  it('keeps starting topics open to everyone while history is protected', async () => {
+    const admins = await prisma().userGroup.findFirstOrThrow({
+      where: { realmId: org.realm.id, name: 'role:administrators' },
+    });
+    const refusal =
+      'Unsupported parameter combination: history_public_to_subscribers, can_create_topic_group';
+    // The private channel protects its history: everyone must be able to start topics.
+    expectError(
+      await patch(org.member, org.secret, { can_create_topic_group: { new: admins.id } }),
+      refusal,
+    );
+    // Sharing the history in the same request makes the restriction possible...
+    expectSuccess(
+      await patch(org.member, org.secret, {
+        history_public_to_subscribers: true,
+        can_create_topic_group: { new: admins.id },
+      }),
+    );
+    // ...and protecting it again is refused while the restriction stands, changing nothing.
+    expectError(
+      await patch(org.member, org.secret, { history_public_to_subscribers: false }),
+      refusal,
+    );
+    const stream = await prisma().stream.findUniqueOrThrow({ where: { id: org.secret.id } });
+    expect([stream.historyPublicToSubscribers, stream.canCreateTopicGroupId]).toEqual([
+      true,
+      admins.id,
+    ]);
+  });
+
   it('derives the legacy stream_post_policy from can_send_message_group', async () => {
     const admins = await prisma().userGroup.findFirstOrThrow({
       where: { realmId: org.realm.id, name: 'role:administrators' },

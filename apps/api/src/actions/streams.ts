@@ -150,15 +150,25 @@ export async function checkChannelCreation(
   if (settings.messageRetentionDays !== undefined && !isOwner(perms.user))
     throw new OrganizationOwnerRequiredError();
   await checkPolicyPermissions(tx, perms, settings.topicsPolicy, settings.groups);
-  // Zulip's validate_can_create_topic_group_setting_for_protected_history_streams: where new
-  // subscribers cannot read earlier messages, everyone (and only that group, alone) may start
-  // topics.
   const topicGroup = settings.groups.can_create_topic_group;
+  if (topicGroup !== undefined)
+    await checkProtectedHistoryTopicGroup(
+      realm.id,
+      settings.inviteOnly && settings.historyPublicToSubscribers !== true,
+      topicGroup,
+    );
+}
+
+/** Zulip's validate_can_create_topic_group_setting_for_protected_history_streams: where new
+ * subscribers cannot read earlier messages, everyone (that group alone) may start topics. */
+export async function checkProtectedHistoryTopicGroup(
+  realmId: number,
+  protectedHistory: boolean,
+  topicGroup: GroupSettingValue,
+): Promise<void> {
   if (
-    settings.inviteOnly &&
-    settings.historyPublicToSubscribers !== true &&
-    topicGroup !== undefined &&
-    topicGroup !== (await systemGroupIds(realm.id)).get(SYSTEM_GROUPS.EVERYONE)
+    protectedHistory &&
+    topicGroup !== (await systemGroupIds(realmId)).get(SYSTEM_GROUPS.EVERYONE)
   )
     throw new IncompatibleParametersError([
       'history_public_to_subscribers',

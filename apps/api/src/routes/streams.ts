@@ -11,6 +11,7 @@ import * as schema from '../presenters/schemas';
 import {
   checkChangePrivacy,
   checkChangeStreamGroupSetting,
+  checkProtectedHistoryTopicGroup,
   checkDescription,
   checkRenameStream,
   checkTopicsPolicy,
@@ -243,6 +244,17 @@ defineRoute(streamRoutes, '/streams/:stream_id', {
           if (key === 'can_send_message_group')
             notices.push(await postingPermissionNotice(user, before, stream, change.new));
         }
+        // Checked on the result, whichever of the three the request changed (it all rolls back).
+        if (
+          params.is_private !== undefined ||
+          params.history_public_to_subscribers !== undefined ||
+          params.can_create_topic_group !== undefined
+        )
+          await checkProtectedHistoryTopicGroup(
+            realm.id,
+            stream.inviteOnly && !stream.historyPublicToSubscribers,
+            stream.canCreateTopicGroupId,
+          );
       });
       await sendChannelNotices(realm, notices);
       return {};
