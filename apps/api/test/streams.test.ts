@@ -376,6 +376,25 @@ describe('PATCH /streams/{stream_id}', () => {
     ]);
   });
 
+  it('checks the creation permission of the privacy a request names, changed or not', async () => {
+    const admins = await prisma().userGroup.findFirstOrThrow({
+      where: { realmId: org.realm.id, name: 'role:administrators' },
+    });
+    await prisma().realm.update({
+      where: { id: org.realm.id },
+      data: { canCreatePrivateChannelGroupId: admins.id },
+    });
+    // The member administers the private channel they created, but may no longer create one.
+    expectError(
+      await patch(org.member, org.secret, {
+        is_private: true,
+        history_public_to_subscribers: true,
+      }),
+      'Insufficient permission',
+    );
+    expectSuccess(await patch(org.member, org.secret, { history_public_to_subscribers: true }));
+  });
+
   it('derives the legacy stream_post_policy from can_send_message_group', async () => {
     const admins = await prisma().userGroup.findFirstOrThrow({
       where: { realmId: org.realm.id, name: 'role:administrators' },

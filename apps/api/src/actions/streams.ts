@@ -468,14 +468,16 @@ export async function checkChangePrivacy(
   if (inviteOnly && isDefault) throw new JsonableError('A default channel cannot be private.');
   if (!inviteOnly && realm.moderationRequestChannelId === stream.id)
     throw new JsonableError('Moderation request channel must be private.');
+  // As Zulip's update_stream_backend, the creation permissions are checked whenever the
+  // parameter is given, changed or not.
   const inGroup = (id: number | null) => id !== null && perms.groups.has(id);
-  if (isWebPublic && !stream.isWebPublic) {
+  if (requested.isWebPublic === true) {
     if (!realm.webPublicAccessEnabled)
       throw new JsonableError('Web-public channels are not enabled.');
     if (!inGroup(realm.canCreateWebPublicChannelGroupId)) throw new InsufficientPermissionError();
   }
-  if (inviteOnly !== stream.inviteOnly) {
-    const gate = inviteOnly
+  if (requested.isPrivate !== undefined) {
+    const gate = requested.isPrivate
       ? realm.canCreatePrivateChannelGroupId
       : realm.canCreatePublicChannelGroupId;
     if (!inGroup(gate)) throw new InsufficientPermissionError();
