@@ -948,7 +948,13 @@ describe('review findings', () => {
       await as(org.member, org.host).post('/users/me/subscriptions', {
         subscriptions: [{ name: 'badpaint', color: 'red' }],
       }),
-      "subscriptions[0]['color'] has invalid format",
+      'Invalid subscriptions[0]: Value error, add.color is not a valid hex color code',
+    );
+    expectError(
+      await as(org.member, org.host).patch('/users/me/subscriptions', {
+        add: [{ name: 'fine' }, { name: 'badpaint', color: '#12' }],
+      }),
+      'Invalid add[1]: Value error, add.color is not a valid hex color code',
     );
   });
 

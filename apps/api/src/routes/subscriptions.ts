@@ -130,7 +130,8 @@ const channelsToAdd = p.json(
       z.strictObject({
         name: z.string(),
         description: z.string().max(MAX_DESCRIPTION_LENGTH).optional(),
-        color: z.string().regex(HEX_COLOR).optional(),
+        // Checked by checkColors, in Zulip's words.
+        color: z.string().optional(),
       }),
     )
     .max(MAX_CHANNEL_NAMES),
@@ -163,6 +164,17 @@ type SubscribeValues = ParamValues<typeof subscribeParams>;
 /** Zulip's add_subscriptions_backend, inside the caller's transaction: creates the channels
  * that do not exist, checks access and permissions, subscribes. Returns the answer and the
  * notices, which go out once the transaction has committed (`after`). */
+/** Zulip's AddSubscriptionData validates each color with check_color("add.color", …), whichever
+ * parameter carries the list. */
+function checkColors(channels: ChannelsToAdd, parameter: 'subscriptions' | 'add'): void {
+  channels.forEach((item, index) => {
+    if (item.color !== undefined && !HEX_COLOR.test(item.color))
+      throw new JsonableError(
+        `Invalid ${parameter}[${index}]: Value error, add.color is not a valid hex color code`,
+      );
+  });
+}
+
 async function addSubscriptions(
   ctx: ActionContext,
   user: User,
@@ -329,6 +341,7 @@ defineRoute(subscriptionRoutes, '/users/me/subscriptions', {
       response: subscribedAnswer,
     },
     async ({ user, realm, params }) => {
+      checkColors(params.subscriptions, 'subscriptions');
       refuseGuests(user);
       const added = await runAction((ctx) =>
         addSubscriptions(ctx, user, realm, params.subscriptions, params),
@@ -351,6 +364,7 @@ defineRoute(subscriptionRoutes, '/users/me/subscriptions', {
       response: subscribedAnswer.extend(removedAnswer.shape),
     },
     async ({ user, realm, params }) => {
+      checkColors(params.add, 'add');
       if (params.add.length === 0 && params.delete.length === 0)
         throw new JsonableError('Nothing to do. Specify at least one of "add" or "delete".');
       refuseGuests(user);
