@@ -1145,8 +1145,8 @@ function recipientsOf(row: RecipientsRow): Recipients {
 /** Each recipient's flags: read for the sender when sent by a person and for those who muted
  * the sender, is_private for direct messages, mentioned for direct mentions and the members of
  * `mentionedGroups` (the groups mentioned with notification, read with their members), the
- * wildcard flags for everyone a wildcard reaches (a topic wildcard: those who have posted in
- * the topic), has_alert_word for those with one of their alert words in it. */
+ * wildcard flags for everyone a wildcard reaches (a topic wildcard: `topicParticipants`), and
+ * has_alert_word for those with one of their alert words in it. */
 function recipientFlags(
   sender: User,
   addressee: Addressee,
