@@ -1,4 +1,5 @@
 import { getPrisma, Role, type User } from '@parley/db';
+import { dummyEmail, EmailVisibility } from '../src/lib/users';
 import { createMessageOrg, send, type MessageOrg } from './message-helpers';
 import { as, captureEvents, createTestUser, expectError, expectSuccess } from './helpers';
 
@@ -33,6 +34,13 @@ describe('message reactions', () => {
     as(user, org.host).delete(`/messages/${messageId}/reactions`, form);
 
   it('adds a reaction, tells everyone who sees the message, and lists reactions oldest first', async () => {
+    // The deprecated user object's email is Zulip's UserProfile.email: the dummy address unless
+    // the user shows theirs to everyone.
+    await getPrisma().user.update({
+      where: { id: org.other.id },
+      data: { emailAddressVisibility: EmailVisibility.ADMINS },
+    });
+    const publicEmail = dummyEmail(org.other, org.realm);
     const published = await captureEvents(org.realm.id, async () => {
       expectSuccess(await react(org.other, { emoji_name: 'smile' }));
     });
@@ -46,7 +54,7 @@ describe('message reactions', () => {
           emoji_code: '1f642',
           reaction_type: 'unicode_emoji',
           user_id: org.other.id,
-          user: { user_id: org.other.id, email: org.other.email, full_name: 'Otto Other' },
+          user: { user_id: org.other.id, email: publicEmail, full_name: 'Otto Other' },
         },
         users: sorted([org.owner.id, org.member.id, org.other.id, org.guest.id]),
       },

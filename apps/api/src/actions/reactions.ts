@@ -14,6 +14,7 @@ import { JsonableError, ReactionDoesNotExistError, ReactionExistsError } from '@
 import { canonicalEmojiName, emojiCodeForName, isEmojiCode } from '@parley/markdown';
 import { sendEventOnCommit } from '../lib/events';
 import { messageAudience } from '../lib/messages';
+import { dummyEmail, EmailVisibility } from '../lib/users';
 import { doAutoFollowOnParticipation } from './user-topics';
 
 export const REACTION_TYPES = ['unicode_emoji', 'realm_emoji', 'zulip_extra_emoji'] as const;
@@ -137,9 +138,9 @@ export interface ReactionRequest {
 }
 
 /** Zulip's check_add_reaction, after the message's access: whichever of the code and type is
- * missing comes from the name (which must then exist); joining someone else's reaction is a vote for it, under its
- * name and without checking the emoji again (it may be a custom emoji deactivated since);
- * only a new reaction's emoji is checked. */
+ * missing comes from the name (which must then exist); joining someone else's reaction is a
+ * vote for it, under its name and without checking the emoji again (it may be a custom emoji
+ * deactivated since); only a new reaction's emoji is checked. */
 export async function checkAddReaction(
   tx: Tx,
   user: User,
@@ -180,7 +181,24 @@ export function checkRemoveReaction(
   return { code, type: request.type ?? 'unicode_emoji' };
 }
 
-function reactionEvent(op: 'add' | 'remove', user: User, message: Message, emoji: Emoji) {
+/** Zulip's UserProfile.email, which the deprecated `user` object carries: the real address
+ * only when the user shows it to everyone, else the dummy one (the same for every viewer). */
+async function publicEmail(tx: Tx, user: User): Promise<string> {
+  if (user.emailAddressVisibility === EmailVisibility.EVERYONE) return user.deliveryEmail;
+  const realm = await tx.realm.findUniqueOrThrow({
+    where: { id: user.realmId },
+    select: { stringId: true },
+  });
+  return dummyEmail(user, realm);
+}
+
+function reactionEvent(
+  op: 'add' | 'remove',
+  user: User,
+  email: string,
+  message: Message,
+  emoji: Emoji,
+) {
   return {
     type: 'reaction',
     op,
@@ -190,7 +208,7 @@ function reactionEvent(op: 'add' | 'remove', user: User, message: Message, emoji
     reaction_type: emoji.type,
     user_id: user.id,
     // Deprecated, kept for older mobile clients (feature level 339).
-    user: { user_id: user.id, email: user.email, full_name: user.fullName },
+    user: { user_id: user.id, email, full_name: user.fullName },
   };
 }
 
@@ -237,7 +255,7 @@ export async function doAddReaction(
   await doAutoFollowOnParticipation(ctx, user, message, stream);
   sendEventOnCommit(
     ctx,
-    reactionEvent('add', user, message, stored),
+    reactionEvent('add', user, await publicEmail(tx, user), message, stored),
     await messageAudience(message, stream),
   );
 }
@@ -258,7 +276,7 @@ export async function doRemoveReaction(
   if (!removed) throw new ReactionDoesNotExistError();
   sendEventOnCommit(
     ctx,
-    reactionEvent('remove', user, message, {
+    reactionEvent('remove', user, await publicEmail(ctx.tx, user), message, {
       name: removed.emoji_name,
       code,
       type: type as ReactionType,
