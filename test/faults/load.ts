@@ -317,6 +317,7 @@ export class Load {
   ): Promise<JsonAnswer> {
     const what = `${method} ${path.split('?')[0]}`;
     let answer: JsonAnswer;
+    const began = Date.now();
     try {
       answer = await requestJson(this.options.url, {
         host: this.options.org.host,
@@ -329,7 +330,11 @@ export class Load {
       });
     } catch (error) {
       const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-      this.violations.push(`${what}: ${message}`);
+      // When, against the fault: a hang's cause depends on what the dependency was doing.
+      const at = Number.isFinite(this.faultAt)
+        ? ` (sent ${began - this.faultAt} ms after the fault, abandoned ${Date.now() - this.faultAt} ms after)`
+        : '';
+      this.violations.push(`${what}: ${message}${at}`);
       return { status: 0, body: null, raw: '', headers: {} };
     }
     const key = `${what} ${answer.status}`;

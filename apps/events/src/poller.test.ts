@@ -8,13 +8,20 @@ import {
   getRedis,
   keys,
   QueueStore,
+  REDIS_COMMAND_TIMEOUT_MS,
   type QueuedEvent,
   type RawEvent,
   type QueueMeta,
 } from '@parley/events';
+import type { Socket } from 'node:net';
 import { getConfig } from '@parley/config';
 import { createLogger } from '@parley/logger';
-import { ANSWER_BATCH, HEARTBEAT_JITTER_STEP_MS, Poller } from './poller';
+import {
+  ANSWER_BATCH,
+  HEARTBEAT_ANSWER_WITHIN_MS,
+  HEARTBEAT_JITTER_STEP_MS,
+  Poller,
+} from './poller';
 
 const log = createLogger({ level: 'error', format: 'json', silent: true });
 const pollers: Poller[] = [];
@@ -143,6 +150,38 @@ describe('Poller', () => {
     own.disconnect();
     await expect(parked.answer).resolves.toEqual([]);
     expect(takes).not.toHaveBeenCalled();
+  });
+
+  it('answers with no events when Redis does not answer its heartbeat in time', async () => {
+    const own = createRedis(getConfig().REDIS_URL);
+    subscribers.push(own);
+    const {
+      poller,
+      meta,
+      userId: owner,
+    } = await setup({
+      heartbeatSeconds: 0.2,
+      store: new QueueStore(own, getConfig().EVENT_SHARDS),
+    });
+    const warnings = jest.spyOn(log, 'warn');
+    const parked = poller.park(meta, () => undefined, -1);
+    const polled = await poller.options.store.poll(meta.queueId, owner, -1, 60_000);
+    if (!polled.ok) throw new Error(polled.error);
+    parked.setGeneration(polled.generation);
+    // Redis's replies stop coming (a stalled connection, a Redis busy reloading): the commands
+    // would fail only at their timeout, later than the poll may wait.
+    const socket = (own as unknown as { stream: Socket }).stream;
+    socket.pause();
+    try {
+      await expect(parked.answer).resolves.toEqual([]);
+      expect(warnings.mock.calls.map(([message]) => message)).toEqual([
+        'Redis did not answer a heartbeat in time; answered empty',
+      ]);
+      expect(HEARTBEAT_ANSWER_WITHIN_MS).toBeLessThan(REDIS_COMMAND_TIMEOUT_MS);
+    } finally {
+      socket.resume();
+      warnings.mockRestore();
+    }
   });
 
   it('answers as soon as the fan-out announces events', async () => {

@@ -53,6 +53,11 @@ export interface ParkedPoll {
  * plus its delay. */
 export const HEARTBEAT_JITTER_STEP_MS = 100;
 
+/** A parked poll whose heartbeat is due answers within this, with no events if Redis has not
+ * answered by then: clients count a poll that outlasts its heartbeat by much as a lost
+ * connection. */
+export const HEARTBEAT_ANSWER_WITHIN_MS = 1000;
+
 /** Parked polls one wake-up answers in one go; more wait for the next turns of the event loop
  * (see Poller.answerWoken). */
 export const ANSWER_BATCH = 256;
@@ -248,6 +253,7 @@ class Parked implements ParkedPoll, Waiter {
   private settled = false;
   private taking = false;
   private wokenAgain = false;
+  /** The heartbeat's timer, then (once it fired) the one of giveUp. */
   private heartbeat: NodeJS.Timeout | undefined;
   /** Events announced before the poll's read answered, in order (see wakeWith); null once an
    * announcement could not be kept (a gap between two): the queue is read then. */
@@ -335,19 +341,37 @@ class Parked implements ParkedPoll, Waiter {
 
   async heartbeatNow(): Promise<void> {
     if (this.settled) return;
+    // Whatever Redis does, the poll answers soon after its heartbeat is due (giveUp): on the
+    // events tier's auto-pipelined connection a command waits for the batch before it, so
+    // while Redis is away or reloading the append and the read could each take two command
+    // timeouts.
+    this.heartbeat = setTimeout(giveUp, HEARTBEAT_ANSWER_WITHIN_MS, this);
+    let events: RawEvent[];
     try {
       await this.poller.options.store.heartbeat(this.meta);
+      events = await this.poller.take(this.meta);
     } catch (error) {
-      // Redis is away: reading the queue would wait for it as long again (a command's timeout
-      // each), and a poll whose heartbeat fell in an outage answered that much later. The
-      // client polls again and gets a 503 until Redis is back.
+      // The client polls again and gets a 503 until Redis is back.
       if (this.settled) return;
-      this.poller.options.log.warn('appending a heartbeat failed', { error });
+      this.poller.options.log.warn('answering a heartbeat failed', { error });
       this.done();
       this.resolveAnswer([]);
       return;
     }
-    await this.respond();
+    if (this.settled) return;
+    this.done();
+    this.resolveAnswer(newerThan(events, this.lastEventId));
+  }
+
+  /** Redis has not answered the heartbeat in time: the poll answers with no events (the
+   * heartbeat, if it was appended, goes with the next answer). */
+  giveUp(): void {
+    if (this.settled) return;
+    this.poller.options.log.warn('Redis did not answer a heartbeat in time; answered empty', {
+      queueId: this.meta.queueId,
+    });
+    this.done();
+    this.resolveAnswer([]);
   }
 
   private done(): void {
@@ -396,6 +420,10 @@ class Parked implements ParkedPoll, Waiter {
 /** A parked poll's heartbeat timer (one function for all: no closure per poll). */
 function beat(parked: Parked): void {
   void parked.heartbeatNow();
+}
+
+function giveUp(parked: Parked): void {
+  parked.giveUp();
 }
 
 function newerThan(events: RawEvent[], lastEventId: number): RawEvent[] {

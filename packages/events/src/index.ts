@@ -30,5 +30,11 @@ export {
   type QueueMeta,
   type QueueOptions,
 } from './queues';
-export { createRedis, disconnectRedis, getRedis, pingRedis } from './redis';
+export {
+  createRedis,
+  disconnectRedis,
+  getRedis,
+  pingRedis,
+  REDIS_COMMAND_TIMEOUT_MS,
+} from './redis';
 export type { Notification, ZulipEvent } from './types';

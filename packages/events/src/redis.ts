@@ -64,6 +64,9 @@ export function createRedis(url: string, options: RedisOptions = {}): Redis {
     commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
     // Reconnect quickly at first, then every second: Redis restarts take seconds.
     retryStrategy: (times) => Math.min(times * 100, 1000),
+    // A Redis reloading its data on restart answers LOADING; ioredis looks again after the
+    // reload's estimate, at least a second (commands wait meanwhile), unless capped here.
+    maxLoadingRetryTime: 100,
     ...options,
   });
   instrumentCommands(redis);
