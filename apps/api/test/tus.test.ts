@@ -213,7 +213,7 @@ describe('tus resumable uploads', () => {
           new RegExp(`^/user_uploads/${org.realm.id}/[0-9a-f]{2}/[\\w-]{24}/My-Notes-final\\.txt$`),
         ),
         uri: last!.body.url,
-        filename: 'My-Notes-final.txt',
+        filename: 'My Notes (final).txt',
       });
       expect(published).toEqual([
         {
@@ -221,7 +221,7 @@ describe('tus resumable uploads', () => {
             type: 'attachment',
             op: 'add',
             attachment: expect.objectContaining({
-              name: 'My-Notes-final.txt',
+              name: 'My Notes (final).txt',
               path_id: (last!.body.url as string).slice('/user_uploads/'.length),
               size: data.length,
               messages: [],

@@ -4,7 +4,16 @@ import { Role, type User } from '@parley/db';
 import { doUploadFile } from '../src/actions/uploads';
 import { readUpload } from '../src/lib/upload-store';
 import { createMessageOrg, png, send, type MessageOrg } from './message-helpers';
-import { api, app, as, captureEvents, createTestUser, expectError, expectSuccess } from './helpers';
+import {
+  api,
+  app,
+  as,
+  captureEvents,
+  createChannel,
+  createTestUser,
+  expectError,
+  expectSuccess,
+} from './helpers';
 
 describe('uploads', () => {
   let org: MessageOrg;
@@ -30,7 +39,8 @@ describe('uploads', () => {
       const published = await captureEvents(org.realm.id, async () => {
         result = await uploaded(org.member, 'My Notes (final).txt', Buffer.from('hello'));
       });
-      expect(result!.filename).toBe('My-Notes-final.txt');
+      // The name as sent (Zulip's get_file_info); only the URL's is sanitized.
+      expect(result!.filename).toBe('My Notes (final).txt');
       expect(result!.url).toMatch(
         new RegExp(`^/user_uploads/${org.realm.id}/[0-9a-f]{2}/[\\w-]{24}/My-Notes-final\\.txt$`),
       );
@@ -41,7 +51,7 @@ describe('uploads', () => {
             type: 'attachment',
             op: 'add',
             attachment: expect.objectContaining({
-              name: 'My-Notes-final.txt',
+              name: 'My Notes (final).txt',
               path_id: result!.url.slice('/user_uploads/'.length),
               size: 5,
               messages: [],
@@ -59,8 +69,16 @@ describe('uploads', () => {
 
     it('keeps UTF-8 file names', async () => {
       const { filename, url } = await uploaded(org.member, '日本語 ファイル.txt', Buffer.from('x'));
-      expect(filename).toBe('日本語-ファイル.txt');
-      expect((await download(org.member, encodeURI(url))).status).toBe(200);
+      expect(filename).toBe('日本語 ファイル.txt');
+      expect(url.endsWith('/日本語-ファイル.txt')).toBe(true);
+      const file = await download(org.member, encodeURI(url));
+      expect(file.status).toBe(200);
+      expect(file.headers['content-disposition']).toContain(
+        `filename*=UTF-8''${encodeURIComponent('日本語 ファイル.txt')}`,
+      );
+      // A percent-encoded name is decoded (Python's unquote); a lone "%" stays.
+      expect((await uploaded(org.member, 'a%20b.txt', Buffer.from('x'))).filename).toBe('a b.txt');
+      expect((await uploaded(org.member, '50%.txt', Buffer.from('x'))).filename).toBe('50%.txt');
     });
 
     it('needs exactly one file', async () => {
@@ -159,6 +177,92 @@ describe('uploads', () => {
       );
       expectError(await download(org.other, url), 'You are not authorized to view this file.', 403);
       expect((await download(org.member, url)).status).toBe(200);
+    });
+
+    it('follows channel membership, not only message copies, as Zulip’s validate_attachment_request', async () => {
+      // A private channel with protected history: a copy is enough only while subscribed.
+      const vault = await createChannel(
+        org.realm,
+        org.member,
+        `vault-${Date.now()}`,
+        [org.member, org.other],
+        { inviteOnly: true, historyPublicToSubscribers: false },
+      );
+      const { url } = await uploaded(org.member, 'vault.txt', Buffer.from('vault'));
+      expectSuccess(
+        await send(org.member, org.host, {
+          type: 'stream',
+          to: vault.name,
+          topic: 't',
+          content: `[vault.txt](${url})`,
+        }),
+      );
+      expect((await download(org.other, url)).status).toBe(200);
+      expectSuccess(
+        await as(org.other, org.host).delete('/users/me/subscriptions', {
+          subscriptions: JSON.stringify([vault.name]),
+        }),
+      );
+      expectError(await download(org.other, url), 'You are not authorized to view this file.', 403);
+
+      // A direct message's copy is enough whatever happens to channels.
+      const { url: dmUrl } = await uploaded(org.member, 'dm.txt', Buffer.from('dm'));
+      expectSuccess(
+        await send(org.member, org.host, {
+          type: 'private',
+          to: JSON.stringify([org.other.id]),
+          content: `[dm.txt](${dmUrl})`,
+        }),
+      );
+      expect((await download(org.other, dmUrl)).status).toBe(200);
+
+      // A private channel with shared history whose subscribers may be added by a group: its
+      // members read its files without a subscription or a copy.
+      const shared = await createChannel(
+        org.realm,
+        org.member,
+        `shared-${Date.now()}`,
+        [org.member],
+        {
+          inviteOnly: true,
+          historyPublicToSubscribers: true,
+          groups: { can_subscribe_group: { direct_members: [org.admin.id], direct_subgroups: [] } },
+        },
+      );
+      const { url: sharedUrl } = await uploaded(org.member, 'shared.txt', Buffer.from('shared'));
+      expectSuccess(
+        await send(org.member, org.host, {
+          type: 'stream',
+          to: shared.name,
+          topic: 't',
+          content: `[shared.txt](${sharedUrl})`,
+        }),
+      );
+      expect((await download(org.admin, sharedUrl)).status).toBe(200);
+      expectError(
+        await download(org.other, sharedUrl),
+        'You are not authorized to view this file.',
+        403,
+      );
+
+      // An archived public channel's files stay open to members.
+      const { url: oldUrl } = await uploaded(org.member, 'old.txt', Buffer.from('old'));
+      const archived = await createChannel(org.realm, org.owner, `old-${Date.now()}`, [org.member]);
+      expectSuccess(
+        await send(org.member, org.host, {
+          type: 'stream',
+          to: archived.name,
+          topic: 't',
+          content: `[old.txt](${oldUrl})`,
+        }),
+      );
+      expectSuccess(await as(org.owner, org.host).delete(`/streams/${archived.id}`));
+      expect((await download(org.other, oldUrl)).status).toBe(200);
+      expectError(
+        await download(org.guest, oldUrl),
+        'You are not authorized to view this file.',
+        403,
+      );
     });
 
     it('reports uploads an edit leaves unlinked as detached_uploads', async () => {

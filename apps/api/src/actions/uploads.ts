@@ -5,6 +5,7 @@ import { imageSize } from 'image-size';
 import type { ActionContext, Message, Realm, User } from '@parley/db';
 import { runAction } from '@parley/db';
 import { JsonableError } from '@parley/errors';
+import { isStorableText } from '@parley/http';
 import { getLogger } from '@parley/logger';
 import { getRedis, uploadTokenKey } from '@parley/events';
 import { sendEventOnCommit } from '../lib/events';
@@ -52,6 +53,19 @@ function inspectImage(
   }
 }
 
+/** The name an upload keeps (Zulip's get_file_info): the client's, percent-decoded; only its
+ * URL path is sanitized (newPathId). Text Postgres cannot hold, or none, is the sanitized
+ * name instead. */
+function uploadedFileName(original: string): string {
+  let name = original;
+  try {
+    name = decodeURIComponent(original);
+  } catch {
+    // Not percent-encoded (a lone "%"): kept as sent, as Python's unquote does.
+  }
+  return name !== '' && isStorableText(name) ? name : sanitizeFileName(original);
+}
+
 /** `pathId`: the path id to store the file at, chosen by the caller (the tus endpoint names it
  * in its claim before the row exists); a new one by default. */
 export async function doUploadFile(
@@ -60,7 +74,7 @@ export async function doUploadFile(
   file: UploadedFile,
   options: { pathId?: string } = {},
 ): Promise<Attachment> {
-  const fileName = sanitizeFileName(file.originalname);
+  const fileName = uploadedFileName(file.originalname);
   const pathId = options.pathId ?? newPathId(realm.id, fileName);
   const image = inspectImage(file);
   // The content type decides how the file is served: an image's comes from its bytes, and a

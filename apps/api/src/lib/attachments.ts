@@ -6,6 +6,7 @@ import { getPrisma, Role, type Tx, type User } from '@parley/db';
 import { FileAccessDeniedError, ResourceNotFoundError } from '@parley/errors';
 import { isStorableText } from '@parley/http';
 import { presentAttachment, type Attachment } from '../presenters/attachments';
+import { groupIdsOfUser } from './groups';
 
 export type { Attachment } from '../presenters/attachments';
 
@@ -56,9 +57,11 @@ function decodePath(path: string): string {
 }
 
 /** Zulip's validate_attachment_request: the owner; any non-guest while a message linking it
- * is in a public channel; whoever has a message linking it; subscribers of a channel with
- * shared history where it is linked. Worked out from where the messages are now, so moving a
- * message to a private channel or making its channel private narrows access at once. */
+ * is in a public channel (archived or not); whoever received a direct message linking it; in
+ * a channel, its subscribers who received the message or, with shared history, all of them,
+ * and likewise the members of the groups that may subscribe to it or add subscribers.
+ * Worked out from where the messages and subscriptions are now: moving a message to a private
+ * channel, making its channel private or leaving it narrows access at once. */
 export async function canAccessAttachment(
   user: User,
   attachment: Attachment,
@@ -67,21 +70,25 @@ export async function canAccessAttachment(
   if (attachment.realmId !== user.realmId) return false;
   if (attachment.ownerId === user.id) return true;
   const isGuest = user.role === Role.GUEST;
+  // Guests get no content access through groups (Zulip's can_subscribe_group and
+  // can_add_subscribers_group never include them).
+  const groups = isGuest ? [] : [...(await groupIdsOfUser(user.id))];
   const found = await db.$queryRaw<{ found: number }[]>`
     SELECT 1 AS found
     FROM attachment_messages am
     JOIN message m ON m.id = am.message_id
     LEFT JOIN stream s ON s.recipient_id = m.recipient_id
+    LEFT JOIN user_message um ON um.message_id = m.id AND um.user_profile_id = ${user.id}
+    LEFT JOIN subscription sub ON sub.recipient_id = m.recipient_id
+      AND sub.user_profile_id = ${user.id} AND sub.active
     WHERE am.attachment_id = ${attachment.id}
       AND (
-        (NOT ${isGuest} AND s.id IS NOT NULL AND NOT s.invite_only AND NOT s.deactivated)
-        OR EXISTS (
-          SELECT 1 FROM user_message um
-          WHERE um.message_id = m.id AND um.user_profile_id = ${user.id})
-        OR (s.history_public_to_subscribers AND EXISTS (
-          SELECT 1 FROM subscription sub
-          WHERE sub.recipient_id = m.recipient_id AND sub.user_profile_id = ${user.id}
-            AND sub.active))
+        (s.id IS NULL AND um.message_id IS NOT NULL)
+        OR (s.id IS NOT NULL AND NOT s.invite_only AND NOT ${isGuest})
+        OR ((sub.id IS NOT NULL
+              OR s.can_subscribe_group_id = ANY(${groups}::int[])
+              OR s.can_add_subscribers_group_id = ANY(${groups}::int[]))
+            AND (s.history_public_to_subscribers OR um.message_id IS NOT NULL))
       )
     LIMIT 1`;
   return found.length > 0;
