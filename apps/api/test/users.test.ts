@@ -511,6 +511,17 @@ describe('PATCH /users/{id} and /users/{email}', () => {
         users: await activeIds(org.realm.id),
       },
     ]);
+    // A blank name and the name the user has are passed over (Zulip's update_user_backend).
+    const unchanged = await captureEvents(org.realm.id, async () => {
+      expectSuccess(await as(admin, org.host).patch(`/users/${target.id}`, { full_name: '   ' }));
+      expectSuccess(
+        await as(admin, org.host).patch(`/users/${target.id}`, { full_name: 'Renamed Person' }),
+      );
+    });
+    expect(unchanged).toEqual([]);
+    expect((await prisma().user.findUniqueOrThrow({ where: { id: target.id } })).fullName).toBe(
+      'Renamed Person',
+    );
   });
 
   it("lets administrators administer owners too (Zulip's can_admin_user), all but the owner role and deactivation", async () => {
@@ -818,10 +829,7 @@ describe('DELETE /users/{id}, DELETE /users/me and reactivation', () => {
       users: ids([org.owner, admin, target]),
     });
     expect((await as(target, org.host).get('/users/me')).status).toBe(401);
-    expectError(
-      await as(admin, org.host).delete(`/users/${target.id}`),
-      'User is already deactivated',
-    );
+    expectError(await as(admin, org.host).delete(`/users/${target.id}`), 'User is deactivated');
   });
 
   it('applies the actions: deleted profile and deleted messages', async () => {
@@ -904,13 +912,26 @@ describe('DELETE /users/{id}, DELETE /users/me and reactivation', () => {
       await as(org.owner, org.host).delete(`/users/${org.owner.id}`),
       'Cannot deactivate the only organization owner',
     );
+    // Deactivating oneself has Zulip's own error (deactivate_user_own_backend).
+    const own = await as(org.owner, org.host).delete('/users/me');
     expectError(
-      await as(org.owner, org.host).delete('/users/me'),
-      'Cannot deactivate the only organization owner',
+      own,
+      'Cannot deactivate the only organization owner.',
+      400,
+      'CANNOT_DEACTIVATE_LAST_USER',
     );
+    expect(own.body).toMatchObject({ is_last_owner: true, entity: 'organization owner' });
     expect((await prisma().user.findUniqueOrThrow({ where: { id: org.owner.id } })).isActive).toBe(
       true,
     );
+  });
+
+  it('DELETE /users/me refuses the organization’s last active user first', async () => {
+    // The owner alone (the system bots do not count, as in Zulip's separate organization).
+    const org = await createTestRealm();
+    const alone = await as(org.owner, org.host).delete('/users/me');
+    expectError(alone, 'Cannot deactivate the only user.', 400, 'CANNOT_DEACTIVATE_LAST_USER');
+    expect(alone.body).toMatchObject({ is_last_owner: false, entity: 'user' });
   });
 
   it('DELETE /users/me deactivates the caller', async () => {

@@ -227,6 +227,9 @@ export async function doInviteUsers(
   const good: string[] = [];
   const allowed = await realmEmailValidator(tx, realm);
   for (const email of emails) {
+    // An empty entry ("a@x.com,") is passed over, though it still counts below (Zulip's
+    // do_invite_users).
+    if (email === '') continue;
     const reason = invalidEmailReason(email, allowed);
     if (reason) errors.push([email, reason, false]);
     else good.push(email);

@@ -18,7 +18,12 @@ import {
 } from '@parley/db';
 import type { ZulipEvent } from '@parley/events';
 import { getLogger } from '@parley/logger';
-import { InsufficientPermissionError, JsonableError } from '@parley/errors';
+import {
+  CannotDeactivateLastUserError,
+  InsufficientPermissionError,
+  JsonableError,
+} from '@parley/errors';
+import { SYSTEM_BOTS } from '../lib/system-bots';
 import { addNewUserHistory } from '../lib/new-user-history';
 import { generateApiKey, hashPassword } from '../lib/credentials';
 import { sendEventOnCommit } from '../lib/events';
@@ -47,6 +52,7 @@ import {
 } from './subscriptions';
 import { doRemoveAllClientDevices } from './client-devices';
 import { doForgetDrafts } from './drafts';
+import { doExpireInvitesBy } from './invite-revocation';
 import { doClearPushDevices } from './push-devices';
 import { systemGroupsForRole } from './system-groups';
 import {
@@ -687,12 +693,31 @@ export interface DeactivationActions {
 }
 
 export async function checkDeactivateUser(tx: Tx, actor: User, target: User): Promise<void> {
-  // Zulip's deactivate_user_backend: only owners deactivate owners (refused as the owner role
-  // is, spec 7's "insufficient permission").
+  // Zulip's access_user_by_id refuses a deactivated target first, then deactivate_user_backend
+  // lets only owners deactivate owners (refused as the owner role is, spec 7's "insufficient
+  // permission").
+  if (!target.isActive) throw new JsonableError('User is deactivated');
   if (isOwner(target) && !isOwner(actor)) throw new InsufficientPermissionError();
-  if (!target.isActive) throw new JsonableError('User is already deactivated');
   if (await isLastOwner(tx, target))
     throw new JsonableError('Cannot deactivate the only organization owner');
+}
+
+/** Zulip's deactivate_user_own_backend: the organization's last active account (its system
+ * bots aside, which Zulip keeps in an organization of their own), then its last owner, stay. */
+export async function checkDeactivateSelf(tx: Tx, user: User): Promise<void> {
+  const active = await tx.user.count({
+    where: {
+      realmId: user.realmId,
+      isActive: true,
+      NOT: {
+        isBot: true,
+        botOwnerId: null,
+        email: { in: Object.values(SYSTEM_BOTS).map((bot) => bot.email) },
+      },
+    },
+  });
+  if (active <= 1) throw new CannotDeactivateLastUserError(false);
+  if (await isLastOwner(tx, user)) throw new CannotDeactivateLastUserError(true);
 }
 
 /** Deactivates the user's bots first, then the user; `actions` apply to each in that order.
@@ -744,6 +769,7 @@ async function deactivateOne(
   await tx.subscription.updateMany({ where: { userId: target.id }, data: { isUserActive: false } });
   await sendSubscriberActivityEvents(ctx, target, 'peer_remove');
   await audit(ctx, target, AuditLogEvent.USER_DEACTIVATED, actingUserId, { actions });
+  await doExpireInvitesBy(ctx, target);
   const viewers = await usersWhoCanAccess(target.realmId, tx, target);
   const viewerIds = viewers.map((viewer) => viewer.id);
   if (deleted) {

@@ -52,7 +52,8 @@ export const ConfirmationType = {
 export const MAX_WELCOME_MESSAGE_CUSTOM_TEXT_LENGTH = 8000;
 
 /** Zulip's get_invitee_emails_set: split on commas and newlines, take the address out of
- * "Name <address>", trim, and drop duplicates (an empty entry stays, and fails validation). */
+ * "Name <address>", trim, and drop duplicates (an empty entry stays: doInviteUsers passes it
+ * over but counts it). */
 export function parseInviteeEmails(raw: string): string[] {
   const emails = new Set<string>();
   for (const entry of raw.split(/[,\n]/)) {

@@ -10,6 +10,7 @@ import {
   checkChangeEmail,
   checkChangeRole,
   checkCreateUser,
+  checkDeactivateSelf,
   checkDeactivateUser,
   checkFullName,
   checkRole,
@@ -162,7 +163,7 @@ defineRoute(userRoutes, '/users/me', {
   }),
   DELETE: userEndpoint({ humansOnly: true, response: schema.empty }, async ({ user }) => {
     await runAction(async (ctx) => {
-      await checkDeactivateUser(ctx.tx, user, user);
+      await checkDeactivateSelf(ctx.tx, user);
       await doDeactivateUser(ctx, user, user.id);
     });
     return {};
@@ -211,7 +212,13 @@ defineRoute(userRoutes, '/users/:user', {
       // Bot owners may rename their bots; everything else is for administrators.
       if (params.role !== undefined || params.profile_data !== undefined || !target.isBot)
         requireAdmin(user);
-      const fullName = params.full_name === undefined ? undefined : checkFullName(params.full_name);
+      // Zulip's update_user_backend passes over a blank name and the name the user has.
+      const fullName =
+        params.full_name === undefined ||
+        params.full_name.trim() === '' ||
+        params.full_name === target.fullName
+          ? undefined
+          : checkFullName(params.full_name);
       const role = params.role === undefined ? undefined : checkRole(params.role);
       await runAction(async (ctx) => {
         if (role !== undefined) await checkChangeRole(ctx.tx, user, target, role);
