@@ -172,6 +172,18 @@ describe('POST /fetch_api_key', () => {
       .type('form')
       .send({ username: user.deliveryEmail, password: 'pw' });
     expectError(res, 'Account is deactivated', 401, 'USER_DEACTIVATED');
+    // Zulip finds the active account before it checks the password.
+    const wrong = await api
+      .post(org.host, '/fetch_api_key')
+      .type('form')
+      .send({ username: user.deliveryEmail, password: 'not it' });
+    expectError(wrong, 'Account is deactivated', 401, 'USER_DEACTIVATED');
+    // An empty password never gets that far.
+    const empty = await api
+      .post(org.host, '/fetch_api_key')
+      .type('form')
+      .send({ username: user.deliveryEmail, password: '' });
+    expectError(empty, 'Your username or password is incorrect', 401, 'AUTHENTICATION_FAILED');
   });
 
   it('answers a deactivated organization, and one without password login', async () => {

@@ -50,7 +50,13 @@ defineRoute(authRoutes, '/fetch_api_key', {
         throw new JsonableError('Enter a valid email address.');
       }
       await checkLoginRateLimit(realm.id, email);
-      const user = await getLoginUser(realm, email);
+      const user = params.password === '' ? null : await getLoginUser(realm, email);
+      // Zulip's EmailAuthBackend finds the active account before it checks the password
+      // (common_get_active_user): a deactivated one is told so whatever the password.
+      if (user && (realm.deactivated || !user.isActive)) {
+        await recordFailedLogin(realm.id, email);
+        throw realm.deactivated ? new RealmDeactivatedError() : new UserDeactivatedError();
+      }
       // Hash even when the user does not exist, so timing does not reveal which addresses do.
       const valid = await verifyPassword(params.password, user?.passwordHash ?? DUMMY_HASH);
       if (!user || !valid) {
