@@ -74,10 +74,22 @@ describe('linkifiers', () => {
         'pattern is too long (limit: 500 characters)',
       );
       expectSuccess(await add(org.admin, tracker));
-      expectError(
-        await add(org.admin, tracker),
-        'Linkifier with this Realm and Pattern already exists.',
-      );
+      // Zulip strips both, so the same pattern with spaces around it is a duplicate, and
+      // answers with Django's errors by field (ValidationFailureError).
+      const again = await add(org.admin, {
+        pattern: ` ${tracker.pattern} `,
+        url_template: `${tracker.url_template}\n`,
+      });
+      expectError(again, 'Realm filter with this Realm and Pattern already exists.');
+      expect(again.body.errors).toEqual({
+        __all__: ['Realm filter with this Realm and Pattern already exists.'],
+      });
+      const blank = await add(org.admin, { pattern: '   ', url_template: tracker.url_template });
+      expectError(blank, 'This field cannot be blank.');
+      expect(blank.body.errors).toEqual({
+        pattern: ['This field cannot be blank.'],
+        __all__: ["Group 'id' in URL template is not present in linkifier pattern."],
+      });
     });
 
     it('checks reverse templates against the example input', async () => {

@@ -363,6 +363,16 @@ export class ReactionDoesNotExistError extends JsonableError {
   }
 }
 
+/** Zulip's ValidationFailureError: a Django model's validation failed. The message is the
+ * first of them; `errors` holds them all by field (`__all__` for the model's own checks). */
+export class ValidationFailureError extends JsonableError {
+  override readonly data: ErrorData;
+  constructor(errors: Record<string, string[]>) {
+    super(Object.values(errors).flat()[0] ?? 'Invalid input');
+    this.data = { errors };
+  }
+}
+
 export class InvitationError extends JsonableError {
   override readonly code = 'INVITATION_FAILED';
   override readonly data: ErrorData;

@@ -37,7 +37,7 @@ export {
 export { canonicalEmojiName, emojiApiData, emojiCodeForName, isEmojiCode } from './emoji';
 export { holdsMarkdown, parseFenceLine, type FenceLine } from './fences';
 export {
-  checkLinkifier,
+  linkifierErrors,
   fillReverseTemplate,
   matchWhole,
   templateVariables,

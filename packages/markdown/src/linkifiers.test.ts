@@ -1,6 +1,6 @@
 import { emptyMentionData, renderMarkdown } from './index';
 import {
-  checkLinkifier,
+  linkifierErrors,
   fillReverseTemplate,
   matchWhole,
   topicLinks,
@@ -89,25 +89,47 @@ describe('topicLinks', () => {
   });
 });
 
-describe('checkLinkifier', () => {
+describe('linkifierErrors', () => {
   it('accepts a pattern whose groups are exactly the template’s variables', () => {
-    expect(checkLinkifier(repos.pattern, repos.urlTemplate)).toBeNull();
-    expect(checkLinkifier('PR (?P<id>[0-9]+)', 'https://x.example/{?id}')).toBeNull();
+    expect(linkifierErrors(repos.pattern, repos.urlTemplate)).toBeNull();
+    expect(linkifierErrors('PR (?P<id>[0-9]+)', 'https://x.example/{?id}')).toBeNull();
   });
 
-  it('explains what is wrong, in Zulip’s words', () => {
-    expect(checkLinkifier('', 'https://x.example')).toBe('This field cannot be blank.');
-    expect(checkLinkifier('(foo', 'https://x.example')).toBe(
-      'Bad regular expression: missing ): (foo',
-    );
-    expect(checkLinkifier('#(?P<id>[0-9]+)', '{id')).toBe('Invalid URL template.');
-    expect(checkLinkifier('#(?P<id>[0-9]+)', 'java\tscript:{id}')).toBe('Invalid URL template.');
-    expect(checkLinkifier('#(?P<id>[0-9]+)', 'https://x.example/{hello}')).toBe(
-      "Group 'hello' in URL template is not present in linkifier pattern.",
-    );
-    expect(checkLinkifier('#(?P<id>[0-9]+)', 'https://x.example/')).toBe(
-      "Group 'id' in linkifier pattern is not present in URL template.",
-    );
+  it('explains what is wrong as Django’s message_dict, in Zulip’s words', () => {
+    expect(linkifierErrors('', 'https://x.example')).toEqual({
+      pattern: ['This field cannot be blank.'],
+    });
+    expect(linkifierErrors('(foo', 'https://x.example')).toEqual({
+      __all__: ['Bad regular expression: missing ): (foo'],
+    });
+    expect(linkifierErrors('#(?P<id>[0-9]+)', '{id')).toEqual({
+      url_template: ['Invalid URL template.'],
+    });
+    expect(linkifierErrors('#(?P<id>[0-9]+)', 'java\tscript:{id}')).toEqual({
+      url_template: ['Invalid URL template.'],
+    });
+    expect(linkifierErrors('#(?P<id>[0-9]+)', 'https://x.example/{hello}')).toEqual({
+      __all__: ["Group 'hello' in URL template is not present in linkifier pattern."],
+    });
+    expect(linkifierErrors('#(?P<id>[0-9]+)', 'https://x.example/')).toEqual({
+      __all__: ["Group 'id' in linkifier pattern is not present in URL template."],
+    });
+  });
+
+  it('reports every field, the fields first, as full_clean does', () => {
+    // The field's own validator speaks first (the error's msg), the model's check after it.
+    expect(linkifierErrors('(foo', '{id')).toEqual({
+      url_template: ['Invalid URL template.'],
+      __all__: ['Bad regular expression: missing ): (foo'],
+    });
+    expect(linkifierErrors('', '')).toEqual({
+      pattern: ['This field cannot be blank.'],
+      url_template: ['This field cannot be blank.'],
+    });
+    expect(linkifierErrors('#(?P<id>[0-9]+)', '')).toEqual({
+      url_template: ['This field cannot be blank.'],
+      __all__: ["Group 'id' in linkifier pattern is not present in URL template."],
+    });
   });
 });
 

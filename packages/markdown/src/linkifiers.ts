@@ -141,13 +141,31 @@ export function templateVariables(template: string): Set<string> | null {
   }
 }
 
-/** Zulip's RealmFilter.clean: the error message for a pattern and template that do not fit
- * together, or null. */
-export function checkLinkifier(pattern: string, urlTemplate: string): string | null {
-  const checked = checkLinkifierPattern(pattern);
+/** Zulip's RealmFilter.full_clean: what is wrong with a linkifier as Django's message_dict —
+ * a field's own errors under its name (blank, an invalid template), then the model's checks
+ * under `__all__` (the regular expression, groups the template and pattern do not share) — or
+ * null. Django runs the model's checks even when a field failed, on the text as given. */
+export function linkifierErrors(
+  pattern: string,
+  urlTemplate: string,
+): Record<string, string[]> | null {
+  const errors: Record<string, string[]> = {};
+  if (pattern === '') errors.pattern = ['This field cannot be blank.'];
+  // A blank template skips its field's validator and has no variables.
+  const variables = urlTemplate === '' ? new Set<string>() : templateVariables(urlTemplate);
+  if (urlTemplate === '') errors.url_template = ['This field cannot be blank.'];
+  else if (variables === null) errors.url_template = ['Invalid URL template.'];
+  const problem = modelProblem(pattern, variables);
+  if (problem) errors.__all__ = [problem];
+  return Object.keys(errors).length > 0 ? errors : null;
+}
+
+/** RealmFilter.clean: the pattern must compile, and its named groups and the template's
+ * variables must be the same (not checked when the template is invalid). */
+function modelProblem(pattern: string, variables: Set<string> | null): string | null {
+  const checked = pattern === '' ? { groups: [] } : checkLinkifierPattern(pattern);
   if ('error' in checked) return checked.error;
-  const variables = templateVariables(urlTemplate);
-  if (variables === null) return 'Invalid URL template.';
+  if (variables === null) return null;
   const groups = new Set(checked.groups);
   const missingInPattern = [...variables].filter((name) => !groups.has(name)).sort();
   if (missingInPattern.length > 0)

@@ -3,10 +3,10 @@
 // the complete ordered list in a `realm_linkifiers` event (the events tier passes it only to
 // clients with the linkifier_url_template capability).
 import { AuditLogEvent, isUniqueViolation, type ActionContext, type User } from '@parley/db';
-import { JsonableError } from '@parley/errors';
+import { JsonableError, ValidationFailureError } from '@parley/errors';
 import {
-  checkLinkifier,
   fillReverseTemplate,
+  linkifierErrors,
   matchWhole,
   templateVariables,
 } from '@parley/markdown';
@@ -42,8 +42,11 @@ export function checkLinkifierInput(
   input: LinkifierInput,
   current?: Omit<CheckedLinkifier, 'pattern' | 'urlTemplate'>,
 ): CheckedLinkifier {
-  const problem = checkLinkifier(input.pattern, input.urlTemplate);
-  if (problem) throw new JsonableError(problem);
+  // Zulip's do_add_linkifier and do_update_linkifier strip both before validating.
+  const pattern = input.pattern.trim();
+  const urlTemplate = input.urlTemplate.trim();
+  const errors = linkifierErrors(pattern, urlTemplate);
+  if (errors) throw new ValidationFailureError(errors);
   const exampleInput =
     input.exampleInput === undefined
       ? (current?.exampleInput ?? null)
@@ -56,18 +59,18 @@ export function checkLinkifierInput(
     input.alternativeUrlTemplates ?? current?.alternativeUrlTemplates ?? [];
   for (const template of alternativeUrlTemplates)
     if (templateVariables(template) === null) throw new JsonableError('Invalid URL template.');
-  if (exampleInput !== null && matchWhole(input.pattern, exampleInput) === null)
+  if (exampleInput !== null && matchWhole(pattern, exampleInput) === null)
     throw new JsonableError('Example input does not match the linkifier pattern.');
   if (reverseTemplate !== null) {
     if (exampleInput === null)
       throw new JsonableError('An example input is required for a reverse template.');
-    const values = matchWhole(input.pattern, exampleInput)!;
+    const values = matchWhole(pattern, exampleInput)!;
     if (fillReverseTemplate(reverseTemplate, values) !== exampleInput)
       throw new JsonableError('Reverse template does not reproduce the example input.');
   }
   return {
-    pattern: input.pattern,
-    urlTemplate: input.urlTemplate,
+    pattern,
+    urlTemplate,
     exampleInput,
     reverseTemplate,
     alternativeUrlTemplates,
@@ -84,9 +87,12 @@ async function notifyLinkifiers(ctx: ActionContext, realmId: number): Promise<un
   return list;
 }
 
+/** Django's unique_together message for RealmFilter (realm, pattern), as full_clean words it. */
 function duplicate(error: unknown): never {
   if (isUniqueViolation(error))
-    throw new JsonableError('Linkifier with this Realm and Pattern already exists.');
+    throw new ValidationFailureError({
+      __all__: ['Realm filter with this Realm and Pattern already exists.'],
+    });
   throw error;
 }
 
