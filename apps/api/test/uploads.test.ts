@@ -81,6 +81,31 @@ describe('uploads', () => {
       expect((await uploaded(org.member, '50%.txt', Buffer.from('x'))).filename).toBe('50%.txt');
     });
 
+    it('takes the type from the name when the part declares none, as the Python client sends', async () => {
+      // requests' multipart parts carry no Content-Type (multipart's default is text/plain).
+      const part = (name: string, data: string) =>
+        api
+          .post(org.host, '/user_uploads')
+          .auth(org.member.deliveryEmail, org.member.apiKey)
+          .set('Content-Type', 'multipart/form-data; boundary=b0undary')
+          .send(
+            Buffer.from(
+              `--b0undary\r\nContent-Disposition: form-data; name="file"; filename="${name}"` +
+                `\r\n\r\n${data}\r\n--b0undary--\r\n`,
+            ),
+          );
+      const pdf = expectSuccess(await part('report.pdf', '%PDF-1.4 fake')) as { url: string };
+      expect((await download(org.member, pdf.url)).headers['content-type']).toBe('application/pdf');
+      const text = expectSuccess(await part('notes.txt', 'plain words')) as { url: string };
+      expect((await download(org.member, text.url)).headers['content-type']).toMatch(
+        /^text\/plain/,
+      );
+      const bare = expectSuccess(await part('README', 'no extension')) as { url: string };
+      expect((await download(org.member, bare.url)).headers['content-type']).toMatch(
+        /^text\/plain/,
+      );
+    });
+
     it('needs exactly one file', async () => {
       expectError(
         await as(org.member, org.host).post('/user_uploads', {}),

@@ -2,6 +2,7 @@
 // stored first, then recorded; a message that links an upload shares it with its readers.
 import { randomBytes } from 'node:crypto';
 import { imageSize } from 'image-size';
+import { lookup as lookupType } from 'mime-types';
 import type { ActionContext, Message, Realm, User } from '@parley/db';
 import { runAction } from '@parley/db';
 import { JsonableError } from '@parley/errors';
@@ -66,6 +67,16 @@ function uploadedFileName(original: string): string {
   return name !== '' && isStorableText(name) ? name : sanitizeFileName(original);
 }
 
+/** The type the client declared, or (Zulip's get_file_info) the one its name suggests when it
+ * declared none. A multipart part without a Content-Type reaches us as text/plain (RFC 7578's
+ * default, which busboy applies): the Python client sends its files so, and a PDF would be
+ * served as text. So text/plain counts as undeclared when the name says otherwise. */
+function declaredType(mimetype: string, fileName: string): string {
+  if (mimetype !== '' && mimetype !== 'text/plain' && mimetype !== 'application/octet-stream')
+    return mimetype;
+  return lookupType(fileName) || mimetype || 'application/octet-stream';
+}
+
 /** `pathId`: the path id to store the file at, chosen by the caller (the tus endpoint names it
  * in its claim before the row exists); a new one by default. */
 export async function doUploadFile(
@@ -79,7 +90,7 @@ export async function doUploadFile(
   const image = inspectImage(file);
   // The content type decides how the file is served: an image's comes from its bytes, and a
   // claimed image type that is not one is not believed.
-  const claimed = file.mimetype || 'application/octet-stream';
+  const claimed = declaredType(file.mimetype, fileName);
   const contentType =
     image?.contentType ?? (claimed.startsWith('image/') ? 'application/octet-stream' : claimed);
   // The organization's limits (lib/upload-limits): checked before storing anything, and the

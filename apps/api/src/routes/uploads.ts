@@ -108,7 +108,9 @@ const temporaryUrl = userEndpoint(
   async ({ user, path }) => {
     const attachment = await accessAttachmentByPath(user, `${path.realm_id}/${path.path}`);
     const token = await doCreateTemporaryUploadToken(attachment);
-    return { url: `/user_uploads/temporary/${token}/${encodeURIComponent(attachment.fileName)}` };
+    // The path's own last segment, as Zulip's generate_unauthed_file_access_url.
+    const name = attachment.pathId.split('/').pop()!;
+    return { url: `/user_uploads/temporary/${token}/${encodeURIComponent(name)}` };
   },
 );
 
