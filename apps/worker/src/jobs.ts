@@ -12,6 +12,10 @@ import {
   sendEmailChangeMail,
 } from '@parley/api/actions/email-change';
 import { requeueUnsentInvitationEmails, sendInvitationEmail } from '@parley/api/actions/invites';
+import {
+  requeueUnsentDeactivationEmails,
+  sendDeactivationEmail,
+} from '@parley/api/actions/deactivation-notice';
 import { registerE2eeDevice } from '@parley/api/actions/client-devices';
 import { registerWithBouncer } from '@parley/api/actions/push-devices';
 import {
@@ -41,6 +45,7 @@ import { getLogger } from '@parley/logger';
 export const JOB_HANDLERS: JobHandlers = {
   'invitation-email': sendInvitationEmail,
   'email-change-mail': sendEmailChangeMail,
+  'deactivation-email': sendDeactivationEmail,
   'push-notifications': async (data) => {
     await sendPushNotifications(data);
   },
@@ -145,6 +150,13 @@ export function startWorkers({
           if (count > 0) getLogger().info('email change mails queued again', { count });
         },
         (error: unknown) => getLogger().warn('email change mail sweep failed', { error }),
+      ),
+      // Deactivation emails whose job was lost between COMMIT and Redis.
+      requeueUnsentDeactivationEmails().then(
+        (count) => {
+          if (count > 0) getLogger().info('deactivation emails queued again', { count });
+        },
+        (error: unknown) => getLogger().warn('deactivation email sweep failed', { error }),
       ),
       // Scheduled messages whose job was lost (a Redis that lost its data, an enqueue lost
       // between COMMIT and Redis): queued again; a job still known is left as it is.

@@ -14,6 +14,8 @@ export interface JobData {
   /** A change of a user's own email address: the link to the new address (`confirm`), or
    * the notice to the old one once it was confirmed (`notice`). */
   'email-change-mail': { changeId: number; kind: 'confirm' | 'notice' };
+  /** The email telling a deactivated user so, with the administrators' comment. */
+  'deactivation-email': { noticeId: number };
   /** Members whose waiting period has passed join role:fullmembers (periodic). */
   'promote-full-members': Record<string, never>;
   /** Uploads no message links, older than the grace period, are deleted (periodic). */
@@ -72,6 +74,7 @@ export type JobName = keyof JobData;
 export const JOB_QUEUES: Record<JobName, QueueName> = {
   'invitation-email': 'mail',
   'email-change-mail': 'mail',
+  'deactivation-email': 'mail',
   'promote-full-members': 'maintenance',
   'delete-unclaimed-uploads': 'maintenance',
   'delete-expired-messages': 'maintenance',

@@ -6,6 +6,7 @@ import { Role, runAction, type Realm, type User } from '@parley/db';
 import { InsufficientPermissionError, JsonableError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
 import * as schema from '../presenters/schemas';
+import { doQueueDeactivationNotice } from '../actions/deactivation-notice';
 import {
   checkChangeEmail,
   checkChangeRole,
@@ -252,9 +253,13 @@ defineRoute(userRoutes, '/users/:user', {
       const target = await accessUserByPath(user, realm, path.user, true);
       if (target.isBot) throw new JsonableError('No such user');
       const actions = params.actions ?? {};
+      // Given, even empty, it sends the user an email (Zulip's _deactivate_user_profile_backend).
+      const comment = params.deactivation_notification_comment?.trim();
       const deactivated = await runAction(async (ctx) => {
         await checkDeactivateUser(ctx.tx, user, target);
-        return doDeactivateUser(ctx, target, user.id, actions);
+        const done = await doDeactivateUser(ctx, target, user.id, actions);
+        if (comment !== undefined) await doQueueDeactivationNotice(ctx, target, comment);
+        return done;
       });
       await doDeleteMessagesOf(deactivated, actions);
       return {};
