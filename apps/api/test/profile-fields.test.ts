@@ -616,6 +616,27 @@ describe('PATCH /realm/profile_fields/{field_id}', () => {
     expect(await profileOf(org, org.member)).toEqual({});
     expect(await profileOf(org, org.admin)).toEqual({ [id]: { value: 'vim' } });
     expect(fieldEvents(published)).toHaveLength(1);
+    expect(published.find((p) => p.event.type === 'realm_user')!.users).toContain(org.guest.id);
+
+    // A guest who may see only the people they share something with hears nothing of others.
+    const members = await prisma().userGroup.findFirstOrThrow({
+      where: { realmId: org.realm.id, name: 'role:members' },
+    });
+    expectSuccess(
+      await as(org.owner, org.host).patch('/realm', {
+        can_access_all_users_group: { new: members.id },
+      }),
+    );
+    expectSuccess(await setOwn(org, org.admin, [{ id, value: 'nano' }]));
+    const limited = await captureEvents(org.realm.id, async () => {
+      expectSuccess(await update(org, id, { field_data: { vim: CHOICES.vim } }));
+    });
+    const cleared = limited.filter((p) => p.event.type === 'realm_user');
+    expect(cleared.map((p) => p.event.person)).toEqual([
+      { user_id: org.admin.id, custom_profile_field: { id, value: null } },
+    ]);
+    expect(cleared[0]!.users).toContain(org.member.id);
+    expect(cleared[0]!.users).not.toContain(org.guest.id);
   });
 
   it('ignores field_data for types that have none', async () => {

@@ -335,7 +335,8 @@ export async function doUpdateProfileField(
 
 /** Values naming a choice the dropdown no longer has are removed (Zulip's
  * remove_custom_profile_field_value_if_required); their users' viewers learn it as a cleared
- * value, so their copies of profile_data stay right. */
+ * value, so their copies of profile_data stay right (Zulip sends nothing). Only those who may
+ * see the user hear of it: a guest restricted to some users learns nothing of the others. */
 async function removeDroppedChoices(
   ctx: ActionContext,
   field: CustomProfileField,
@@ -353,9 +354,14 @@ async function removeDroppedChoices(
   await ctx.tx.customProfileFieldValue.deleteMany({
     where: { id: { in: removed.map((value) => value.id) } },
   });
-  const viewers = await activeUserIds(field.realmId, ctx.tx);
-  for (const { userId } of removed)
-    sendEventOnCommit(ctx, valueEvent(userId, field.id, null, null), viewers);
+  for (const { userId } of removed) {
+    const viewers = await usersWhoCanAccess(field.realmId, ctx.tx, { id: userId, isBot: false });
+    sendEventOnCommit(
+      ctx,
+      valueEvent(userId, field.id, null, null),
+      viewers.map((viewer) => viewer.id),
+    );
+  }
 }
 
 /** Zulip's do_remove_realm_custom_profile_field: the field goes with every user's value. */
