@@ -187,7 +187,7 @@ describe('tus uploads behind nginx and two API replicas', () => {
     const answer = JSON.parse(finished.lastResponse.getBody()) as Record<string, string>;
     expect(answer).toMatchObject({
       result: 'success',
-      filename: 'big-data.bin',
+      filename: 'big data.bin',
       url: expect.stringMatching(new RegExp(`^/user_uploads/${realm.id}/.+/big-data\\.bin$`)),
     });
     expect(answer.uri).toBe(answer.url);
