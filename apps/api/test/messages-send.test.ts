@@ -349,10 +349,32 @@ describe('POST /messages to a channel', () => {
       'You do not have permission to post in this channel.',
     );
     expectSuccess(await post(org.admin, 'guests-out'));
+    // A bot may post where its owner may (Zulip's access_stream_for_send_message): an
+    // administrator's bot here, a subscriber's bot in the private channel.
+    const botOf = async (owner: User, short: string) => {
+      const created = expectSuccess(
+        await as(owner, org.host).post('/bots', { full_name: `Bot ${short}`, short_name: short }),
+      );
+      return prisma().user.findUniqueOrThrow({ where: { id: created.user_id as number } });
+    };
+    const adminBot = await botOf(org.admin, `adm${Date.now()}`);
+    const memberBot = await botOf(org.member, `mem${Date.now()}`);
+    expectSuccess(await post(adminBot, 'guests-out'));
+    expectError(
+      await post(memberBot, 'guests-out'),
+      'You do not have permission to post in this channel.',
+    );
+    expectSuccess(await post(memberBot, 'secret'));
+    expectError(await post(adminBot, 'secret'), "Not authorized to send to channel 'secret'");
     await prisma().stream.update({ where: { id: open.id }, data: { deactivated: true } });
     expectError(
       await post(org.admin, 'guests-out'),
       "Not authorized to send to channel 'guests-out'",
+    );
+    // The posting permission is looked at first, archived or not.
+    expectError(
+      await post(org.member, 'guests-out'),
+      'You do not have permission to post in this channel.',
     );
   });
 

@@ -1038,7 +1038,7 @@ describe('the stored settings decide permissions', () => {
     await setGroup(org, 'direct_message_initiator_group', 'role:administrators');
     expectError(
       await dm(org.member, org.other),
-      'You are not allowed to start direct message conversations.',
+      'You do not have permission to initiate direct message conversations.',
     );
     // Replies to an existing conversation are fine.
     expectSuccess(await dm(org.admin, org.other));
@@ -1052,10 +1052,23 @@ describe('the stored settings decide permissions', () => {
       });
     expectError(
       await group(org.member, [org.other, org.owner]),
-      'You are not allowed to start direct message conversations.',
+      'You do not have permission to initiate direct message conversations.',
     );
     expectSuccess(await group(org.admin, [org.member, org.other]));
     expectSuccess(await group(org.member, [org.other, org.admin]));
+    // Bots are never limited (Zulip's check_can_send_direct_message).
+    await setGroup(org, 'direct_message_permission_group', 'role:administrators');
+    const created = expectSuccess(
+      await as(org.member, org.host).post('/bots', {
+        full_name: 'DM bot',
+        short_name: `dm${Date.now()}`,
+      }),
+    );
+    const bot = await getPrisma().user.findUniqueOrThrow({
+      where: { id: created.user_id as number },
+    });
+    expectSuccess(await group(bot, [org.other, org.owner]));
+    await setGroup(org, 'direct_message_permission_group', 'role:everyone');
   });
 
   it('can_create_bots_group and can_create_write_only_bots_group', async () => {

@@ -67,14 +67,8 @@ import { activeMemberIds, groupIdsOfUser, groupIdsOfUserSql } from '../lib/group
 import { inRealmGroups, realmGroupId } from '../lib/realm-state';
 import { apiFlags, displayUser } from '../lib/messages';
 import { loadMentionData, type NamedGroup } from '../lib/rendering';
-import {
-  hasContentAccess,
-  loadPermissions,
-  subscribedSql,
-  subscriptionOf,
-  type Permissions,
-} from '../lib/streams';
-import { apiEmailFor, canSeeDeliveryEmail, dummyEmailUserId } from '../lib/users';
+import { loadPermissions, subscribedSql, subscriptionOf, type Permissions } from '../lib/streams';
+import { apiEmailFor, canSeeDeliveryEmail, dummyEmailUserId, isGuest } from '../lib/users';
 import {
   accessOnSend,
   checkSenderCanAccessRecipients,
@@ -438,7 +432,7 @@ async function resolveChannel(
     ...stream
   } = found;
   const perms = { user: sender, groups: new Set(groupIds) };
-  if (!bySystemBot) checkMayPost(perms, stream, subscribed);
+  if (!bySystemBot) await checkMayPost(sender, perms, stream, subscribed);
   checkTopicPolicy(realm, stream, topic);
   if (!bySystemBot && !topicExists) await checkCanCreateTopic(sender, perms.groups, stream);
   // An unsubscribed sender (public channels allow that) gets no copy, as in Zulip.
@@ -475,14 +469,40 @@ export async function checkCanCreateTopic(
 /** Zulip's access_stream_for_send_message and can_send_message_group. */
 export async function checkCanPost(sender: User, stream: Stream): Promise<void> {
   const perms = await loadPermissions(sender);
-  checkMayPost(perms, stream, (await subscriptionOf(sender.id, stream)) !== null);
+  await checkMayPost(sender, perms, stream, (await subscriptionOf(sender.id, stream)) !== null);
 }
 
-function checkMayPost(perms: Permissions, stream: Stream, subscribed: boolean): void {
-  if (stream.deactivated || !hasContentAccess(perms, stream, subscribed))
-    throw new JsonableError(`Not authorized to send to channel '${stream.name}'`);
-  if (!perms.groups.has(stream.canSendMessageGroupId))
+/** Zulip's access_stream_for_send_message, in its order: the channel's can_send_message_group
+ * (a bot may also post where its owner may), then the channel itself: archived channels take
+ * nothing; web-public and public ones (but for guests) take anyone; a private one its
+ * subscribers, a bot whose owner is subscribed, and, when its history is shared, the members
+ * of the groups that may subscribe to it or add subscribers. Only a bot's failing first look
+ * reads anything more. */
+async function checkMayPost(
+  sender: User,
+  perms: Permissions,
+  stream: Stream,
+  subscribed: boolean,
+): Promise<void> {
+  const owner = sender.isBot ? sender.botOwnerId : null;
+  if (
+    !perms.groups.has(stream.canSendMessageGroupId) &&
+    (owner === null || !(await groupIdsOfUser(owner)).has(stream.canSendMessageGroupId))
+  )
     throw new JsonableError('You do not have permission to post in this channel.');
+  const refused = new JsonableError(`Not authorized to send to channel '${stream.name}'`);
+  if (stream.deactivated) throw refused;
+  if (stream.isWebPublic || subscribed) return;
+  if (!stream.inviteOnly && !isGuest(sender)) return;
+  if (owner !== null && (await subscriptionOf(owner, stream)) !== null) return;
+  if (
+    stream.historyPublicToSubscribers &&
+    !isGuest(sender) &&
+    (perms.groups.has(stream.canSubscribeGroupId) ||
+      perms.groups.has(stream.canAddSubscribersGroupId))
+  )
+    return;
+  throw refused;
 }
 
 /** The users a direct message names, in organization $2: by id ($1: ids, and the ids of dummy
@@ -599,7 +619,8 @@ async function resolveDirect(
   return { addressee, recipientId, recipients, senderRecipientId, senderGroups: groups };
 }
 
-const MAY_NOT_INITIATE = 'You are not allowed to start direct message conversations.';
+// Zulip's DirectMessageInitiationError.
+const MAY_NOT_INITIATE = 'You do not have permission to initiate direct message conversations.';
 
 const conversationExists = statement<{ exists: boolean }, [number]>(
   `SELECT EXISTS (SELECT 1 FROM message WHERE recipient_id = $1) AS exists`,
@@ -611,14 +632,16 @@ const personalConversationExists = statement<{ exists: boolean }, [number, numbe
 
 /** The organization's direct_message_permission_group (a conversation needs someone in it
  * among its participants) and direct_message_initiator_group (others may only reply to an
- * existing conversation: `mayNotInitiate` asks the caller to check). Conversations with only
- * bots or oneself are always allowed. */
+ * existing conversation: `mayNotInitiate` asks the caller to check). Bots, and conversations
+ * with only bots or oneself, are always allowed. */
 async function checkDirectMessagePolicy(
   realm: Realm,
   sender: User,
   recipients: User[],
   senderGroups: Set<number>,
 ): Promise<{ mayNotInitiate: boolean }> {
+  // Zulip's check_can_send_direct_message: bots are never limited.
+  if (sender.isBot) return { mayNotInitiate: false };
   const others = recipients.filter((user) => user.id !== sender.id);
   if (others.every((user) => user.isBot)) return { mayNotInitiate: false };
   if (!inRealmGroups(realm, 'direct_message_permission_group', senderGroups)) {
