@@ -1,4 +1,4 @@
-import { Role, type User } from '@parley/db';
+import { getPrisma, Role, type User } from '@parley/db';
 import { createMessageOrg, send, type MessageOrg } from './message-helpers';
 import { as, captureEvents, createTestUser, expectError, expectSuccess } from './helpers';
 
@@ -69,5 +69,28 @@ describe('muted users', () => {
       await as(user, org.host).post('/users/me/muted_users/abc'),
       'muted_user_id is not an integer',
     );
+  });
+
+  it('a guest may mute only the people they may see', async () => {
+    // An organization of its own: guests limited to the people they share something with.
+    const limited = await createMessageOrg();
+    const members = await getPrisma().userGroup.findFirstOrThrow({
+      where: { realmId: limited.realm.id, name: 'role:members' },
+    });
+    expectSuccess(
+      await as(limited.owner, limited.host).patch('/realm', {
+        can_access_all_users_group: { new: members.id },
+      }),
+    );
+    const stranger = await createTestUser(limited.realm, Role.MEMBER);
+    const guestMute = (id: number) =>
+      as(limited.guest, limited.host).post(`/users/me/muted_users/${id}`);
+    expectError(await guestMute(stranger.id), 'Insufficient permission');
+    expectError(
+      await as(limited.guest, limited.host).delete(`/users/me/muted_users/${stranger.id}`),
+      'Insufficient permission',
+    );
+    // #general is shared with this member.
+    expectSuccess(await guestMute(limited.member.id));
   });
 });

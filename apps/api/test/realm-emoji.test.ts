@@ -90,7 +90,18 @@ describe('custom emoji', () => {
         await as(org.member, org.host).post('/realm/emoji/nofile', {}),
         'You must upload exactly one file.',
       );
-      expectError(await add(org.guest, 'guesty'), 'Insufficient permission');
+      // Zulip's require_member_or_admin comes first.
+      expectError(await add(org.guest, 'guesty'), 'Not allowed for guest users');
+      const created = expectSuccess(
+        await as(org.member, org.host).post('/bots', {
+          full_name: 'Emoji bot',
+          short_name: `emoji${Date.now()}`,
+        }),
+      );
+      const bot = await getPrisma().user.findUniqueOrThrow({
+        where: { id: created.user_id as number },
+      });
+      expectError(await add(bot, 'boty'), 'This endpoint does not accept bot requests.');
       expectError(
         await add(org.member, 'smile'),
         'Only administrators can override default emoji.',
@@ -98,6 +109,12 @@ describe('custom emoji', () => {
       expectSuccess(await add(org.admin, 'smile'));
       expectSuccess(await add(org.member, 'dup'));
       expectError(await add(org.other, 'dup'), 'A custom emoji with this name already exists.');
+      // A taken name is said before the file or the override is looked at (upload_emoji).
+      expectError(await add(org.member, 'smile'), 'A custom emoji with this name already exists.');
+      expectError(
+        await add(org.other, 'dup', Buffer.from('plain text')),
+        'A custom emoji with this name already exists.',
+      );
     });
   });
 

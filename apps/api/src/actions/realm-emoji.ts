@@ -3,6 +3,7 @@
 import { imageSize } from 'image-size';
 import {
   AuditLogEvent,
+  getPrisma,
   isUniqueViolation,
   Role,
   runAction,
@@ -16,7 +17,7 @@ import { sendEventOnCommit } from '../lib/events';
 import { hasRealmPermission } from '../lib/realm-permissions';
 import { emojiStorePath, realmEmojiDict } from '../lib/realm-emoji';
 import { removeUpload, storeUpload } from '../lib/upload-store';
-import { activeUserIds } from '../lib/users';
+import { activeUserIds, requireMemberOrAdmin } from '../lib/users';
 import { auditRealmChange } from './audit';
 import type { UploadedFile } from './uploads';
 
@@ -47,14 +48,24 @@ export async function doAddRealmEmoji(
   actor: User,
   realm: Realm,
   requestedName: string,
-  file: UploadedFile,
+  files: UploadedFile[],
 ): Promise<void> {
-  // As Zulip's upload_emoji view: spaces are typed for underscores.
+  // Zulip's upload_emoji, in its order: people only (require_member_or_admin), the name, the
+  // permission, the name taken, the file.
+  requireMemberOrAdmin(actor);
+  // Spaces are typed for underscores.
   const name = requestedName.trim().replace(/ /g, '_');
   checkEmojiName(name);
   // The organization's can_add_custom_emoji_group (members by default).
   if (!(await hasRealmPermission(realm, actor, 'can_add_custom_emoji_group')))
     throw new InsufficientPermissionError();
+  const taken = await getPrisma().realmEmoji.findFirst({
+    where: { realmId: realm.id, name, deactivated: false },
+    select: { id: true },
+  });
+  if (taken) throw new JsonableError('A custom emoji with this name already exists.');
+  if (files.length !== 1) throw new JsonableError('You must upload exactly one file.');
+  const file = files[0]!;
   if (emojiCodeForName(name) !== undefined && actor.role > Role.ADMINISTRATOR)
     throw new JsonableError('Only administrators can override default emoji.');
   let type: string | undefined;

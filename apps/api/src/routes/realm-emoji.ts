@@ -4,7 +4,7 @@ import { Router } from 'express';
 import { z } from 'zod';
 import { userEndpoint } from '@parley/auth';
 import { runAction } from '@parley/db';
-import { JsonableError, ResourceNotFoundError } from '@parley/errors';
+import { ResourceNotFoundError } from '@parley/errors';
 import { defineRoute, p } from '@parley/http';
 import * as schema from '../presenters/schemas';
 import { doAddRealmEmoji, doRemoveRealmEmoji, MAX_EMOJI_FILE_BYTES } from '../actions/realm-emoji';
@@ -37,9 +37,7 @@ defineRoute(
         response: schema.empty,
       },
       async ({ user, realm, path, req }) => {
-        const files = uploadedFiles(req);
-        if (files.length !== 1) throw new JsonableError('You must upload exactly one file.');
-        await doAddRealmEmoji(user, realm, path.emoji_name, files[0]!);
+        await doAddRealmEmoji(user, realm, path.emoji_name, uploadedFiles(req));
         return {};
       },
     ),
