@@ -159,6 +159,11 @@ describe('statuses', () => {
     expect(await statusOf(org.owner, org.admin)).toEqual(before);
     expectSuccess(await setStatus(org.admin, { status_text: ` ${'x'.repeat(60)} ` }));
     expect(await statusOf(org.owner, org.admin)).toEqual({ status_text: 'x'.repeat(60) });
+    // An empty code or type counts as not passed (Zulip tests them for truth).
+    expectSuccess(
+      await setStatus(org.admin, { status_text: 'y', emoji_code: '', reaction_type: '' }),
+    );
+    expect(await statusOf(org.owner, org.admin)).toEqual({ status_text: 'y' });
     expectError(
       await setStatus(bot, { status_text: 'beep' }),
       'This endpoint does not accept bot requests.',
@@ -183,6 +188,17 @@ describe('statuses', () => {
       await as(org.admin, org.host).post(`/users/${org.owner.id}/status`, { status_text: 'x' }),
     );
     expect(await statusOf(org.member, org.owner)).toEqual({ status_text: 'x' });
+    // A bot with the administrator role may too (update_user_status_admin takes bots).
+    const adminBot = await prisma().user.update({
+      where: { id: (await createTestUser(org.realm, Role.ADMINISTRATOR)).id },
+      data: { isBot: true, botType: 1, botOwnerId: org.admin.id },
+    });
+    expectSuccess(
+      await as(adminBot, org.host).post(`/users/${org.other.id}/status`, {
+        status_text: 'set by a bot',
+      }),
+    );
+    expect(await statusOf(org.member, org.other)).toMatchObject({ status_text: 'set by a bot' });
     // Zulip's order: a bot is no such user, even to someone who could not administer it.
     expectError(
       await as(org.other, org.host).post(`/users/${bot.id}/status`, { status_text: 'x' }),

@@ -49,7 +49,8 @@ export async function checkStatusChange(
       throw new JsonableError('Invalid emoji type.');
     const custom = await customEmojiFor(realm.id, name, code);
     change.emoji = checkEmoji(name, code, type as ReactionType | undefined, custom, true);
-  } else if (code !== undefined || type !== undefined)
+  } else if ((code ?? '') !== '' || (type ?? '') !== '')
+    // Empty ones count as not passed (Zulip tests them for truth).
     throw new JsonableError(
       'Client must pass emoji_name if they pass either emoji_code or reaction_type.',
     );

@@ -80,7 +80,9 @@ defineRoute(userStatusRoutes, '/users/:user_id/status', {
     },
   ),
   POST: userEndpoint(
-    { humansOnly: true, path: userPath, params: statusParams, response: z.object({}) },
+    // Zulip's update_user_status_admin takes bots' requests (an administrator's bot may set
+    // statuses), unlike the user's own endpoint.
+    { path: userPath, params: statusParams, response: z.object({}) },
     async ({ user, realm, path, params }) =>
       updateStatus(realm, await accessHuman(realm, user, path.user_id, true), params),
   ),
