@@ -118,6 +118,22 @@ export async function createChannel(
   });
 }
 
+/** Sets the organization's can_access_all_users_group to a system group, through the API:
+ * `role:members` limits guests to the people they share a channel or a conversation with. */
+export async function setGuestAccess(
+  org: { realm: Pick<Realm, 'id'>; host: string; owner: User },
+  groupName: 'role:members' | 'role:everyone' = 'role:members',
+): Promise<void> {
+  const group = await getPrisma().userGroup.findFirstOrThrow({
+    where: { realmId: org.realm.id, name: groupName },
+  });
+  expectSuccess(
+    await as(org.owner, org.host).patch('/realm', {
+      can_access_all_users_group: { new: group.id },
+    }),
+  );
+}
+
 function requestsTo(target: express.Express) {
   return {
     get: (host: string, url: string) => request(target).get(`/api/v1${url}`).set('Host', host),

@@ -1,6 +1,13 @@
-import { getPrisma, Role, type User } from '@parley/db';
+import { Role, type User } from '@parley/db';
 import { createMessageOrg, send, type MessageOrg } from './message-helpers';
-import { as, captureEvents, createTestUser, expectError, expectSuccess } from './helpers';
+import {
+  as,
+  captureEvents,
+  createTestUser,
+  expectError,
+  expectSuccess,
+  setGuestAccess,
+} from './helpers';
 
 describe('muted users', () => {
   let org: MessageOrg;
@@ -74,14 +81,7 @@ describe('muted users', () => {
   it('a guest may mute only the people they may see', async () => {
     // An organization of its own: guests limited to the people they share something with.
     const limited = await createMessageOrg();
-    const members = await getPrisma().userGroup.findFirstOrThrow({
-      where: { realmId: limited.realm.id, name: 'role:members' },
-    });
-    expectSuccess(
-      await as(limited.owner, limited.host).patch('/realm', {
-        can_access_all_users_group: { new: members.id },
-      }),
-    );
+    await setGuestAccess(limited);
     const stranger = await createTestUser(limited.realm, Role.MEMBER);
     const guestMute = (id: number) =>
       as(limited.guest, limited.host).post(`/users/me/muted_users/${id}`);

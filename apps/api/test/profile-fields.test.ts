@@ -11,6 +11,7 @@ import {
   createTestUser,
   expectError,
   expectSuccess,
+  setGuestAccess,
   type Published,
   type TestRealm,
 } from './helpers';
@@ -619,14 +620,7 @@ describe('PATCH /realm/profile_fields/{field_id}', () => {
     expect(published.find((p) => p.event.type === 'realm_user')!.users).toContain(org.guest.id);
 
     // A guest who may see only the people they share something with hears nothing of others.
-    const members = await prisma().userGroup.findFirstOrThrow({
-      where: { realmId: org.realm.id, name: 'role:members' },
-    });
-    expectSuccess(
-      await as(org.owner, org.host).patch('/realm', {
-        can_access_all_users_group: { new: members.id },
-      }),
-    );
+    await setGuestAccess(org);
     expectSuccess(await setOwn(org, org.admin, [{ id, value: 'nano' }]));
     const limited = await captureEvents(org.realm.id, async () => {
       expectSuccess(await update(org, id, { field_data: { vim: CHOICES.vim } }));

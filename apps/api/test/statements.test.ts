@@ -9,7 +9,7 @@
 import pg from 'pg';
 import { authCache } from '@parley/auth';
 import { getPrisma, Role, type User } from '@parley/db';
-import { as, createTestUser, expectSuccess } from './helpers';
+import { as, createTestUser, expectSuccess, setGuestAccess } from './helpers';
 import { createMessageOrg, send, type MessageOrg } from './message-helpers';
 import { outboxSettled } from '../src/lib/outbox';
 import { activeMembersSql, groupIdsOfUser, groupIdsOfUserSql } from '../src/lib/groups';
@@ -236,14 +236,7 @@ describe('statements per request', () => {
   // the organization limits guests is known from memory after its first request.
   it('POST /messages to a channel with guests, when guests see only some users: one more read', async () => {
     const limited = await createMessageOrg();
-    const members = await getPrisma().userGroup.findFirstOrThrow({
-      where: { realmId: limited.realm.id, name: 'role:members' },
-    });
-    expectSuccess(
-      await as(limited.owner, limited.host).patch('/realm', {
-        can_access_all_users_group: { new: members.id },
-      }),
-    );
+    await setGuestAccess(limited);
     const run = (sender: User) => () =>
       send(sender, limited.host, { type: 'stream', to: 'general', topic: 't', content: 'x' });
     // The administrator is not subscribed to #general, the member is.

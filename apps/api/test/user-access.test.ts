@@ -9,8 +9,15 @@
 // when it lets them see someone; and, as Zulip has it already, in the subscriber lists a guest
 // can read.
 import { resetConfig } from '@parley/config';
-import { getPrisma, Role, type Realm, type User } from '@parley/db';
-import { as, captureEvents, createTestUser, expectError, expectSuccess } from './helpers';
+import { getPrisma, Role, type User } from '@parley/db';
+import {
+  as,
+  captureEvents,
+  createTestUser,
+  expectError,
+  expectSuccess,
+  setGuestAccess,
+} from './helpers';
 import { createMessageOrg, send, type MessageOrg } from './message-helpers';
 import type { QueuedEvent } from '@parley/events';
 import { applyEvent, type StateOptions } from '../src/lib/initial-state';
@@ -23,17 +30,7 @@ function limitPresence(on: boolean): void {
   resetConfig();
 }
 
-async function systemGroup(realm: Pick<Realm, 'id'>, name: string): Promise<number> {
-  return (await prisma().userGroup.findFirstOrThrow({ where: { realmId: realm.id, name } })).id;
-}
-
-async function restrict(org: MessageOrg, groupName: 'role:members' | 'role:everyone') {
-  expectSuccess(
-    await as(org.owner, org.host).patch('/realm', {
-      can_access_all_users_group: { new: await systemGroup(org.realm, groupName) },
-    }),
-  );
-}
+const restrict = setGuestAccess;
 
 async function listedIds(user: User, host: string, query: Record<string, unknown> = {}) {
   const body = expectSuccess(await as(user, host).get('/users', query));
