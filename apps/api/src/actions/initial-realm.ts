@@ -184,6 +184,7 @@ export async function sendInitialRealmMessages(realm: Realm, owner: User): Promi
       });
       await doAddReaction(
         ctx,
+        realm,
         bot,
         message,
         stream,

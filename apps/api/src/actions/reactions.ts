@@ -6,6 +6,7 @@ import {
   isUniqueViolation,
   type ActionContext,
   type Message,
+  type Realm,
   type Stream,
   type Tx,
   type User,
@@ -183,13 +184,10 @@ export function checkRemoveReaction(
 
 /** Zulip's UserProfile.email, which the deprecated `user` object carries: the real address
  * only when the user shows it to everyone, else the dummy one (the same for every viewer). */
-async function publicEmail(tx: Tx, user: User): Promise<string> {
-  if (user.emailAddressVisibility === EmailVisibility.EVERYONE) return user.deliveryEmail;
-  const realm = await tx.realm.findUniqueOrThrow({
-    where: { id: user.realmId },
-    select: { stringId: true },
-  });
-  return dummyEmail(user, realm);
+function publicEmail(user: User, realm: Pick<Realm, 'stringId'>): string {
+  return user.emailAddressVisibility === EmailVisibility.EVERYONE
+    ? user.deliveryEmail
+    : dummyEmail(user, realm);
 }
 
 function reactionEvent(
@@ -214,6 +212,7 @@ function reactionEvent(
 
 export async function doAddReaction(
   ctx: ActionContext,
+  realm: Pick<Realm, 'stringId'>,
   user: User,
   message: Message,
   stream: Stream | null,
@@ -255,7 +254,7 @@ export async function doAddReaction(
   await doAutoFollowOnParticipation(ctx, user, message, stream);
   sendEventOnCommit(
     ctx,
-    reactionEvent('add', user, await publicEmail(tx, user), message, stored),
+    reactionEvent('add', user, publicEmail(user, realm), message, stored),
     await messageAudience(message, stream),
   );
 }
@@ -263,6 +262,7 @@ export async function doAddReaction(
 /** Removes the user's reaction; the event names it as stored. */
 export async function doRemoveReaction(
   ctx: ActionContext,
+  realm: Pick<Realm, 'stringId'>,
   user: User,
   message: Message,
   stream: Stream | null,
@@ -276,7 +276,7 @@ export async function doRemoveReaction(
   if (!removed) throw new ReactionDoesNotExistError();
   sendEventOnCommit(
     ctx,
-    reactionEvent('remove', user, await publicEmail(ctx.tx, user), message, {
+    reactionEvent('remove', user, publicEmail(user, realm), message, {
       name: removed.emoji_name,
       code,
       type: type as ReactionType,

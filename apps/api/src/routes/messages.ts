@@ -233,7 +233,7 @@ defineRoute(messageRoutes, '/messages/:message_id/reactions', {
       params: { ...reactionParams, emoji_name: p.string({ maxLength: 100 }) },
       response: schema.empty,
     },
-    async ({ user, path, params }) => {
+    async ({ user, realm, path, params }) => {
       await runAction(async (ctx) => {
         const { message, flags, stream } = await accessMessage(user, path.message_id, ctx.tx);
         if (stream?.deactivated) throw new InvalidMessageError();
@@ -245,14 +245,14 @@ defineRoute(messageRoutes, '/messages/:message_id/reactions', {
         );
         const request = { ...reactionRequest(params), name: params.emoji_name };
         const emoji = await checkAddReaction(ctx.tx, user, message, request, custom);
-        await doAddReaction(ctx, user, message, stream, flags !== null, emoji);
+        await doAddReaction(ctx, realm, user, message, stream, flags !== null, emoji);
       });
       return {};
     },
   ),
   DELETE: userEndpoint(
     { path: messagePath, params: reactionParams, response: schema.empty },
-    async ({ user, path, params }) => {
+    async ({ user, realm, path, params }) => {
       await runAction(async (ctx) => {
         const { message, stream } = await accessMessage(user, path.message_id, ctx.tx);
         if (stream?.deactivated) throw new InvalidMessageError();
@@ -263,7 +263,7 @@ defineRoute(messageRoutes, '/messages/:message_id/reactions', {
           ctx.tx,
         );
         const emoji = checkRemoveReaction(reactionRequest(params), custom);
-        await doRemoveReaction(ctx, user, message, stream, emoji);
+        await doRemoveReaction(ctx, realm, user, message, stream, emoji);
       });
       return {};
     },

@@ -161,9 +161,6 @@ const removedAnswer = z.object({
 type ChannelsToAdd = ParamValues<{ channels: typeof channelsToAdd }>['channels'];
 type SubscribeValues = ParamValues<typeof subscribeParams>;
 
-/** Zulip's add_subscriptions_backend, inside the caller's transaction: creates the channels
- * that do not exist, checks access and permissions, subscribes. Returns the answer and the
- * notices, which go out once the transaction has committed (`after`). */
 /** Zulip's AddSubscriptionData validates each color with check_color("add.color", …), whichever
  * parameter carries the list. */
 function checkColors(channels: ChannelsToAdd, parameter: 'subscriptions' | 'add'): void {
@@ -175,6 +172,9 @@ function checkColors(channels: ChannelsToAdd, parameter: 'subscriptions' | 'add'
   });
 }
 
+/** Zulip's add_subscriptions_backend, inside the caller's transaction: creates the channels
+ * that do not exist, checks access and permissions, subscribes. Returns the answer and the
+ * notices, which go out once the transaction has committed (`after`). */
 async function addSubscriptions(
   ctx: ActionContext,
   user: User,
