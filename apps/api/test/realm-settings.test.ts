@@ -175,7 +175,7 @@ describe('PATCH /realm: scalar settings', () => {
     [
       'topics_policy',
       'disable_empty_topic',
-      2,
+      3,
       {
         op: 'update_dict',
         property: 'default',
@@ -272,6 +272,39 @@ describe('PATCH /realm: scalar settings', () => {
       'realm_welcome_message_custom_text',
       'Welcome aboard!',
     ],
+    ...(
+      [
+        ['digest_emails_enabled', true],
+        ['enable_guest_user_dm_warning', false],
+        ['enable_guest_user_indicator', false],
+        ['inline_image_preview', false],
+        ['inline_url_embed_preview', true],
+        ['message_content_allowed_in_email_notifications', false],
+        ['require_e2ee_push_notifications', true],
+        ['send_channel_events_messages', true],
+        ['want_advertise_in_communities_directory', true],
+        ['digest_weekday', 4],
+        ['giphy_rating', 3],
+        ['org_type', 20],
+      ] as const
+    ).map(
+      ([param, value]): [string, unknown, unknown, Record<string, unknown>, string, unknown] => [
+        param,
+        value,
+        value,
+        { op: 'update', property: param, value },
+        `realm_${param}`,
+        value,
+      ],
+    ),
+    [
+      'default_code_block_language',
+      'python',
+      'updated',
+      { op: 'update', property: 'default_code_block_language', value: 'python' },
+      'realm_default_code_block_language',
+      'python',
+    ],
   ];
 
   it.each(cases)(
@@ -288,11 +321,15 @@ describe('PATCH /realm: scalar settings', () => {
       ]);
       // The next request sees the change at once (the cached organization is dropped).
       expect((await registerState(member, org.host))[key]).toEqual(registered);
-      // Setting the same value again changes nothing and tells nobody.
+      // Setting the same value again changes nothing and tells nobody (Zulip answers with
+      // the two enum settings whenever they are sent).
       const again = await captureEvents(org.realm.id, async () => {
         expect(expectSuccess(await patchRealm(org.owner, org, { [param]: value }))).toEqual({
           result: 'success',
           msg: '',
+          ...(['topics_policy', 'message_edit_history_visibility_policy'].includes(param)
+            ? { [param]: data }
+            : {}),
         });
       });
       expect(again).toEqual([]);
@@ -404,9 +441,9 @@ describe('PATCH /realm: bad input', () => {
     org = await createTestRealm();
   });
 
-  const cases: [Record<string, unknown>, string][] = [
+  const BAD_VALUE = 'REQUEST_VARIABLE_INVALID';
+  const cases: [Record<string, unknown>, string, string?][] = [
     [{ name: 'x'.repeat(41) }, 'name is too long (limit: 40 characters)'],
-    [{ name: '   ' }, 'Organization name cannot be blank'],
     [{ description: 'x'.repeat(1001) }, 'description is too long (limit: 1000 characters)'],
     [
       { welcome_message_custom_text: 'x'.repeat(8001) },
@@ -416,14 +453,17 @@ describe('PATCH /realm: bad input', () => {
     [
       { message_content_edit_limit_seconds: 0 },
       "Bad value for 'message_content_edit_limit_seconds': 0",
+      BAD_VALUE,
     ],
     [
       { message_content_delete_limit_seconds: 'forever' },
       "Bad value for 'message_content_delete_limit_seconds': forever",
+      BAD_VALUE,
     ],
     [
       { move_messages_within_stream_limit_seconds: -5 },
       "Bad value for 'move_messages_within_stream_limit_seconds': -5",
+      BAD_VALUE,
     ],
     [
       { move_messages_between_streams_limit_seconds: 1.5 },
@@ -431,17 +471,33 @@ describe('PATCH /realm: bad input', () => {
     ],
     [
       { message_edit_history_visibility_policy: 'some' },
-      'Invalid message_edit_history_visibility_policy: some',
+      'Invalid message_edit_history_visibility_policy',
     ],
     [{ invite_required: 3 }, 'invite_required is not a boolean'],
     [{ waiting_period_threshold: -1 }, 'waiting_period_threshold is too small'],
     [{ waiting_period_threshold: 'soon' }, 'waiting_period_threshold is not an integer'],
     [{ waiting_period_threshold: 2 ** 31 - 1 }, 'waiting_period_threshold is too large'],
     [{ default_language: 'xx' }, "Invalid language 'xx'"],
-    [{ topics_policy: 'inherit' }, 'Invalid topics_policy: inherit'],
+    [{ topics_policy: 'inherit' }, 'Invalid topics_policy'],
     [{ mandatory_topics: 'yes' }, 'mandatory_topics is not a boolean'],
-    [{ message_retention_days: 0 }, "Bad value for 'message_retention_days': 0"],
-    [{ message_retention_days: 'never' }, "Bad value for 'message_retention_days': never"],
+    [{ message_retention_days: 0 }, "Bad value for 'message_retention_days': 0", BAD_VALUE],
+    [
+      { message_retention_days: 'never' },
+      "Bad value for 'message_retention_days': never",
+      BAD_VALUE,
+    ],
+    [{ giphy_rating: 9 }, 'Invalid giphy_rating 9'],
+    [{ org_type: 15 }, 'Invalid org_type'],
+    [{ digest_weekday: 7 }, 'Invalid digest_weekday'],
+    [{ inline_image_preview: 'no' }, 'inline_image_preview is not a boolean'],
+    [
+      { authentication_methods: { GitHub: true } },
+      "Invalid authentication method: GitHub. Valid methods are: ['Email']",
+    ],
+    [
+      { authentication_methods: { Email: false } },
+      'At least one authentication method must be enabled.',
+    ],
     [{ enable_spectator_access: 'on' }, 'enable_spectator_access is not a boolean'],
     [{ video_chat_provider: 3 }, 'Invalid video_chat_provider 3'],
     [{ jitsi_server_url: 'not a url' }, 'jitsi_server_url is not an allowed_type'],
@@ -458,13 +514,54 @@ describe('PATCH /realm: bad input', () => {
       { can_add_custom_emoji_group: { new: 'admins' } },
       "Invalid can_add_custom_emoji_group['new']",
     ],
-    [{ can_add_custom_emoji_group: { new: 999999999 } }, 'Invalid user group ID: 999999999'],
+    [{ can_add_custom_emoji_group: { new: 999999999 } }, 'Invalid user group'],
   ];
 
-  it.each(cases)('refuses %j', async (form, msg) => {
+  it.each(cases)('refuses %j', async (form, msg, code = 'BAD_REQUEST') => {
     const before = await realmRow(org.realm);
-    expectError(await patchRealm(org.owner, org, form), msg);
+    const res = await patchRealm(org.owner, org, form);
+    expectError(res, msg, 400, code);
+    if (code === BAD_VALUE) {
+      const [name, value] = Object.entries(form)[0]!;
+      expect(res.body).toMatchObject({ var_name: name, bad_value: value });
+    }
     expect(await realmRow(org.realm)).toEqual(before);
+  });
+
+  it('turns password login back on through authentication_methods', async () => {
+    const { realm, owner, host } = await createTestRealm();
+    await prisma().realm.update({ where: { id: realm.id }, data: { passwordAuthEnabled: false } });
+    let res: Response | undefined;
+    const published = await captureEvents(realm.id, async () => {
+      res = await as(owner, host).patch('/realm', { authentication_methods: { Email: true } });
+    });
+    expect(expectSuccess(res!)).toEqual({
+      result: 'success',
+      msg: '',
+      authentication_methods: { Email: true },
+    });
+    expect(published.map((p) => p.event)).toEqual([
+      {
+        type: 'realm',
+        op: 'update_dict',
+        property: 'default',
+        data: { authentication_methods: { Email: { enabled: true, available: true } } },
+      },
+    ]);
+    expect((await realmRow(realm)).passwordAuthEnabled).toBe(true);
+    expect((await registerState(owner, host)).realm_authentication_methods).toEqual({
+      Email: { enabled: true, available: true },
+    });
+  });
+
+  it('takes a blank name, as Zulip does (only the length is checked)', async () => {
+    const { realm, owner, host } = await createTestRealm();
+    expect(expectSuccess(await as(owner, host).patch('/realm', { name: '' }))).toEqual({
+      result: 'success',
+      msg: '',
+      name: 'updated',
+    });
+    expect((await realmRow(realm)).name).toBe('');
   });
 
   it('changes nothing when one of several settings is bad', async () => {
@@ -478,7 +575,7 @@ describe('PATCH /realm: bad input', () => {
         name: 'Fine',
         can_mention_many_users_group: { new: 999999999 },
       }),
-      'Invalid user group ID: 999999999',
+      'Invalid user group',
     );
     expect(await realmRow(org.realm)).toEqual(before);
   });
@@ -666,7 +763,7 @@ describe('PATCH /realm: group settings', () => {
           new: await systemGroup((await createTestRealm()).realm, 'role:members'),
         },
       }),
-      'Invalid user group ID',
+      'Invalid user group',
     ],
   ];
 
@@ -679,8 +776,33 @@ describe('PATCH /realm: group settings', () => {
     );
     expect(res.body.msg).toContain(msg);
     const stale = msg.startsWith("'old' value");
-    expectError(res, res.body.msg as string, 400, stale ? 'EXPECTATION_MISMATCH' : 'BAD_REQUEST');
+    const systemOnly = msg.endsWith('must be a system user group.');
+    expectError(
+      res,
+      res.body.msg as string,
+      400,
+      stale ? 'EXPECTATION_MISMATCH' : systemOnly ? 'SYSTEM_GROUP_REQUIRED' : 'BAD_REQUEST',
+    );
+    // Zulip's error fields: which expectation failed, which setting needs a system group.
+    if (stale) expect(res.body.field_name).toBe('old');
+    if (systemOnly) expect(res.body.setting_name).toBe('can_access_all_users_group');
     expect(await realmRow(org.realm)).toEqual(before);
+  });
+
+  it('takes a null "old" as no expectation, and an empty group as nobody where only system groups may be', async () => {
+    const admins = await systemGroup(org.realm, 'role:administrators');
+    expectSuccess(
+      await patchRealm(org.owner, org, { can_add_custom_emoji_group: { new: admins, old: null } }),
+    );
+    expect((await realmRow(org.realm)).canAddCustomEmojiGroupId).toBe(admins);
+    expectSuccess(
+      await patchRealm(org.owner, org, {
+        can_create_web_public_channel_group: { new: { direct_members: [], direct_subgroups: [] } },
+      }),
+    );
+    expect((await realmRow(org.realm)).canCreateWebPublicChannelGroupId).toBe(
+      await systemGroup(org.realm, 'role:nobody'),
+    );
   });
 
   it('lets only owners change the owner-only settings', async () => {
@@ -692,6 +814,10 @@ describe('PATCH /realm: group settings', () => {
       { disallow_disposable_email_addresses: false },
       { waiting_period_threshold: 7 },
       { message_retention_days: 10 },
+      // Before the value is looked at, as in Zulip.
+      { message_retention_days: 'x' },
+      { waiting_period_threshold: 7, message_content_edit_limit_seconds: 0 },
+      { authentication_methods: { Email: true } },
       { create_multiuse_invite_group: { new: owners } },
       { can_create_groups: { new: admins } },
       { can_invite_users_group: { new: admins } },

@@ -693,7 +693,7 @@ describe('bad input to the channel endpoints', () => {
         { can_remove_subscribers_group: { new: 'x' } },
         "Invalid can_remove_subscribers_group['new']",
       ],
-      [{ can_administer_channel_group: { new: 99999999 } }, 'Invalid user group ID: 99999999'],
+      [{ can_administer_channel_group: { new: 99999999 } }, 'Invalid user group'],
     ];
     const before = await prisma().stream.findUniqueOrThrow({ where: { id: org.general.id } });
     for (const [form, msg] of cases) {

@@ -435,7 +435,7 @@ describe('POST /users/me/subscriptions', () => {
     );
     expectError(
       await post({ subscriptions: [{ name: 'x' }], can_send_message_group: 99999999 }),
-      'Invalid user group ID: 99999999',
+      'Invalid user group',
     );
     expectError(
       await post({

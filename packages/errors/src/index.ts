@@ -331,21 +331,40 @@ export class BadNarrowError extends JsonableError {
   }
 }
 
-/** A setting change whose `old` value is not the current one (Zulip's
- * PreviousSettingValueMismatchedError). */
-export class PreviousSettingValueMismatchedError extends JsonableError {
+/** A change made against a value that has changed since (Zulip's ExpectationMismatchError):
+ * `field_name` says which expectation failed. */
+export class ExpectationMismatchError extends JsonableError {
   override readonly code = 'EXPECTATION_MISMATCH';
-  constructor() {
-    super("'old' value does not match the expected value.");
+  override readonly data: ErrorData;
+  constructor(fieldName: string) {
+    super(`'${fieldName}' value does not match the expected value.`);
+    this.data = { field_name: fieldName };
   }
 }
 
-/** A message edit made against content that has changed since (Zulip's
- * PreviousMessageContentMismatchedError). */
-export class PreviousMessageContentMismatchedError extends JsonableError {
-  override readonly code = 'EXPECTATION_MISMATCH';
+/** A setting change whose `old` value is not the current one (Zulip's
+ * PreviousSettingValueMismatchedError). */
+export class PreviousSettingValueMismatchedError extends ExpectationMismatchError {
   constructor() {
-    super("'prev_content_sha256' value does not match the expected value.");
+    super('old');
+  }
+}
+
+/** A message edit made against content that has changed since. */
+export class PreviousMessageContentMismatchedError extends ExpectationMismatchError {
+  constructor() {
+    super('prev_content_sha256');
+  }
+}
+
+/** A setting only a system group may hold, given another group (Zulip's
+ * SystemGroupRequiredError). */
+export class SystemGroupRequiredError extends JsonableError {
+  override readonly code = 'SYSTEM_GROUP_REQUIRED';
+  override readonly data: ErrorData;
+  constructor(settingName: string) {
+    super(`'${settingName}' must be a system user group.`);
+    this.data = { setting_name: settingName };
   }
 }
 

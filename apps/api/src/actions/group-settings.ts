@@ -21,26 +21,30 @@ export async function checkGroupSetting(
   rules: GroupSettingRules = {},
 ): Promise<number> {
   const forbidden = new Set(rules.forbidden ?? [SYSTEM_GROUPS.EVERYONE_ON_INTERNET]);
-  const assertAllowed = async (ids: number[]) => {
+  // Zulip's get_user_group_by_id_in_realm for the setting's own group ("Invalid user group"),
+  // update_or_create_user_group_for_setting for an anonymous group's subgroups ("Invalid
+  // user group ID: N"); a deactivated group is refused the same way in both.
+  const assertAllowed = async (ids: number[], unknown: (id: number) => string) => {
     if (ids.length === 0) return;
     const groups = await tx.userGroup.findMany({
-      where: { id: { in: ids }, realmId, deactivated: false, name: { not: null } },
-      select: { id: true, name: true },
+      where: { id: { in: ids }, realmId, name: { not: null } },
+      select: { id: true, name: true, deactivated: true },
     });
     for (const id of ids) {
       const group = groups.find((g) => g.id === id);
-      if (!group) throw new JsonableError(`Invalid user group ID: ${id}`);
+      if (!group) throw new JsonableError(unknown(id));
+      if (group.deactivated) throw new JsonableError('User group is deactivated.');
       if (forbidden.has(group.name!))
         throw new JsonableError(`'${setting}' setting cannot be set to '${group.name}' group.`);
     }
   };
   if (typeof value === 'number') {
-    await assertAllowed([value]);
+    await assertAllowed([value], () => 'Invalid user group');
     return value;
   }
   const members = [...new Set(value.direct_members)];
   const subgroups = [...new Set(value.direct_subgroups)];
-  await assertAllowed(subgroups);
+  await assertAllowed(subgroups, (id) => `Invalid user group ID: ${id}`);
   if (members.length > 0) {
     const found = await tx.user.count({ where: { id: { in: members }, realmId } });
     if (found !== members.length) {

@@ -20,6 +20,8 @@ import {
   JsonableError,
   OrganizationOwnerRequiredError,
   PreviousSettingValueMismatchedError,
+  RequestVariableConversionError,
+  SystemGroupRequiredError,
 } from '@parley/errors';
 import { sendEventOnCommit } from '../lib/events';
 import { checkGroupSetting } from './group-settings';
@@ -35,7 +37,7 @@ import { MAX_WELCOME_MESSAGE_CUSTOM_TEXT_LENGTH } from '../lib/invites';
 import { codePoints } from '../lib/text';
 import { LANGUAGES } from '../lib/languages';
 import { REALM_PERMISSION_SETTINGS, type RealmPermissionSetting } from '../lib/permission-settings';
-import { REALM_GROUP_COLUMNS, realmGroupId } from '../lib/realm-state';
+import { authenticationMethods, REALM_GROUP_COLUMNS, realmGroupId } from '../lib/realm-state';
 import { accessStreamById, loadPermissions } from '../lib/streams';
 import { activeUserIds, isOwner } from '../lib/users';
 import { availableVideoChatProviderIds } from '../lib/video-calls';
@@ -49,6 +51,17 @@ const JITSI_SERVER_URL_MAX_LENGTH = 200;
 export const EDIT_HISTORY_POLICIES = { all: 1, moves: 2, none: 3 } as const;
 export type EditHistoryPolicy = keyof typeof EDIT_HISTORY_POLICIES;
 export const TOPICS_POLICIES = ['allow_empty_topic', 'disable_empty_topic'] as const;
+/** RealmTopicsPolicyEnum's numbers, which PATCH /realm answers with. */
+const TOPICS_POLICY_NUMBERS = { allow_empty_topic: 2, disable_empty_topic: 3 } as const;
+
+/** Zulip's OrgTypeEnum. */
+const ORG_TYPES = new Set([0, 10, 20, 30, 35, 40, 50, 60, 70, 80, 90, 100, 1000]);
+/** Zulip's DigestWeekdayEnum: Monday is 0. */
+const DIGEST_WEEKDAYS = new Set([0, 1, 2, 3, 4, 5, 6]);
+/** The ids of lib/realm-state.ts's GIF_RATING_OPTIONS. */
+const GIPHY_RATINGS = new Set([0, 1, 2, 3, 4]);
+/** The login methods authentication_methods may name: Parley's one (email and password). */
+const AUTHENTICATION_METHODS = ['Email'];
 
 /** PATCH /realm's parameters as the route parsed them (undefined: not given). Time limits and
  * retention come as a number or a string ("unlimited"); jitsi_server_url as "default" or a
@@ -80,6 +93,20 @@ export interface RealmSettingsRequest {
   video_chat_provider?: number;
   jitsi_server_url?: string;
   welcome_message_custom_text?: string;
+  authentication_methods?: Record<string, boolean>;
+  org_type?: number;
+  default_code_block_language?: string;
+  digest_emails_enabled?: boolean;
+  digest_weekday?: number;
+  enable_guest_user_dm_warning?: boolean;
+  enable_guest_user_indicator?: boolean;
+  giphy_rating?: number;
+  inline_image_preview?: boolean;
+  inline_url_embed_preview?: boolean;
+  message_content_allowed_in_email_notifications?: boolean;
+  require_e2ee_push_notifications?: boolean;
+  send_channel_events_messages?: boolean;
+  want_advertise_in_communities_directory?: boolean;
   groups: Partial<Record<RealmPermissionSetting, GroupSettingChange>>;
   /** Channel ids; a negative one means none. */
   channels: Partial<Record<RealmChannelSetting, number>>;
@@ -110,18 +137,30 @@ const policyName = (stored: unknown): EditHistoryPolicy =>
 const SCALAR_SETTINGS: Record<string, ScalarSetting> = {
   allow_message_editing: { column: 'allowMessageEditing', form: 'update_dict' },
   avatar_changes_disabled: { column: 'avatarChangesDisabled', form: 'update' },
+  default_code_block_language: { column: 'defaultCodeBlockLanguage', form: 'update' },
   default_language: { column: 'defaultLanguage', form: 'update' },
   description: { column: 'description', form: 'update' },
+  digest_emails_enabled: { column: 'digestEmailsEnabled', form: 'update' },
+  digest_weekday: { column: 'digestWeekday', form: 'update' },
   disallow_disposable_email_addresses: {
     column: 'disallowDisposableEmailAddresses',
     form: 'update',
   },
   email_changes_disabled: { column: 'emailChangesDisabled', form: 'update' },
   emails_restricted_to_domains: { column: 'emailsRestrictedToDomains', form: 'update' },
+  enable_guest_user_dm_warning: { column: 'enableGuestUserDmWarning', form: 'update' },
+  enable_guest_user_indicator: { column: 'enableGuestUserIndicator', form: 'update' },
   enable_read_receipts: { column: 'enableReadReceipts', form: 'update' },
   enable_spectator_access: { column: 'webPublicAccessEnabled', form: 'update' },
+  giphy_rating: { column: 'giphyRating', form: 'update' },
+  inline_image_preview: { column: 'inlineImagePreview', form: 'update' },
+  inline_url_embed_preview: { column: 'inlineUrlEmbedPreview', form: 'update' },
   invite_required: { column: 'inviteRequired', form: 'update' },
   jitsi_server_url: { column: 'jitsiServerUrl', form: 'update' },
+  message_content_allowed_in_email_notifications: {
+    column: 'contentInEmailsAllowed',
+    form: 'update',
+  },
   message_content_delete_limit_seconds: {
     column: 'messageContentDeleteLimitSeconds',
     form: 'update',
@@ -146,7 +185,9 @@ const SCALAR_SETTINGS: Record<string, ScalarSetting> = {
   },
   name: { column: 'name', form: 'update' },
   name_changes_disabled: { column: 'nameChangesDisabled', form: 'update' },
+  require_e2ee_push_notifications: { column: 'requireE2eePushNotifications', form: 'update' },
   require_unique_names: { column: 'requireUniqueNames', form: 'update' },
+  send_channel_events_messages: { column: 'sendChannelEventsMessages', form: 'update' },
   send_welcome_emails: { column: 'sendWelcomeEmails', form: 'update' },
   topics_policy: {
     column: 'mandatoryTopics',
@@ -155,7 +196,19 @@ const SCALAR_SETTINGS: Record<string, ScalarSetting> = {
   },
   video_chat_provider: { column: 'videoChatProvider', form: 'update' },
   waiting_period_threshold: { column: 'waitingPeriodThreshold', form: 'update' },
+  want_advertise_in_communities_directory: {
+    column: 'wantAdvertiseInCommunitiesDirectory',
+    form: 'update',
+  },
   welcome_message_custom_text: { column: 'welcomeMessageCustomText', form: 'update' },
+  // Zulip's do_change_realm_org_type, after the others.
+  org_type: { column: 'orgType', form: 'update' },
+  // Kept in the realm row; authentication_methods announces the whole dict.
+  authentication_methods: {
+    column: 'passwordAuthEnabled',
+    form: 'update_dict',
+    toApi: (enabled) => authenticationMethods(enabled === true),
+  },
 };
 
 /** Settings only owners may change (Zulip's update_realm), besides the group settings below. */
@@ -184,7 +237,7 @@ function checkLength(name: string, value: string, limit: number): string {
 function parseTimeLimit(name: string, value: number | string): number | null {
   if (value === 'unlimited') return null;
   if (typeof value === 'string' || value <= 0)
-    throw new JsonableError(`Bad value for '${name}': ${value}`);
+    throw new RequestVariableConversionError(name, value);
   return value;
 }
 
@@ -192,7 +245,7 @@ function parseTimeLimit(name: string, value: number | string): number | null {
 function parseRetentionDays(value: number | string): number {
   if (value === 'unlimited') return -1;
   if (typeof value === 'string' || value <= 0)
-    throw new JsonableError(`Bad value for 'message_retention_days': ${value}`);
+    throw new RequestVariableConversionError('message_retention_days', value);
   return value;
 }
 
@@ -213,19 +266,58 @@ function parseJitsiUrl(value: string): string | null {
   return value;
 }
 
-/** The new column values of the scalar settings, validated (Zulip's checks, in its order). */
-function checkScalarSettings(request: RealmSettingsRequest): Map<string, unknown> {
+/** Zulip's validate_authentication_methods_dict_from_api and its at-least-one rule: the
+ * password login's new state. */
+function checkAuthenticationMethods(methods: Record<string, boolean>): boolean {
+  for (const name of Object.keys(methods))
+    if (!AUTHENTICATION_METHODS.includes(name))
+      throw new JsonableError(
+        `Invalid authentication method: ${name}. Valid methods are: ['${AUTHENTICATION_METHODS.join("', '")}']`,
+      );
+  if (!Object.values(methods).includes(true))
+    throw new JsonableError('At least one authentication method must be enabled.');
+  return methods.Email === true;
+}
+
+/** The new column values of the scalar settings, validated, with the owner-only rule, in
+ * Zulip's order (an administrator asking for an owner's setting hears that before any
+ * complaint about its value). */
+function checkScalarSettings(actor: User, request: RealmSettingsRequest): Map<string, unknown> {
   const values = new Map<string, unknown>();
+  const owner = isOwner(actor);
   if (request.default_language !== undefined && !(request.default_language in LANGUAGES))
     throw new JsonableError(`Invalid language '${request.default_language}'`);
+  if (request.authentication_methods !== undefined) {
+    if (!owner) throw new OrganizationOwnerRequiredError();
+    values.set(
+      'authentication_methods',
+      checkAuthenticationMethods(request.authentication_methods),
+    );
+  }
   if (
     request.video_chat_provider !== undefined &&
     // Zulip's check: one of the providers the server is configured for.
     !availableVideoChatProviderIds().includes(request.video_chat_provider)
   )
     throw new JsonableError(`Invalid video_chat_provider ${request.video_chat_provider}`);
-  if (request.message_retention_days !== undefined)
+  if (request.giphy_rating !== undefined && !GIPHY_RATINGS.has(request.giphy_rating))
+    throw new JsonableError(`Invalid giphy_rating ${request.giphy_rating}`);
+  if (request.org_type !== undefined && !ORG_TYPES.has(request.org_type))
+    throw new JsonableError('Invalid org_type');
+  if (request.digest_weekday !== undefined && !DIGEST_WEEKDAYS.has(request.digest_weekday))
+    throw new JsonableError('Invalid digest_weekday');
+  if (request.message_retention_days !== undefined) {
+    if (!owner) throw new OrganizationOwnerRequiredError();
     values.set('message_retention_days', parseRetentionDays(request.message_retention_days));
+  }
+  if (
+    !owner &&
+    ([...OWNER_ONLY].some((name) => request[name as keyof RealmSettingsRequest] !== undefined) ||
+      Object.keys(request.groups).some((setting) =>
+        OWNER_ONLY_GROUPS.has(setting as RealmPermissionSetting),
+      ))
+  )
+    throw new OrganizationOwnerRequiredError();
   for (const name of [
     'message_content_delete_limit_seconds',
     'message_content_edit_limit_seconds',
@@ -237,11 +329,9 @@ function checkScalarSettings(request: RealmSettingsRequest): Map<string, unknown
   }
   if (request.jitsi_server_url !== undefined)
     values.set('jitsi_server_url', parseJitsiUrl(request.jitsi_server_url));
-  if (request.name !== undefined) {
-    const name = checkLength('name', request.name, MAX_REALM_NAME_LENGTH);
-    if (name.trim() === '') throw new JsonableError('Organization name cannot be blank');
-    values.set('name', name);
-  }
+  // Zulip checks only the length: a blank name is allowed.
+  if (request.name !== undefined)
+    values.set('name', checkLength('name', request.name, MAX_REALM_NAME_LENGTH));
   if (request.description !== undefined)
     values.set(
       'description',
@@ -259,7 +349,7 @@ function checkScalarSettings(request: RealmSettingsRequest): Map<string, unknown
   if (request.message_edit_history_visibility_policy !== undefined) {
     const policy = request.message_edit_history_visibility_policy;
     if (!Object.hasOwn(EDIT_HISTORY_POLICIES, policy))
-      throw new JsonableError(`Invalid message_edit_history_visibility_policy: ${policy}`);
+      throw new JsonableError('Invalid message_edit_history_visibility_policy');
     values.set(
       'message_edit_history_visibility_policy',
       EDIT_HISTORY_POLICIES[policy as EditHistoryPolicy],
@@ -267,7 +357,7 @@ function checkScalarSettings(request: RealmSettingsRequest): Map<string, unknown
   }
   if (request.topics_policy !== undefined) {
     if (!(TOPICS_POLICIES as readonly string[]).includes(request.topics_policy))
-      throw new JsonableError(`Invalid topics_policy: ${request.topics_policy}`);
+      throw new JsonableError('Invalid topics_policy');
     values.set('topics_policy', request.topics_policy === 'disable_empty_topic');
   } else if (request.mandatory_topics !== undefined) {
     // The setting's name before feature level 392.
@@ -276,18 +366,31 @@ function checkScalarSettings(request: RealmSettingsRequest): Map<string, unknown
   for (const name of [
     'allow_message_editing',
     'avatar_changes_disabled',
+    'default_code_block_language',
     'default_language',
+    'digest_emails_enabled',
+    'digest_weekday',
     'disallow_disposable_email_addresses',
     'email_changes_disabled',
     'emails_restricted_to_domains',
+    'enable_guest_user_dm_warning',
+    'enable_guest_user_indicator',
     'enable_read_receipts',
     'enable_spectator_access',
+    'giphy_rating',
+    'inline_image_preview',
+    'inline_url_embed_preview',
     'invite_required',
+    'message_content_allowed_in_email_notifications',
     'name_changes_disabled',
+    'org_type',
+    'require_e2ee_push_notifications',
     'require_unique_names',
+    'send_channel_events_messages',
     'send_welcome_emails',
     'video_chat_provider',
     'waiting_period_threshold',
+    'want_advertise_in_communities_directory',
   ] as const) {
     if (request[name] !== undefined) values.set(name, request[name]);
   }
@@ -375,7 +478,7 @@ async function checkRealmGroupSetting(
     const name = systemId === null ? undefined : systemNames.get(systemId);
     // Unknown ids get checkGroupSetting's "Invalid user group ID" below.
     if (systemId === null || (name === undefined && (await isNamedGroup(ctx, realm, systemId))))
-      throw new JsonableError(`'${setting}' must be a system user group.`);
+      throw new SystemGroupRequiredError(setting);
     if (
       name !== undefined &&
       rules.allowedSystemGroups &&
@@ -480,17 +583,11 @@ export async function doUpdateRealmSettings(
   await tx.$queryRaw`SELECT id FROM realm WHERE id = ${actor.realmId} FOR UPDATE`;
   const realm = await tx.realm.findUniqueOrThrow({ where: { id: actor.realmId } });
 
-  const values = checkScalarSettings(request);
+  const values = checkScalarSettings(actor, request);
   const groupChanges = Object.entries(request.groups) as [
     RealmPermissionSetting,
     GroupSettingChange,
   ][];
-  if (
-    !isOwner(actor) &&
-    ([...values.keys()].some((name) => OWNER_ONLY.has(name)) ||
-      groupChanges.some(([setting]) => OWNER_ONLY_GROUPS.has(setting)))
-  )
-    throw new OrganizationOwnerRequiredError();
 
   const systemGroups = await tx.userGroup.findMany({
     where: { realmId: realm.id, isSystemGroup: true },
@@ -516,11 +613,13 @@ export async function doUpdateRealmSettings(
     const wanted = normalizeGroupSetting(change.new, nobody);
     if (
       change.old !== undefined &&
+      change.old !== null &&
       !sameGroupSetting(normalizeGroupSetting(change.old, nobody), currentValue)
     )
       throw new PreviousSettingValueMismatchedError();
     if (sameGroupSetting(wanted, currentValue)) continue;
-    const id = await checkRealmGroupSetting(ctx, realm, setting, change.new, systemNames);
+    // Normalized as Zulip's parse_group_setting_value: an empty group is role:nobody.
+    const id = await checkRealmGroupSetting(ctx, realm, setting, wanted, systemNames);
     groupUpdates.push({ setting, old: currentValue, id });
   }
 
@@ -530,6 +629,15 @@ export async function doUpdateRealmSettings(
   const data: Record<string, unknown> = {};
   const columns: Partial<Record<keyof Realm, unknown>> = {};
   const changes: { event: ZulipEvent; audit: Record<string, unknown> }[] = [];
+  // Zulip answers with the two enum settings whenever they are asked for (its comparison of
+  // the stored number with the enum never finds them equal), as the enum's number.
+  if (request.message_edit_history_visibility_policy !== undefined)
+    data.message_edit_history_visibility_policy = values.get(
+      'message_edit_history_visibility_policy',
+    );
+  if (request.topics_policy !== undefined)
+    data.topics_policy =
+      TOPICS_POLICY_NUMBERS[request.topics_policy as keyof typeof TOPICS_POLICY_NUMBERS];
   for (const [name, setting] of Object.entries(SCALAR_SETTINGS)) {
     if (!values.has(name)) continue;
     const value = values.get(name);
@@ -538,17 +646,13 @@ export async function doUpdateRealmSettings(
     columns[setting.column] = value;
     const toApi = setting.toApi ?? ((stored: unknown) => stored);
     const apiValue = toApi(value);
-    // Zulip answers "updated" for text, and the enum's number for the two enum settings.
-    data[name] =
-      name === 'message_edit_history_visibility_policy'
-        ? value
-        : name === 'topics_policy'
-          ? value
-            ? 2
-            : 1
-          : typeof apiValue === 'string'
-            ? 'updated'
-            : apiValue;
+    // Zulip answers "updated" for text, and authentication_methods as asked.
+    if (name === 'authentication_methods') data[name] = request.authentication_methods;
+    else if (name === 'topics_policy') {
+      // The pre-392 mandatory_topics answers with its boolean.
+      if (request.topics_policy === undefined) data.mandatory_topics = value;
+    } else if (name !== 'message_edit_history_visibility_policy')
+      data[name] = typeof apiValue === 'string' ? 'updated' : apiValue;
     const event =
       setting.form === 'update'
         ? { type: 'realm', op: 'update', property: name, value: apiValue }

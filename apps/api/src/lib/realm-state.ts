@@ -161,6 +161,15 @@ const GIF_RATING_OPTIONS = {
   r: { name: 'Allow GIFs rated R (Restricted)', id: 4 },
 };
 
+/** The organization's login methods as register and the realm event present them: Parley's
+ * one is email and password (JWT is a server-to-server exchange Zulip does not list here
+ * either). */
+export function authenticationMethods(
+  passwordAuthEnabled: boolean,
+): Record<string, { enabled: boolean; available: boolean }> {
+  return { Email: { enabled: passwordAuthEnabled, available: true } };
+}
+
 const DEFAULT_EXTERNAL_ACCOUNTS = {
   twitter: {
     text: 'Twitter',
@@ -245,13 +254,9 @@ export function realmState(realm: Realm, groups: RealmGroups): Record<string, un
     // null: the server's (jitsi_server_url below).
     realm_jitsi_server_url: realm.jitsiServerUrl,
     realm_welcome_message_custom_text: realm.welcomeMessageCustomText,
-    // Parley's only login method is email + password (JWT is a server-to-server exchange
-    // Zulip does not list here either).
     realm_password_auth_enabled: realm.passwordAuthEnabled,
     realm_email_auth_enabled: realm.passwordAuthEnabled,
-    realm_authentication_methods: {
-      Email: { enabled: realm.passwordAuthEnabled, available: true },
-    },
+    realm_authentication_methods: authenticationMethods(realm.passwordAuthEnabled),
     ...groupSettings,
     realm_create_public_stream_policy: legacyPolicy(
       'can_create_public_channel_group',
@@ -284,27 +289,26 @@ export function realmState(realm: Realm, groups: RealmGroups): Record<string, un
     realm_push_notifications_enabled: config.PUSH_NOTIFICATIONS_ENABLED,
     realm_push_notifications_enabled_end_timestamp: null,
 
-    // Not stored yet: Zulip's defaults for a new organization (docs/register.md).
-    realm_default_code_block_language: '',
-    realm_digest_emails_enabled: false,
-    realm_digest_weekday: 1,
-    realm_enable_guest_user_dm_warning: true,
-    realm_enable_guest_user_indicator: true,
-    realm_inline_image_preview: true,
-    realm_inline_url_embed_preview: false,
-    realm_message_content_allowed_in_email_notifications: true,
+    realm_default_code_block_language: realm.defaultCodeBlockLanguage,
+    realm_digest_emails_enabled: realm.digestEmailsEnabled,
+    realm_digest_weekday: realm.digestWeekday,
+    realm_enable_guest_user_dm_warning: realm.enableGuestUserDmWarning,
+    realm_enable_guest_user_indicator: realm.enableGuestUserIndicator,
+    realm_inline_image_preview: realm.inlineImagePreview,
+    realm_inline_url_embed_preview: realm.inlineUrlEmbedPreview,
+    realm_message_content_allowed_in_email_notifications: realm.contentInEmailsAllowed,
     // -1: none.
     realm_moderation_request_channel_id: realm.moderationRequestChannelId ?? -1,
     realm_new_stream_announcements_stream_id: realm.newStreamAnnouncementsStreamId ?? -1,
     realm_signup_announcements_stream_id: realm.signupAnnouncementsStreamId ?? -1,
     realm_zulip_update_announcements_stream_id: realm.zulipUpdateAnnouncementsStreamId ?? -1,
-    realm_org_type: 0,
+    realm_org_type: realm.orgType,
     realm_plan_type: 1,
     zulip_plan_is_not_limited: true,
     realm_presence_disabled: false,
-    realm_require_e2ee_push_notifications: false,
+    realm_require_e2ee_push_notifications: realm.requireE2eePushNotifications,
     realm_upload_quota_mib: uploadQuotaMib(realm),
-    realm_want_advertise_in_communities_directory: false,
+    realm_want_advertise_in_communities_directory: realm.wantAdvertiseInCommunitiesDirectory,
     realm_icon_source: 'G',
     realm_icon_url: realmIconUrl(realm),
     realm_logo_source: 'D',
@@ -312,14 +316,14 @@ export function realmState(realm: Realm, groups: RealmGroups): Record<string, un
     realm_night_logo_source: 'D',
     realm_night_logo_url: DEFAULT_LOGO_URL,
     // Feature levels 434, 438, 456 and 469.
-    realm_send_channel_events_messages: false,
+    realm_send_channel_events_messages: realm.sendChannelEventsMessages,
     realm_owner_full_content_access: false,
     realm_default_avatar_source: 'G',
     realm_media_preview_size: 100,
     // The GIF rating under all three of its names (giphy_rating until feature level 442,
     // then gif_rating_options, gif_rating_policy from 453), with 442's ids: "g" is 1.
-    realm_giphy_rating: 1,
-    realm_gif_rating_policy: 1,
+    realm_giphy_rating: realm.giphyRating,
+    realm_gif_rating_policy: realm.giphyRating,
     giphy_rating_options: GIF_RATING_OPTIONS,
     gif_rating_options: GIF_RATING_OPTIONS,
     gif_rating_policy_options: GIF_RATING_OPTIONS,

@@ -33,7 +33,7 @@ const groupValue = z.union([
   z.object({ direct_members: z.array(id).max(10_000), direct_subgroups: z.array(id).max(1000) }),
 ]);
 /** Zulip's GroupSettingChangeRequest. */
-const groupChange = z.object({ new: groupValue, old: groupValue.optional() });
+const groupChange = z.object({ new: groupValue, old: groupValue.nullish() });
 
 /** A number, or a word such as "unlimited" (Json[int | str]). */
 const intOrWord = () =>
@@ -83,6 +83,20 @@ const settingParams = {
   video_chat_provider: p.int().optional(),
   jitsi_server_url: p.jsonOrText(z.string().max(1000)).optional(),
   welcome_message_custom_text: p.string().optional(),
+  authentication_methods: p.json(z.record(z.string().max(100), z.boolean())).optional(),
+  org_type: p.int().optional(),
+  default_code_block_language: p.string({ maxLength: 100 }).optional(),
+  digest_emails_enabled: p.bool().optional(),
+  digest_weekday: p.int().optional(),
+  enable_guest_user_dm_warning: p.bool().optional(),
+  enable_guest_user_indicator: p.bool().optional(),
+  giphy_rating: p.int().optional(),
+  inline_image_preview: p.bool().optional(),
+  inline_url_embed_preview: p.bool().optional(),
+  message_content_allowed_in_email_notifications: p.bool().optional(),
+  require_e2ee_push_notifications: p.bool().optional(),
+  send_channel_events_messages: p.bool().optional(),
+  want_advertise_in_communities_directory: p.bool().optional(),
 };
 
 defineRoute(realmRoutes, '/realm', {
