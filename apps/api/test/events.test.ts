@@ -173,6 +173,36 @@ describe('POST /register', () => {
     expectError(await c.register({ event_types: 'message' }), 'event_types is not valid JSON');
     expectError(await c.register({ narrow: [['channel']] }), 'Invalid narrow[0]');
     expectError(await c.register({ apply_markdown: 'yes' }), 'apply_markdown is not valid JSON');
+    // Zulip's check_narrow_for_events: only what a message event alone can decide.
+    for (const operator of ['dm', 'search', 'has', 'subject'])
+      expectError(
+        await c.register({ narrow: [[operator, 'x']] }),
+        `Operator ${operator} not supported.`,
+      );
+    expectError(
+      await c.events({ dont_block: true, narrow: [['search', 'x']] }),
+      'Operator search not supported.',
+    );
+    expectError(
+      await c.register({ narrow: [['is', 'followed']] }),
+      'Operand followed not supported.',
+    );
+    expectSuccess(
+      await c.register({
+        narrow: [
+          ['stream', 'x'],
+          ['is', 'resolved'],
+        ],
+      }),
+    );
+  });
+
+  it('takes event_types=null, as the Python client sends when no types are named', async () => {
+    const org = await createTestRealm();
+    const res = await client(org.owner, org.host).register({ event_types: null });
+    expectSuccess(res);
+    expect(res.body).toHaveProperty('realm_users');
+    expect(res.body).toHaveProperty('subscriptions');
   });
 
   it('folds in events that raced the registration and returns the last one folded', async () => {
@@ -379,6 +409,8 @@ describe('GET /events', () => {
       await c.events({ queue_id: registered.queue_id, last_event_id: 'x' }),
       'last_event_id is not an integer',
     );
+    // Before the queue is looked up, as Zulip's fetch_events checks.
+    expectError(await c.events({ queue_id: '1:nope' }), "Missing 'last_event_id' argument");
   });
 
   it('forgets a poll whose client went away, and keeps its events for the next poll', async () => {

@@ -8,8 +8,16 @@ import { parse } from 'yaml';
 import { getPrisma, Role, type User, SYSTEM_GROUPS } from '@parley/db';
 import type { QueuedEvent } from '@parley/events';
 import { applyEvent, refreshAfterEvents, type StateOptions } from '../src/lib/initial-state';
+import { ensureSystemBot } from '../src/actions/system-bots';
 import { STOP_WORDS } from '../src/lib/stop-words';
-import { as, createTestRealm, createTestUser, expectSuccess, type TestRealm } from './helpers';
+import {
+  as,
+  createChannel,
+  createTestRealm,
+  createTestUser,
+  expectSuccess,
+  type TestRealm,
+} from './helpers';
 import { sharedPath } from './shared-dir';
 
 // ---- The checklist, extracted from Zulip's OpenAPI description ----------------------------
@@ -417,6 +425,66 @@ describe('POST /register values come from the data Parley stores', () => {
       { max_message_id: group, user_ids: [alice.id, realm.owner.id].sort((a, b) => a - b) },
       { max_message_id: fromBob, user_ids: [alice.id] },
     ]);
+  });
+
+  it('lists users in id order without is_active, and marks the system bots', async () => {
+    const realm = await createTestRealm();
+    await createTestUser(realm.realm, Role.MEMBER);
+    const gone = await createTestUser(realm.realm, Role.MEMBER);
+    await getPrisma().user.update({ where: { id: gone.id }, data: { isActive: false } });
+    const notificationBot = await ensureSystemBot(realm.realm, 'notification');
+    const state = expectSuccess(
+      await as(realm.owner, realm.host).post('/register', { fetch_event_types: ['realm_user'] }),
+    );
+    for (const key of ['realm_users', 'realm_non_active_users']) {
+      const people = state[key] as Record<string, unknown>[];
+      const ids = people.map((person) => person.user_id as number);
+      expect(ids).toEqual([...ids].sort((a, b) => a - b));
+      expect(people.filter((person) => 'is_active' in person)).toEqual([]);
+    }
+    expect((state.realm_non_active_users as { user_id: number }[]).map((u) => u.user_id)).toEqual([
+      gone.id,
+    ]);
+    const bots = (state.realm_users as Record<string, unknown>[]).filter(
+      (person) => person.is_system_bot === true,
+    );
+    expect(bots.map((bot) => bot.user_id)).toEqual([notificationBot.id]);
+  });
+
+  it("reads a channel's unset notification settings as the user's defaults, unless the client takes null", async () => {
+    const realm = await createTestRealm();
+    const alice = await createTestUser(realm.realm, Role.MEMBER);
+    await createChannel(realm.realm, realm.owner, 'quiet corner', [alice]);
+    expectSuccess(
+      await as(alice, realm.host).patch('/settings', {
+        enable_stream_desktop_notifications: true,
+        enable_stream_push_notifications: false,
+      }),
+    );
+    const subscription = async (capabilities: Record<string, boolean>) => {
+      const state = expectSuccess(
+        await as(alice, realm.host).post('/register', {
+          fetch_event_types: ['subscription'],
+          client_capabilities: capabilities,
+        }),
+      );
+      return (state.subscriptions as Record<string, unknown>[]).find(
+        (sub) => sub.name === 'quiet corner',
+      )!;
+    };
+    expect(await subscription({})).toMatchObject({
+      desktop_notifications: true,
+      push_notifications: false,
+      audible_notifications: false,
+      email_notifications: false,
+      wildcard_mentions_notify: null,
+    });
+    expect(await subscription({ notification_settings_null: true })).toMatchObject({
+      desktop_notifications: null,
+      push_notifications: null,
+      audible_notifications: null,
+      email_notifications: null,
+    });
   });
 
   it('sends as stop words only words the database search ignores', async () => {

@@ -1,5 +1,6 @@
-// Which message events a narrowed queue accepts (Zulip's build_narrow_predicate). Operators
-// that need the database (search, has:…) cannot be decided here and match nothing, as in Zulip.
+// Which message events a narrowed queue accepts (Zulip's build_narrow_predicate). Registration
+// allows only the operators decided here (queue-params.ts, Zulip's check_narrow_for_events); an
+// `is:` operand it cannot decide matches every message, as in Zulip.
 import type { NarrowTerm } from '@parley/events';
 
 export interface NarrowableMessage {
@@ -10,6 +11,9 @@ export interface NarrowableMessage {
   sender_id: number;
   sender_email: string;
 }
+
+/** Zulip's RESOLVED_TOPIC_PREFIX. */
+const RESOLVED_PREFIX = '✔ ';
 
 const lower = (value: unknown) => String(value).toLowerCase();
 
@@ -23,39 +27,29 @@ function matchesTerm(term: NarrowTerm, message: NarrowableMessage, flags: string
         ? message.stream_id === Number(operand)
         : lower(message.display_recipient) === lower(operand);
     case 'topic':
-    case 'subject':
       return message.type === 'stream' && lower(message.subject ?? '') === lower(operand);
     case 'sender':
       return typeof operand === 'number'
         ? message.sender_id === operand
         : lower(message.sender_email) === lower(operand);
-    case 'dm':
-    case 'pm-with': {
-      if (message.type !== 'private' || !Array.isArray(message.display_recipient)) return false;
-      const wanted = (Array.isArray(operand) ? operand : String(operand).split(',')).map(lower);
-      const recipients = message.display_recipient.flatMap((r) => [lower(r.id), lower(r.email)]);
-      return wanted.every((who) => recipients.includes(who));
-    }
     case 'is':
       switch (operand) {
         case 'dm':
         case 'private':
           return message.type === 'private';
+        // Zulip's predicate tests the personal mention flag for both (not wildcards, not
+        // alert words), unlike GET /messages' is:mentioned and is:alerted.
         case 'mentioned':
-          return [
-            'mentioned',
-            'stream_wildcard_mentioned',
-            'topic_wildcard_mentioned',
-            'wildcard_mentioned',
-          ].some((f) => flags.includes(f));
+        case 'alerted':
+          return flags.includes('mentioned');
         case 'starred':
           return flags.includes('starred');
-        case 'alerted':
-          return flags.includes('has_alert_word');
         case 'unread':
           return !flags.includes('read');
+        case 'resolved':
+          return message.type === 'stream' && (message.subject ?? '').startsWith(RESOLVED_PREFIX);
         default:
-          return false;
+          return true;
       }
     default:
       return false;

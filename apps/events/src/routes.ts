@@ -61,10 +61,9 @@ export function eventsHandlers(service: EventsService): EventsHandlers {
           );
           return { events: [], queue_id: queueId };
         }
-        if (params.last_event_id === undefined) {
-          await ownQueue(params.queue_id, user.id);
+        // Zulip's fetch_events: before the queue is looked up.
+        if (params.last_event_id === undefined)
           throw new JsonableError("Missing 'last_event_id' argument");
-        }
         const queueId = params.queue_id;
         const shard = parseQueueId(queueId, store.shards)?.shard ?? 0;
         // Registered before the queue is read, so no wake-up in between is missed.

@@ -27,7 +27,8 @@ const narrowTerm = z.union([
 ]);
 
 export const queueParams = {
-  event_types: p.json(z.array(z.string())).optional(),
+  // null as not given: the Python client sends it when no types are named.
+  event_types: p.json(z.array(z.string()).nullable()).optional(),
   narrow: p.json(z.array(narrowTerm)).default([]),
   all_public_streams: p.json(z.boolean()).optional(),
   apply_markdown: p.json(z.boolean()).default(false),
@@ -56,6 +57,9 @@ export interface QueueRegistrant {
   defaultEventsRegisterStreamId: number | null;
 }
 
+/** The narrow operators a queue may filter on ("stream" is the old name of "channel"). */
+const EVENT_NARROW_OPERATORS = ['channel', 'stream', 'topic', 'sender', 'is'];
+
 /** Zulip's ROLE_GUEST. */
 const GUEST_ROLE = 600;
 
@@ -77,6 +81,11 @@ export function queueOptionsFromParams(
     narrow.push({ operator: 'channel', operand: user.defaultEventsRegisterStreamId });
   for (const term of narrow) {
     if (term.operator === '') throw new JsonableError('Invalid narrow operator: empty operator');
+    // Zulip's check_narrow_for_events: only what a message event alone can decide.
+    if (!EVENT_NARROW_OPERATORS.includes(term.operator))
+      throw new JsonableError(`Operator ${term.operator} not supported.`);
+    if (term.operator === 'is' && term.operand === 'followed')
+      throw new JsonableError('Operand followed not supported.');
   }
   const requested =
     params.idle_queue_timeout === 'mobile'

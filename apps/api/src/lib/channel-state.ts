@@ -245,3 +245,23 @@ export function applyChannelEvent(
     }
   }
 }
+
+const STREAM_NOTIFICATION_SETTINGS = [
+  ['desktop_notifications', 'enableStreamDesktopNotifications'],
+  ['audible_notifications', 'enableStreamAudibleNotifications'],
+  ['push_notifications', 'enableStreamPushNotifications'],
+  ['email_notifications', 'enableStreamEmailNotifications'],
+] as const satisfies readonly (readonly [string, keyof User])[];
+
+/** Zulip's handle_stream_notifications_compatibility, for clients without the
+ * notification_settings_null capability: a channel's notification setting left to the user's
+ * default (null) reads as that default. Subscribed and unsubscribed channels only, as Zulip
+ * (wildcard_mentions_notify stays null). */
+export function fillNotificationDefaults(state: State, user: User): void {
+  for (const key of ['subscriptions', 'unsubscribed'] as const) {
+    const entries = state[key] as Entry[] | undefined;
+    for (const entry of entries ?? [])
+      for (const [setting, column] of STREAM_NOTIFICATION_SETTINGS)
+        if (entry[setting] === null) entry[setting] = user[column];
+  }
+}

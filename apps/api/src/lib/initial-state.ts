@@ -24,7 +24,12 @@ import { defaultStreamGroupsOf } from './default-stream-groups';
 import { channelFoldersOf, orderPositions, type ChannelFolderEntry } from './channel-folders';
 import { navigationViewsOf, type NavigationViewEntry } from './navigation-views';
 import { realmDomainsOf, type RealmDomainEntry } from './realm-domains';
-import { applyChannelEvent, fetchChannelState, type ChannelStateOptions } from './channel-state';
+import {
+  applyChannelEvent,
+  fetchChannelState,
+  fillNotificationDefaults,
+  type ChannelStateOptions,
+} from './channel-state';
 import { linkifierRows } from './linkifiers';
 import { FIELD_TYPES, loadProfileData } from './profile-fields';
 import { realmEmojiDict } from './realm-emoji';
@@ -363,6 +368,24 @@ export async function refreshAfterEvents(
       await loadRealmGroups(realm, realmSettingGroupIds(realm), true),
       options.includeDeactivatedGroups,
     );
+}
+
+/** Zulip's post_process_state, once the raced events are folded in: the user lists in user id
+ * order without `is_active` (which list a user is in says it, and a client trusting the field
+ * would miss later changes), and channel notification settings read as the user's defaults
+ * for clients without the notification_settings_null capability. */
+export function postProcessState(
+  state: State,
+  user: User,
+  capabilities: Record<string, boolean>,
+): void {
+  for (const key of ['realm_users', 'realm_non_active_users'] as const) {
+    const people = state[key] as Person[] | undefined;
+    if (!people) continue;
+    people.sort((a, b) => a.user_id - b.user_id);
+    for (const person of people) delete person.is_active;
+  }
+  if (capabilities.notification_settings_null !== true) fillNotificationDefaults(state, user);
 }
 
 /** Applies one queued event to the state (Zulip's apply_event) for the sections present. */

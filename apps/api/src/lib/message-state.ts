@@ -12,10 +12,13 @@ const IS_PRIVATE = flagBit('is_private');
  * them by conversation. */
 const RECENT_MESSAGES_LIMIT = 1000;
 
+/** Zulip's get_starred_message_ids sends at most the first 10,000. */
+const MAX_STARRED_MESSAGES = 10_000;
+
 const starredOf = statement<{ message_id: number }, [number]>(`
   SELECT message_id FROM user_message
   WHERE user_profile_id = $1 AND (flags & ${STARRED}) <> 0
-  ORDER BY message_id`);
+  ORDER BY message_id LIMIT ${MAX_STARRED_MESSAGES}`);
 
 export async function starredMessageIds(userId: number): Promise<number[]> {
   return (await query(starredOf, [userId])).map((row) => row.message_id);

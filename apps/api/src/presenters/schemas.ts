@@ -100,6 +100,7 @@ export const user = z.object({
   avatar_version: z.int(),
   is_imported_stub: z.boolean(),
   bot_owner_id: id.nullable().optional(),
+  is_system_bot: z.literal(true).optional(),
   is_deleted: z.boolean().optional(),
   profile_data: z.record(z.string(), profileValue).optional(),
 });

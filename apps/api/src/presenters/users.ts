@@ -2,6 +2,7 @@
 // HTTP responses and event payloads.
 import { createHash } from 'node:crypto';
 import type { Realm, User } from '@parley/db';
+import { isSystemBot } from '../lib/system-bots';
 import { canSeeDeliveryEmail, dummyEmail } from '../lib/users';
 
 /** Zulip's UserProfile.INACCESSIBLE_USER_NAME: the name shown for a user the viewer may not
@@ -114,6 +115,8 @@ export function presentUserWithVisibility(
     is_imported_stub: target.isImportedStub,
   };
   if (target.isBot) user.bot_owner_id = target.botOwnerId;
+  // Zulip's format_user_row marks its cross-organization bots.
+  if (isSystemBot(target)) user.is_system_bot = true;
   if (target.isDeleted) user.is_deleted = true;
   if (!target.isBot && options.profileData)
     user.profile_data = options.profileData.get(target.id) ?? {};

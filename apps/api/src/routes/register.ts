@@ -17,6 +17,7 @@ import { MAX_HISTORY_LIMIT_DAYS } from '../lib/presence';
 import {
   applyEvent,
   fetchInitialState,
+  postProcessState,
   refreshAfterEvents,
   STATE_TYPES,
 } from '../lib/initial-state';
@@ -28,7 +29,7 @@ defineRoute(registerRoutes, '/register', {
     {
       params: {
         ...queueParams,
-        fetch_event_types: p.json(z.array(z.string())).optional(),
+        fetch_event_types: p.json(z.array(z.string()).nullable()).optional(),
         include_subscribers: includeSubscribersParam,
         presence_history_limit_days: p.int({ min: 0, max: MAX_HISTORY_LIMIT_DAYS }).optional(),
       },
@@ -54,7 +55,7 @@ defineRoute(registerRoutes, '/register', {
         slimPresence: options.slim_presence || capabilities.simplified_presence_events === true,
         presenceHistoryLimitDays: params.presence_history_limit_days,
         emptyTopicName: capabilities.empty_topic_name === true,
-        explicitTypes: (params.fetch_event_types ?? params.event_types) !== undefined,
+        explicitTypes: (params.fetch_event_types ?? params.event_types) != null,
         includeSubscribers: params.include_subscribers !== false,
         archivedChannels: capabilities.archived_channels === true,
         linkifierUrlTemplate: capabilities.linkifier_url_template === true,
@@ -73,6 +74,7 @@ defineRoute(registerRoutes, '/register', {
         lastEventId = event.id;
       }
       if (raced.length > 0) await refreshAfterEvents(state, raced, user, realm, stateOptions);
+      postProcessState(state, user, capabilities);
       return {
         ...state,
         queue_id: queueId,
