@@ -326,6 +326,37 @@ describe('GET /messages/{id}/history', () => {
       'Invalid message(s)',
     );
   });
+
+  it('shows moves-only history of a message that was only edited as [], as Zulip does', async () => {
+    const org = await createMessageOrg();
+    const id = await post(org, org.member, 'topic', 'before');
+    expectSuccess(await as(org.member, org.host).patch(`/messages/${id}`, { content: 'after' }));
+    await prisma().realm.update({
+      where: { id: org.realm.id },
+      data: { editHistoryVisibilityPolicy: 2 },
+    });
+    const fetched = expectSuccess(await as(org.other, org.host).get(`/messages/${id}`))
+      .message as Record<string, unknown>;
+    expect(fetched.edit_history).toEqual([]);
+  });
+});
+
+describe('is_me_message', () => {
+  it('is true only for "/me " and more, as Zulip\'s is_status_message', async () => {
+    const org = await createMessageOrg();
+    const shown = async (content: string) => {
+      const id = await post(org, org.member, 'me', content);
+      return (
+        expectSuccess(await as(org.member, org.host).get(`/messages/${id}`)).message as Record<
+          string,
+          unknown
+        >
+      ).is_me_message;
+    };
+    expect(await shown('/me waves')).toBe(true);
+    expect(await shown('/me')).toBe(false);
+    expect(await shown('/me\nwaves')).toBe(false);
+  });
 });
 
 describe('DELETE /messages/{id}', () => {

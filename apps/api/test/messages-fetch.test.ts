@@ -101,7 +101,11 @@ describe('GET /messages', () => {
       ]);
     const sortedPairs = (users: User[]) =>
       users.map((u) => [u.id, u.fullName]).sort((a, b) => (a[0] as number) - (b[0] as number));
-    expect(participants('d1')).toEqual(sortedPairs([org.member, org.other]));
+    // A 1:1 message's two users in the order of their addresses as shown (Zulip's
+    // hydrate_recipient_info); a group's by id.
+    expect(participants('d1').sort()).toEqual(sortedPairs([org.member, org.other]).sort());
+    const addresses = (shown('d1').display_recipient as { email: string }[]).map((u) => u.email);
+    expect(addresses).toEqual([...addresses].sort());
     expect(shown('d2')).toMatchObject({
       sender_id: org.other.id,
       sender_full_name: name(org.other),
@@ -359,14 +363,16 @@ describe('GET /messages', () => {
     );
     expect((around.messages as Fetched[]).map((m) => m.id)).toEqual([mine[0], mine[2]]);
     expect(around).toMatchObject({ found_anchor: true, found_newest: true, found_oldest: false });
-    // A message of shared history (sent before the viewer joined: no copy) is not starred.
+    // By id: the viewer's copies only, as an `is:` narrow keeps out shared history (sent
+    // before the viewer joined: no copy), Zulip's ok_to_include_history.
     const byIds = async (narrow: unknown[]) =>
       (
         expectSuccess(await get(viewer, { message_ids: JSON.stringify([ids.g1, mine[0]]), narrow }))
           .messages as Fetched[]
       ).map((m) => m.id);
     expect(await byIds([['is', 'starred']])).toEqual([mine[0]]);
-    expect(await byIds([{ operator: 'is', operand: 'starred', negated: true }])).toEqual([ids.g1]);
+    expect(await byIds([{ operator: 'is', operand: 'starred', negated: true }])).toEqual([]);
+    expect(await byIds([['channel', 'general']])).toEqual([ids.g1]);
   });
 
   it('searches content and topics, highlighting matches', async () => {
@@ -479,16 +485,33 @@ describe('GET /messages', () => {
       'BAD_NARROW',
     );
     // Numbers no user id can be find nobody too (they reached the database, a 500).
-    for (const [operator, operand] of [
-      ['sender', 1.5],
-      ['dm-including', -3_000_000_000],
+    expectError(
+      await get(org.member, {
+        anchor: 'newest',
+        narrow: [{ operator: 'dm-including', operand: -3_000_000_000 }],
+      }),
+      'Invalid narrow operator: unknown user -3000000000',
+      400,
+      'BAD_NARROW',
+    );
+    // Operands of the wrong type, in Zulip's words (NarrowParameter.validate_terms).
+    for (const [term, msg] of [
+      [{ operator: 'sender', operand: 1.5 }, 'operand is not a string or integer'],
+      [{ operator: 'channel', operand: ['general'] }, 'operand is not a string or integer'],
+      [{ operator: 'dm', operand: 5 }, 'operand is not a string or an integer list'],
+      [{ operator: 'dm', operand: [1, 'x'] }, 'operand[1] is not an integer'],
+      [{ operator: 'topic', operand: 5 }, 'operand is not a string'],
+      [{ operator: 'is', operand: ['dm'] }, 'operand is not a string'],
+      [{ operator: 'search', operand: '  ' }, 'operand cannot be blank.'],
     ] as const)
-      expectError(
-        await get(org.member, { anchor: 'newest', narrow: [{ operator, operand }] }),
-        `Invalid narrow operator: unknown user ${operand}`,
-        400,
-        'BAD_NARROW',
-      );
+      expectError(await get(org.member, { anchor: 'newest', narrow: [term] }), msg);
+    // Keys Zulip does not know are ignored, as pydantic ignores them.
+    expectSuccess(
+      await get(org.member, {
+        anchor: 'newest',
+        narrow: [{ operator: 'channel', operand: 'general', extra: 1 }],
+      }),
+    );
     expectError(
       await get(org.member, { anchor: 'newest', narrow: [['is', 'shiny']] }),
       "Invalid narrow operator: unknown 'is' operand shiny",
@@ -615,6 +638,123 @@ describe('GET /messages', () => {
     expect(await page(other[5]!, 1, 3)).toMatchObject({ found_newest: true, found_oldest: false });
     expect(await pageIds(other[5]!, 1, 3)).toEqual([channel[5]]);
     expect(await pageIds(history[0]!, 5, 0)).toEqual([history[0]]);
+  });
+});
+
+describe('GET /messages: what the viewer can still read, and Zulip edge cases', () => {
+  let org: MessageOrg;
+  beforeAll(async () => {
+    org = await createMessageOrg();
+  });
+  const get = (user: User, query: Record<string, unknown>) =>
+    as(user, org.host).get('/messages', query);
+  const idsOf = async (user: User, query: Record<string, unknown>) =>
+    (
+      expectSuccess(await get(user, { anchor: 'newest', num_before: 100, ...query }))
+        .messages as Fetched[]
+    ).map((m) => m.id);
+  const byIdsOf = async (user: User, messageIds: number[], narrow: unknown[] = []) =>
+    (expectSuccess(await get(user, { message_ids: messageIds, narrow })).messages as Fetched[]).map(
+      (m) => m.id,
+    );
+  const post = async (user: User, form: Record<string, unknown>) =>
+    expectSuccess(await send(user, org.host, form)).id as number;
+
+  it("keeps a private channel's messages from a member removed from it, not a public one's", async () => {
+    const hidden = await createChannel(org.realm, org.member, 'hideout', [org.member, org.other], {
+      inviteOnly: true,
+    });
+    const open = await createChannel(org.realm, org.owner, 'lobby', [org.owner, org.other]);
+    const secret = await post(org.member, {
+      type: 'stream',
+      to: 'hideout',
+      topic: 't',
+      content: 'x',
+    });
+    const lobby = await post(org.owner, { type: 'stream', to: 'lobby', topic: 't', content: 'y' });
+    const dm = await post(org.member, { type: 'direct', to: [org.other.id], content: 'z' });
+    expect(await idsOf(org.other, {})).toEqual(expect.arrayContaining([secret, lobby, dm]));
+    for (const name of [hidden.name, open.name])
+      expectSuccess(
+        await as(org.other, org.host).delete('/users/me/subscriptions', { subscriptions: [name] }),
+      );
+    // Zulip's get_base_query_for_search: the rows kept from the private channel grant nothing.
+    const feed = await idsOf(org.other, {});
+    expect(feed).toEqual(expect.arrayContaining([lobby, dm]));
+    expect(feed).not.toContain(secret);
+    expect(await idsOf(org.other, { narrow: [['is', 'unread']] })).not.toContain(secret);
+    expect(await idsOf(org.other, { narrow: [['search', 'x']] })).not.toContain(secret);
+    expect(await byIdsOf(org.other, [secret, lobby])).toEqual([lobby]);
+    const matches = expectSuccess(
+      await as(org.other, org.host).get('/messages/matches_narrow', {
+        msg_ids: [secret, lobby],
+        narrow: [],
+      }),
+    ).messages as Record<string, unknown>;
+    expect(Object.keys(matches)).toEqual([String(lobby)]);
+    // Still readable by its members.
+    expect(await idsOf(org.member, {})).toContain(secret);
+  });
+
+  it('returns by id only messages the viewer received, unless the narrow names their channel', async () => {
+    // The guest was never subscribed to "lobby"-like channels: use a fresh public channel.
+    await createChannel(org.realm, org.owner, 'plaza', [org.owner]);
+    const unseen = await post(org.owner, { type: 'stream', to: 'plaza', topic: 't', content: 'p' });
+    expect(await byIdsOf(org.member, [unseen])).toEqual([]);
+    expect(await byIdsOf(org.member, [unseen], [['channel', 'plaza']])).toEqual([unseen]);
+  });
+
+  it('searches quoted phrases within the full-text match, as Zulip does', async () => {
+    const land = await post(org.member, {
+      type: 'stream',
+      to: 'general',
+      topic: 'geography',
+      content: 'friesland is flat',
+    });
+    const food = await post(org.member, {
+      type: 'stream',
+      to: 'general',
+      topic: 'food',
+      content: 'hot fries please',
+    });
+    const found = await idsOf(org.member, { narrow: [['search', '"fries"']] });
+    expect(found).toContain(food);
+    expect(found).not.toContain(land);
+    // A phrase of stop words alone has no full-text match.
+    expect(await idsOf(org.member, { narrow: [['search', '"is"']] })).toEqual([]);
+  });
+
+  it("highlights a topic's apostrophe as Zulip's SQL escapes it", async () => {
+    const id = await post(org.member, {
+      type: 'stream',
+      to: 'general',
+      topic: "James' burger",
+      content: 'burger time',
+    });
+    const [found] = expectSuccess(
+      await get(org.member, {
+        anchor: id,
+        num_before: 0,
+        num_after: 0,
+        narrow: [['search', 'burger']],
+      }),
+    ).messages as Fetched[];
+    expect(found!.match_subject).toBe('James&#39; <span class="highlight">burger</span>');
+  });
+
+  it('ignores negation of in:all and near, which select nothing', async () => {
+    const all = await idsOf(org.member, {});
+    expect(
+      await idsOf(org.member, { narrow: [{ operator: 'in', operand: 'all', negated: true }] }),
+    ).toEqual(all);
+    expect(
+      await idsOf(org.member, { narrow: [{ operator: 'near', operand: '1', negated: true }] }),
+    ).toEqual(all);
+  });
+
+  it('checks the anchor before the size of the window, as Zulip does', async () => {
+    expectError(await get(org.member, { num_before: 6000 }), "Missing 'anchor' argument.");
+    expectError(await get(org.member, { anchor: 'x', num_before: 6000 }), 'Invalid anchor');
   });
 });
 

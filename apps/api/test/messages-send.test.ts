@@ -497,9 +497,12 @@ describe('POST /messages as a direct message', () => {
     expect(a).toMatchObject({ type: 'private', subject: '', flags: [] });
     expect(a).not.toHaveProperty('stream_id');
     expect(a.recipient_id).toBe(b.recipient_id);
-    expect((a.display_recipient as { id: number }[]).map((u) => u.id)).toEqual(
+    // The two users in the order of their addresses (Zulip's hydrate_recipient_info).
+    const shown = a.display_recipient as { id: number; email: string }[];
+    expect(shown.map((u) => u.id).sort((x, y) => x - y)).toEqual(
       sorted([org.member.id, org.other.id]),
     );
+    expect(shown.map((u) => u.email)).toEqual(shown.map((u) => u.email).sort());
   });
 
   it('creates a group conversation once and reuses it', async () => {

@@ -65,7 +65,7 @@ import { queuePushNotifications } from './push-notifications';
 import { pushTrigger, type PushSettings } from '../lib/push-notifications';
 import { activeMemberIds, groupIdsOfUser, groupIdsOfUserSql } from '../lib/groups';
 import { inRealmGroups, realmGroupId } from '../lib/realm-state';
-import { apiFlags, displayUser } from '../lib/messages';
+import { apiFlags, directDisplay, displayUser } from '../lib/messages';
 import { loadMentionData, type NamedGroup } from '../lib/rendering';
 import { loadPermissions, subscribedSql, subscriptionOf, type Permissions } from '../lib/streams';
 import { apiEmailFor, canSeeDeliveryEmail, dummyEmailUserId, isGuest } from '../lib/users';
@@ -1372,7 +1372,13 @@ function messageEventForms(
     prepared.senderRecipientId === null ? null : participants.find((u) => u.id !== sender.id)?.id;
   return (viewer) => {
     const visible = canSeeDeliveryEmail(viewer, sender);
-    const display = participants.map((user) => displayUser(viewer, user, realm));
+    const display = directDisplay(
+      // A 1:1 message is the one with the sender's personal recipient beside the other's.
+      prepared.senderRecipientId === null
+        ? RecipientType.DIRECT_MESSAGE_GROUP
+        : RecipientType.PERSONAL,
+      participants.map((user) => displayUser(viewer, user, realm)),
+    );
     const recipientId =
       viewer.id === incomingTo ? prepared.senderRecipientId! : message.recipientId;
     const key = `${visible}:${recipientId}:${JSON.stringify(display)}`;

@@ -3,8 +3,9 @@
 import { getPrisma, Prisma, queryDynamic, type Realm, type User } from '@parley/db';
 import { IncompatibleParametersError, JsonableError } from '@parley/errors';
 import { presentMessageRows, type PresentOptions } from './messages';
-import { buildNarrow, highlight, type NarrowTerm } from './narrow';
+import { buildNarrow, highlight, type BuiltNarrow, type NarrowTerm } from './narrow';
 import { hasContentAccess, loadPermissions, type Permissions } from './streams';
+import { isGuest } from './users';
 import { mutedCondition } from './user-topics';
 import { topicName } from '../presenters/messages';
 import { escapeHtml } from '../presenters/realm';
@@ -51,6 +52,8 @@ export async function fetchMessages(
       'include_anchor',
       'use_first_unread_anchor',
     ]);
+  // Zulip's order: the anchor is checked before the window's size.
+  const anchorValue = request.messageIds === undefined ? parseAnchor(request) : null;
   const requested = request.messageIds?.length ?? request.numBefore + request.numAfter;
   if (requested > MAX_MESSAGES_PER_FETCH)
     throw new JsonableError(`Too many messages requested (maximum ${MAX_MESSAGES_PER_FETCH}).`);
@@ -65,6 +68,7 @@ export async function fetchMessages(
   const db = getPrisma();
   const perms = await loadPermissions(viewer);
   const narrow = await buildNarrow(viewer, realm, perms, request.narrow, db);
+  const kept = keptAccess(perms, Prisma.raw('m.recipient_id'));
   const joined = {
     id: Prisma.raw('m.id'),
     from: narrow.includeHistory
@@ -72,7 +76,7 @@ export async function fetchMessages(
         LEFT JOIN user_message um ON um.message_id = m.id AND um.user_profile_id = ${viewer.id}
         WHERE m.realm_id = ${realm.id} AND ${narrow.condition}`
       : Prisma.sql`FROM user_message um JOIN message m ON m.id = um.message_id
-        WHERE um.user_profile_id = ${viewer.id} AND ${narrow.condition}`,
+        WHERE um.user_profile_id = ${viewer.id} AND ${narrow.condition} AND ${kept}`,
   };
   // A window that asks nothing of the message (the whole feed, or the viewer's flags: starred,
   // mentions, unread) is read from the viewer's rows alone, as Zulip reads it: joined with
@@ -84,7 +88,11 @@ export async function fetchMessages(
     ? {
         id: Prisma.raw('um.message_id'),
         from: Prisma.sql`FROM user_message um
-          WHERE um.user_profile_id = ${viewer.id} AND ${narrow.condition}`,
+          WHERE um.user_profile_id = ${viewer.id} AND ${narrow.condition}
+            AND ${keptAccess(
+              perms,
+              Prisma.sql`(SELECT mr.recipient_id FROM message mr WHERE mr.id = um.message_id)`,
+            )}`,
       }
     : joined;
   // The window is ordered on the side the scan starts from, and bounded on both sides of the
@@ -118,7 +126,7 @@ export async function fetchMessages(
   let rows: Row[];
   let response: Record<string, unknown>;
   if (request.messageIds !== undefined) {
-    rows = await byIds(viewer, realm, perms, request.messageIds, narrow.condition);
+    rows = await byIds(viewer, realm, perms, request.messageIds, narrow, kept);
     response = {
       found_anchor: false,
       found_oldest: false,
@@ -126,7 +134,7 @@ export async function fetchMessages(
       history_limited: false,
     };
   } else {
-    const anchor = await resolveAnchor(request, async () => {
+    const anchor = await resolveAnchor(anchorValue!, async () => {
       const [first] = await queryDynamic<{ id: number }>(
         part(
           0,
@@ -182,7 +190,7 @@ export async function fetchMessages(
     for (const { object, message } of presented) {
       object.match_content = highlight(String(message.renderedContent ?? ''), narrow.search);
       object.match_subject = highlight(
-        escapeHtml(
+        escapeSubject(
           message.isChannelMessage ? topicName(message.subject, request.allowEmptyTopicName) : '',
         ),
         narrow.search,
@@ -192,38 +200,67 @@ export async function fetchMessages(
   return { ...response, messages: presented.map((entry) => entry.object) };
 }
 
-/** Zulip's parse_anchor_value: an id, "newest", "oldest" or "first_unread". */
-async function resolveAnchor(
-  request: FetchRequest,
-  firstUnread: () => Promise<number | null>,
-): Promise<number> {
+/** The topic as Zulip's SQL escape_html gives it in search results (an apostrophe is &#39;). */
+function escapeSubject(topic: string): string {
+  return escapeHtml(topic).replace(/&#x27;/g, '&#39;');
+}
+
+/** Zulip's parse_anchor_value: an id (clamped to the ids there can be), or "first_unread". */
+function parseAnchor(request: FetchRequest): number | 'first_unread' {
   const anchor = request.useFirstUnreadAnchor ? 'first_unread' : request.anchor;
   if (anchor === undefined) throw new JsonableError("Missing 'anchor' argument.");
   if (anchor === 'newest') return LARGER_THAN_MAX_MESSAGE_ID;
   if (anchor === 'oldest') return 0;
-  if (anchor === 'first_unread') return (await firstUnread()) ?? LARGER_THAN_MAX_MESSAGE_ID;
+  if (anchor === 'first_unread') return anchor;
   if (!/^-?\d+$/.test(anchor.trim())) throw new JsonableError('Invalid anchor');
   const value = Number(anchor.trim());
   return Math.min(Math.max(value, 0), LARGER_THAN_MAX_MESSAGE_ID);
 }
 
-/** message_ids: the viewer's own rows, and messages in channels whose history they may read. */
+/** The anchor's id: the first unread message's, when that is what was asked for. */
+async function resolveAnchor(
+  anchor: number | 'first_unread',
+  firstUnread: () => Promise<number | null>,
+): Promise<number> {
+  return anchor === 'first_unread' ? ((await firstUnread()) ?? LARGER_THAN_MAX_MESSAGE_ID) : anchor;
+}
+
+/** message_ids: the viewer's own rows, and, when the narrow names a channel whose history
+ * they may read (Zulip's ok_to_include_history), that channel's messages. */
 async function byIds(
   viewer: User,
   realm: Realm,
   perms: Permissions,
   ids: number[],
-  condition: Prisma.Sql,
+  { condition, includeHistory }: Pick<BuiltNarrow, 'condition' | 'includeHistory'>,
+  kept: Prisma.Sql,
 ): Promise<Row[]> {
-  const readable = await readableHistoryRecipients(realm, perms);
+  const readable = includeHistory ? await readableHistoryRecipients(realm, perms) : [];
   const rows = await queryDynamic<{ id: number; flags: string | null }>(Prisma.sql`
     SELECT m.id, um.flags::text AS flags FROM message m
       LEFT JOIN user_message um ON um.message_id = m.id AND um.user_profile_id = ${viewer.id}
     WHERE m.realm_id = ${realm.id} AND m.id = ANY(${ids}::int[])
-      AND (um.message_id IS NOT NULL OR m.recipient_id = ANY(${readable}::int[]))
+      AND ((um.message_id IS NOT NULL AND ${kept}) OR m.recipient_id = ANY(${readable}::int[]))
       AND ${condition}
     ORDER BY m.id ASC`);
   return rows.map((row) => ({ id: row.id, flags: row.flags === null ? null : BigInt(row.flags) }));
+}
+
+/** Zulip's guard in get_base_query_for_search: the viewer's rows of a channel they can no
+ * longer read (removed from a private one; a guest who left one) grant nothing. Those are
+ * channels with an inactive subscription and no content access (hasContentAccess, in SQL).
+ * The lost channels are read once per statement: when there are none, which is nearly always,
+ * the EXISTS decides before any row's `recipient` is looked at. */
+function keptAccess(perms: Permissions, recipient: Prisma.Sql): Prisma.Sql {
+  const guest = isGuest(perms.user);
+  const groups = [...perms.groups];
+  const lost = Prisma.sql`SELECT ls.recipient_id FROM subscription ls
+    JOIN stream lst ON lst.recipient_id = ls.recipient_id
+    WHERE ls.user_profile_id = ${perms.user.id} AND NOT ls.active AND NOT lst.is_web_public
+      AND (${guest}::boolean OR (lst.invite_only
+        AND lst.can_subscribe_group_id <> ALL(${groups}::int[])
+        AND lst.can_add_subscribers_group_id <> ALL(${groups}::int[])))`;
+  return Prisma.sql`(NOT EXISTS (${lost}) OR ${recipient} NOT IN (${lost}))`;
 }
 
 /** Recipient ids of the channels whose shared history the viewer may read. */
@@ -273,13 +310,14 @@ export async function messagesMatchingNarrow(
   terms: NarrowTerm[],
 ): Promise<Record<string, { match_content: string; match_subject: string }>> {
   const db = getPrisma();
-  const narrow = await buildNarrow(viewer, realm, await loadPermissions(viewer), terms, db);
+  const perms = await loadPermissions(viewer);
+  const narrow = await buildNarrow(viewer, realm, perms, terms, db);
   const rows = await queryDynamic<{ id: number; subject: string; rendered: string | null }>(
     Prisma.sql`
       SELECT m.id, m.subject, m.rendered_content AS rendered
       FROM user_message um JOIN message m ON m.id = um.message_id
       WHERE um.user_profile_id = ${viewer.id} AND um.message_id = ANY(${ids}::int[])
-        AND ${narrow.condition}
+        AND ${narrow.condition} AND ${keptAccess(perms, Prisma.raw('m.recipient_id'))}
       ORDER BY m.id`,
   );
   const mark = (html: string) => (narrow.search === null ? html : highlight(html, narrow.search));
@@ -287,7 +325,7 @@ export async function messagesMatchingNarrow(
     rows.map((row) => [
       String(row.id),
       // The topic as stored, as Zulip gives it here (a direct message's is empty).
-      { match_content: mark(row.rendered ?? ''), match_subject: mark(escapeHtml(row.subject)) },
+      { match_content: mark(row.rendered ?? ''), match_subject: mark(escapeSubject(row.subject)) },
     ]),
   );
 }

@@ -414,7 +414,10 @@ async function presentLoaded(
             recipientId: row.recipientId,
           }
         : {
-            display: participantIds(row).map((p) => displayUser(viewer, users.get(p)!, realm)),
+            display: directDisplay(
+              row.recipientType,
+              participantIds(row).map((p) => displayUser(viewer, users.get(p)!, realm)),
+            ),
             streamId: null,
             recipientId: row.senderRecipientId ?? row.recipientId,
           };
@@ -440,7 +443,8 @@ async function presentLoaded(
   });
 }
 
-/** The users a direct message shows, sender included, sorted by id; none for a channel. */
+/** The users a direct message shows, sender included, sorted by id (directDisplay then puts a
+ * 1:1 pair in address order); none for a channel. */
 function participantIds(
   row: Pick<MessageDisplayRow, 'recipientType' | 'recipientTypeId' | 'senderId' | 'groupMembers'>,
 ): number[] {
@@ -466,8 +470,8 @@ interface RecipientDisplay {
 }
 
 /** display_recipient of each message: the channel's name, or the users of a direct message,
- * sender included, sorted by id (a 1:1 message's recipient row is the other user's; a group's
- * members are the subscribers of its recipient). */
+ * sender included, as directDisplay orders them (a 1:1 message's recipient row is the other
+ * user's; a group's members are the subscribers of its recipient). */
 export async function displayRecipients(
   viewer: Pick<User, 'id' | 'role'>,
   realm: Pick<Realm, 'stringId'>,
@@ -542,11 +546,25 @@ export async function displayRecipients(
         recipientId: recipient.id,
       };
     return {
-      display: participantsOf(message).map((id) => displayUser(viewer, people.get(id)!, realm)),
+      display: directDisplay(
+        recipient.type,
+        participantsOf(message).map((id) => displayUser(viewer, people.get(id)!, realm)),
+      ),
       streamId: null,
       recipientId: senderRecipients.get(message.senderId) ?? recipient.id,
     };
   };
+}
+
+/** A 1:1 message's two users in the order of their addresses, as Zulip's
+ * hydrate_recipient_info puts them (a group's stay in id order). */
+export function directDisplay(
+  recipientType: number,
+  users: DisplayRecipientUser[],
+): DisplayRecipientUser[] {
+  if (recipientType !== RecipientType.PERSONAL || users.length !== 2) return users;
+  const [a, b] = users as [DisplayRecipientUser, DisplayRecipientUser];
+  return b.email < a.email ? [b, a] : users;
 }
 
 export function displayUser(

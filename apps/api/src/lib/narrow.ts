@@ -39,7 +39,8 @@ export const narrowSchema = z
   .array(
     z.union([
       z.tuple([z.string().max(50), text]),
-      z.strictObject({ operator: z.string().max(50), operand, negated: z.boolean().optional() }),
+      // Other keys are ignored, as pydantic ignores them.
+      z.object({ operator: z.string().max(50), operand, negated: z.boolean().optional() }),
     ]),
   )
   .max(MAX_TERMS);
@@ -60,6 +61,29 @@ const ALIASES: Record<string, string> = {
   'dm-with': 'dm-including',
 };
 
+/** Operators whose operand may be an id (Zulip's operators_supporting_id), or a list of ids
+ * (operators_supporting_ids); a search needs words; every other operand is a string. */
+const ID_OPERATORS = new Set(['channel', 'id', 'sender', 'group-pm-with', 'dm-including', 'with']);
+const ID_LIST_OPERATORS = new Set(['dm']);
+
+/** Zulip's NarrowParameter.validate_terms: the operand's type for its operator, with Zulip's
+ * messages (plain errors, not BAD_NARROW). */
+function checkOperand(operator: string, value: NarrowTerm['operand']): void {
+  const fail = (msg: string): never => {
+    throw new JsonableError(msg);
+  };
+  if (ID_OPERATORS.has(operator)) {
+    if (typeof value !== 'string' && !Number.isInteger(value))
+      fail('operand is not a string or integer');
+  } else if (ID_LIST_OPERATORS.has(operator)) {
+    if (typeof value === 'string') return;
+    if (!Array.isArray(value)) fail('operand is not a string or an integer list');
+    const index = (value as unknown[]).findIndex((item) => !Number.isInteger(item));
+    if (index >= 0) fail(`operand[${index}] is not an integer`);
+  } else if (typeof value !== 'string') fail('operand is not a string');
+  else if (operator === 'search' && value.trim() === '') fail('operand cannot be blank.');
+}
+
 export function normalizeNarrow(raw: z.infer<typeof narrowSchema>): NarrowTerm[] {
   return raw.map((term) => {
     const {
@@ -69,7 +93,9 @@ export function normalizeNarrow(raw: z.infer<typeof narrowSchema>): NarrowTerm[]
     } = Array.isArray(term)
       ? { operator: term[0], operand: term[1], negated: false }
       : { ...term, negated: term.negated ?? false };
-    return { operator: ALIASES[operator] ?? operator, operand: value, negated };
+    const name = ALIASES[operator] ?? operator;
+    checkOperand(name, value);
+    return { operator: name, operand: value, negated };
   });
 }
 
@@ -269,8 +295,11 @@ export async function buildNarrow(
       default:
         bad(`unknown operator ${term.operator}`);
     }
-    conditions.push(term.negated ? Prisma.sql`NOT (${condition})` : condition);
     const operand = String(term.operand);
+    // Zulip's by_in (in:all) and by_near leave the query as it is, negated or not.
+    const selectsNothing =
+      term.operator === 'near' || (term.operator === 'in' && operand === 'all');
+    conditions.push(term.negated && !selectsNothing ? Prisma.sql`NOT (${condition})` : condition);
     const flagsOnly =
       (term.operator === 'is' && FLAG_OPERANDS.has(operand)) ||
       (term.operator === 'in' && operand === 'all') ||
@@ -505,16 +534,17 @@ async function withCondition(
 /** Full-text match (English stemming, every word required), plus a substring match for each
  * quoted phrase, as Zulip's tsearch backend does. */
 function searchCondition(text: string): Prisma.Sql {
-  const phrases = [...text.matchAll(/"([^"]+)"/g)].map((match) => match[1]!);
-  const words = text.replace(/"[^"]*"/g, ' ').trim();
-  const parts: Prisma.Sql[] = [];
-  if (words !== '')
-    parts.push(Prisma.sql`m.search_tsvector @@ plainto_tsquery('english', ${words})`);
+  // Zulip's _by_search_tsearch: the whole operand, quoted words included, is the full-text
+  // query; each quoted token ("…" between spaces) must also appear as written.
+  const phrases = (text.match(/"[^"]+"|\S+/g) ?? [])
+    .filter((token) => token.length > 1 && token.startsWith('"') && token.endsWith('"'))
+    .map((token) => token.slice(1, -1));
+  const parts = [Prisma.sql`m.search_tsvector @@ plainto_tsquery('english', ${text})`];
   for (const phrase of phrases) {
     const like = `%${phrase.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
     parts.push(Prisma.sql`(m.content ILIKE ${like} OR m.subject ILIKE ${like})`);
   }
-  return parts.length > 0 ? Prisma.join(parts, ' AND ') : TRUE;
+  return Prisma.join(parts, ' AND ');
 }
 
 /** Zulip's match_content / match_subject: the search words wrapped in

@@ -160,12 +160,14 @@ export function presentMessage(
   return result;
 }
 
+/** Zulip's Message.is_status_message: "/me " and the rest of the line. */
 export function isMeMessage(content: string): boolean {
-  return /^\/me(?:\s|$)/.test(content);
+  return content.startsWith('/me ');
 }
 
 /** The edit history a message object carries: all of it, only moves, or none (spec 2.3: absent
- * if never edited or moved, or if history viewing is disallowed). */
+ * if never edited or moved, or if history viewing is disallowed). Moves only of a message
+ * that was only edited is `[]`, as Zulip's messages_for_ids gives it. */
 export function visibleEditHistory(
   message: Pick<Message, 'editHistory'>,
   policy: number,
@@ -177,7 +179,7 @@ export function visibleEditHistory(
     .map((entry) => (policy === 2 ? withoutContent(entry) : entry))
     .filter((entry) => Object.keys(entry).length > 2)
     .map((entry) => withTopicNames(entry, allowEmptyTopicName));
-  return shown.length > 0 ? shown : null;
+  return shown;
 }
 
 function withoutContent(entry: EditHistoryEntry): EditHistoryEntry {
