@@ -197,6 +197,28 @@ describe('POST /register', () => {
     );
   });
 
+  it('registers through GET /events with Zulip defaults and capabilities as parameters', async () => {
+    const org = await createTestRealm();
+    const c = client(org.owner, org.host);
+    const { queue_id: queueId } = expectSuccess(
+      await c.events({
+        dont_block: true,
+        bulk_message_deletion: true,
+        empty_topic_name: true,
+        client_capabilities: { archived_channels: true },
+      }),
+    ) as { queue_id: string };
+    const meta = await new QueueStore(getRedis(), getConfig().EVENT_SHARDS).meta(queueId);
+    expect(meta!.options).toMatchObject({
+      client_gravatar: false,
+      client_capabilities: {
+        bulk_message_deletion: true,
+        empty_topic_name: true,
+        archived_channels: true,
+      },
+    });
+  });
+
   it('takes event_types=null, as the Python client sends when no types are named', async () => {
     const org = await createTestRealm();
     const res = await client(org.owner, org.host).register({ event_types: null });

@@ -5,6 +5,7 @@ import { getConfig } from '@parley/config';
 import { BadEventQueueIdError, JsonableError } from '@parley/errors';
 import {
   deleteEventsSpec,
+  EVENTS_CAPABILITY_PARAMS,
   getEventsSpec,
   parseQueueId,
   queueOptionsFromParams,
@@ -49,15 +50,22 @@ export function eventsHandlers(service: EventsService): EventsHandlers {
         if (params.queue_id === undefined) {
           // Zulip: without a queue, a non-blocking call registers one with these parameters.
           if (!params.dont_block) throw new JsonableError("Missing 'queue_id' argument");
+          // Capabilities come as parameters of their own here (Zulip's get_events_backend).
+          const capabilities = { ...params.client_capabilities };
+          for (const name of EVENTS_CAPABILITY_PARAMS)
+            if (params[name] !== undefined) capabilities[name] = params[name];
           const queueId = await store.create(
             user.id,
             realm.id,
-            queueOptionsFromParams(params, {
-              // Zulip applies a bot's defaults in /register only.
-              role: user.role,
-              defaultAllPublicStreams: false,
-              defaultEventsRegisterStreamId: null,
-            }),
+            queueOptionsFromParams(
+              { ...params, client_capabilities: capabilities },
+              {
+                // Zulip applies a bot's defaults in /register only.
+                role: user.role,
+                defaultAllPublicStreams: false,
+                defaultEventsRegisterStreamId: null,
+              },
+            ),
           );
           return { events: [], queue_id: queueId };
         }

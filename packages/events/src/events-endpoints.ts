@@ -2,8 +2,22 @@
 // the API tier's OpenAPI description documents them too (behind the load balancer both tiers
 // answer under one /api/v1).
 import { z } from 'zod';
-import { p, recordRoute } from '@parley/http';
+import { p, recordRoute, type Param } from '@parley/http';
 import { queueParams } from './queue-params';
+
+/** The client capabilities GET /events takes as parameters of their own when it registers a
+ * queue (Zulip's get_events_backend), beside /register's client_capabilities. */
+export const EVENTS_CAPABILITY_PARAMS = [
+  'bulk_message_deletion',
+  'stream_typing_notifications',
+  'pronouns_field_type_supported',
+  'linkifier_url_template',
+  'user_list_incomplete',
+  'include_deactivated_groups',
+  'archived_channels',
+  'empty_topic_name',
+  'simplified_presence_events',
+] as const;
 
 export const getEventsSpec = {
   params: {
@@ -11,6 +25,11 @@ export const getEventsSpec = {
     last_event_id: p.int({ min: -1 }).optional(),
     dont_block: p.bool().default(false),
     ...queueParams,
+    // Zulip's default here, unlike /register's.
+    client_gravatar: p.json(z.boolean()).default(false),
+    ...(Object.fromEntries(
+      EVENTS_CAPABILITY_PARAMS.map((name) => [name, p.json(z.boolean()).optional()]),
+    ) as Record<(typeof EVENTS_CAPABILITY_PARAMS)[number], Param<boolean | undefined>>),
   },
   // Each event carries its id and type; the rest depends on the type (docs/events.md).
   response: z.object({

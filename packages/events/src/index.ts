@@ -15,7 +15,12 @@ export { RELEASE_IF_HELD, RENEW_IF_HELD } from './token-lock';
 export { publishNotification, publishOutboxRows } from './publish';
 export { makeQueueId, parseQueueId } from './queue-id';
 export { queueOptionsFromParams, queueParams, type QueueParamValues } from './queue-params';
-export { deleteEventsSpec, documentEventsEndpoints, getEventsSpec } from './events-endpoints';
+export {
+  deleteEventsSpec,
+  documentEventsEndpoints,
+  EVENTS_CAPABILITY_PARAMS,
+  getEventsSpec,
+} from './events-endpoints';
 export {
   DEFAULT_QUEUE_LIFESPAN_SECS,
   defaultQueueOptions,
