@@ -20,6 +20,7 @@ import type { Logger } from '@parley/logger';
 import { isDependencyDown } from '@parley/http';
 import { histogram } from '@parley/metrics';
 import { eventForQueue } from './deliver';
+import { announceRelease } from './release';
 
 /** From a notification's arrival in its shard's log (the entry id's time) to its events being
  * in the queues: what a parked client waits beyond the send itself. */
@@ -339,6 +340,19 @@ class ShardWorker {
 
   private async run(): Promise<void> {
     const { redis } = this.options;
+    if (
+      !(await announceRelease(
+        new QueueStore(redis, this.options.shards),
+        this.shard,
+        this.token,
+        this.options.log,
+      ))
+    ) {
+      // Fenced: another replica holds the lease now, and announces in its turn.
+      this.failed = true;
+      this.running = false;
+      return;
+    }
     let last = (await redis.get(keys.checkpoint(this.shard))) ?? '0-0';
     // From the oldest announcement kept: the queues registered shortly before this worker took
     // the shard are known before their first event too.

@@ -34,6 +34,9 @@ export const keys = {
    * points, kept CREATED_RETAIN_MS): the lease holder learns a new queue's options from it
    * before the queue's first event, instead of reading them then. */
   created: (shard: number) => `${tag(shard)}:created`,
+  /** The release (version, merge base, feature level) the shard's queues last heard of: a
+   * lease holder of another release announces itself to them in a `restart` event. */
+  release: (shard: number) => `${tag(shard)}:release`,
   /** Id of the last log entry fanned out. */
   checkpoint: (shard: number) => `${tag(shard)}:checkpoint`,
   /** Sorted set of the shard's queue ids, scored by the time they expire (ms). */

@@ -109,6 +109,37 @@ redis.call('RPUSH', KEYS[2], '{"id":' .. id .. ',"type":"heartbeat"}')
 return id`,
 );
 
+// One event for many queues of a shard, fenced by the shard's lease (the `restart` event; see
+// announceRelease), to each queue still there whose event_types take its type, with each
+// queue's next id. KEYS: lease, then (meta, events) per queue. ARGV: token, the event's type,
+// the event's JSON without its opening brace, then the queue ids. Returns the queue ids and
+// event ids appended, alternating, or false when the lease is no longer the caller's.
+const APPEND_TO_QUEUES = new LuaScript(
+  'appendToQueues',
+  `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return false end
+local appended = {}
+for i = 2, #KEYS, 2 do
+  local options = redis.call('HGET', KEYS[i], 'options')
+  if options then
+    local types = cjson.decode(options).event_types
+    local takes = type(types) ~= 'table'
+    if not takes then
+      for _, name in ipairs(types) do
+        if name == ARGV[2] then takes = true end
+      end
+    end
+    if takes then
+      local id = redis.call('HINCRBY', KEYS[i], 'next_id', 1) - 1
+      redis.call('RPUSH', KEYS[i + 1], '{"id":' .. id .. ',' .. ARGV[3])
+      appended[#appended + 1] = ARGV[3 + i / 2]
+      appended[#appended + 1] = id
+    end
+  end
+end
+return appended`,
+);
+
 // One long-poll's whole visit in one round trip (Zulip's event_queue.py fetch_events): the
 // owner check, a new poll generation (older polls of the queue finish: the kick is published
 // here), Zulip's prune and checks, the events left, and the queue's expiry: its lifespan from
@@ -485,6 +516,35 @@ export class QueueStore {
     }
     await Promise.all(reads);
     return answers;
+  }
+
+  /** Appends `event` to each of the shard's `queueIds` that is still there and takes its type,
+   * if `token` still holds the shard's lease; returns [queue id, event id] for each, or null
+   * when the lease is lost. */
+  async appendToQueues(
+    shard: number,
+    token: string,
+    queueIds: string[],
+    event: { type: string },
+  ): Promise<[string, number][] | null> {
+    const reply = (await APPEND_TO_QUEUES.run(
+      this.redis,
+      1 + 2 * queueIds.length,
+      keys.lease(shard),
+      ...queueIds.flatMap((queueId) => [
+        keys.queueMeta(shard, queueId),
+        keys.queueEvents(shard, queueId),
+      ]),
+      token,
+      event.type,
+      JSON.stringify(event).slice(1),
+      ...queueIds,
+    )) as (string | number)[] | null;
+    if (reply === null) return null;
+    const appended: [string, number][] = [];
+    for (let i = 0; i + 1 < reply.length; i += 2)
+      appended.push([String(reply[i]), Number(reply[i + 1])]);
+    return appended;
   }
 
   /** Sets the queue's expiry deadline (ms), e.g. while a poll is parked on it. */
