@@ -5,41 +5,17 @@
 import type { MarkdownIt, Token } from 'markdown-it';
 import { fenceRule } from './fences';
 import { renderMathParagraphs } from './math';
-import { escapeHtml as escape } from './escape';
+import { escapeHtml as escape, escapeText } from './escape';
+import generatedLanguages from './generated/code-language-names.json';
 
-/** Pygments display names for common fence languages (Zulip shows the lexer's name). */
-const LANGUAGE_NAMES: Record<string, string> = {
-  bash: 'Bash',
-  sh: 'Bash',
-  shell: 'Bash',
-  c: 'C',
-  'c++': 'C++',
-  cpp: 'C++',
-  css: 'CSS',
-  go: 'Go',
-  html: 'HTML',
-  java: 'Java',
-  javascript: 'JavaScript',
-  js: 'JavaScript',
-  json: 'JSON',
-  latex: 'TeX',
-  markdown: 'Markdown',
-  md: 'Markdown',
-  py: 'Python',
-  python: 'Python',
-  rb: 'Ruby',
-  ruby: 'Ruby',
-  rust: 'Rust',
-  sql: 'SQL',
-  tex: 'TeX',
-  text: 'Text only',
-  ts: 'TypeScript',
-  typescript: 'TypeScript',
-  yaml: 'YAML',
-};
+/** Pygments' lexer names by alias (scripts/generate-language-names.py): Zulip shows the name of
+ * the lexer a fence's language finds, or the language as typed when none does. */
+const LANGUAGE_NAMES: Record<string, string> = generatedLanguages.names;
 
 /** Zulip's codehilite wrapper; trailing whitespace of each line and blank lines at either end
- * are dropped (Pygments trims the code it is given). */
+ * are dropped (Pygments trims the code it is given). Pygments escapes quotes too (`&quot;`,
+ * `&#39;`); a block with a language goes through lxml again in Zulip's format_code, which
+ * writes them back as typed. */
 export function codeBlock(code: string, language: string): string {
   const body = code
     .split('\n')
@@ -49,7 +25,8 @@ export function codeBlock(code: string, language: string): string {
     .replace(/\n*$/, '\n');
   const name = language === '' ? '' : (LANGUAGE_NAMES[language.toLowerCase()] ?? language);
   const attribute = name === '' ? '' : ` data-code-language="${escape(name)}"`;
-  return `<div class="codehilite"${attribute}><pre><span></span><code>${escape(body)}</code></pre></div>\n`;
+  const content = name === '' ? escape(body).replace(/'/g, '&#39;') : escapeText(body);
+  return `<div class="codehilite"${attribute}><pre><span></span><code>${content}</code></pre></div>\n`;
 }
 
 // Quote and spoiler fences render their content as a whole message; a few thousand nested

@@ -8,6 +8,7 @@ import { blocksPlugin } from './blocks';
 import { channelLinkPlugin } from './channels';
 import { codeSpansPlugin } from './code-spans';
 import { emojiPlugin } from './emoji';
+import { escapeText } from './escape';
 import { inlineExtrasPlugin } from './inline-extras';
 import { lineBreaksPlugin } from './line-breaks';
 import { listsPlugin } from './lists';
@@ -76,6 +77,13 @@ md.use(lineBreaksPlugin);
 md.use(codeSpansPlugin);
 md.use(bareLinksPlugin);
 md.use(linkifierPlugin);
+// Python-Markdown escapes only &, < and > in element content (_escape_cdata): quotes stay as
+// typed, in text and in inline code alike; attributes keep theirs escaped.
+md.renderer.rules.text = (tokens, index) => escapeText(tokens[index]!.content);
+md.renderer.rules.code_inline = (tokens, index, _options, _env, self) => {
+  const token = tokens[index]!;
+  return `<code${self.renderAttrs(token)}>${escapeText(token.content)}</code>`;
+};
 // Zulip's strikethrough is <del>, not markdown-it's <s>.
 md.renderer.rules.s_open = () => '<del>';
 md.renderer.rules.s_close = () => '</del>';
