@@ -146,8 +146,47 @@ function linksRule(state: StateCore): void {
   }
 }
 
+/** A Zulip pattern that wraps its inner text in tags (Python-Markdown's SimpleTagPattern and
+ * DoubleTagPattern): `pattern`'s first group is the opening delimiter, its second the inner
+ * text, parsed as inline Markdown of its own. `tags` are token names, outermost first. */
+function tagPattern(pattern: RegExp, tags: [type: string, tag: string][]) {
+  const sticky = new RegExp(pattern.source, 'y');
+  return (state: StateInline, silent: boolean): boolean => {
+    sticky.lastIndex = state.pos;
+    const match = sticky.exec(state.src);
+    // Read now: the inner text's parse may run this rule again.
+    const end = sticky.lastIndex;
+    if (!match || end > state.posMax) return false;
+    if (!silent) {
+      const start = state.pos + match[1]!.length;
+      for (const [type, tag] of tags) state.push(`${type}_open`, tag, 1);
+      const max = state.posMax;
+      state.pos = start;
+      state.posMax = start + match[2]!.length;
+      state.md.inline.tokenize(state);
+      state.posMax = max;
+      for (const [type, tag] of [...tags].reverse()) state.push(`${type}_close`, tag, -1);
+    }
+    state.pos = end;
+    return true;
+  };
+}
+
+/** Zulip's STRONG_EM_RE (a DoubleTagPattern "strong,em"): `***x***` is strong around em. */
+const strongEmRule = tagPattern(/(\*\*\*)(?!\s+)([^*^\n]+)(?<!\s)\*\*\*/, [
+  ['strong', 'strong'],
+  ['em', 'em'],
+]);
+
+/** Zulip's DEL_RE: two tildes each side, not more, around anything but tildes on one line
+ * (spaces inside the delimiters too, unlike CommonMark's flanking rules). */
+const strikethroughRule = tagPattern(/(?<!~)(~~)([^~\n]+?)~~(?!~)/, [['s', 'del']]);
+
 export function inlineExtrasPlugin(md: MarkdownIt): void {
   md.inline.ruler.before('autolink', 'zulip_time', timeRule);
+  md.inline.ruler.before('emphasis', 'zulip_strong_em', strongEmRule);
   md.inline.ruler.before('emphasis', 'zulip_underscore', underscoreRule);
+  md.inline.ruler.before('strikethrough', 'zulip_strikethrough', strikethroughRule);
+  md.disable('strikethrough');
   md.core.ruler.after('inline', 'zulip_links', linksRule);
 }

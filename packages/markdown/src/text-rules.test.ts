@@ -21,6 +21,40 @@ describe('line ends', () => {
 
   it('strikes through only between runs of exactly two tildes', () => {
     expect(html('~~~~gone~~~~ ~~yes~~')).toBe('<p>~~~~gone~~~~ <del>yes</del></p>');
+    expect(html('~~a~~~')).toBe('<p>~~a~~~</p>');
+  });
+
+  it("strikes through with spaces inside the tildes (Zulip's DEL_RE)", () => {
+    expect(html('a ~~ like software ~~ b')).toBe('<p>a <del> like software </del> b</p>');
+    expect(html('~~**x**~~')).toBe('<p><del><strong>x</strong></del></p>');
+  });
+
+  it('parses the inside of a pattern apart from what follows it', () => {
+    // Emphasis opened inside the strikethrough cannot close outside it (this once threw).
+    expect(html('~~*a~~ b*')).toBe('<p><del>*a</del> b*</p>');
+  });
+});
+
+describe('strong emphasis', () => {
+  it("nests ***x*** as strong around em (Zulip's STRONG_EM_RE)", () => {
+    expect(html('***bold it***')).toBe('<p><strong><em>bold it</em></strong></p>');
+    expect(html('x***y***z')).toBe('<p>x<strong><em>y</em></strong>z</p>');
+    expect(html('*** x***')).toBe('<p>*** x***</p>');
+  });
+});
+
+describe('escaping', () => {
+  it('keeps quotes in text and inline code as typed, escaping them in attributes', () => {
+    expect(html(`"hi" 'there' \`"x"\``)).toBe(`<p>"hi" 'there' <code>"x"</code></p>`);
+  });
+
+  it('escapes quotes in a code block without a language only, as Pygments and lxml do', () => {
+    expect(html('```\nprint \'a\' "b"\n```')).toBe(
+      '<div class="codehilite"><pre><span></span><code>print &#39;a&#39; &quot;b&quot;\n</code></pre></div>',
+    );
+    expect(html("```py2\nprint 'a'\n```")).toBe(
+      '<div class="codehilite" data-code-language="Python 2.x"><pre><span></span><code>print \'a\'\n</code></pre></div>',
+    );
   });
 });
 
