@@ -39,14 +39,19 @@ export function blocksPlugin(md: MarkdownIt): void {
     const token = tokens[index]!;
     const language = token.info;
     const depth = (env as { fenceDepth?: number }).fenceDepth ?? 0;
-    const nested = (content: string) =>
+    const nested = (content: string, inBlockquote = false) =>
       depth >= MAX_NESTED_FENCES
         ? codeBlock(content, '')
-        : md.render(content, { ...env, fenceDepth: depth + 1 });
+        : md.render(content, {
+            ...env,
+            fenceDepth: depth + 1,
+            ...(inBlockquote ? { inBlockquote: true } : {}),
+          });
     switch (language) {
       case 'quote':
       case 'quoted':
-        return `<blockquote>\n${nested(token.content)}</blockquote>\n`;
+        // A blockquote: no link previews inside (see inline-extras.ts).
+        return `<blockquote>\n${nested(token.content, true)}</blockquote>\n`;
       case 'spoiler': {
         const header = (token.meta as { header: string }).header;
         const headerHtml = header === '' ? '' : nested(header);

@@ -82,6 +82,12 @@ describe('renderMarkdown', () => {
     );
   });
 
+  it("reads Zulip's time zone abbreviations", () => {
+    expect(html('<time:31 Dec 2017 5:30 am IST>')).toContain('datetime="2017-12-31T00:00:00Z"');
+    expect(html('<time:31 Dec 2017 5:30 am PST>')).toContain('datetime="2017-12-31T13:30:00Z"');
+    expect(html('<time:Jun 5 2017 10:30 GMT>')).toContain('datetime="2017-06-05T10:30:00Z"');
+  });
+
   it('typesets $$TeX$$ inline and in math fences, escaping what KaTeX refuses', () => {
     expect(html('$$x^2$$')).toContain('<span class="katex">');
     expect(html('```math\n\\frac{1}{2}\n```')).toContain('katex-display');
@@ -89,6 +95,11 @@ describe('renderMarkdown', () => {
       '<p><span class="tex-error">$$\\nosuchcommand{&lt;b&gt;}$$</span></p>',
     );
     expect(html('costs $5 and $$$')).toBe('<p>costs $5 and $$$</p>');
+    // A fence's error is escaped as Django escapes (quotes too), an inline one as text.
+    expect(html("```math\n\\x{'a'}\n```")).toBe(
+      '<p><span class="tex-error">\\x{&#x27;a&#x27;}</span></p>',
+    );
+    expect(html("$$\\x{'a'}$$")).toBe('<p><span class="tex-error">$$\\x{\'a\'}$$</span></p>');
   });
 
   it('previews linked images after their paragraph', () => {
@@ -98,9 +109,30 @@ describe('renderMarkdown', () => {
     );
   });
 
-  it('flags /me messages', () => {
+  it('previews each image once, none in a quote, and a lone link gives way to its preview', () => {
+    const cat = 'https://x.org/cat.png';
+    const count = (text: string) => text.split('class="message_inline_image"').length - 1;
+    expect(count(html(`${cat} and ${cat}`))).toBe(1);
+    expect(count(html(`> look ${cat}`))).toBe(0);
+    expect(count(html(`\`\`\`quote\nlook ${cat}\n\`\`\``))).toBe(0);
+    expect(html(cat)).toMatch(/^<div class="message_inline_image">/);
+    expect(html(`[a cat](${cat})`)).toMatch(/^<p><a href/);
+  });
+
+  it('flags /me messages as Zulip does: "/me " and more', () => {
     expect(renderMarkdown('/me waves').isMeMessage).toBe(true);
     expect(renderMarkdown('/metoo').isMeMessage).toBe(false);
+    expect(renderMarkdown('/me').isMeMessage).toBe(false);
+  });
+});
+
+describe('block quotes', () => {
+  it("take every line of their block, as Python-Markdown's", () => {
+    expect(html('>\n>\ntext')).toBe('<blockquote>\n<p>text</p>\n</blockquote>');
+    expect(html('> a\n>\ntext')).toBe('<blockquote>\n<p>a</p>\n<p>text</p>\n</blockquote>');
+    expect(html('x\n> a\n>\nb')).toBe('<p>x</p>\n<blockquote>\n<p>a</p>\n<p>b</p>\n</blockquote>');
+    // A blank line ends the quote.
+    expect(html('> a\n\nb')).toBe('<blockquote>\n<p>a</p>\n</blockquote>\n<p>b</p>');
   });
 });
 

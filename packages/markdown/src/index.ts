@@ -88,7 +88,8 @@ md.renderer.rules.code_inline = (tokens, index, _options, _env, self) => {
 md.renderer.rules.s_open = () => '<del>';
 md.renderer.rules.s_close = () => '</del>';
 
-const ME_MESSAGE = /^\/me(?:\s|$)/;
+/** Zulip's Message.is_status_message: "/me " and the rest of the line. */
+const ME_MESSAGE = /^\/me /;
 
 export interface RenderOptions {
   /** The user setting translate_emoticons: `:)` becomes :smile: and so on. */
@@ -107,7 +108,7 @@ export function renderMarkdown(
     wildcard: null,
   };
   const html = md.render(content, { mentionData: data, mentions, options }).trimEnd();
-  // Users' text never holds a raw quote here (it is escaped), so this finds only previews.
+  // Users' text never holds a raw "<" here (it is escaped), so this finds only previews.
   const hasImage = html.includes('<div class="message_inline_image">');
   return { html, isMeMessage: ME_MESSAGE.test(content), hasImage, mentions };
 }

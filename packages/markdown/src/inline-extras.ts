@@ -4,17 +4,77 @@ import type { MarkdownIt, StateCore, StateInline } from 'markdown-it';
 import { escapeHtml as escape } from './escape';
 import type { UploadedImage } from './mentions';
 
+/** Zulip's common_timezones (zerver/lib/timezone.py), the abbreviations its date parser takes,
+ * as offsets from UTC in seconds. Some are ambiguous (IST, CST): Zulip's choice stands. */
+const ZONE_ABBREVIATIONS: Record<string, number> = {
+  SST: -39600,
+  HST: -36000,
+  AKST: -32400,
+  HDT: -32400,
+  AKDT: -28800,
+  PST: -28800,
+  MST: -25200,
+  PDT: -25200,
+  CST: -21600,
+  MDT: -21600,
+  CDT: -18000,
+  EST: -18000,
+  AST: -14400,
+  EDT: -14400,
+  NST: -12600,
+  ADT: -10800,
+  NDT: -9000,
+  GMT: 0,
+  UTC: 0,
+  WET: 0,
+  BST: 3600,
+  CET: 3600,
+  MET: 3600,
+  WAT: 3600,
+  WEST: 3600,
+  CAT: 7200,
+  CEST: 7200,
+  EET: 7200,
+  MEST: 7200,
+  SAST: 7200,
+  EAT: 10800,
+  EEST: 10800,
+  IDT: 10800,
+  MSK: 10800,
+  PKT: 18000,
+  IST: 19800,
+  WIB: 25200,
+  AWST: 28800,
+  HKT: 28800,
+  WITA: 28800,
+  JST: 32400,
+  KST: 32400,
+  WIT: 32400,
+  ACST: 34200,
+  AEST: 36000,
+  ChST: 36000,
+  ACDT: 37800,
+  AEDT: 39600,
+  NZST: 43200,
+  NZDT: 46800,
+};
+
 /** A time Zulip's clients show in each reader's zone: an ISO date, a UNIX timestamp, or an
- * English date such as "Jun 5th 2017, 10:30PM" (taken as UTC). */
+ * English date such as "Jun 5th 2017, 10:30PM" (taken as UTC unless it ends with an offset or
+ * one of Zulip's zone abbreviations). */
 export function parseTime(text: string): Date | null {
   const trimmed = text.trim();
   if (/^\d{1,12}(?:\.\d+)?$/.test(trimmed)) return new Date(Number(trimmed) * 1000);
-  const cleaned = trimmed
-    .replace(/(\d)(st|nd|rd|th)\b/gi, '$1')
-    .replace(/(\d)(am|pm)\b/gi, '$1 $2');
-  const hasZone = /(?:Z|[+-]\d{2}:?\d{2}|UTC|GMT)$/i.test(cleaned);
+  let cleaned = trimmed.replace(/(\d)(st|nd|rd|th)\b/gi, '$1').replace(/(\d)(am|pm)\b/gi, '$1 $2');
+  let offsetSeconds = 0;
+  const abbreviation = /\s([A-Za-z]{2,5})$/.exec(cleaned)?.[1];
+  if (abbreviation !== undefined && Object.hasOwn(ZONE_ABBREVIATIONS, abbreviation)) {
+    offsetSeconds = ZONE_ABBREVIATIONS[abbreviation]!;
+    cleaned = cleaned.slice(0, -abbreviation.length).trimEnd();
+  }
+  const hasZone = /(?:Z|[+-]\d{2}:?\d{2})$/i.test(cleaned);
   const time = Date.parse(hasZone ? cleaned : `${cleaned} UTC`);
-  return Number.isNaN(time) ? null : new Date(time);
+  return Number.isNaN(time) ? null : new Date(time - offsetSeconds * 1000);
 }
 
 function timeRule(state: StateInline, silent: boolean): boolean {
@@ -109,11 +169,19 @@ function isImage(href: string): boolean {
  * paragraph (inside the item for tight lists). */
 function linksRule(state: StateCore): void {
   const tokens = state.tokens;
+  const env = state.env as { inBlockquote?: boolean; previewedUrls?: Set<string> };
+  // Zulip's InlineInterestingLinkProcessor: each URL previewed once per message, none inside
+  // a quote.
+  const previewed = (env.previewedUrls ??= new Set());
+  let quoteDepth = env.inBlockquote ? 1 : 0;
   for (let i = 0; i < tokens.length; i += 1) {
     const inline = tokens[i]!;
+    if (inline.type === 'blockquote_open') quoteDepth += 1;
+    if (inline.type === 'blockquote_close') quoteDepth -= 1;
     if (inline.type !== 'inline' || !inline.children) continue;
     const previews: string[] = [];
     const children = inline.children;
+    let onlyLink = false;
     for (let j = 0; j < children.length; j += 1) {
       const open = children[j]!;
       if (open.type !== 'link_open') continue;
@@ -127,12 +195,36 @@ function linksRule(state: StateCore): void {
         children.splice(j + 1, close - j - 1, token);
       }
       const title = text.trim() !== '' && text !== href ? text : null;
+      if (quoteDepth > 0 || previewed.has(href)) continue;
       const upload = uploadedImage(href, state.env);
-      if (upload) previews.push(uploadPreview(href, title, upload));
-      else if (isImage(href)) previews.push(imagePreview(href, title));
+      const preview = upload
+        ? uploadPreview(href, title, upload)
+        : isImage(href)
+          ? imagePreview(href, title)
+          : null;
+      if (preview === null) continue;
+      previewed.add(href);
+      previews.push(preview);
+      // Zulip's get_inlining_information: a paragraph that is nothing but a link showing its
+      // own URL gives way to the preview.
+      onlyLink = j === 0 && close === children.length - 1 && (title === null || text === href);
     }
     if (previews.length === 0) continue;
+    const paragraphOpen = tokens[i - 1];
     const paragraphClose = tokens[i + 1];
+    if (
+      onlyLink &&
+      previews.length === 1 &&
+      paragraphOpen?.type === 'paragraph_open' &&
+      paragraphClose?.type === 'paragraph_close' &&
+      !paragraphClose.hidden
+    ) {
+      const block = new state.Token('html_block', '', 0);
+      block.content = previews[0]!;
+      tokens.splice(i - 1, 3, block);
+      i -= 1;
+      continue;
+    }
     if (paragraphClose?.type === 'paragraph_close' && !paragraphClose.hidden) {
       const block = new state.Token('html_block', '', 0);
       // Zulip adds previews after laying out the HTML: no newline follows them.

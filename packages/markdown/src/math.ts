@@ -2,13 +2,16 @@
 // is shown as typed, escaped, in a tex-error span.
 import katex from 'katex';
 import type { MarkdownIt, StateInline } from 'markdown-it';
-import { escapeHtml as escape } from './escape';
+import { escapeHtml as escape, escapeText } from './escape';
 
 export function renderMath(tex: string, display: boolean): string {
   try {
     return katex.renderToString(tex, { displayMode: display, throwOnError: true });
   } catch {
-    return `<span class="tex-error">${escape(display ? tex : `$$${tex}$$`)}</span>`;
+    // Zulip's fenced_code format_tex escapes with Django's escape (quotes too); an inline
+    // formula's error is element text, escaped as all text is (quotes kept).
+    const shown = display ? escape(tex).replace(/'/g, '&#x27;') : escapeText(`$$${tex}$$`);
+    return `<span class="tex-error">${shown}</span>`;
   }
 }
 

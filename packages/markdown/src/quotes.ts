@@ -38,6 +38,56 @@ function emptyQuoteRule(state: StateBlock, startLine: number, endLine: number): 
   return true;
 }
 
+const QUOTE_LINE = /^ {0,3}>/;
+const MAX_LAZY_QUOTE_DEPTH = 16;
+const FENCE_LINE = /^ {0,3}(?:`{3,}|~{3,})/;
+
+/** Python-Markdown's BlockQuoteProcessor: a quote takes every line of its block (up to a blank
+ * line), with or without `>`, where CommonMark ends it at the first line that cannot continue
+ * a paragraph (after a bare `>`, a heading, a list item). Such a block is rendered here: its
+ * lines, less one `>` each, as Markdown of their own inside the quote. Blocks whose lines all
+ * have `>`, or with a fence in them (Zulip reads fences before quotes), are left to
+ * markdown-it, which renders them the same. */
+function lazyQuoteRule(
+  state: StateBlock,
+  startLine: number,
+  endLine: number,
+  silent: boolean,
+): boolean {
+  const lineText = (line: number) => state.src.slice(state.bMarks[line]!, state.eMarks[line]);
+  // Each level renders the next one afresh: deeper than this, markdown-it's own rule (and its
+  // nesting limit) takes over.
+  const depth = (state.env as { lazyQuoteDepth?: number }).lazyQuoteDepth ?? 0;
+  if (depth >= MAX_LAZY_QUOTE_DEPTH) return false;
+  if (state.sCount[startLine]! - state.blkIndent > 3) return false;
+  if (!QUOTE_LINE.test(lineText(startLine))) return false;
+  let end = startLine;
+  let unquoted = false;
+  while (end < endLine && !state.isEmpty(end)) {
+    const text = lineText(end);
+    if (FENCE_LINE.test(text.replace(/^ {0,3}>\s?/, ''))) return false;
+    if (!QUOTE_LINE.test(text)) unquoted = true;
+    end += 1;
+  }
+  if (!unquoted) return false;
+  if (silent) return true;
+  const inner: string[] = [];
+  for (let line = startLine; line < end; line += 1)
+    inner.push(lineText(line).replace(/^ {0,3}> ?/, ''));
+  state.line = end;
+  const token = state.push('html_block', '', 0);
+  token.map = [startLine, end];
+  token.content = `<blockquote>\n${state.md.render(inner.join('\n'), {
+    ...(state.env as object),
+    inBlockquote: true,
+    lazyQuoteDepth: depth + 1,
+  })}</blockquote>\n`;
+  return true;
+}
+
 export function quotesPlugin(md: MarkdownIt): void {
   md.block.ruler.before('blockquote', 'zulip_empty_quote', emptyQuoteRule);
+  md.block.ruler.before('blockquote', 'zulip_lazy_quote', lazyQuoteRule, {
+    alt: ['paragraph', 'reference', 'blockquote', 'list'],
+  });
 }
