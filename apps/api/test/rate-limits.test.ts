@@ -87,7 +87,7 @@ describe('api_by_user', () => {
     // use up the API budget, nor the reverse.
     const poll = await request(app)
       .get('/api/v1/events')
-      .query({ queue_id: 'no-such-queue' })
+      .query({ queue_id: 'no-such-queue', last_event_id: -1 })
       .set('Host', org.host)
       .auth(user.deliveryEmail, user.apiKey);
     expectError(poll, 'Bad event queue ID: no-such-queue', 400, 'BAD_EVENT_QUEUE_ID');
