@@ -450,12 +450,19 @@ describe('PATCH /streams/{stream_id}', () => {
       (await prisma().stream.findUniqueOrThrow({ where: { id: org.general.id } }))
         .messageRetentionDays,
     ).toBeNull();
+    // Zulip's CannotManageDefaultChannelError, for a channel administrator who is not an
+    // organization administrator.
     expectError(
       await patch(org.member, org.general, { is_default_stream: true }),
-      'Insufficient permission',
+      'You do not have permission to change default channels.',
     );
     expectError(
       await patch(org.admin, org.secret, { is_default_stream: true }),
+      'A default channel cannot be private.',
+    );
+    // That check comes first, whoever asks.
+    expectError(
+      await patch(org.member, org.general, { is_default_stream: true, is_private: true }),
       'A default channel cannot be private.',
     );
     expectSuccess(await patch(org.member, org.general, { topics_policy: 'disable_empty_topic' }));
@@ -826,6 +833,9 @@ describe('POST and DELETE /default_streams', () => {
     );
     expectError(await add(org.admin, org.secret.id), 'Private channels cannot be made default.');
     expectError(await add(org.admin, 999_999_999), 'Invalid channel ID');
+    // No id is too small: Zulip's access_stream_by_id finds no channel.
+    expectError(await add(org.admin, 0), 'Invalid channel ID');
+    expectError(await remove(org.admin, -5), 'Invalid channel ID');
     expectError(await add(org.admin, 'general'), 'stream_id is not an integer');
     expectError(
       await remove(org.admin, undefined),

@@ -247,6 +247,46 @@ describe('can_access_all_users_group: role:members', () => {
       expect(deactivation.users).not.toContain(org.guest.id);
     });
 
+    it("tell guests without access of the groups a deactivated user left (Zulip's send_events_for_user_deactivation)", async () => {
+      const target = await createTestUser(org.realm, Role.MEMBER, { fullName: 'Cy Leaving' });
+      const group = expectSuccess(
+        await as(org.owner, org.host).post('/user_groups/create', {
+          name: `leavers ${target.id}`,
+          description: '',
+          members: [target.id],
+        }),
+      ).group_id as number;
+      // Every named group the user is directly in: role:members, role:fullmembers and the new one.
+      const direct = (
+        await getPrisma().userGroupMembership.findMany({
+          where: { userId: target.id, userGroup: { name: { not: null } } },
+          orderBy: { userGroupId: 'asc' },
+        })
+      ).map((row) => row.userGroupId);
+      expect(direct).toContain(group);
+      expect(direct.length).toBeGreaterThan(1);
+      const published = await captureEvents(org.realm.id, async () =>
+        expectSuccess(await as(org.owner, org.host).delete(`/users/${target.id}`)),
+      );
+      const toGuest = published.filter((p) => p.users.includes(org.guest.id)).map((p) => p.event);
+      expect(toGuest).toEqual(
+        direct.map((id) => ({
+          type: 'user_group',
+          op: 'remove_members',
+          group_id: id,
+          user_ids: [target.id],
+        })),
+      );
+      // Those with access hear the deactivation itself, which tells them the same.
+      const toMember = published.filter((p) => p.users.includes(org.member.id)).map((p) => p.event);
+      expect(toMember).toContainEqual({
+        type: 'realm_user',
+        op: 'update',
+        person: { user_id: target.id, is_active: false },
+      });
+      expect(toMember.filter((event) => event.type === 'user_group')).toEqual([]);
+    });
+
     it('give guests an "Unknown user" for a new user they cannot access', async () => {
       let created: User | undefined;
       const published = await captureEvents(org.realm.id, async () => {

@@ -554,6 +554,12 @@ describe('user groups', () => {
       );
       expect(await memberIds(id)).toEqual([org.other.id]);
       expectError(await members(org.member, id, { add: [999999] }), 'Invalid user ID: 999999');
+      // No id is too small for the lookups' own messages (Zulip's Json[list[int]]).
+      expectError(await members(org.member, id, { add: [0] }), 'Invalid user ID: 0');
+      expectError(
+        await members(org.member, id, { add_subgroups: [-1] }),
+        'Invalid user group ID: -1',
+      );
       expectError(
         await members(org.member, id, {}),
         'Nothing to do. Specify at least one of "add", "delete", "add_subgroups" or "delete_subgroups".',

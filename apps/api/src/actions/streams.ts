@@ -24,7 +24,7 @@ import {
 import { renderDescriptionForRealm } from '../lib/rendering';
 import { codePoints, unprintablePosition } from '../lib/text';
 import { sendEventOnCommit } from '../lib/events';
-import { systemGroupIds, type GroupSettingValue } from '../lib/groups';
+import { systemGroupIds, type GroupSettingChange, type GroupSettingValue } from '../lib/groups';
 import { checkGroupSetting } from './group-settings';
 import { removeStreamFromDefaultStreamGroups } from './default-stream-groups';
 import { clearRealmChannels } from './realm-settings';
@@ -586,12 +586,12 @@ export async function checkChangeStreamGroupSetting(
   perms: Permissions,
   stream: Stream,
   setting: StreamGroupSetting,
-  change: { new: GroupSettingValue; old?: GroupSettingValue },
+  change: GroupSettingChange,
 ): Promise<number | null> {
   const column = STREAM_GROUP_SETTINGS[setting];
   const details = await loadStreamDetails(stream.realmId, [stream]);
   const current = details.context(stream).groups.get(stream[column]) ?? stream[column];
-  if (change.old !== undefined && !sameGroupSetting(change.old, current))
+  if (change.old != null && !sameGroupSetting(change.old, current))
     throw new PreviousSettingValueMismatchedError();
   if (sameGroupSetting(change.new, current)) return null;
   await checkPolicyPermissions(tx, perms, undefined, { [setting]: change.new });

@@ -400,10 +400,7 @@ export async function checkUpdateUserGroup(
     const currentId = group[column]!;
     const current = await settingApiValue(tx, currentId);
     const wanted = normalizeGroupSetting(change.new, nobody);
-    if (
-      change.old !== undefined &&
-      !sameGroupSetting(normalizeGroupSetting(change.old, nobody), current)
-    )
+    if (change.old != null && !sameGroupSetting(normalizeGroupSetting(change.old, nobody), current))
       throw new PreviousSettingValueMismatchedError();
     if (sameGroupSetting(wanted, current)) continue;
     const newId = await checkGroupSettingValue(tx, realm.id, setting, wanted, currentId);

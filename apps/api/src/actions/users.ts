@@ -770,7 +770,7 @@ async function deactivateOne(
   await sendSubscriberActivityEvents(ctx, target, 'peer_remove');
   await audit(ctx, target, AuditLogEvent.USER_DEACTIVATED, actingUserId, { actions });
   await doExpireInvitesBy(ctx, target);
-  const viewers = await usersWhoCanAccess(target.realmId, tx, target);
+  const { withAccess: viewers, withoutAccess } = await activeUsersByAccessTo(target);
   const viewerIds = viewers.map((viewer) => viewer.id);
   if (deleted) {
     sendEventOnCommit(
@@ -811,7 +811,30 @@ async function deactivateOne(
     { type: 'realm_user', op: 'update', person: { user_id: target.id, is_active: false } },
     [...viewerIds, target.id],
   );
+  if (withoutAccess.length > 0) await sendDeactivationToOthers(ctx, target, withoutAccess);
   if (target.isBot) await sendBotUpdate(ctx, target, { is_active: false });
+}
+
+/** Zulip's send_events_for_user_deactivation for the users who may not see `target` (guests
+ * of an organization that limits them): they hear no realm_user update, so each named group
+ * the user was directly in tells them the user left it. (Zulip also sends realm_user remove to
+ * guests who saw the user only through a shared channel; Parley's access rule still counts a
+ * deactivated user's channels, so those guests hear the update instead.) */
+async function sendDeactivationToOthers(
+  ctx: ActionContext,
+  target: User,
+  withoutAccess: Viewer[],
+): Promise<void> {
+  const ids = withoutAccess.map((viewer) => viewer.id);
+  const groups = await ctx.tx.$queryRaw<{ id: number }[]>`
+    SELECT g.id FROM user_group_membership m JOIN user_group g ON g.id = m.user_group_id
+    WHERE m.user_profile_id = ${target.id} AND g.name IS NOT NULL ORDER BY g.id`;
+  for (const group of groups)
+    sendEventOnCommit(
+      ctx,
+      { type: 'user_group', op: 'remove_members', group_id: group.id, user_ids: [target.id] },
+      ids,
+    );
 }
 
 // ---- Deleting a deactivated user's messages ----------------------------------------------------

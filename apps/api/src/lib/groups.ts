@@ -120,7 +120,7 @@ export async function presentGroupSettings(
  * given, must match what the setting holds. */
 export interface GroupSettingChange {
   new: GroupSettingValue;
-  old?: GroupSettingValue;
+  old?: GroupSettingValue | null;
 }
 
 /** The form a value is stored and compared in, as checkGroupSetting stores it: an anonymous

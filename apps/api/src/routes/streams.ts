@@ -66,7 +66,7 @@ import { checkCanPost } from '../actions/messages';
 import { channelEmailAddressFor } from '../actions/email-gateway';
 import { EMPTY_TOPIC_DISPLAY_NAME } from '../presenters/messages';
 import { isAdmin, isOwner } from '../lib/users';
-import { OrganizationOwnerRequiredError, InsufficientPermissionError } from '@parley/errors';
+import { OrganizationOwnerRequiredError } from '@parley/errors';
 import { presentStream, STREAM_GROUP_SETTINGS } from '../presenters/streams';
 
 export const streamRoutes = Router();
@@ -136,7 +136,7 @@ defineRoute(streamRoutes, '/streams/:stream_id', {
         topics_policy: p.enum(TOPICS_POLICIES).optional(),
         folder_id: p.json(int32.nullable()).optional(),
         ...groupSettingParams(
-          z.strictObject({ new: groupSettingValue, old: groupSettingValue.optional() }),
+          z.strictObject({ new: groupSettingValue, old: groupSettingValue.nullish() }),
         ),
       },
       response: schema.empty,
@@ -162,6 +162,9 @@ defineRoute(streamRoutes, '/streams/:stream_id', {
             unarchivedNotice(after),
           );
         const isDefault = (await defaultStreamIds(realm.id, tx)).includes(stream.id);
+        // Zulip's update_stream_backend checks this first, whoever asks.
+        if ((params.is_private ?? stream.inviteOnly) && (params.is_default_stream ?? isDefault))
+          throw new JsonableError('A default channel cannot be private.');
         if (
           params.is_private !== undefined ||
           params.is_web_public !== undefined ||
@@ -189,7 +192,9 @@ defineRoute(streamRoutes, '/streams/:stream_id', {
           );
         }
         if (params.is_default_stream !== undefined) {
-          if (!isAdmin(user)) throw new InsufficientPermissionError();
+          // Zulip's CannotManageDefaultChannelError (can_manage_default_streams: administrators).
+          if (!isAdmin(user))
+            throw new JsonableError('You do not have permission to change default channels.');
           await doSetDefaultStream(ctx, stream, params.is_default_stream);
         }
         if (retention !== undefined) {
@@ -364,7 +369,8 @@ defineRoute(streamRoutes, '/streams/:stream_id/delete_topic', {
 // PATCH /streams/{id} with is_default_stream does the same.
 const defaultStreamSpec = {
   adminOnly: true,
-  params: { stream_id: p.int({ min: 1 }) },
+  // Any integer: an id no channel has is "Invalid channel ID", as Zulip's access_stream_by_id.
+  params: { stream_id: p.int() },
   response: schema.empty,
 } as const;
 

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { userEndpoint } from '@parley/auth';
 import { runAction } from '@parley/db';
 import { JsonableError } from '@parley/errors';
-import { defineRoute, p } from '@parley/http';
+import { defineRoute, int32, p } from '@parley/http';
 import * as schema from '../presenters/schemas';
 import {
   checkAddUserGroup,
@@ -17,7 +17,7 @@ import {
   checkUpdateUserGroup,
   MAX_GROUP_DESCRIPTION_LENGTH,
 } from '../actions/user-groups';
-import { groupSettingValue, id, MAX_LIST } from '../lib/channel-params';
+import { groupSettingValue, MAX_LIST } from '../lib/channel-params';
 import {
   groupIdsOfUser,
   isDirectMember,
@@ -38,12 +38,14 @@ import { accessUserById } from '../lib/users';
 
 export const userGroupRoutes = Router();
 
-const idList = p.json(z.array(id).max(MAX_LIST));
+// Any integer: an id no user or group has gets the lookups' "Invalid user ID: N" / "Invalid
+// user group ID: N", as Zulip's Json[list[int]] lets it through to them.
+const idList = p.json(z.array(int32).max(MAX_LIST));
 const groupPath = { user_group_id: p.int() };
 const description = p.string({ maxLength: MAX_GROUP_DESCRIPTION_LENGTH });
 const settingChange: z.ZodType<GroupSettingChange> = z.strictObject({
   new: groupSettingValue,
-  old: groupSettingValue.optional(),
+  old: groupSettingValue.nullish(),
 });
 
 /** Each group setting as an optional JSON parameter of shape `shape`. */
