@@ -637,6 +637,25 @@ describe('POST /messages as a direct message', () => {
   });
 });
 
+describe("the sender's translate_emoticons", () => {
+  it('turns emoticons into emoji in the messages of users who asked for it, as Zulip renders', async () => {
+    const org = await createMessageOrg();
+    expectSuccess(await as(org.member, org.host).patch('/settings', { translate_emoticons: true }));
+    const contentOf = async (user: User) => {
+      const { id } = expectSuccess(
+        await send(user, org.host, { type: 'stream', to: 'general', topic: 't', content: 'hi :)' }),
+      ) as { id: number };
+      return (await prisma().message.findUniqueOrThrow({ where: { id } })).renderedContent;
+    };
+    expect(await contentOf(org.member)).toMatch(/^<p>hi <span aria-label="[^"]+" class="emoji/);
+    expect(await contentOf(org.other)).toBe('<p>hi :)</p>');
+    expect(
+      expectSuccess(await as(org.member, org.host).post('/messages/render', { content: ':)' }))
+        .rendered,
+    ).toMatch(/class="emoji/);
+  });
+});
+
 describe('POST /messages/render and GET /messages/{id}', () => {
   it('renders without storing, and fetches one message as its viewer may see it', async () => {
     const org = await createMessageOrg();

@@ -208,7 +208,9 @@ export async function prepareMessage(
     author: { realm, user: sender },
   }).then((mentionData) => ({
     mentionData,
-    rendered: renderMarkdown(content, mentionData),
+    rendered: renderMarkdown(content, mentionData, {
+      translateEmoticons: sender.translateEmoticons,
+    }),
   }));
   rendering.catch(() => undefined);
   const resolved = await resolving;

@@ -31,7 +31,9 @@ import { inaccessibleUserIds } from './user-access';
  * stay text. */
 export interface ContentAuthor {
   realm: Realm;
-  user: Pick<User, 'id' | 'role'>;
+  /** translateEmoticons: the author's setting decides whether ":)" becomes an emoji (Zulip
+   * renders with the sender's translate_emoticons). */
+  user: Pick<User, 'id' | 'role' | 'translateEmoticons'>;
 }
 
 export async function renderContent(
@@ -40,7 +42,9 @@ export async function renderContent(
   db: Tx = getPrisma(),
   author?: ContentAuthor,
 ): Promise<Rendered> {
-  return renderMarkdown(content, await loadMentionData(realmId, content, db, { author }));
+  return renderMarkdown(content, await loadMentionData(realmId, content, db, { author }), {
+    translateEmoticons: author?.user.translateEmoticons ?? false,
+  });
 }
 
 /** A channel description or a Markdown profile value: the organization's linkifiers, emoji
