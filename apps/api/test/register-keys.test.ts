@@ -9,6 +9,7 @@ import { getPrisma, Role, type User, SYSTEM_GROUPS } from '@parley/db';
 import type { QueuedEvent } from '@parley/events';
 import { applyEvent, refreshAfterEvents, type StateOptions } from '../src/lib/initial-state';
 import { ensureSystemBot } from '../src/actions/system-bots';
+import { applyRealmEvent } from '../src/lib/realm-state';
 import { STOP_WORDS } from '../src/lib/stop-words';
 import {
   as,
@@ -484,6 +485,29 @@ describe('POST /register values come from the data Parley stores', () => {
       push_notifications: null,
       audible_notifications: null,
       email_notifications: null,
+    });
+  });
+
+  it('folds raced GIF rating and login-method changes into every key that says them', () => {
+    const state: Record<string, unknown> = {
+      realm_name: 'x',
+      realm_giphy_rating: 1,
+      realm_gif_rating_policy: 1,
+      realm_password_auth_enabled: true,
+      realm_email_auth_enabled: true,
+    };
+    applyRealmEvent(state, { type: 'realm', op: 'update', property: 'giphy_rating', value: 3 });
+    applyRealmEvent(state, {
+      type: 'realm',
+      op: 'update_dict',
+      property: 'default',
+      data: { authentication_methods: { Email: { enabled: false, available: true } } },
+    });
+    expect(state).toMatchObject({
+      realm_giphy_rating: 3,
+      realm_gif_rating_policy: 3,
+      realm_password_auth_enabled: false,
+      realm_email_auth_enabled: false,
     });
   });
 

@@ -39,6 +39,7 @@ describe('matchesNarrow', () => {
     [{ operator: 'is', operand: 'resolved' }, false],
     // An operand the event cannot decide matches, as in Zulip.
     [{ operator: 'is', operand: 'muted' }, true],
+    [{ operator: 'is', operand: 'muted', negated: true }, true],
   ])('channel message with %j → %p', (term, expected) => {
     expect(matchesNarrow([term], channelMessage, [])).toBe(expected);
   });

@@ -17,7 +17,13 @@ const RESOLVED_PREFIX = '✔ ';
 
 const lower = (value: unknown) => String(value).toLowerCase();
 
-function matchesTerm(term: NarrowTerm, message: NarrowableMessage, flags: string[]): boolean {
+/** Whether the message matches the term; null when the event cannot tell (it matches then,
+ * negated or not, as Zulip's predicate ignores negation). */
+function matchesTerm(
+  term: NarrowTerm,
+  message: NarrowableMessage,
+  flags: string[],
+): boolean | null {
   const { operator, operand } = term;
   switch (operator) {
     case 'channel':
@@ -49,7 +55,7 @@ function matchesTerm(term: NarrowTerm, message: NarrowableMessage, flags: string
         case 'resolved':
           return message.type === 'stream' && (message.subject ?? '').startsWith(RESOLVED_PREFIX);
         default:
-          return true;
+          return null;
       }
     default:
       return false;
@@ -61,5 +67,8 @@ export function matchesNarrow(
   message: NarrowableMessage,
   flags: string[],
 ): boolean {
-  return narrow.every((term) => matchesTerm(term, message, flags) !== (term.negated === true));
+  return narrow.every((term) => {
+    const matched = matchesTerm(term, message, flags);
+    return matched === null || matched !== (term.negated === true);
+  });
 }

@@ -23,7 +23,10 @@ export function codeBlock(code: string, language: string): string {
     .join('\n')
     .replace(/^\n+/, '')
     .replace(/\n*$/, '\n');
-  const name = language === '' ? '' : (LANGUAGE_NAMES[language.toLowerCase()] ?? language);
+  const key = language.toLowerCase();
+  // Own keys only: "constructor" is a language as typed, not Object's.
+  const name =
+    language === '' ? '' : Object.hasOwn(LANGUAGE_NAMES, key) ? LANGUAGE_NAMES[key]! : language;
   const attribute = name === '' ? '' : ` data-code-language="${escape(name)}"`;
   const content = name === '' ? escape(body).replace(/'/g, '&#39;') : escapeText(body);
   return `<div class="codehilite"${attribute}><pre><span></span><code>${content}</code></pre></div>\n`;

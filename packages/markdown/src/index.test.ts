@@ -116,6 +116,7 @@ describe('renderMarkdown', () => {
     expect(count(html(`> look ${cat}`))).toBe(0);
     expect(count(html(`\`\`\`quote\nlook ${cat}\n\`\`\``))).toBe(0);
     expect(html(cat)).toMatch(/^<div class="message_inline_image">/);
+    expect(html(`[](${cat})`)).toMatch(/^<div class="message_inline_image">/);
     expect(html(`[a cat](${cat})`)).toMatch(/^<p><a href/);
   });
 
@@ -131,6 +132,10 @@ describe('block quotes', () => {
     expect(html('>\n>\ntext')).toBe('<blockquote>\n<p>text</p>\n</blockquote>');
     expect(html('> a\n>\ntext')).toBe('<blockquote>\n<p>a</p>\n<p>text</p>\n</blockquote>');
     expect(html('x\n> a\n>\nb')).toBe('<p>x</p>\n<blockquote>\n<p>a</p>\n<p>b</p>\n</blockquote>');
+    // A heading or a rule ends it, as Zulip's processors for them run first.
+    expect(html('> q\n# head\nmore')).toBe(
+      '<blockquote>\n<p>q</p>\n</blockquote>\n<h1>head</h1>\n<p>more</p>',
+    );
     // A blank line ends the quote.
     expect(html('> a\n\nb')).toBe('<blockquote>\n<p>a</p>\n</blockquote>\n<p>b</p>');
   });

@@ -186,13 +186,14 @@ function linksRule(state: StateCore): void {
       const open = children[j]!;
       if (open.type !== 'link_open') continue;
       const href = String(open.attrGet('href') ?? '');
-      const close = children.findIndex((t, k) => k > j && t.type === 'link_close');
+      let close = children.findIndex((t, k) => k > j && t.type === 'link_close');
       const inner = children.slice(j + 1, close);
       const text = inner.map((t) => t.content).join('');
       if (text.trim() === '') {
         const token = new state.Token('text', '', 0);
         token.content = href;
         children.splice(j + 1, close - j - 1, token);
+        close = j + 2;
       }
       const title = text.trim() !== '' && text !== href ? text : null;
       if (quoteDepth > 0 || previewed.has(href)) continue;

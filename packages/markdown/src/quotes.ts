@@ -41,13 +41,16 @@ function emptyQuoteRule(state: StateBlock, startLine: number, endLine: number): 
 const QUOTE_LINE = /^ {0,3}>/;
 const MAX_LAZY_QUOTE_DEPTH = 16;
 const FENCE_LINE = /^ {0,3}(?:`{3,}|~{3,})/;
+/** A heading or a rule: Zulip's processors for them run before its quote processor and split
+ * the block there, so the quote ends before such a line. */
+const ENDS_QUOTE = /^ {0,3}(?:#{1,6}(?:\s|$)|(?:(?:\*\s*){3,}|(?:-\s*){3,}|(?:_\s*){3,})$)/;
 
 /** Python-Markdown's BlockQuoteProcessor: a quote takes every line of its block (up to a blank
  * line), with or without `>`, where CommonMark ends it at the first line that cannot continue
  * a paragraph (after a bare `>`, a heading, a list item). Such a block is rendered here: its
  * lines, less one `>` each, as Markdown of their own inside the quote. Blocks whose lines all
- * have `>`, or with a fence in them (Zulip reads fences before quotes), are left to
- * markdown-it, which renders them the same. */
+ * have `>`, with a fence in them (Zulip reads fences before quotes), with an unquoted heading
+ * or rule (which end Zulip's quote), or inside a list item are left to markdown-it. */
 function lazyQuoteRule(
   state: StateBlock,
   startLine: number,
@@ -58,7 +61,7 @@ function lazyQuoteRule(
   // Each level renders the next one afresh: deeper than this, markdown-it's own rule (and its
   // nesting limit) takes over.
   const depth = (state.env as { lazyQuoteDepth?: number }).lazyQuoteDepth ?? 0;
-  if (depth >= MAX_LAZY_QUOTE_DEPTH) return false;
+  if (depth >= MAX_LAZY_QUOTE_DEPTH || state.blkIndent > 0) return false;
   if (state.sCount[startLine]! - state.blkIndent > 3) return false;
   if (!QUOTE_LINE.test(lineText(startLine))) return false;
   let end = startLine;
@@ -66,7 +69,10 @@ function lazyQuoteRule(
   while (end < endLine && !state.isEmpty(end)) {
     const text = lineText(end);
     if (FENCE_LINE.test(text.replace(/^ {0,3}>\s?/, ''))) return false;
-    if (!QUOTE_LINE.test(text)) unquoted = true;
+    if (!QUOTE_LINE.test(text)) {
+      if (ENDS_QUOTE.test(text)) return false;
+      unquoted = true;
+    }
     end += 1;
   }
   if (!unquoted) return false;

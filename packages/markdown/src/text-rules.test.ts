@@ -48,6 +48,11 @@ describe('escaping', () => {
     expect(html(`"hi" 'there' \`"x"\``)).toBe(`<p>"hi" 'there' <code>"x"</code></p>`);
   });
 
+  it('takes a fence language named like an Object member as typed (this once threw)', () => {
+    expect(html('```constructor\nx\n```')).toContain('data-code-language="constructor"');
+    expect(html('```__proto__\nx\n```')).toContain('data-code-language="__proto__"');
+  });
+
   it('escapes quotes in a code block without a language only, as Pygments and lxml do', () => {
     expect(html('```\nprint \'a\' "b"\n```')).toBe(
       '<div class="codehilite"><pre><span></span><code>print &#39;a&#39; &quot;b&quot;\n</code></pre></div>',

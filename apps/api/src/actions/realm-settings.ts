@@ -476,7 +476,7 @@ async function checkRealmGroupSetting(
   if (rules.requireSystemGroup) {
     const systemId = typeof value === 'number' ? value : singleSubgroup(value);
     const name = systemId === null ? undefined : systemNames.get(systemId);
-    // Unknown ids get checkGroupSetting's "Invalid user group ID" below.
+    // Unknown ids get checkGroupSetting's "Invalid user group" below.
     if (systemId === null || (name === undefined && (await isNamedGroup(ctx, realm, systemId))))
       throw new SystemGroupRequiredError(setting);
     if (

@@ -413,6 +413,13 @@ export function applyRealmEvent(state: State, event: Record<string, unknown>): v
     state[`realm_${property}`] = value;
     if (property === 'message_edit_history_visibility_policy')
       state.realm_allow_edit_history = value !== 'none';
+    // Keys that say the same under other names (see realmState).
+    if (property === 'giphy_rating') state.realm_gif_rating_policy = value;
+    if (property === 'authentication_methods') {
+      const email = (value as Record<string, { enabled: boolean }>).Email?.enabled ?? false;
+      state.realm_password_auth_enabled = email;
+      state.realm_email_auth_enabled = email;
+    }
   }
 }
 
