@@ -11,6 +11,18 @@ interface Fetched {
   match_subject?: string;
 }
 
+/** GET /messages as `user` of `org`. */
+const getMessages = (org: MessageOrg, user: User, query: Record<string, unknown>) =>
+  as(user, org.host).get('/messages', query);
+
+/** The ids of the newest (up to 100) messages `user` sees with `query`, oldest first. */
+async function newestIds(org: MessageOrg, user: User, query: Record<string, unknown>) {
+  const body = expectSuccess(
+    await getMessages(org, user, { anchor: 'newest', num_before: 100, ...query }),
+  );
+  return (body.messages as Fetched[]).map((m) => m.id);
+}
+
 describe('GET /messages', () => {
   let org: MessageOrg;
   const ids: Record<string, number> = {};
@@ -52,13 +64,8 @@ describe('GET /messages', () => {
     });
   });
 
-  const get = (user: User, query: Record<string, unknown>) =>
-    as(user, org.host).get('/messages', query);
-  const fetchIds = async (user: User, query: Record<string, unknown>) =>
-    (
-      expectSuccess(await get(user, { anchor: 'newest', num_before: 100, ...query }))
-        .messages as Fetched[]
-    ).map((m) => m.id);
+  const get = (user: User, query: Record<string, unknown>) => getMessages(org, user, query);
+  const fetchIds = (user: User, query: Record<string, unknown>) => newestIds(org, user, query);
 
   it('returns the newest messages of the viewer, oldest first, with flags and found_*', async () => {
     const body = expectSuccess(
@@ -646,13 +653,8 @@ describe('GET /messages: what the viewer can still read, and Zulip edge cases', 
   beforeAll(async () => {
     org = await createMessageOrg();
   });
-  const get = (user: User, query: Record<string, unknown>) =>
-    as(user, org.host).get('/messages', query);
-  const idsOf = async (user: User, query: Record<string, unknown>) =>
-    (
-      expectSuccess(await get(user, { anchor: 'newest', num_before: 100, ...query }))
-        .messages as Fetched[]
-    ).map((m) => m.id);
+  const get = (user: User, query: Record<string, unknown>) => getMessages(org, user, query);
+  const idsOf = (user: User, query: Record<string, unknown>) => newestIds(org, user, query);
   const byIdsOf = async (user: User, messageIds: number[], narrow: unknown[] = []) =>
     (expectSuccess(await get(user, { message_ids: messageIds, narrow })).messages as Fetched[]).map(
       (m) => m.id,
