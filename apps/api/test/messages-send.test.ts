@@ -1,4 +1,4 @@
-import { authCache, startedAuthCache, stopAuthCache } from '@parley/auth';
+import { authCache, realmUrl, startedAuthCache, stopAuthCache } from '@parley/auth';
 import { bitmaskToFlags, getPrisma, Role, runAction, type Stream, type User } from '@parley/db';
 import { prepareMessage, sendPreparedMessage } from '../src/actions/messages';
 import { EmailVisibility } from '../src/lib/users';
@@ -653,6 +653,37 @@ describe("the sender's translate_emoticons", () => {
       expectSuccess(await as(org.member, org.host).post('/messages/render', { content: ':)' }))
         .rendered,
     ).toMatch(/class="emoji/);
+  });
+});
+
+describe("the organization's rendering settings", () => {
+  it('applies default_code_block_language, inline_image_preview and relative local links', async () => {
+    const org = await createMessageOrg();
+    const url = realmUrl(org.realm);
+    const content = `\`\`\`\nx = 1\n\`\`\`\n[here](${url}/#narrow/channel/1-x) https://example.com/a.png`;
+    const rendered = async () => {
+      const { id } = expectSuccess(
+        await send(org.member, org.host, { type: 'stream', to: 'general', topic: 't', content }),
+      ) as { id: number };
+      return (await prisma().message.findUniqueOrThrow({ where: { id } })).renderedContent;
+    };
+    const before = await rendered();
+    expect(before).toContain('<div class="codehilite"><pre>');
+    expect(before).toContain('<a href="#narrow/channel/1-x">here</a>');
+    expect(before).toContain('message_inline_image');
+    expectSuccess(
+      await as(org.admin, org.host).patch('/realm', {
+        default_code_block_language: 'python',
+        inline_image_preview: false,
+      }),
+    );
+    const after = await rendered();
+    expect(after).toContain('<div class="codehilite" data-code-language="Python">');
+    expect(after).not.toContain('message_inline_image');
+    // The preview of a message rendered without sending follows the same settings.
+    expect(
+      expectSuccess(await as(org.member, org.host).post('/messages/render', { content })).rendered,
+    ).toBe(after);
   });
 });
 

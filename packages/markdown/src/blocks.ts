@@ -5,6 +5,7 @@
 import type { MarkdownIt, Token } from 'markdown-it';
 import { fenceRule } from './fences';
 import { renderMathParagraphs } from './math';
+import { spoilerEnv } from './render-options';
 import { escapeHtml as escape, escapeText } from './escape';
 import generatedLanguages from './generated/code-language-names.json';
 
@@ -42,25 +43,26 @@ export function blocksPlugin(md: MarkdownIt): void {
     const token = tokens[index]!;
     const language = token.info;
     const depth = (env as { fenceDepth?: number }).fenceDepth ?? 0;
-    const nested = (content: string, inBlockquote = false) =>
+    const nested = (content: string, kind: 'quote' | 'spoiler') =>
       depth >= MAX_NESTED_FENCES
         ? codeBlock(content, '')
-        : md.render(content, {
-            ...env,
-            fenceDepth: depth + 1,
-            ...(inBlockquote ? { inBlockquote: true } : {}),
-          });
+        : md.render(
+            content,
+            kind === 'quote'
+              ? { ...env, fenceDepth: depth + 1, inBlockquote: true }
+              : spoilerEnv({ ...env, fenceDepth: depth + 1 }),
+          );
     switch (language) {
       case 'quote':
       case 'quoted':
         // A blockquote: no link previews inside (see inline-extras.ts).
-        return `<blockquote>\n${nested(token.content, true)}</blockquote>\n`;
+        return `<blockquote>\n${nested(token.content, 'quote')}</blockquote>\n`;
       case 'spoiler': {
         const header = (token.meta as { header: string }).header;
-        const headerHtml = header === '' ? '' : nested(header);
+        const headerHtml = header === '' ? '' : nested(header, 'spoiler');
         return (
           `<div class="spoiler-block"><div class="spoiler-header">\n${headerHtml}` +
-          `</div><div class="spoiler-content" aria-hidden="true">\n${nested(token.content)}` +
+          `</div><div class="spoiler-content" aria-hidden="true">\n${nested(token.content, 'spoiler')}` +
           `</div></div>\n`
         );
       }

@@ -4,6 +4,7 @@
 // opening fence closes it (a longer run of backticks is content). Quote and spoiler fences hold
 // Markdown, so fences nested inside them are skipped over as a whole.
 import type { StateBlock } from 'markdown-it';
+import { defaultFenceLanguage, inSpoiler } from './render-options';
 
 /** A fence line: the fence, then an optional language ("py", ".py", "{.py}") and header. */
 const FENCE = /^(~{3,}|`{3,})[ ]*(?:\{?\.?([a-zA-Z0-9_+,\-./#]+)[ ]*([^ ~`][^~`]*)?\}?)?$/;
@@ -31,9 +32,31 @@ function rawLine(state: StateBlock, line: number): string {
   return state.src.slice(state.bMarks[line], state.eMarks[line]);
 }
 
+interface OpenFence {
+  fence: string;
+  /** Its content is Markdown, so fences inside it open and close. */
+  nests: boolean;
+  /** Inside a spoiler, bare fences take no default language (Zulip's SpoilerHandler). */
+  inSpoiler: boolean;
+}
+
+function openFence(line: FenceLine, lang: string | undefined, inSpoiler: boolean): OpenFence {
+  return {
+    fence: line.fence,
+    nests: holdsMarkdown(lang),
+    inSpoiler: inSpoiler || lang?.toLowerCase() === 'spoiler',
+  };
+}
+
 /** The line that closes the fence opened at `startLine`, or `endLine` if nothing does. */
-function closingLine(state: StateBlock, opening: FenceLine, startLine: number, endLine: number) {
-  const open = [{ fence: opening.fence, nests: holdsMarkdown(opening.lang) }];
+function closingLine(
+  state: StateBlock,
+  opening: OpenFence,
+  defaultLang: string | undefined,
+  startLine: number,
+  endLine: number,
+) {
+  const open = [opening];
   for (let line = startLine + 1; line < endLine; line += 1) {
     const text = rawLine(state, line);
     const innermost = open[open.length - 1]!;
@@ -42,7 +65,10 @@ function closingLine(state: StateBlock, opening: FenceLine, startLine: number, e
       if (open.length === 0) return line;
     } else if (innermost.nests) {
       const nested = parseFenceLine(text);
-      if (nested) open.push({ fence: nested.fence, nests: holdsMarkdown(nested.lang) });
+      if (nested) {
+        const lang = nested.lang ?? (innermost.inSpoiler ? undefined : defaultLang);
+        open.push(openFence(nested, lang, innermost.inSpoiler));
+      }
     }
   }
   return endLine;
@@ -62,14 +88,17 @@ export function fenceRule(
   if (!opening) return false;
   if (silent) return true;
 
-  const close = closingLine(state, opening, startLine, endLine);
+  const defaultLang = defaultFenceLanguage(state.env);
+  const lang = opening.lang ?? defaultLang;
+  const open = openFence(opening, lang, inSpoiler(state.env));
+  const close = closingLine(state, open, defaultLang, startLine, endLine);
   state.line = Math.min(close + 1, endLine);
   // Zulip renders nothing at all for a fence without content lines.
   if (close === startLine + 1) return true;
   const lines: string[] = [];
   for (let line = startLine + 1; line < close; line += 1) lines.push(rawLine(state, line));
   const token = state.push('fence', 'code', 0);
-  token.info = opening.lang?.toLowerCase() ?? '';
+  token.info = lang?.toLowerCase() ?? '';
   token.meta = { header: opening.header };
   token.markup = opening.fence;
   token.content = `${lines.join('\n')}\n`;

@@ -297,3 +297,71 @@ describe('bounded work', () => {
     expect(html).toContain('<div class="codehilite">');
   });
 });
+
+describe("the organization's rendering settings", () => {
+  it('gives fences without a language the default code block language, except in spoilers', () => {
+    const options = { defaultCodeBlockLanguage: 'Python' };
+    expect(html('```\nx = 1\n```', options)).toBe(html('```python\nx = 1\n```'));
+    // A fence's own language wins.
+    expect(html('```js\nx\n```', options)).toBe(html('```js\nx\n```'));
+    // Inside a quote the default applies, inside a spoiler it does not (Zulip's handlers).
+    expect(html('````quote\n```\nx\n```\n````', options)).toBe(
+      html('````quote\n```python\nx\n```\n````'),
+    );
+    expect(html('````spoiler s\n```\nx\n```\n````', options)).toBe(
+      html('````spoiler s\n```\nx\n```\n````'),
+    );
+    // An indented code block is no fence.
+    expect(html('    x', options)).toBe(html('    x'));
+    // The default may itself be a special fence, whose inside then nests.
+    expect(html('```\n**hi**\n```', { defaultCodeBlockLanguage: 'quote' })).toBe(
+      '<blockquote>\n<p><strong>hi</strong></p>\n</blockquote>',
+    );
+    expect(html('```\nx\n```', { defaultCodeBlockLanguage: '' })).toBe(html('```\nx\n```'));
+  });
+
+  it("makes links to the organization's narrows and uploads relative, as Zulip", () => {
+    const options = { realmUrl: 'https://chat.example.com' };
+    expect(html('[here](https://chat.example.com/#narrow/channel/3-general)', options)).toBe(
+      '<p><a href="#narrow/channel/3-general">here</a></p>',
+    );
+    // A bare link keeps its text.
+    expect(html('https://chat.example.com/#narrow/dm/4-x', options)).toBe(
+      '<p><a href="#narrow/dm/4-x">https://chat.example.com/#narrow/dm/4-x</a></p>',
+    );
+    expect(html('[f](https://chat.example.com/user_uploads/2/ab/c/f.txt)', options)).toBe(
+      '<p><a href="user_uploads/2/ab/c/f.txt">f</a></p>',
+    );
+    // Other paths and other hosts stay absolute.
+    for (const url of [
+      'https://chat.example.com/https://example.com',
+      'https://chat.example.com.evil/#narrow',
+      'https://other.example.com/#narrow',
+    ])
+      expect(html(`[x](${url})`, options)).toBe(`<p><a href="${url}">x</a></p>`);
+  });
+
+  it('previews an upload linked by its full URL as an upload', () => {
+    const pathId = '2/ab/abcdefghijklmnopqrstuvwx/cat.png';
+    const uploads = new Map([[pathId, { contentType: 'image/png', width: 4, height: 3 }]]);
+    const data = { usersByName: new Map(), usersById: new Map(), groupsByName: new Map(), uploads };
+    const rendered = renderMarkdown(
+      `[cat](https://chat.example.com/user_uploads/${pathId})`,
+      data,
+      {
+        realmUrl: 'https://chat.example.com',
+      },
+    ).html;
+    expect(rendered).toContain(
+      `<a href="user_uploads/${pathId}" title="cat"><img class="image-loading-placeholder"`,
+    );
+  });
+
+  it('shows no image previews when the organization turned them off', () => {
+    const url = 'https://example.com/cat.png';
+    expect(html(url)).toContain('message_inline_image');
+    const off = renderMarkdown(url, undefined, { imagePreviews: false });
+    expect(off.html).toBe(`<p><a href="${url}">${url}</a></p>`);
+    expect(off.hasImage).toBe(false);
+  });
+});

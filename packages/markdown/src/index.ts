@@ -13,10 +13,12 @@ import { inlineExtrasPlugin } from './inline-extras';
 import { lineBreaksPlugin } from './line-breaks';
 import { listsPlugin } from './lists';
 import { linkifierPlugin } from './linkifiers';
+import { localLinksPlugin } from './local-links';
 import { mathPlugin } from './math';
 import { mentionPlugin, type MentionData, type Mentions } from './mentions';
 import { paragraphsPlugin } from './paragraphs';
 import { quotesPlugin } from './quotes';
+import type { RenderOptions } from './render-options';
 
 export {
   mentionCandidates,
@@ -37,6 +39,7 @@ export {
 } from './link-syntax';
 export { canonicalEmojiName, emojiApiData, emojiCodeForName, isEmojiCode } from './emoji';
 export { holdsMarkdown, parseFenceLine, type FenceLine } from './fences';
+export type { RenderOptions } from './render-options';
 export {
   linkifierErrors,
   fillReverseTemplate,
@@ -69,6 +72,7 @@ md.use(channelLinkPlugin);
 md.use(blocksPlugin);
 md.use(mathPlugin);
 md.use(inlineExtrasPlugin);
+md.use(localLinksPlugin);
 md.use(emojiPlugin);
 md.use(listsPlugin);
 md.use(paragraphsPlugin);
@@ -90,11 +94,6 @@ md.renderer.rules.s_close = () => '</del>';
 
 /** Zulip's Message.is_status_message: "/me " and the rest of the line. */
 const ME_MESSAGE = /^\/me /;
-
-export interface RenderOptions {
-  /** The user setting translate_emoticons: `:)` becomes :smile: and so on. */
-  translateEmoticons?: boolean;
-}
 
 export function renderMarkdown(
   content: string,

@@ -3,6 +3,7 @@
 import type { MarkdownIt, StateCore, StateInline } from 'markdown-it';
 import { escapeHtml as escape } from './escape';
 import type { UploadedImage } from './mentions';
+import { renderOptions } from './render-options';
 
 /** Zulip's common_timezones (zerver/lib/timezone.py), the abbreviations its date parser takes,
  * as offsets from UTC in seconds. Some are ambiguous (IST, CST): Zulip's choice stands. */
@@ -144,10 +145,13 @@ function uploadPreview(href: string, title: string | null, image: UploadedImage)
 }
 
 function uploadedImage(href: string, env: unknown): UploadedImage | undefined {
-  if (!href.startsWith(UPLOAD_PREFIX)) return undefined;
+  // Also "user_uploads/…": the organization's full upload URL made relative (local-links.ts),
+  // which Zulip resolves against "/" when it looks the upload up.
+  const path = href.startsWith(UPLOAD_PREFIX.slice(1)) ? `/${href}` : href;
+  if (!path.startsWith(UPLOAD_PREFIX)) return undefined;
   const uploads = (env as { mentionData?: { uploads?: Map<string, UploadedImage> } }).mentionData
     ?.uploads;
-  let pathId = href.slice(UPLOAD_PREFIX.length);
+  let pathId = path.slice(UPLOAD_PREFIX.length);
   try {
     pathId = decodeURIComponent(pathId);
   } catch {
@@ -173,6 +177,8 @@ function linksRule(state: StateCore): void {
   // Zulip's InlineInterestingLinkProcessor: each URL previewed once per message, none inside
   // a quote.
   const previewed = (env.previewedUrls ??= new Set());
+  // Zulip's is_image answers false for every URL when the organization turned previews off.
+  const previewsEnabled = renderOptions(state.env).imagePreviews !== false;
   let quoteDepth = env.inBlockquote ? 1 : 0;
   for (let i = 0; i < tokens.length; i += 1) {
     const inline = tokens[i]!;
@@ -196,7 +202,7 @@ function linksRule(state: StateCore): void {
         close = j + 2;
       }
       const title = text.trim() !== '' && text !== href ? text : null;
-      if (quoteDepth > 0 || previewed.has(href)) continue;
+      if (!previewsEnabled || quoteDepth > 0 || previewed.has(href)) continue;
       const upload = uploadedImage(href, state.env);
       const preview = upload
         ? uploadPreview(href, title, upload)

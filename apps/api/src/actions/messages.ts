@@ -66,7 +66,7 @@ import { pushTrigger, type PushSettings } from '../lib/push-notifications';
 import { activeMemberIds, groupIdsOfUser, groupIdsOfUserSql } from '../lib/groups';
 import { inRealmGroups, realmGroupId } from '../lib/realm-state';
 import { apiFlags, directDisplay, displayUser } from '../lib/messages';
-import { loadMentionData, type NamedGroup } from '../lib/rendering';
+import { loadMentionData, messageRenderOptions, type NamedGroup } from '../lib/rendering';
 import { loadPermissions, subscribedSql, subscriptionOf, type Permissions } from '../lib/streams';
 import { apiEmailFor, canSeeDeliveryEmail, dummyEmailUserId, isGuest } from '../lib/users';
 import {
@@ -208,9 +208,7 @@ export async function prepareMessage(
     author: { realm, user: sender },
   }).then((mentionData) => ({
     mentionData,
-    rendered: renderMarkdown(content, mentionData, {
-      translateEmoticons: sender.translateEmoticons,
-    }),
+    rendered: renderMarkdown(content, mentionData, messageRenderOptions(realm, sender)),
   }));
   rendering.catch(() => undefined);
   const resolved = await resolving;

@@ -1,6 +1,7 @@
 // Rendering Markdown for an organization: loads what the content may refer to (users and
 // groups it mentions, Zulip's MentionData; channels it links; the organization's linkifiers,
 // custom emoji and uploaded images with their thumbnails), then renders with packages/markdown.
+import { realmUrl } from '@parley/auth';
 import {
   getPrisma,
   intArrayLiteral,
@@ -18,6 +19,7 @@ import {
   type MentionData,
   type MentionGroup,
   type Rendered,
+  type RenderOptions,
 } from '@parley/markdown';
 import { linkedPathIds } from './attachments';
 import { activeMembersSql } from './groups';
@@ -31,9 +33,23 @@ import { inaccessibleUserIds } from './user-access';
  * stay text. */
 export interface ContentAuthor {
   realm: Realm;
-  /** translateEmoticons: the author's setting decides whether ":)" becomes an emoji (Zulip
-   * renders with the sender's translate_emoticons). */
+  /** The organization's and the author's settings that change the rendering
+   * (messageRenderOptions). */
   user: Pick<User, 'id' | 'role' | 'translateEmoticons'>;
+}
+
+/** What the organization's settings and the author's change in a message's rendering (Zulip
+ * renders with the message's realm and the sender's settings). */
+export function messageRenderOptions(
+  realm: Pick<Realm, 'stringId' | 'defaultCodeBlockLanguage' | 'inlineImagePreview'>,
+  user: Pick<User, 'translateEmoticons'>,
+): RenderOptions {
+  return {
+    translateEmoticons: user.translateEmoticons,
+    defaultCodeBlockLanguage: realm.defaultCodeBlockLanguage,
+    realmUrl: realmUrl(realm),
+    imagePreviews: realm.inlineImagePreview,
+  };
 }
 
 export async function renderContent(
@@ -42,9 +58,11 @@ export async function renderContent(
   db: Tx = getPrisma(),
   author?: ContentAuthor,
 ): Promise<Rendered> {
-  return renderMarkdown(content, await loadMentionData(realmId, content, db, { author }), {
-    translateEmoticons: author?.user.translateEmoticons ?? false,
-  });
+  return renderMarkdown(
+    content,
+    await loadMentionData(realmId, content, db, { author }),
+    author ? messageRenderOptions(author.realm, author.user) : {},
+  );
 }
 
 /** A channel description or a Markdown profile value: the organization's linkifiers, emoji
