@@ -53,7 +53,7 @@ describe('bot storage', () => {
 
   it('refuses values that are not strings, and humans', async () => {
     const put = (storage: string) => as(bot, org.host).put('/bot_storage', { storage });
-    expectError(await put(JSON.stringify({ a: 1 })), "storage['a'] is not a string");
+    expectError(await put(JSON.stringify({ a: 1 })), 'storage["a"] is not a string');
     expectError(await put('[1]'), 'storage is not a dict');
     expectError(await put('{'), 'storage is not valid JSON');
     expectError(await as(org.owner, org.host).get('/bot_storage'), 'Must be a bot user');

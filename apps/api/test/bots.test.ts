@@ -186,6 +186,10 @@ describe('PATCH /bots/{id}', () => {
     );
     const gone = await createTestUser(org.realm);
     await prisma().user.update({ where: { id: gone.id }, data: { isActive: false } });
+    // The current owner, even deactivated, is no change (Zulip compares before checking).
+    await prisma().user.update({ where: { id: other.id }, data: { isActive: false } });
+    expectSuccess(await as(admin, org.host).patch(`/bots/${bot.id}`, { bot_owner_id: other.id }));
+    await prisma().user.update({ where: { id: other.id }, data: { isActive: true } });
     for (const [ownerId, msg] of [
       [999_999_999, 'Failed to change owner, no such user'],
       [gone.id, 'Failed to change owner, user is deactivated'],

@@ -478,7 +478,11 @@ describe('bots', () => {
     );
     expectError(
       await as(org.owner, org.host).post('/bots', { full_name: 'X', short_name: 'x', bot_type: 9 }),
-      'Invalid bot_type',
+      'Invalid bot type',
+    );
+    expectError(
+      await as(org.owner, org.host).post('/bots', { full_name: 'X', short_name: 'x', bot_type: 4 }),
+      'Embedded bots are not enabled.',
     );
   });
 });

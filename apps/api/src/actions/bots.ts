@@ -169,7 +169,8 @@ export async function doUpdateBot(
     await doChangeRole(ctx, bot, changes.role, actor.id);
   }
   let owner: User | null = null;
-  if (changes.ownerId !== undefined) {
+  // Zulip checks the owner only when it changes: sending the current one is a no-op.
+  if (changes.ownerId !== undefined && changes.ownerId !== bot.botOwnerId) {
     const { ownerId } = changes;
     owner =
       Number.isSafeInteger(ownerId) && ownerId > 0 && ownerId <= 2 ** 31 - 1

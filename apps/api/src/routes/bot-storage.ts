@@ -22,7 +22,7 @@ function checkStorage(value: unknown): Map<string, string> {
   const entries = new Map<string, string>();
   for (const [key, entry] of Object.entries(value)) {
     if (typeof entry !== 'string')
-      throw new ApiParamValidationError(`storage['${key}'] is not a string`);
+      throw new ApiParamValidationError(`storage["${key}"] is not a string`);
     entries.set(key, entry);
   }
   return entries;

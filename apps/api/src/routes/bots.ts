@@ -136,9 +136,12 @@ defineRoute(
         )
           throw new InsufficientPermissionError();
         // Outgoing-webhook and embedded bots need a service configuration this server does not
-        // keep yet; refusing them is clearer than creating bots that never answer.
+        // keep yet; refusing them is clearer than creating bots that never answer. Zulip's
+        // answers: embedded bots disabled (its default), other types not allowed here.
+        if (params.bot_type === BotType.EMBEDDED)
+          throw new JsonableError('Embedded bots are not enabled.');
         if (params.bot_type !== BotType.GENERIC && params.bot_type !== BotType.INCOMING_WEBHOOK) {
-          throw new JsonableError('Invalid bot_type');
+          throw new JsonableError('Invalid bot type');
         }
         const shortName = params.short_name.trim().toLowerCase().replace(/-bot$/, '');
         // A local part Django's validator accepts: no leading, trailing or doubled dots.
