@@ -214,6 +214,14 @@ describe('POST /fetch_api_key', () => {
       401,
       'PASSWORD_AUTH_DISABLED',
     );
+    // As in Zulip, the address is checked first (authenticate() refuses later).
+    expectError(
+      await api
+        .post(sso.host, '/fetch_api_key')
+        .type('form')
+        .send({ username: 'not-an-address', password: 'pw' }),
+      'Enter a valid email address.',
+    );
   });
 
   it('validates its parameters', async () => {

@@ -864,8 +864,14 @@ describe('GET /server_settings and /register after a change', () => {
     expect(body).toMatchObject({
       realm_name: 'After',
       realm_description: '<p>Now <em>with</em> a description</p>',
-      realm_web_public_access_enabled: true,
+      // Zulip's allow_web_public_streams_access: no web-public channel, nothing to read.
+      realm_web_public_access_enabled: false,
     });
+    const channel = await createChannel(org.realm, org.owner, 'open', [org.owner]);
+    await getPrisma().stream.update({ where: { id: channel.id }, data: { isWebPublic: true } });
+    expect(
+      expectSuccess(await api.get(org.host, '/server_settings')).realm_web_public_access_enabled,
+    ).toBe(true);
   });
 
   it('recomputes the permission flags under realm_user', async () => {

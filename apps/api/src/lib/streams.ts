@@ -458,3 +458,17 @@ async function subscribedRecipientIds(userId: number): Promise<Set<number>> {
   });
   return new Set(rows.map((row) => row.recipientId));
 }
+
+/** Zulip's Realm.allow_web_public_streams_access: spectators are let in only when the
+ * organization allows them and has a web-public channel (not archived) for them to read. */
+export async function webPublicAccessEnabled(realm: {
+  id: number;
+  webPublicAccessEnabled: boolean;
+}): Promise<boolean> {
+  if (!realm.webPublicAccessEnabled) return false;
+  const channel = await getPrisma().stream.findFirst({
+    where: { realmId: realm.id, isWebPublic: true, deactivated: false },
+    select: { id: true },
+  });
+  return channel !== null;
+}

@@ -42,7 +42,6 @@ defineRoute(authRoutes, '/fetch_api_key', {
   POST: realmEndpoint(
     { params: { username: p.string(), password: p.string() }, response: apiKeyAnswer },
     async ({ realm, params }) => {
-      if (!realm.passwordAuthEnabled) throw new PasswordAuthDisabledError();
       let email: string;
       try {
         email = checkEmail(params.username);
@@ -50,6 +49,12 @@ defineRoute(authRoutes, '/fetch_api_key', {
         throw new JsonableError('Enter a valid email address.');
       }
       await checkLoginRateLimit(realm.id, email);
+      // Zulip's EmailAuthBackend refuses inside the rate-limited authenticate(): a refusal
+      // counts as a failed attempt like any other.
+      if (!realm.passwordAuthEnabled) {
+        await recordFailedLogin(realm.id, email);
+        throw new PasswordAuthDisabledError();
+      }
       const user = params.password === '' ? null : await getLoginUser(realm, email);
       // Zulip's EmailAuthBackend finds the active account before it checks the password
       // (common_get_active_user): a deactivated one is told so whatever the password.

@@ -7,6 +7,7 @@ import { documentEventsEndpoints } from '@parley/events';
 import { defineRoute, openApiDocument } from '@parley/http';
 import { anonymousEndpoint, realmUrl } from '@parley/auth';
 import { realmIconUrl } from '../lib/realm-state';
+import { webPublicAccessEnabled } from '../lib/streams';
 import { renderDescription } from '../presenters/realm';
 
 export const serverRoutes = Router();
@@ -31,7 +32,7 @@ const serverSettings = z.object({
 });
 
 defineRoute(serverRoutes, '/server_settings', {
-  GET: anonymousEndpoint({ response: serverSettings }, ({ req, res }) => {
+  GET: anonymousEndpoint({ response: serverSettings }, async ({ req, res }) => {
     const realm = res.locals.realm;
     const passwordAuth = realm?.passwordAuthEnabled ?? true;
     const settings: Record<string, unknown> = {
@@ -67,7 +68,7 @@ defineRoute(serverRoutes, '/server_settings', {
         realm_name: realm.name,
         realm_icon: realmIconUrl(realm),
         realm_description: renderDescription(realm.description),
-        realm_web_public_access_enabled: realm.webPublicAccessEnabled,
+        realm_web_public_access_enabled: await webPublicAccessEnabled(realm),
       });
     }
     return settings;
