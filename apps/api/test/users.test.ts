@@ -975,6 +975,35 @@ describe('DELETE /users/{id}, DELETE /users/me and reactivation', () => {
       'User is already active.',
     );
   });
+
+  it('gives a bot whose owner is deactivated to whoever reactivates it, as Zulip', async () => {
+    const org = await createTestRealm();
+    const admin = await createTestUser(org.realm, Role.ADMINISTRATOR);
+    const member = await createTestUser(org.realm);
+    const { user_id: botId } = expectSuccess(
+      await as(member, org.host).post('/bots', { full_name: 'Orphan', short_name: 'orphan' }),
+    ) as { user_id: number };
+    // Deactivating the member deactivates their bots.
+    expectSuccess(await as(org.owner, org.host).delete(`/users/${member.id}`));
+    expect((await prisma().user.findUniqueOrThrow({ where: { id: botId } })).isActive).toBe(false);
+    const published = await captureEvents(org.realm.id, async () => {
+      expectSuccess(await as(admin, org.host).post(`/users/${botId}/reactivate`));
+    });
+    expect(await prisma().user.findUniqueOrThrow({ where: { id: botId } })).toMatchObject({
+      isActive: true,
+      botOwnerId: admin.id,
+    });
+    expect(published.map(({ event }) => event)).toEqual(
+      expect.arrayContaining([
+        { type: 'realm_bot', op: 'update', bot: { user_id: botId, owner_id: admin.id } },
+        {
+          type: 'realm_user',
+          op: 'update',
+          person: { user_id: botId, bot_owner_id: admin.id },
+        },
+      ]),
+    );
+  });
 });
 
 describe('DELETE /users/{id}: deleting the messages of the deactivated user', () => {

@@ -30,6 +30,20 @@ import {
 /** Zulip's do_change_bot_owner: an owner who is not an administrator (who sees every bot
  * anyway) gains the bot as an add and the previous one loses it as a delete; the other
  * administrators get the new owner as an update. */
+/** Zulip's do_reactivate_user: a bot brought back while its owner is deactivated belongs to
+ * whoever brought it back. */
+export async function doAdoptReactivatedBot(
+  ctx: ActionContext,
+  realm: Realm,
+  bot: User,
+  actor: User,
+): Promise<void> {
+  if (!bot.isBot || bot.botOwnerId === null) return;
+  const owner = await ctx.tx.user.findUnique({ where: { id: bot.botOwnerId } });
+  if (!owner || owner.isActive) return;
+  await doChangeBotOwner(ctx, realm, { ...bot, isActive: true }, actor, actor);
+}
+
 export async function doChangeBotOwner(
   ctx: ActionContext,
   realm: Realm,

@@ -908,7 +908,8 @@ function doDeleteSenderBatch(
   );
 }
 
-/** Zulip's reactivate_user_backend: a bot comes back only with an active owner. */
+/** Zulip's reactivate_user_backend: what may not come back. (A bot whose owner is deactivated
+ * comes back owned by whoever reactivates it: doAdoptReactivatedBot.) */
 export async function checkReactivateUser(tx: Tx, target: User): Promise<void> {
   // A deleted profile is what Zulip's do_delete_user leaves: a placeholder, which nobody can
   // bring back (its owner signs up anew).
@@ -925,10 +926,6 @@ export async function checkReactivateUser(tx: Tx, target: User): Promise<void> {
     throw new JsonableError(
       `There is already an active bot named "${target.fullName}" in this organization. To reactivate this bot, you must rename or deactivate the other one first.`,
     );
-  if (!target.botOwnerId) return;
-  const owner = await tx.user.findUnique({ where: { id: target.botOwnerId } });
-  if (owner && !owner.isActive)
-    throw new JsonableError('Cannot reactivate a bot whose owner is deactivated.');
 }
 
 export async function doReactivateUser(

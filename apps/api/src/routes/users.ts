@@ -25,6 +25,7 @@ import {
   doReactivateUser,
   passwordHashFor,
 } from '../actions/users';
+import { doAdoptReactivatedBot } from '../actions/bots';
 import { sendNewUserMessages } from '../actions/onboarding';
 import { checkProfileData, doUpdateProfileData } from '../actions/profile-fields';
 import { userEndpoint } from '@parley/auth';
@@ -276,6 +277,7 @@ defineRoute(userRoutes, '/users/:user/reactivate', {
       await runAction(async (ctx) => {
         await checkReactivateUser(ctx.tx, target);
         await doReactivateUser(ctx, target, user.id);
+        await doAdoptReactivatedBot(ctx, realm, target, user);
       });
       return {};
     },
