@@ -42,6 +42,9 @@ export const botRoutes = Router();
 /** POST /bots and PATCH /bots/{id}, which may carry an avatar: mounted before them. */
 export const botUploadRoutes = Router();
 
+const ATOM = "[-!#$%&'*+/=?^_`{}|~0-9A-Za-z]+";
+const BOT_LOCAL_PART = new RegExp(`^${ATOM}(\\.${ATOM})*$`);
+
 const BotType = { GENERIC: 1, INCOMING_WEBHOOK: 2, OUTGOING_WEBHOOK: 3, EMBEDDED: 4 } as const;
 
 const botPath = { bot: p.string({ maxLength: 20 }) };
@@ -143,9 +146,11 @@ defineRoute(
         if (params.bot_type !== BotType.GENERIC && params.bot_type !== BotType.INCOMING_WEBHOOK) {
           throw new JsonableError('Invalid bot type');
         }
-        const shortName = params.short_name.trim().toLowerCase().replace(/-bot$/, '');
-        // A local part Django's validator accepts: no leading, trailing or doubled dots.
-        if (!/^[a-z0-9_-]+(\.[a-z0-9_-]+)*$/.test(shortName))
+        // Zulip's check_short_name trims; "-bot" always follows, in the case typed.
+        const shortName = params.short_name.trim();
+        // A local part Django's EmailValidator accepts (dot-atom): no leading, trailing or
+        // doubled dots.
+        if (shortName === '' || !BOT_LOCAL_PART.test(`${shortName}-bot`))
           throw new JsonableError('Bad name or username');
         const email = `${shortName}-bot@${realmBotDomain(realm)}`;
         const sending = await defaultStreamOf(user, params.default_sending_stream);
