@@ -504,7 +504,10 @@ describe('/export/realm', () => {
         size: 1024 ** 3 + 1,
       },
     });
-    expectError(await post(), `Please request a manual export from ${support}.`);
+    expectError(
+      await post(),
+      `The export you requested is too large for automatic processing. Please request a manual export by contacting ${support}.`,
+    );
     await getPrisma().attachment.delete({ where: { id: big.id } });
 
     // Five a week.

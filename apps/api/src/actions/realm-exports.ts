@@ -74,7 +74,9 @@ async function checkExportable(ctx: ActionContext, realm: Realm, type: ExportTyp
     _sum: { size: true },
   });
   if (messages > MAX_MESSAGE_HISTORY || Number(uploaded._sum.size ?? 0) > MAX_UPLOAD_BYTES)
-    throw new JsonableError(`Please request a manual export from ${supportAddress()}.`);
+    throw new JsonableError(
+      `The export you requested is too large for automatic processing. Please request a manual export by contacting ${supportAddress()}.`,
+    );
 
   if (type === ExportType.FULL_WITH_CONSENT && !(await consentExportIsUsable(realm.id, ctx.tx)))
     throw new JsonableError(
